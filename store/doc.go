@@ -1,0 +1,46 @@
+// Package store is the boundary between cronfence and its databases: the
+// Store interface, its row and parameter types, validation shared by every
+// store, and the errors callers check with errors.Is. It imports the standard
+// library only; each database lives in a package below (postgres, sqlite) and
+// every one of them passes the conformance suite in storetest.
+//
+// # Leases
+//
+// A lease is a named row with an owner, a generation and an expiry in the
+// database clock. Its life:
+//
+//	            LeaseAcquire (free or expired)
+//	  (none) ──────────────────────────────────▶ held by O at generation g
+//	                                               │  │
+//	         LeaseRenew by O at g before expiry ◀──┘  │ LeaseRelease by O at g,
+//	         (extends expires_at)                     │ or time passes
+//	                                                  ▼
+//	                                             expired (row kept)
+//	                                                  │ LeaseAcquire by anyone
+//	                                                  ▼
+//	                                             held by O' at g+1
+//
+// Acquisition is one atomic statement; renewal is conditioned on owner,
+// generation and not yet expired, and release on owner and generation, so a
+// process that lost its lease while paused can neither extend it nor expire
+// its successor's. Rows are never deleted: the generation of a name grows
+// forever and serves as a fencing token. LeaseFence checks the generation
+// inside the caller's write transaction and holds the lease row against a
+// takeover until that transaction ends.
+//
+// # Slots
+//
+// A slot is one intended occurrence of a job (the instant the schedule
+// named, never the time a run started). Its claim row:
+//
+//	(none) ──SlotClaim──▶ running ──SlotFinish──▶ completed   (final)
+//	                        │   ▲        │
+//	                        │   │        └──────▶ failed
+//	       lease expired ───┘   └── SlotClaim, attempts+1 < MaxAttempts
+//
+// SlotClaim takes the guarding lease and the slot in one statement; a running
+// slot whose lease has expired (its owner died or paused) and a failed slot
+// may be claimed again with one more attempt, a completed one never.
+// SlotFinish marks the slot, releases the lease and writes the run row in one
+// round trip, all conditioned on the claim's owner and generation.
+package store

@@ -1,0 +1,249 @@
+package store
+
+import (
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+const (
+	// MaxNameLength is the longest lease, job or owner name, in bytes.
+	MaxNameLength = 200
+
+	// MinTTL is the shortest lease TTL a store accepts. Production leases
+	// should be far longer (60 to 120 seconds is typical); see the cronfence
+	// package documentation.
+	MinTTL = time.Millisecond
+
+	// MaxTTL is the longest lease TTL a store accepts: longer leases bring
+	// back the eternal lock at a smaller scale.
+	MaxTTL = 7 * 24 * time.Hour
+
+	// MaxRunLogLines and MaxRunLogBytes bound the logs kept in one run row.
+	// Beyond them the oldest lines are dropped and a marker line says how
+	// many.
+	MaxRunLogLines = 500
+	MaxRunLogBytes = 64 << 10
+
+	// MaxRunErrorBytes bounds the error text kept in one run row.
+	MaxRunErrorBytes = 8 << 10
+
+	// DefaultRunListLimit and MaxRunListLimit bound RunList.
+	DefaultRunListLimit = 100
+	MaxRunListLimit     = 10_000
+)
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("store: "+format+": %w", append(args, ErrInvalidArgument)...)
+}
+
+// ValidateName checks a lease, job or owner name: non-empty, at most
+// MaxNameLength bytes, valid UTF-8 and free of NUL bytes (which PostgreSQL
+// text cannot hold). field names the argument in the error.
+func ValidateName(field, name string) error {
+	switch {
+	case name == "":
+		return invalid("%s must not be empty", field)
+	case len(name) > MaxNameLength:
+		return invalid("%s must be at most %d bytes, got %d", field, MaxNameLength, len(name))
+	case !utf8.ValidString(name):
+		return invalid("%s must be valid UTF-8", field)
+	case strings.IndexByte(name, 0) >= 0:
+		return invalid("%s must not contain NUL bytes", field)
+	}
+	return nil
+}
+
+// ValidateTTL checks a lease TTL.
+func ValidateTTL(ttl time.Duration) error {
+	if ttl < MinTTL || ttl > MaxTTL {
+		return invalid("TTL must be between %s and %s, got %s", MinTTL, MaxTTL, ttl)
+	}
+	return nil
+}
+
+func validateRef(ref LeaseRef) error {
+	if err := ValidateName("lease name", ref.Name); err != nil {
+		return err
+	}
+	if err := ValidateName("owner", ref.Owner); err != nil {
+		return err
+	}
+	if ref.Generation < 1 {
+		return invalid("generation must be at least 1, got %d", ref.Generation)
+	}
+	return nil
+}
+
+// Validate checks the arguments of LeaseAcquire.
+func (p LeaseAcquireParams) Validate() error {
+	if err := ValidateName("lease name", p.Name); err != nil {
+		return err
+	}
+	if err := ValidateName("owner", p.Owner); err != nil {
+		return err
+	}
+	return ValidateTTL(p.TTL)
+}
+
+// Validate checks the arguments of LeaseRenew.
+func (p LeaseRenewParams) Validate() error {
+	if err := validateRef(p.LeaseRef); err != nil {
+		return err
+	}
+	return ValidateTTL(p.TTL)
+}
+
+// Validate checks a lease reference (LeaseRelease).
+func (ref LeaseRef) Validate() error { return validateRef(ref) }
+
+// ValidateFence checks the arguments of LeaseFence.
+func ValidateFence(name string, generation int64) error {
+	if err := ValidateName("lease name", name); err != nil {
+		return err
+	}
+	if generation < 1 {
+		return invalid("generation must be at least 1, got %d", generation)
+	}
+	return nil
+}
+
+// Validate checks the arguments of SlotClaim.
+func (p SlotClaimParams) Validate() error {
+	if err := ValidateName("job", p.Job); err != nil {
+		return err
+	}
+	if p.Slot.IsZero() {
+		return invalid("slot must be set")
+	}
+	if err := (LeaseAcquireParams{Name: p.LeaseName, Owner: p.Owner, TTL: p.TTL}).Validate(); err != nil {
+		return err
+	}
+	if p.MaxAttempts < 1 {
+		return invalid("MaxAttempts must be at least 1, got %d", p.MaxAttempts)
+	}
+	return nil
+}
+
+// Validate checks the arguments of SlotFinish.
+func (p SlotFinishParams) Validate() error {
+	if err := ValidateName("job", p.Job); err != nil {
+		return err
+	}
+	if p.Slot.IsZero() {
+		return invalid("slot must be set")
+	}
+	if err := validateRef(LeaseRef{Name: p.LeaseName, Owner: p.Owner, Generation: p.Generation}); err != nil {
+		return err
+	}
+	if p.Status != SlotCompleted && p.Status != SlotFailed {
+		return invalid("finish status must be %q or %q, got %q", SlotCompleted, SlotFailed, p.Status)
+	}
+	return nil
+}
+
+// Validate checks a run row before RunInsert.
+func (r Run) Validate() error {
+	if err := ValidateName("job", r.Job); err != nil {
+		return err
+	}
+	if r.Owner != "" {
+		if err := ValidateName("owner", r.Owner); err != nil {
+			return err
+		}
+	}
+	if r.Generation < 0 {
+		return invalid("generation must not be negative, got %d", r.Generation)
+	}
+	if r.Attempt < 0 {
+		return invalid("attempt must not be negative, got %d", r.Attempt)
+	}
+	if !r.FinishedAt.IsZero() && !r.StartedAt.IsZero() && r.FinishedAt.Before(r.StartedAt) {
+		return invalid("run finished (%s) before it started (%s)", r.FinishedAt, r.StartedAt)
+	}
+	return nil
+}
+
+// Validate checks the arguments of RunList.
+func (p RunListParams) Validate() error {
+	if p.Job != "" {
+		if err := ValidateName("job", p.Job); err != nil {
+			return err
+		}
+	}
+	if p.Limit < 0 || p.Limit > MaxRunListLimit {
+		return invalid("limit must be between 0 and %d, got %d", MaxRunListLimit, p.Limit)
+	}
+	if p.BeforeID < 0 {
+		return invalid("BeforeID must not be negative, got %d", p.BeforeID)
+	}
+	return nil
+}
+
+// EffectiveLimit is the limit RunList applies.
+func (p RunListParams) EffectiveLimit() int {
+	if p.Limit == 0 {
+		return DefaultRunListLimit
+	}
+	return p.Limit
+}
+
+// Validate checks the arguments of Prune.
+func (p PruneParams) Validate() error {
+	if p.Before.IsZero() {
+		return invalid("prune cutoff (Before) must be set")
+	}
+	return nil
+}
+
+// Bounded returns the run with its logs and error cut to the store's bounds,
+// keeping the newest log lines, and with text made safe for every store
+// (invalid UTF-8 and NUL bytes replaced). Both stores write exactly this.
+func (r Run) Bounded() Run {
+	r.Error = cleanText(r.Error)
+	if len(r.Error) > MaxRunErrorBytes {
+		r.Error = truncateUTF8(r.Error, MaxRunErrorBytes-len(" …(truncated)")) + " …(truncated)"
+	}
+	if len(r.Logs) == 0 {
+		r.Logs = nil
+		return r
+	}
+	lines := make([]string, 0, len(r.Logs))
+	for _, l := range r.Logs {
+		l = cleanText(l)
+		if len(l) > MaxRunLogBytes/4 {
+			l = truncateUTF8(l, MaxRunLogBytes/4) + " …(line truncated)"
+		}
+		lines = append(lines, l)
+	}
+	// Keep the newest lines within both bounds.
+	keep, size := 0, 0
+	for i := len(lines) - 1; i >= 0; i-- {
+		if keep == MaxRunLogLines-1 || size+len(lines[i]) > MaxRunLogBytes-64 {
+			break
+		}
+		keep++
+		size += len(lines[i])
+	}
+	if dropped := len(lines) - keep; dropped > 0 {
+		lines = append([]string{fmt.Sprintf("… %d earlier log lines dropped", dropped)}, lines[len(lines)-keep:]...)
+	}
+	r.Logs = lines
+	return r
+}
+
+func cleanText(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	return strings.ReplaceAll(s, "\x00", "\uFFFD")
+}
+
+func truncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
