@@ -9,16 +9,16 @@
 // A lease is a named row with an owner, a generation and an expiry in the
 // database clock. Its life:
 //
-//	            LeaseAcquire (free or expired)
-//	  (none) ──────────────────────────────────▶ held by O at generation g
-//	                                               │  │
-//	         LeaseRenew by O at g before expiry ◀──┘  │ LeaseRelease by O at g,
-//	         (extends expires_at)                     │ or time passes
-//	                                                  ▼
-//	                                             expired (row kept)
-//	                                                  │ LeaseAcquire by anyone
-//	                                                  ▼
-//	                                             held by O' at g+1
+//	          LeaseAcquire (free or expired)
+//	(none) ──────────────────────────────────▶ held by O at generation g
+//	                                             │  │
+//	       LeaseRenew by O at g before expiry ◀──┘  │ LeaseRelease by O at g,
+//	       (extends expires_at)                     │ or time passes
+//	                                                ▼
+//	                                           expired (row kept)
+//	                                                │ LeaseAcquire by anyone
+//	                                                ▼
+//	                                           held by O' at g+1
 //
 // Acquisition is one atomic statement; renewal is conditioned on owner,
 // generation and not yet expired, and release on owner and generation, so a
