@@ -1,0 +1,141 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cronfence/cronfence/store"
+)
+
+// LeaseAcquire takes the lease if it is free or expired. See store.Store.
+func (s *Store) LeaseAcquire(ctx context.Context, p store.LeaseAcquireParams) (store.Lease, bool, error) {
+	if err := p.Validate(); err != nil {
+		return store.Lease{}, false, err
+	}
+	if err := s.usable(); err != nil {
+		return store.Lease{}, false, err
+	}
+	var (
+		l        store.Lease
+		acquired bool
+	)
+	err := s.pool.QueryRow(ctx, s.q.leaseAcquire, p.Name, p.Owner, micros(p.TTL), nowArg(p.Now)).
+		Scan(&acquired, &l.Name, &l.Owner, &l.Generation, &l.AcquiredAt, &l.RenewedAt, &l.ExpiresAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		// Held by an owner whose row this statement's snapshot predates.
+		return store.Lease{}, false, nil
+	}
+	if err != nil {
+		return store.Lease{}, false, s.translate(fmt.Sprintf("acquire lease %q", p.Name), err)
+	}
+	return utcLease(l), acquired, nil
+}
+
+// LeaseRenew extends a lease its owner still holds. See store.Store.
+func (s *Store) LeaseRenew(ctx context.Context, p store.LeaseRenewParams) (store.Lease, error) {
+	if err := p.Validate(); err != nil {
+		return store.Lease{}, err
+	}
+	if err := s.usable(); err != nil {
+		return store.Lease{}, err
+	}
+	var l store.Lease
+	err := s.pool.QueryRow(ctx, s.q.leaseRenew, p.Name, p.Owner, p.Generation, micros(p.TTL), nowArg(p.Now)).
+		Scan(&l.Name, &l.Owner, &l.Generation, &l.AcquiredAt, &l.RenewedAt, &l.ExpiresAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Lease{}, fmt.Errorf("postgres: renew lease %q at generation %d: %w", p.Name, p.Generation, store.ErrLeaseLost)
+	}
+	if err != nil {
+		return store.Lease{}, s.translate(fmt.Sprintf("renew lease %q", p.Name), err)
+	}
+	return utcLease(l), nil
+}
+
+// LeaseRelease expires the owner's own generation of a lease. See store.Store.
+func (s *Store) LeaseRelease(ctx context.Context, ref store.LeaseRef) (bool, error) {
+	if err := ref.Validate(); err != nil {
+		return false, err
+	}
+	if err := s.usable(); err != nil {
+		return false, err
+	}
+	tag, err := s.pool.Exec(ctx, s.q.leaseRelease, ref.Name, ref.Owner, ref.Generation)
+	if err != nil {
+		return false, s.translate(fmt.Sprintf("release lease %q", ref.Name), err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// LeaseGet returns the named lease, expired or not.
+func (s *Store) LeaseGet(ctx context.Context, name string) (store.Lease, error) {
+	if err := store.ValidateName("lease name", name); err != nil {
+		return store.Lease{}, err
+	}
+	if err := s.usable(); err != nil {
+		return store.Lease{}, err
+	}
+	var l store.Lease
+	err := s.pool.QueryRow(ctx, s.q.leaseGet, name).
+		Scan(&l.Name, &l.Owner, &l.Generation, &l.AcquiredAt, &l.RenewedAt, &l.ExpiresAt)
+	if err != nil {
+		return store.Lease{}, s.translate(fmt.Sprintf("get lease %q", name), err)
+	}
+	return utcLease(l), nil
+}
+
+// pgxQuerier is what LeaseFence needs of a pgx transaction; pgx.Tx and
+// pgx.Conn both have it.
+type pgxQuerier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// sqlQuerier is what LeaseFence needs of a database/sql transaction (for
+// example one opened through pgx's stdlib driver).
+type sqlQuerier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// LeaseFence checks, inside tx, that generation still holds the lease and
+// holds the lease row with FOR SHARE until tx ends, so a takeover waits for
+// the commit. tx may be a pgx.Tx (or anything with pgx's QueryRow) or a
+// *sql.Tx on a PostgreSQL driver. It returns store.ErrLeaseLost when fenced
+// out; the caller must then roll back.
+func (s *Store) LeaseFence(ctx context.Context, tx any, name string, generation int64) error {
+	if err := store.ValidateFence(name, generation); err != nil {
+		return err
+	}
+	if err := s.usable(); err != nil {
+		return err
+	}
+	var one int
+	var err error
+	switch q := tx.(type) {
+	case pgxQuerier:
+		err = q.QueryRow(ctx, s.q.leaseFence, name, generation).Scan(&one)
+	case sqlQuerier:
+		err = q.QueryRowContext(ctx, s.q.leaseFence, name, generation).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			err = pgx.ErrNoRows
+		}
+	default:
+		return fmt.Errorf("postgres: fence lease %q: %T is neither a pgx.Tx nor a *sql.Tx: %w", name, tx, store.ErrUnsupportedTx)
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("postgres: fence lease %q at generation %d: %w", name, generation, store.ErrLeaseLost)
+	}
+	if err != nil {
+		return s.translate(fmt.Sprintf("fence lease %q", name), err)
+	}
+	return nil
+}
+
+func utcLease(l store.Lease) store.Lease {
+	l.AcquiredAt = l.AcquiredAt.UTC()
+	l.RenewedAt = l.RenewedAt.UTC()
+	l.ExpiresAt = l.ExpiresAt.UTC()
+	return l
+}

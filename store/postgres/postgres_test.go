@@ -1,0 +1,324 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/cronfence/cronfence/internal/pgtest"
+	"github.com/cronfence/cronfence/store"
+	"github.com/cronfence/cronfence/store/postgres"
+	"github.com/cronfence/cronfence/store/storetest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+// newStore returns a migrated store in a fresh schema, and that schema.
+func newStore(t *testing.T) (*postgres.Store, string) {
+	pool, schema := pgtest.Schema(t)
+	s, err := postgres.New(pool, &postgres.Config{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Migrate(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	return s, schema
+}
+
+// openOn returns another store on the same schema over a pool of its own.
+func openOn(t *testing.T, schema string) *postgres.Store {
+	s, err := postgres.New(pgtest.NewPool(t), &postgres.Config{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) storetest.Bundle {
+		s, schema := newStore(t)
+		probe := pgx.Identifier{schema, "fence_probe"}.Sanitize()
+		if _, err := s.Pool().Exec(ctx(t), `CREATE TABLE `+probe+` (key text PRIMARY KEY)`); err != nil {
+			t.Fatal(err)
+		}
+		return storetest.Bundle{
+			Store: s,
+			Open:  func(t *testing.T) store.Store { return openOn(t, schema) },
+			FencedWrite: func(ctx context.Context, name string, generation int64, key string) error {
+				return pgx.BeginFunc(ctx, s.Pool(), func(tx pgx.Tx) error {
+					if err := s.LeaseFence(ctx, tx, name, generation); err != nil {
+						return err
+					}
+					_, err := tx.Exec(ctx, `INSERT INTO `+probe+` (key) VALUES ($1)`, key)
+					return err
+				})
+			},
+			Written: func(ctx context.Context, key string) bool {
+				var n int
+				if err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM `+probe+` WHERE key = $1`, key).Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				return n == 1
+			},
+		}
+	})
+}
+
+func TestConfigValidation(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.NewPool(t)
+	for _, schema := range []string{"Upper", "1starts_with_digit", "has-dash", "has space", `quo"te`, "a234567890123456789012345678901234567890123456789012345678901234"} {
+		_, err := postgres.New(pool, &postgres.Config{Schema: schema})
+		if !errors.Is(err, store.ErrInvalidArgument) {
+			t.Errorf("schema %q: error = %v, want ErrInvalidArgument", schema, err)
+		}
+	}
+	if _, err := postgres.New(nil, nil); !errors.Is(err, store.ErrInvalidArgument) {
+		t.Errorf("nil pool: error = %v, want ErrInvalidArgument", err)
+	}
+	s, err := postgres.New(pool, nil)
+	if err != nil || s.Schema() != postgres.DefaultSchema {
+		t.Fatalf("nil config: schema %q, %v; want %q", s.Schema(), err, postgres.DefaultSchema)
+	}
+}
+
+// A takeover must wait while a fenced transaction holds the lease row FOR
+// SHARE, and proceed only after that transaction commits: the write is then
+// ordered before the new owner's.
+func TestFenceBlocksTakeoverUntilCommit(t *testing.T) {
+	t.Parallel()
+	s, schema := newStore(t)
+	other := openOn(t, schema)
+	now, err := s.Now(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A's lease expires 2 seconds from now by the database clock.
+	a, ok, err := s.LeaseAcquire(ctx(t), store.LeaseAcquireParams{Name: "x", Owner: "a", TTL: 2 * time.Second, Now: now})
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	tx, err := s.Pool().Begin(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if err := s.LeaseFence(ctx(t), tx, "x", a.Generation); err != nil {
+		t.Fatal(err)
+	}
+
+	// B tries to take over as if the lease had expired.
+	type result struct {
+		lease store.Lease
+		ok    bool
+		err   error
+	}
+	done := make(chan result, 1)
+	go func() {
+		l, ok, err := other.LeaseAcquire(ctx(t), store.LeaseAcquireParams{Name: "x", Owner: "b", TTL: time.Minute, Now: now.Add(time.Hour)})
+		done <- result{l, ok, err}
+	}()
+	waitForLockWait(t, s.Pool(), "x")
+	select {
+	case r := <-done:
+		t.Fatalf("the takeover did not wait for the fenced transaction: %+v", r)
+	default:
+	}
+	if _, err := tx.Exec(ctx(t), `SELECT 1`); err != nil { // the fenced write
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil || !r.ok || r.lease.Generation != a.Generation+1 {
+		t.Fatalf("takeover after the commit = %+v", r)
+	}
+}
+
+// waitForLockWait returns once some backend is waiting on a row lock, the
+// sign that the takeover statement reached the fenced lease row.
+func waitForLockWait(t *testing.T, pool *pgxpool.Pool, _ string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		var waiting int
+		err := pool.QueryRow(ctx(t), `
+			SELECT count(*) FROM pg_stat_activity
+			 WHERE datname = current_database() AND wait_event_type = 'Lock'
+			   AND query LIKE '%INSERT INTO%leases%'`).Scan(&waiting)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			return
+		}
+		time.Sleep(5 * time.Millisecond) // polling the server, not waiting out a timer
+	}
+	t.Fatal("the takeover never waited on the lease row")
+}
+
+// The fence also works in a *sql.Tx, for handlers whose data layer uses
+// database/sql over pgx's stdlib driver, and as a SQL function for clients
+// that only know their generation.
+func TestFenceInDatabaseSQLAndSQLFunction(t *testing.T) {
+	t.Parallel()
+	s, schema := newStore(t)
+	db := openStdlib(t, s.Pool())
+	l, ok, err := s.LeaseAcquire(ctx(t), store.LeaseAcquireParams{Name: "x", Owner: "a", TTL: time.Minute})
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	tx, err := db.BeginTx(ctx(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.LeaseFence(ctx(t), tx, "x", l.Generation); err != nil {
+		t.Fatalf("fence in *sql.Tx while held: %v", err)
+	}
+	_ = tx.Rollback()
+	tx, err = db.BeginTx(ctx(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.LeaseFence(ctx(t), tx, "x", l.Generation+1); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("fence in *sql.Tx at a wrong generation: %v, want ErrLeaseLost", err)
+	}
+	_ = tx.Rollback()
+
+	fn := pgx.Identifier{schema, "fence"}.Sanitize()
+	var got int64
+	if err := s.Pool().QueryRow(ctx(t), `SELECT `+fn+`($1, $2)`, "x", l.Generation).Scan(&got); err != nil || got != l.Generation {
+		t.Fatalf("SQL fence while held = %d, %v", got, err)
+	}
+	if _, err := s.LeaseRelease(ctx(t), l.Ref()); err != nil {
+		t.Fatal(err)
+	}
+	err = s.Pool().QueryRow(ctx(t), `SELECT `+fn+`($1, $2)`, "x", l.Generation).Scan(&got)
+	if err == nil || !containsAll(err.Error(), "CF001", "no longer held") {
+		t.Fatalf("SQL fence after release: %v, want an error with SQLSTATE CF001", err)
+	}
+}
+
+func TestMigrateConcurrentReplicas(t *testing.T) {
+	t.Parallel()
+	_, schema := pgtest.Schema(t)
+	const replicas = 6
+	errs := make(chan error, replicas)
+	stores := make([]*postgres.Store, replicas)
+	for i := range stores {
+		stores[i] = openOn(t, schema)
+	}
+	start := make(chan struct{})
+	for _, s := range stores {
+		go func() { <-start; errs <- s.Migrate(ctx(t)) }()
+	}
+	close(start)
+	for range replicas {
+		if err := <-errs; err != nil {
+			t.Fatalf("concurrent Migrate: %v", err)
+		}
+	}
+	var applied int
+	if err := stores[0].Pool().QueryRow(ctx(t), `SELECT count(*) FROM `+pgx.Identifier{schema, "schema_migrations"}.Sanitize()).Scan(&applied); err != nil {
+		t.Fatal(err)
+	}
+	if _, bin, _ := stores[0].SchemaVersion(ctx(t)); applied != bin {
+		t.Fatalf("%d migration rows after %d concurrent Migrates, want %d", applied, replicas, bin)
+	}
+}
+
+func TestSchemaNewerThanBinaryRefused(t *testing.T) {
+	t.Parallel()
+	s, schema := newStore(t)
+	if _, err := s.Pool().Exec(ctx(t), `INSERT INTO `+pgx.Identifier{schema, "schema_migrations"}.Sanitize()+` (version, name) VALUES (99, 'from_the_future')`); err != nil {
+		t.Fatal(err)
+	}
+	err := s.Migrate(ctx(t))
+	var sv *store.SchemaVersionError
+	if !errors.Is(err, store.ErrSchemaTooNew) || !errors.As(err, &sv) || sv.Database != 99 {
+		t.Fatalf("Migrate on a newer schema: %v, want a SchemaVersionError at 99 wrapping ErrSchemaTooNew", err)
+	}
+	if db, _, _ := s.SchemaVersion(ctx(t)); db != 99 {
+		t.Fatalf("the refused Migrate changed the version to %d", db)
+	}
+	if err := s.MigrateDown(ctx(t), 0); !errors.Is(err, store.ErrSchemaTooNew) {
+		t.Fatalf("MigrateDown on a newer schema: %v, want ErrSchemaTooNew", err)
+	}
+}
+
+func TestUnmigratedSchema(t *testing.T) {
+	t.Parallel()
+	_, schema := pgtest.Schema(t)
+	s := openOn(t, schema)
+	if db, bin, err := s.SchemaVersion(ctx(t)); err != nil || db != 0 || bin < 1 {
+		t.Fatalf("SchemaVersion before Migrate = %d, %d, %v", db, bin, err)
+	}
+	_, _, err := s.LeaseAcquire(ctx(t), store.LeaseAcquireParams{Name: "x", Owner: "a", TTL: time.Second})
+	if !errors.Is(err, store.ErrSchemaOutdated) {
+		t.Fatalf("LeaseAcquire before Migrate: %v, want ErrSchemaOutdated", err)
+	}
+}
+
+func TestMigrateDownAndUp(t *testing.T) {
+	t.Parallel()
+	s, schema := newStore(t)
+	if err := s.MigrateDown(ctx(t), 0); err != nil {
+		t.Fatal(err)
+	}
+	var tables int
+	if err := s.Pool().QueryRow(ctx(t), `SELECT count(*) FROM pg_tables WHERE schemaname = $1 AND tablename <> 'schema_migrations'`, schema).Scan(&tables); err != nil || tables != 0 {
+		t.Fatalf("after MigrateDown(0): %d tables left, %v", tables, err)
+	}
+	if err := s.Migrate(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := s.LeaseAcquire(ctx(t), store.LeaseAcquireParams{Name: "x", Owner: "a", TTL: time.Second}); err != nil || !ok {
+		t.Fatalf("acquire after down and up: %v, %v", ok, err)
+	}
+}
+
+func TestClosedPool(t *testing.T) {
+	t.Parallel()
+	_, schema := newStore(t)
+	pool := pgtest.NewPool(t)
+	s, err := postgres.New(pool, &postgres.Config{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool.Close()
+	_, _, err = s.LeaseAcquire(ctx(t), store.LeaseAcquireParams{Name: "x", Owner: "a", TTL: time.Second})
+	if !errors.Is(err, store.ErrClosed) {
+		t.Fatalf("LeaseAcquire on a closed pool: %v, want ErrClosed", err)
+	}
+}
+
+func TestSchemaIsConfigurable(t *testing.T) {
+	t.Parallel()
+	s, schema := newStore(t)
+	var n int
+	if err := s.Pool().QueryRow(ctx(t), `SELECT count(*) FROM pg_tables WHERE schemaname = $1 AND tablename IN ('leases', 'slots', 'runs')`, schema).Scan(&n); err != nil || n != 3 {
+		t.Fatalf("tables in schema %q: %d, %v", schema, n, err)
+	}
+}
+
+func containsAll(s string, parts ...string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,111 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/cronfence/cronfence/store"
+)
+
+// RunInsert writes one run row, typically a skip. See store.Store.
+func (s *Store) RunInsert(ctx context.Context, run store.Run) (store.Run, error) {
+	if err := run.Validate(); err != nil {
+		return store.Run{}, err
+	}
+	if err := s.usable(); err != nil {
+		return store.Run{}, err
+	}
+	run = run.Bounded()
+	var sr scannedRun
+	err := s.pool.QueryRow(ctx, s.q.runInsert,
+		run.Job, nullTime(slotTime(run.Slot)), run.Manual, run.CatchUp, run.Owner, run.Generation, run.Attempt,
+		nullTime(run.StartedAt), nullTime(run.FinishedAt), run.Success, run.Skipped, run.Reason, run.Error,
+		logsArg(run.Logs)).Scan(sr.dest()...)
+	if err != nil {
+		return store.Run{}, s.translate(fmt.Sprintf("insert run of job %q", run.Job), err)
+	}
+	return sr.run(), nil
+}
+
+// RunList returns run rows, newest first. See store.Store.
+func (s *Store) RunList(ctx context.Context, p store.RunListParams) ([]store.Run, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if err := s.usable(); err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, s.q.runList, p.Job, p.BeforeID, p.EffectiveLimit())
+	if err != nil {
+		return nil, s.translate("list runs", err)
+	}
+	defer rows.Close()
+	var runs []store.Run
+	for rows.Next() {
+		var sr scannedRun
+		if err := rows.Scan(sr.dest()...); err != nil {
+			return nil, s.translate("list runs", err)
+		}
+		runs = append(runs, sr.run())
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.translate("list runs", err)
+	}
+	return runs, nil
+}
+
+// Prune deletes old slots and runs, keeping each job's latest of each.
+func (s *Store) Prune(ctx context.Context, p store.PruneParams) (store.PruneResult, error) {
+	if err := p.Validate(); err != nil {
+		return store.PruneResult{}, err
+	}
+	if err := s.usable(); err != nil {
+		return store.PruneResult{}, err
+	}
+	var res store.PruneResult
+	if err := s.pool.QueryRow(ctx, s.q.prune, p.Before).Scan(&res.Slots, &res.Runs); err != nil {
+		return store.PruneResult{}, s.translate("prune", err)
+	}
+	return res, nil
+}
+
+// scannedRun receives the runColumns of one row.
+type scannedRun struct {
+	r    store.Run
+	slot *time.Time
+}
+
+func (sr *scannedRun) dest() []any {
+	r := &sr.r
+	return []any{&r.ID, &r.Job, &sr.slot, &r.Manual, &r.CatchUp, &r.Owner, &r.Generation, &r.Attempt,
+		&r.StartedAt, &r.FinishedAt, &r.Success, &r.Skipped, &r.Reason, &r.Error, &r.Logs}
+}
+
+func (sr *scannedRun) run() store.Run {
+	r := sr.r
+	if sr.slot != nil {
+		r.Slot = sr.slot.UTC()
+	}
+	r.StartedAt, r.FinishedAt = r.StartedAt.UTC(), r.FinishedAt.UTC()
+	if len(r.Logs) == 0 {
+		r.Logs = nil
+	}
+	return r
+}
+
+// nullTime maps the zero time to SQL NULL.
+func nullTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t
+}
+
+// logsArg never sends NULL for the NOT NULL logs column.
+func logsArg(logs []string) []string {
+	if logs == nil {
+		return []string{}
+	}
+	return logs
+}

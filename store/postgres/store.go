@@ -1,0 +1,147 @@
+// Package postgres is the cronfence store on PostgreSQL, through pgx v5.
+//
+// All lease timing uses the database clock: now() in the single statement
+// that acquires, renews, claims or finishes, and clock_timestamp() in a fence
+// check, which runs inside a caller's possibly long transaction. Every
+// operation of store.Store is one round trip on the happy path.
+//
+// The store works in one schema (DefaultSchema unless Config.Schema says
+// otherwise), created by Migrate. Queries always name the schema, so the
+// pool's search_path does not matter.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/puddle/v2"
+
+	"github.com/cronfence/cronfence/store"
+)
+
+// DefaultSchema is the schema cronfence uses when Config.Schema is empty.
+const DefaultSchema = "cronfence"
+
+// Config configures a Store. The zero value is valid.
+type Config struct {
+	// Schema is the PostgreSQL schema holding cronfence's tables: lower-case
+	// letters, digits and underscores, starting with a letter or underscore,
+	// at most 63 bytes. Defaults to DefaultSchema ("cronfence").
+	Schema string
+}
+
+var schemaPattern = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+
+func (c *Config) validate() error {
+	if !schemaPattern.MatchString(c.Schema) {
+		return fmt.Errorf("postgres: Schema must be lower-case letters, digits and underscores, starting with a letter or underscore, at most 63 bytes, got %q: %w", c.Schema, store.ErrInvalidArgument)
+	}
+	return nil
+}
+
+// Store is a store.Store on a pgx connection pool.
+type Store struct {
+	pool   *pgxpool.Pool
+	schema string
+	q      queries
+	closed atomic.Bool
+}
+
+var _ store.Store = (*Store)(nil)
+
+// New returns a Store on pool. It does no I/O: call Migrate before use. The
+// pool stays the caller's: Close does not close it.
+func New(pool *pgxpool.Pool, cfg *Config) (*Store, error) {
+	if pool == nil {
+		return nil, fmt.Errorf("postgres: pool must not be nil: %w", store.ErrInvalidArgument)
+	}
+	c := Config{}
+	if cfg != nil {
+		c = *cfg
+	}
+	if c.Schema == "" {
+		c.Schema = DefaultSchema
+	}
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	return &Store{pool: pool, schema: c.Schema, q: newQueries(c.Schema)}, nil
+}
+
+// Schema returns the schema the store works in.
+func (s *Store) Schema() string { return s.schema }
+
+// Pool returns the pool the store was built on.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Close marks the store closed. The pool is the caller's and stays open.
+func (s *Store) Close() error {
+	s.closed.Store(true)
+	return nil
+}
+
+// Now returns the database clock.
+func (s *Store) Now(ctx context.Context) (time.Time, error) {
+	if err := s.usable(); err != nil {
+		return time.Time{}, err
+	}
+	var now time.Time
+	if err := s.pool.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&now); err != nil {
+		return time.Time{}, s.translate("read the database clock", err)
+	}
+	return now.UTC(), nil
+}
+
+func (s *Store) usable() error {
+	if s.closed.Load() {
+		return fmt.Errorf("postgres: %w", store.ErrClosed)
+	}
+	return nil
+}
+
+// withSchema puts the quoted schema name where a query says {{schema}}.
+func withSchema(schema, sql string) string {
+	return strings.ReplaceAll(sql, "{{schema}}", pgx.Identifier{schema}.Sanitize())
+}
+
+// translate turns driver errors into the store's, so callers never see pgx
+// types: a closed pool becomes store.ErrClosed, a missing schema or table a
+// SchemaVersionError telling the operator to migrate.
+func (s *Store) translate(what string, err error) error {
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.Is(err, puddle.ErrClosedPool):
+		return fmt.Errorf("postgres: %s: pool is closed: %w", what, store.ErrClosed)
+	case errors.Is(err, pgx.ErrNoRows):
+		return fmt.Errorf("postgres: %s: %w", what, store.ErrNotFound)
+	case errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "3F000" || pgErr.Code == "42883"):
+		// undefined_table, invalid_schema_name, undefined_function: the
+		// schema was never migrated here (or was dropped).
+		return fmt.Errorf("postgres: %s: %w (%s)", what, &store.SchemaVersionError{Database: 0, Binary: latestVersion()}, pgErr.Message)
+	}
+	return fmt.Errorf("postgres: %s: %w", what, err)
+}
+
+// nowArg is the value for a coalesce($n::timestamptz, now()) parameter: the
+// pinned time, or NULL for the database clock.
+func nowArg(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t
+}
+
+// micros is a duration as the integer microseconds the SQL multiplies by an
+// interval of one microsecond.
+func micros(d time.Duration) int64 { return d.Microseconds() }
+
+// slotTime normalises a slot instant the way PostgreSQL stores it.
+func slotTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }

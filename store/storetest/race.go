@@ -1,0 +1,146 @@
+package storetest
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cronfence/cronfence/store"
+)
+
+// contenders is how many goroutines race, each on its own Store (its own
+// connections), as that many replicas would.
+const contenders = 32
+
+var raceTests = []namedTest{
+	{name: "AcquireOneWinnerPerGeneration", serial: true, fn: raceAcquire},
+	{name: "ClaimOneWinnerPerSlot", serial: true, fn: raceClaim},
+}
+
+func openContenders(t *testing.T, b Bundle) []store.Store {
+	stores := make([]store.Store, contenders)
+	for i := range stores {
+		stores[i] = b.Open(t)
+	}
+	return stores
+}
+
+// race runs fn once per contender, released together, and returns what each
+// returned.
+func race[T any](stores []store.Store, fn func(i int, s store.Store) T) []T {
+	out := make([]T, len(stores))
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, s := range stores {
+		wg.Go(func() {
+			<-start
+			out[i] = fn(i, s)
+		})
+	}
+	close(start)
+	wg.Wait()
+	return out
+}
+
+func raceAcquire(t *testing.T, b Bundle) {
+	stores := openContenders(t, b)
+	base := dbNow(t, b.Store)
+	const rounds = 40
+	var last int64
+	for round := 0; round < rounds; round++ {
+		// Each round happens one TTL after the last, so the previous
+		// winner's lease has expired and everyone may contend.
+		now := base.Add(time.Duration(round) * ttl)
+		type result struct {
+			lease store.Lease
+			ok    bool
+			err   error
+		}
+		results := race(stores, func(i int, s store.Store) result {
+			l, ok, err := s.LeaseAcquire(ctx(t), store.LeaseAcquireParams{Name: "contended", Owner: fmt.Sprintf("replica-%02d", i), TTL: ttl, Now: now})
+			return result{l, ok, err}
+		})
+		winners := 0
+		for i, r := range results {
+			if r.err != nil {
+				t.Fatalf("round %d, contender %d: %v", round, i, r.err)
+			}
+			if r.ok {
+				winners++
+				if r.lease.Generation != last+1 {
+					t.Fatalf("round %d: winner got generation %d after %d", round, r.lease.Generation, last)
+				}
+				last = r.lease.Generation
+			}
+		}
+		if winners != 1 {
+			t.Fatalf("round %d: %d winners, want exactly 1", round, winners)
+		}
+	}
+	if last != rounds {
+		t.Fatalf("after %d rounds the generation is %d", rounds, last)
+	}
+}
+
+func raceClaim(t *testing.T, b Bundle) {
+	stores := openContenders(t, b)
+	base := dbNow(t, b.Store)
+	const slots = 25
+	var last int64
+	for n := 0; n < slots; n++ {
+		slot := base.Add(time.Duration(n) * time.Minute)
+		type result struct {
+			r   store.SlotClaimResult
+			err error
+		}
+		claim := func(i int, s store.Store) result {
+			r, err := s.SlotClaim(ctx(t), store.SlotClaimParams{
+				Job: "every-minute", Slot: slot, LeaseName: "job:every-minute", Owner: fmt.Sprintf("replica-%02d", i),
+				TTL: ttl, MaxAttempts: 3, Now: slot,
+			})
+			return result{r, err}
+		}
+		results := race(stores, claim)
+		var winner *store.SlotClaimResult
+		for i, res := range results {
+			if res.err != nil {
+				t.Fatalf("slot %d, contender %d: %v", n, i, res.err)
+			}
+			if res.r.Claimed {
+				if winner != nil {
+					t.Fatalf("slot %d claimed twice: by %s and %s", n, winner.Slot.Owner, res.r.Slot.Owner)
+				}
+				winner = &results[i].r
+			} else if res.r.Refusal != store.ClaimHeld {
+				t.Fatalf("slot %d, contender %d refused with %q, want %q", n, i, res.r.Refusal, store.ClaimHeld)
+			}
+		}
+		if winner == nil {
+			t.Fatalf("slot %d: nobody claimed it", n)
+		}
+		if winner.Lease.Generation <= last || winner.Slot.Generation != winner.Lease.Generation {
+			t.Fatalf("slot %d: generation %d after %d (slot records %d)", n, winner.Lease.Generation, last, winner.Slot.Generation)
+		}
+		last = winner.Lease.Generation
+		mustFinish(t, b.Store, finishParams(*winner, store.SlotCompleted, slot.Add(time.Second)))
+
+		// Replicas whose timers fire late find the slot done: the failure
+		// of designs that release a lock at the end of a fast run.
+		for i, res := range race(stores, func(i int, s store.Store) result {
+			r, err := s.SlotClaim(ctx(t), store.SlotClaimParams{
+				Job: "every-minute", Slot: slot, LeaseName: "job:every-minute", Owner: fmt.Sprintf("late-%02d", i),
+				TTL: ttl, MaxAttempts: 3, Now: slot.Add(2 * time.Second),
+			})
+			return result{r, err}
+		}) {
+			if res.err != nil || res.r.Claimed || res.r.Refusal != store.ClaimCompleted {
+				t.Fatalf("slot %d, late contender %d: claimed %v, refusal %q, err %v; want refused as completed", n, i, res.r.Claimed, res.r.Refusal, res.err)
+			}
+		}
+	}
+	// Late contenders never spent a generation.
+	if l, err := b.Store.LeaseGet(ctx(t), "job:every-minute"); err != nil || l.Generation != last {
+		t.Fatalf("lease after the race = %+v, %v; want generation %d", l, err, last)
+	}
+}

@@ -1,0 +1,172 @@
+package storetest
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/cronfence/cronfence/store"
+)
+
+var runTests = []namedTest{
+	{name: "SkipRow", fn: func(t *testing.T, b Bundle) {
+		now := dbNow(t, b.Store)
+		skip := store.Run{
+			Job: "report", Slot: now, Owner: "b", StartedAt: now, FinishedAt: now,
+			Success: true, Skipped: true, Reason: "already_executing",
+			Logs: []string{"Skipped: the previous run has not finished (held by a, generation 4)"},
+		}
+		got, err := b.Store.RunInsert(ctx(t), skip)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.ID == 0 {
+			t.Fatal("inserted run has no id")
+		}
+		skip.ID = got.ID
+		if diff := cmp.Diff(skip, got); diff != "" {
+			t.Fatalf("skip row (-want +got):\n%s", diff)
+		}
+	}},
+	{name: "ManualRunDefaults", fn: func(t *testing.T, b Bundle) {
+		before := dbNow(t, b.Store)
+		got, err := b.Store.RunInsert(ctx(t), store.Run{Job: "report", Manual: true, Success: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		after := dbNow(t, b.Store)
+		if !got.Slot.IsZero() || !got.Manual || got.Logs != nil {
+			t.Fatalf("manual run = %+v, want no slot and no logs", got)
+		}
+		if got.StartedAt.Before(before) || got.StartedAt.After(after) || !got.FinishedAt.Equal(got.StartedAt) {
+			t.Fatalf("defaulted times = %s .. %s, want both the database clock between %s and %s", got.StartedAt, got.FinishedAt, before, after)
+		}
+	}},
+	{name: "ListNewestFirstPagedAndFiltered", fn: func(t *testing.T, b Bundle) {
+		var ids []int64
+		for i := 0; i < 5; i++ {
+			for _, job := range []string{"a", "b"} {
+				r, err := b.Store.RunInsert(ctx(t), store.Run{Job: job, Success: true, Attempt: i + 1})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if job == "a" {
+					ids = append(ids, r.ID)
+				}
+			}
+		}
+		page1, err := b.Store.RunList(ctx(t), store.RunListParams{Job: "a", Limit: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		page2, err := b.Store.RunList(ctx(t), store.RunListParams{Job: "a", Limit: 3, BeforeID: page1[len(page1)-1].ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []int64
+		for _, r := range append(page1, page2...) {
+			if r.Job != "a" {
+				t.Fatalf("filtered list returned a run of job %q", r.Job)
+			}
+			got = append(got, r.ID)
+		}
+		want := []int64{ids[4], ids[3], ids[2], ids[1], ids[0]}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("ids newest first over two pages (-want +got):\n%s", diff)
+		}
+		all, err := b.Store.RunList(ctx(t), store.RunListParams{})
+		if err != nil || len(all) != 10 {
+			t.Fatalf("unfiltered list = %d rows, %v; want 10", len(all), err)
+		}
+	}},
+	{name: "LogsBounded", fn: func(t *testing.T, b Bundle) {
+		logs := make([]string, store.MaxRunLogLines+100)
+		for i := range logs {
+			logs[i] = fmt.Sprintf("line %d", i)
+		}
+		got, err := b.Store.RunInsert(ctx(t), store.Run{Job: "report", Logs: logs, Error: strings.Repeat("e", store.MaxRunErrorBytes*2)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Logs) != store.MaxRunLogLines {
+			t.Fatalf("kept %d log lines, want %d", len(got.Logs), store.MaxRunLogLines)
+		}
+		if !strings.Contains(got.Logs[0], "101 earlier log lines dropped") || got.Logs[len(got.Logs)-1] != logs[len(logs)-1] {
+			t.Fatalf("bounded logs start %q and end %q; want a marker first and the newest line last", got.Logs[0], got.Logs[len(got.Logs)-1])
+		}
+		if len(got.Error) > store.MaxRunErrorBytes {
+			t.Fatalf("error kept at %d bytes, bound is %d", len(got.Error), store.MaxRunErrorBytes)
+		}
+	}},
+	{name: "HostileText", fn: func(t *testing.T, b Bundle) {
+		job := `robert'); DROP TABLE runs;-- ☃`
+		got, err := b.Store.RunInsert(ctx(t), store.Run{Job: job, Error: "nul\x00byte", Logs: []string{"bad utf8 \xff", "ok"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"bad utf8 \uFFFD", "ok"}
+		if got.Job != job || got.Error != "nul\uFFFDbyte" || !cmp.Equal(got.Logs, want) {
+			t.Fatalf("hostile text stored as job %q, error %q, logs %q", got.Job, got.Error, got.Logs)
+		}
+		runs, err := b.Store.RunList(ctx(t), store.RunListParams{Job: job})
+		if err != nil || len(runs) != 1 {
+			t.Fatalf("listing the hostile job: %d rows, %v", len(runs), err)
+		}
+	}},
+}
+
+var pruneTests = []namedTest{
+	{name: "KeepsLatestClaimPerJob", fn: func(t *testing.T, b Bundle) {
+		now := dbNow(t, b.Store)
+		day := 24 * time.Hour
+		// "daily": slots 10, 9 and 8 days old, and one 1 day old.
+		// "monthly": one slot 20 days old, its only claim.
+		for _, c := range []struct {
+			job string
+			age time.Duration
+		}{{"daily", 10 * day}, {"daily", 9 * day}, {"daily", 8 * day}, {"daily", day}, {"monthly", 20 * day}} {
+			p := store.SlotClaimParams{Job: c.job, Slot: now.Add(-c.age), LeaseName: "job:" + c.job, Owner: "a", TTL: ttl, MaxAttempts: 1, Now: now.Add(-c.age)}
+			r := mustClaim(t, b.Store, p)
+			res := mustFinish(t, b.Store, finishParams(r, store.SlotCompleted, now.Add(-c.age)))
+			if !res.SlotUpdated {
+				t.Fatalf("finish of %s: %+v", c.job, res)
+			}
+			if _, err := b.Store.RunInsert(ctx(t), store.Run{Job: c.job, Skipped: true, Success: true, StartedAt: now.Add(-c.age)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		res, err := b.Store.Prune(ctx(t), store.PruneParams{Before: now.Add(-7 * day)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Slots: daily 10, 9, 8 go; monthly's only claim stays.
+		// Runs: daily has 8 rows (a finish and a skip per slot); the six
+		// older than the cutoff go. monthly's newest (its skip) stays, its
+		// finish row goes.
+		if want := (store.PruneResult{Slots: 3, Runs: 7}); res != want {
+			t.Fatalf("Prune = %+v, want %+v", res, want)
+		}
+		for _, c := range []struct {
+			job  string
+			age  time.Duration
+			kept bool
+		}{{"daily", 10 * day, false}, {"daily", 8 * day, false}, {"daily", day, true}, {"monthly", 20 * day, true}} {
+			_, err := b.Store.SlotGet(ctx(t), c.job, now.Add(-c.age))
+			if kept := err == nil; kept != c.kept {
+				t.Fatalf("slot of %s %s old: kept = %v (%v), want %v", c.job, c.age, kept, err, c.kept)
+			}
+		}
+		// The kept monthly claim still blocks a catch-up of its slot.
+		p := store.SlotClaimParams{Job: "monthly", Slot: now.Add(-20 * day), LeaseName: "job:monthly", Owner: "b", TTL: ttl, MaxAttempts: 3}
+		wantRefusal(t, b.Store, p, store.ClaimCompleted)
+	}},
+	{name: "NothingToPrune", fn: func(t *testing.T, b Bundle) {
+		res, err := b.Store.Prune(ctx(t), store.PruneParams{Before: dbNow(t, b.Store)})
+		if err != nil || res != (store.PruneResult{}) {
+			t.Fatalf("Prune on an empty store = %+v, %v", res, err)
+		}
+	}},
+}

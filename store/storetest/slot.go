@@ -1,0 +1,207 @@
+package storetest
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/cronfence/cronfence/store"
+)
+
+// claimParams are the claim of job "report" at slot by owner, pinned at now.
+func claimParams(slot time.Time, owner string, now time.Time) store.SlotClaimParams {
+	return store.SlotClaimParams{Job: "report", Slot: slot, LeaseName: "job:report", Owner: owner, TTL: ttl, MaxAttempts: 3, Now: now}
+}
+
+func finishParams(r store.SlotClaimResult, status store.SlotStatus, now time.Time) store.SlotFinishParams {
+	return store.SlotFinishParams{
+		Job: r.Slot.Job, Slot: r.Slot.Slot, LeaseName: r.Lease.Name, Owner: r.Lease.Owner, Generation: r.Lease.Generation,
+		Status: status, Now: now,
+		Run: store.Run{Attempt: r.Slot.Attempts, Success: status == store.SlotCompleted, Logs: []string{"done"}},
+	}
+}
+
+func mustFinish(t *testing.T, s store.Store, p store.SlotFinishParams) store.SlotFinishResult {
+	t.Helper()
+	res, err := s.SlotFinish(ctx(t), p)
+	if err != nil {
+		t.Fatalf("SlotFinish: %v", err)
+	}
+	return res
+}
+
+func wantRefusal(t *testing.T, s store.Store, p store.SlotClaimParams, want store.ClaimRefusal) store.SlotClaimResult {
+	t.Helper()
+	r, err := s.SlotClaim(ctx(t), p)
+	if err != nil {
+		t.Fatalf("SlotClaim by %q: %v", p.Owner, err)
+	}
+	if r.Claimed || r.Refusal != want {
+		t.Fatalf("SlotClaim by %q = claimed %v, refusal %q; want refusal %q (slot %+v)", p.Owner, r.Claimed, r.Refusal, want, r.Slot)
+	}
+	return r
+}
+
+var slotTests = []namedTest{
+	{name: "ClaimFresh", fn: func(t *testing.T, b Bundle) {
+		now := dbNow(t, b.Store)
+		slot := now.Add(-time.Second)
+		r := mustClaim(t, b.Store, claimParams(slot, "a", now))
+		want := store.Slot{Job: "report", Slot: slot, Status: store.SlotRunning, Owner: "a", LeaseName: "job:report", Generation: 1, Attempts: 1, StartedAt: now}
+		if diff := cmp.Diff(want, r.Slot); diff != "" {
+			t.Fatalf("claimed slot (-want +got):\n%s", diff)
+		}
+		wantLease := store.Lease{Name: "job:report", Owner: "a", Generation: 1, AcquiredAt: now, RenewedAt: now, ExpiresAt: now.Add(ttl)}
+		if diff := cmp.Diff(wantLease, r.Lease); diff != "" {
+			t.Fatalf("claim's lease (-want +got):\n%s", diff)
+		}
+		got, err := b.Store.SlotGet(ctx(t), "report", slot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("SlotGet (-want +got):\n%s", diff)
+		}
+		if l, _ := b.Store.LeaseGet(ctx(t), "job:report"); l.Owner != "a" || l.Generation != 1 {
+			t.Fatalf("the claim's lease is %+v, want held by a at generation 1", l)
+		}
+	}},
+	{name: "NotDue", fn: func(t *testing.T, b Bundle) {
+		now := dbNow(t, b.Store)
+		wantRefusal(t, b.Store, claimParams(now.Add(time.Second), "a", now), store.ClaimNotDue)
+		if _, err := b.Store.SlotGet(ctx(t), "report", now.Add(time.Second)); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("a refused claim wrote a slot: %v", err)
+		}
+		wantNotFoundLease(t, b.Store, "job:report")
+	}},
+	{name: "HeldByRunningOwner", fn: func(t *testing.T, b Bundle) {
+		now := dbNow(t, b.Store)
+		slot := now.Add(-time.Second)
+		a := mustClaim(t, b.Store, claimParams(slot, "a", now))
+		r := wantRefusal(t, b.Open(t), claimParams(slot, "b", now.Add(time.Second)), store.ClaimHeld)
+		if r.Lease.Owner != "a" || r.Lease.Generation != a.Lease.Generation {
+			t.Fatalf("refusal names holder %+v, want a at generation %d", r.Lease, a.Lease.Generation)
+		}
+	}},
+	{name: "OverlapNamesHolder", fn: func(t *testing.T, b Bundle) {
+		// The run of one slot still holds the job lease when the next slot
+		// comes due: the next slot is refused, naming the holder.
+		now := dbNow(t, b.Store)
+		a := mustClaim(t, b.Store, claimParams(now.Add(-time.Minute), "a", now))
+		r := wantRefusal(t, b.Store, claimParams(now, "b", now), store.ClaimHeld)
+		if r.Lease.Owner != "a" || r.Lease.Generation != a.Lease.Generation {
+			t.Fatalf("refusal names holder %+v, want a", r.Lease)
+		}
+		if _, err := b.Store.SlotGet(ctx(t), "report", now); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("a refused claim wrote a slot: %v", err)
+		}
+	}},
+	{name: "CompletedNeverClaimedAgain", fn: func(t *testing.T, b Bundle) {
+		now := dbNow(t, b.Store)
+		slot := now.Add(-time.Second)
+		r := mustClaim(t, b.Store, claimParams(slot, "a", now))
+		res := mustFinish(t, b.Store, finishParams(r, store.SlotCompleted, now.Add(time.Second)))
+		if !res.SlotUpdated || !res.LeaseReleased {
+			t.Fatalf("finish = %+v, want slot updated and lease released", res)
+		}
+		for _, at := range []time.Time{now.Add(2 * time.Second), now.Add(time.Hour), now.Add(30 * 24 * time.Hour)} {
+			wantRefusal(t, b.Open(t), claimParams(slot, "b", at), store.ClaimCompleted)
+		}
+		got, _ := b.Store.SlotGet(ctx(t), "report", slot)
+		if got.Status != store.SlotCompleted || got.Owner != "a" || got.Attempts != 1 {
+			t.Fatalf("completed slot became %+v", got)
+		}
+		l, _ := b.Store.LeaseGet(ctx(t), "job:report")
+		if l.Generation != 1 {
+			t.Fatalf("refused claims moved the lease to generation %d; a completed slot must not spend one", l.Generation)
+		}
+	}},
+	{name: "InterruptedResumes", fn: func(t *testing.T, b Bundle) {
+		now := dbNow(t, b.Store)
+		slot := now.Add(-time.Second)
+		a := mustClaim(t, b.Store, claimParams(slot, "a", now))
+		// A dies mid-run; its lease runs out; B claims the slot again.
+		other := b.Open(t)
+		r := mustClaim(t, other, claimParams(slot, "b", now.Add(ttl)))
+		if r.Slot.Attempts != 2 || r.Slot.Generation != a.Lease.Generation+1 || r.Slot.Owner != "b" {
+			t.Fatalf("re-claim = %+v, want attempt 2 by b at generation %d", r.Slot, a.Lease.Generation+1)
+		}
+		// A's late finish neither completes B's slot nor frees B's lease,
+		// but its run row is kept as the record of what A did.
+		res := mustFinish(t, b.Store, finishParams(a, store.SlotCompleted, now.Add(ttl+time.Second)))
+		if res.SlotUpdated || res.LeaseReleased {
+			t.Fatalf("A's stale finish = %+v; want neither the slot nor the lease touched", res)
+		}
+		if res.Run.ID == 0 || res.Run.Owner != "a" || res.Run.Generation != a.Lease.Generation {
+			t.Fatalf("A's run row = %+v", res.Run)
+		}
+		got, _ := b.Store.SlotGet(ctx(t), "report", slot)
+		if got.Status != store.SlotRunning || got.Owner != "b" {
+			t.Fatalf("after A's stale finish the slot is %+v, want running by b", got)
+		}
+		res = mustFinish(t, other, finishParams(r, store.SlotCompleted, now.Add(ttl+2*time.Second)))
+		if !res.SlotUpdated || !res.LeaseReleased {
+			t.Fatalf("B's finish = %+v", res)
+		}
+	}},
+	{name: "FailedRetriedUntilMaxAttempts", fn: func(t *testing.T, b Bundle) {
+		now := dbNow(t, b.Store)
+		slot := now.Add(-time.Second)
+		p := claimParams(slot, "a", now)
+		p.MaxAttempts = 2
+		for attempt := 1; attempt <= 2; attempt++ {
+			r := mustClaim(t, b.Store, p)
+			if r.Slot.Attempts != attempt {
+				t.Fatalf("claim %d has attempts %d", attempt, r.Slot.Attempts)
+			}
+			mustFinish(t, b.Store, finishParams(r, store.SlotFailed, now))
+		}
+		wantRefusal(t, b.Store, p, store.ClaimAttemptsExhausted)
+		got, _ := b.Store.SlotGet(ctx(t), "report", slot)
+		if got.Status != store.SlotFailed || got.Attempts != 2 || got.FinishedAt.IsZero() {
+			t.Fatalf("exhausted slot = %+v, want failed after 2 attempts", got)
+		}
+	}},
+	{name: "FinishWritesRunAndFreesLease", fn: func(t *testing.T, b Bundle) {
+		now := dbNow(t, b.Store)
+		slot := now.Add(-time.Minute)
+		r := mustClaim(t, b.Store, claimParams(slot, "a", now))
+		p := finishParams(r, store.SlotFailed, now.Add(3*time.Second))
+		p.Run.Error = "exit status 3"
+		p.Run.CatchUp = true
+		res := mustFinish(t, b.Store, p)
+		want := store.Run{
+			ID: res.Run.ID, Job: "report", Slot: slot, CatchUp: true, Owner: "a", Generation: r.Lease.Generation,
+			Attempt: 1, StartedAt: now, FinishedAt: now.Add(3 * time.Second), Success: false, Error: "exit status 3", Logs: []string{"done"},
+		}
+		if diff := cmp.Diff(want, res.Run); diff != "" {
+			t.Fatalf("run row (-want +got):\n%s", diff)
+		}
+		runs, err := b.Store.RunList(ctx(t), store.RunListParams{Job: "report"})
+		if err != nil || len(runs) != 1 {
+			t.Fatalf("RunList = %d rows, %v", len(runs), err)
+		}
+		if diff := cmp.Diff(want, runs[0]); diff != "" {
+			t.Fatalf("listed run (-want +got):\n%s", diff)
+		}
+		// The lease is free at once for the next slot.
+		mustClaim(t, b.Store, claimParams(now, "b", now.Add(4*time.Second)))
+	}},
+	{name: "GetMissing", fn: func(t *testing.T, b Bundle) {
+		if _, err := b.Store.SlotGet(ctx(t), "report", time.Unix(0, 0)); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("SlotGet of a missing slot: %v, want ErrNotFound", err)
+		}
+	}},
+	{name: "SlotsIndependentPerJob", fn: func(t *testing.T, b Bundle) {
+		now := dbNow(t, b.Store)
+		slot := now.Add(-time.Second)
+		mustClaim(t, b.Store, claimParams(slot, "a", now))
+		p := claimParams(slot, "a", now)
+		p.Job, p.LeaseName = "other", "job:other"
+		if r := mustClaim(t, b.Store, p); r.Slot.Generation != 1 {
+			t.Fatalf("another job's lease started at generation %d", r.Slot.Generation)
+		}
+	}},
+}
