@@ -36,7 +36,7 @@
 //	(none) ──SlotClaim──▶ running ──SlotFinish──▶ completed   (final)
 //	                        │   ▲        │
 //	                        │   │        └──────▶ failed
-//	       lease expired ───┘   └── SlotClaim, attempts+1 < MaxAttempts
+//	       lease expired ───┘   └── SlotClaim while attempts < MaxAttempts
 //
 // SlotClaim takes the guarding lease and the slot in one statement; a running
 // slot whose lease has expired (its owner died or paused) and a failed slot

@@ -72,7 +72,8 @@ type Store interface {
 	SlotGet(ctx context.Context, job string, slot time.Time) (Slot, error)
 
 	// RunInsert writes one run row, typically a skip, and returns it with its
-	// id and any defaulted times.
+	// id. A zero StartedAt defaults to the database clock and a zero
+	// FinishedAt to StartedAt (a skip takes no time).
 	RunInsert(ctx context.Context, run Run) (Run, error)
 
 	// RunList returns run rows, newest first.

@@ -1,0 +1,59 @@
+// Package sqlite is a cronfence store on a SQLite file (modernc.org/sqlite,
+// no cgo), for replicas that share one host.
+//
+// # One host, one writer
+//
+// Every process that coordinates through the store opens the same file. The
+// store relies on three properties of SQLite on one host:
+//
+//   - Writers are serialized. Every transaction the store begins is
+//     BEGIN IMMEDIATE (the DSN sets _txlock=immediate), so it takes the
+//     database's single write lock before its first read and holds it to the
+//     end. A read followed by a write inside such a transaction is therefore
+//     as atomic as the single statements the PostgreSQL store needs.
+//     Writers of other processes (other Stores) wait for the lock under
+//     SQLite's busy timeout, Config.BusyTimeout; writers of one Store queue
+//     in Go first, so a burst of claims is served in order without polling.
+//   - Readers do not block the writer. The file is in WAL mode, so LeaseGet,
+//     RunList and the other reads run beside a write transaction, and a
+//     handler's long transaction never stalls the dashboard.
+//   - The clock is shared. All processes read the same system clock, so the
+//     process clock is the database clock: "now" is time.Now() unless a
+//     params struct pins it with a non-zero Now.
+//
+// # Storage
+//
+// Every instant is an INTEGER of Unix microseconds, UTC, the precision of a
+// PostgreSQL timestamptz, so both stores round the same way. Times returned
+// are UTC with microsecond precision; slot instants are normalised the same
+// way before they become keys, so two replicas that compute the same
+// occurrence in different time zones claim the same row. Run logs are a
+// JSON array in a TEXT column.
+//
+// Open does not change the schema; Migrate applies the embedded migrations,
+// each in its own immediate transaction, and records them in
+// schema_migrations. Until then every call fails with a
+// *store.SchemaVersionError wrapping store.ErrSchemaOutdated.
+//
+// # Fencing a handler's own writes
+//
+// DB returns the store's connection pool so a handler can write its data to
+// the same file and fence it:
+//
+//	tx, err := st.DB().BeginTx(ctx, nil) // BEGIN IMMEDIATE
+//	...
+//	if err := st.LeaseFence(ctx, tx, run.LeaseName, run.Generation); err != nil {
+//		return err // lost the lease: write nothing
+//	}
+//	// write, then tx.Commit()
+//
+// LeaseFence accepts a *sql.Tx on this file. An immediate transaction holds
+// the write lock from BEGIN, so once the fence has seen the lease unexpired
+// no takeover can commit until the transaction ends: the handler's writes
+// land before any successor's, which is what FOR SHARE gives on PostgreSQL.
+// A deferred transaction (a *sql.Tx from a pool opened without
+// _txlock=immediate, or with sql.TxOptions.ReadOnly) is still safe in WAL
+// mode: if a takeover commits after the fence read, the transaction's first
+// write fails with SQLITE_BUSY_SNAPSHOT instead of landing. A fence protects
+// only writes to this file.
+package sqlite

@@ -1,0 +1,55 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cronfence/cronfence/store"
+)
+
+// LeaseFence checks, inside the caller's transaction tx, that generation
+// still holds an unexpired lease under name. tx must be a *sql.Tx on this
+// file (from DB, or from any pool opened on the same path); any other type
+// returns an error wrapping store.ErrUnsupportedTx.
+//
+// There is no FOR SHARE in SQLite; the write lock does its work. In an
+// IMMEDIATE transaction (what DB().BeginTx begins) the caller has held
+// SQLite's single write lock since BEGIN, so once this check passes no
+// takeover, in any process, can commit before tx ends: the caller's writes
+// land first, then the successor gets generation + 1. In a DEFERRED
+// transaction the check reads a WAL snapshot; should a takeover commit after
+// it, tx's first write fails with SQLITE_BUSY_SNAPSHOT and nothing lands.
+// Either way a process that lost its lease cannot commit a write to this
+// file after its successor has started. Writes elsewhere are not fenced.
+func (s *Store) LeaseFence(ctx context.Context, tx any, name string, generation int64) error {
+	if err := store.ValidateFence(name, generation); err != nil {
+		return err
+	}
+	if s.closed.Load() {
+		return closedError("fence")
+	}
+	sqlTx, ok := tx.(*sql.Tx)
+	if !ok {
+		return fmt.Errorf("sqlite: fence lease %q: got %T, want *sql.Tx on this file: %w", name, tx, store.ErrUnsupportedTx)
+	}
+	// Checked through tx, not the pool: the caller may hold the pool's only
+	// connection.
+	if err := s.checkSchema(ctx, sqlTx); err != nil {
+		return s.errorf(err, "fence lease %q", name)
+	}
+	var one int
+	err := sqlTx.QueryRowContext(ctx,
+		`SELECT 1 FROM leases WHERE name = ? AND generation = ? AND expires_at > ?`,
+		name, generation, micros(clock(time.Time{})),
+	).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("sqlite: fence lease %q: generation %d no longer holds it: %w", name, generation, store.ErrLeaseLost)
+	}
+	if err != nil {
+		return s.errorf(err, "fence lease %q generation %d", name, generation)
+	}
+	return nil
+}

@@ -1,0 +1,47 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// writeGate lets one write of a Store at a time reach SQLite.
+//
+// SQLite already allows one writer per file; the gate only changes how the
+// others wait. Left to SQLite, every waiting connection polls the lock on a
+// back-off that grows to 100ms, so under a burst (k jobs of one replica due
+// at the same instant) writers wake late, in no particular order, and the
+// unlucky ones reach BusyTimeout. Queued on a channel they are handed the
+// turn at once and in arrival order. Between Stores (processes) SQLite's
+// lock and busy timeout still decide; that is what two Stores on one file
+// in a test exercise.
+type writeGate struct {
+	turn    chan struct{}
+	timeout time.Duration
+}
+
+func newWriteGate(timeout time.Duration) writeGate {
+	return writeGate{turn: make(chan struct{}, 1), timeout: timeout}
+}
+
+// enter waits for the turn, at most as long as SQLite would wait for its
+// lock (BusyTimeout), and returns the function that gives it back.
+func (g writeGate) enter(ctx context.Context) (leave func(), err error) {
+	leave = func() { <-g.turn }
+	select {
+	case g.turn <- struct{}{}:
+		return leave, nil
+	default:
+	}
+	timer := time.NewTimer(g.timeout)
+	defer timer.Stop()
+	select {
+	case g.turn <- struct{}{}:
+		return leave, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-timer.C:
+		return nil, fmt.Errorf("waited BusyTimeout (%s) behind this Store's other writes", g.timeout)
+	}
+}

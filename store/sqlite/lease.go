@@ -1,0 +1,174 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cronfence/cronfence/store"
+)
+
+const leaseColumns = `name, owner, generation, acquired_at, renewed_at, expires_at`
+
+func scanLease(row interface{ Scan(...any) error }) (store.Lease, error) {
+	var (
+		l                 store.Lease
+		acquired, renewed int64
+		expires           int64
+	)
+	if err := row.Scan(&l.Name, &l.Owner, &l.Generation, &acquired, &renewed, &expires); err != nil {
+		return store.Lease{}, err
+	}
+	l.AcquiredAt, l.RenewedAt, l.ExpiresAt = fromMicros(acquired), fromMicros(renewed), fromMicros(expires)
+	return l, nil
+}
+
+// LeaseAcquire takes the named lease if it is free or expired; see
+// store.Store. The upsert and, when it takes nothing, the read of the holder
+// run in one immediate transaction, so the holder returned is the one that
+// refused us.
+func (s *Store) LeaseAcquire(ctx context.Context, p store.LeaseAcquireParams) (lease store.Lease, acquired bool, err error) {
+	if err := p.Validate(); err != nil {
+		return store.Lease{}, false, err
+	}
+	if s.closed.Load() {
+		return store.Lease{}, false, closedError("acquire lease")
+	}
+	now := clock(p.Now)
+	err = s.inTx(ctx, func(tx *sql.Tx) (err error) {
+		lease, acquired, err = acquireLease(ctx, tx, p.Name, p.Owner, p.TTL, now)
+		return err
+	})
+	if err != nil {
+		return store.Lease{}, false, s.errorf(err, "acquire lease %q", p.Name)
+	}
+	return lease, acquired, nil
+}
+
+// acquireLease is LeaseAcquire inside a transaction the caller holds, shared
+// with SlotClaim. The upsert creates the row at generation 1 or takes over an
+// expired one at generation + 1, whoever its owner was: there is no
+// re-entrancy, an owner asking again for its own unexpired lease is refused
+// like anyone else. When the upsert's WHERE refuses, RETURNING yields no row
+// and the current holder is read instead.
+func acquireLease(ctx context.Context, tx *sql.Tx, name, owner string, ttl time.Duration, now time.Time) (store.Lease, bool, error) {
+	lease, err := scanLease(tx.QueryRowContext(ctx, `
+		INSERT INTO leases (name, owner, generation, acquired_at, renewed_at, expires_at)
+		VALUES (?1, ?2, 1, ?3, ?3, ?4)
+		ON CONFLICT (name) DO UPDATE SET
+			owner       = excluded.owner,
+			generation  = leases.generation + 1,
+			acquired_at = excluded.acquired_at,
+			renewed_at  = excluded.renewed_at,
+			expires_at  = excluded.expires_at
+		WHERE leases.expires_at <= excluded.acquired_at
+		RETURNING `+leaseColumns,
+		name, owner, micros(now), micros(now.Add(ttl)),
+	))
+	if err == nil {
+		return lease, true, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return store.Lease{}, false, err
+	}
+	holder, err := getLease(ctx, tx, name)
+	if err != nil {
+		return store.Lease{}, false, err
+	}
+	return holder, false, nil
+}
+
+// LeaseRenew extends the lease held by p.Owner at p.Generation if it has not
+// expired, or returns an error wrapping store.ErrLeaseLost.
+func (s *Store) LeaseRenew(ctx context.Context, p store.LeaseRenewParams) (store.Lease, error) {
+	if err := p.Validate(); err != nil {
+		return store.Lease{}, err
+	}
+	if s.closed.Load() {
+		return store.Lease{}, closedError("renew lease")
+	}
+	now := clock(p.Now)
+	var lease store.Lease
+	err := s.inTx(ctx, func(tx *sql.Tx) (err error) {
+		lease, err = scanLease(tx.QueryRowContext(ctx, `
+			UPDATE leases SET expires_at = ?4, renewed_at = ?5
+			WHERE name = ?1 AND owner = ?2 AND generation = ?3 AND expires_at > ?5
+			RETURNING `+leaseColumns,
+			p.Name, p.Owner, p.Generation, micros(now.Add(p.TTL)), micros(now),
+		))
+		return err
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Lease{}, leaseLost(p.Name, p.Owner, p.Generation)
+	}
+	if err != nil {
+		return store.Lease{}, s.errorf(err, "renew lease %q generation %d", p.Name, p.Generation)
+	}
+	return lease, nil
+}
+
+func leaseLost(name, owner string, generation int64) error {
+	return fmt.Errorf("sqlite: lease %q generation %d is no longer held by %q: %w", name, generation, owner, store.ErrLeaseLost)
+}
+
+// LeaseRelease expires the lease held by ref.Owner at ref.Generation. The
+// row stays, so the generation never goes back, and a lease that has already
+// expired keeps its earlier expiry (min), so a late release cannot move time
+// forwards for anyone.
+func (s *Store) LeaseRelease(ctx context.Context, ref store.LeaseRef) (bool, error) {
+	if err := ref.Validate(); err != nil {
+		return false, err
+	}
+	if s.closed.Load() {
+		return false, closedError("release lease")
+	}
+	var released bool
+	err := s.inTx(ctx, func(tx *sql.Tx) (err error) {
+		released, err = releaseLease(ctx, tx, ref, clock(time.Time{}))
+		return err
+	})
+	if err != nil {
+		return false, s.errorf(err, "release lease %q generation %d", ref.Name, ref.Generation)
+	}
+	return released, nil
+}
+
+// releaseLease is LeaseRelease on q, shared with SlotFinish. SQLite counts a
+// row the WHERE matched as changed even when min leaves expires_at as it
+// was, so released reports a match, as the contract asks.
+func releaseLease(ctx context.Context, q querier, ref store.LeaseRef, now time.Time) (bool, error) {
+	res, err := q.ExecContext(ctx, `
+		UPDATE leases SET expires_at = min(expires_at, ?4)
+		WHERE name = ?1 AND owner = ?2 AND generation = ?3`,
+		ref.Name, ref.Owner, ref.Generation, micros(now),
+	)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
+}
+
+// LeaseGet returns the named lease, expired or not, or store.ErrNotFound.
+func (s *Store) LeaseGet(ctx context.Context, name string) (store.Lease, error) {
+	if err := store.ValidateName("lease name", name); err != nil {
+		return store.Lease{}, err
+	}
+	if s.closed.Load() {
+		return store.Lease{}, closedError("get lease")
+	}
+	if err := s.checkSchema(ctx, s.db); err != nil {
+		return store.Lease{}, s.errorf(err, "get lease %q", name)
+	}
+	lease, err := getLease(ctx, s.db, name)
+	if err != nil {
+		return store.Lease{}, s.errorf(err, "get lease %q", name)
+	}
+	return lease, nil
+}
+
+func getLease(ctx context.Context, q querier, name string) (store.Lease, error) {
+	return scanLease(q.QueryRowContext(ctx, `SELECT `+leaseColumns+` FROM leases WHERE name = ?`, name))
+}

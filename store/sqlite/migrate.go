@@ -1,0 +1,210 @@
+package sqlite
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cronfence/cronfence/store"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// migration is one embedded schema change, NNN_name.up.sql with its
+// NNN_name.down.sql. The down file is for operators rolling back by hand; the
+// runner only goes up.
+type migration struct {
+	version int
+	base    string // the file name without .up.sql, e.g. 001_init
+	up      string
+}
+
+// migrations parses the embedded files once. Versions must run 1, 2, 3 …
+// without gaps, each with an up and a down file; anything else is a build
+// mistake that Migrate reports instead of half-applying.
+var migrations = sync.OnceValues(func() ([]migration, error) {
+	return parseMigrations(migrationFiles, "migrations")
+})
+
+func parseMigrations(fsys fs.FS, dir string) ([]migration, error) {
+	ups, err := fs.Glob(fsys, dir+"/*.up.sql")
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(ups)
+	var out []migration
+	for i, file := range ups {
+		base := strings.TrimSuffix(path.Base(file), ".up.sql")
+		num, name, ok := strings.Cut(base, "_")
+		version, err := strconv.Atoi(num)
+		if !ok || err != nil || name == "" {
+			return nil, fmt.Errorf("sqlite: migration %s: name must be NNN_name.up.sql", file)
+		}
+		if version != i+1 {
+			return nil, fmt.Errorf("sqlite: migration %s: want version %d, versions must be contiguous from 1", file, i+1)
+		}
+		if _, err := fs.Stat(fsys, path.Join(dir, base+".down.sql")); err != nil {
+			return nil, fmt.Errorf("sqlite: migration %s has no down file: %w", file, err)
+		}
+		up, err := fs.ReadFile(fsys, file)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, migration{version: version, base: base, up: string(up)})
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("sqlite: no migrations embedded")
+	}
+	return out, nil
+}
+
+// binaryVersion is the newest schema version this binary knows.
+func binaryVersion() (int, error) {
+	ms, err := migrations()
+	if err != nil {
+		return 0, err
+	}
+	return ms[len(ms)-1].version, nil
+}
+
+// Migrate applies every pending migration, each in its own immediate
+// transaction together with its schema_migrations row. The write lock that
+// BEGIN IMMEDIATE takes serializes processes migrating at once: the first
+// applies a migration, the others wait for the lock, then find it recorded
+// and go on to the next or stop. A database whose recorded version is newer
+// than this binary is refused with a *store.SchemaVersionError wrapping
+// store.ErrSchemaTooNew, and left unchanged.
+func (s *Store) Migrate(ctx context.Context) error {
+	if s.closed.Load() {
+		return closedError("migrate")
+	}
+	ms, err := migrations()
+	if err != nil {
+		return err
+	}
+	for {
+		done, err := s.migrateOne(ctx, ms)
+		if err != nil {
+			return s.errorf(err, "migrate")
+		}
+		if done {
+			s.schemaOK.Store(true)
+			return nil
+		}
+	}
+}
+
+// migrateOne applies the next pending migration, or reports done when there
+// is none.
+func (s *Store) migrateOne(ctx context.Context, ms []migration) (done bool, err error) {
+	leave, err := s.gate.enter(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer leave()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return false, err
+	}
+	defer func() {
+		if err != nil || done {
+			_ = tx.Rollback() // nothing was written when done
+		}
+	}()
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    INTEGER NOT NULL PRIMARY KEY,
+		applied_at INTEGER NOT NULL
+	) STRICT`); err != nil {
+		return false, err
+	}
+	current, err := recordedVersion(ctx, tx)
+	if err != nil {
+		return false, err
+	}
+	latest := ms[len(ms)-1].version
+	switch {
+	case current > latest:
+		return false, &store.SchemaVersionError{Database: current, Binary: latest}
+	case current == latest:
+		return true, nil
+	}
+	m := ms[current] // versions are contiguous from 1
+	if _, err := tx.ExecContext(ctx, m.up); err != nil {
+		return false, fmt.Errorf("migration %s: %w", m.base, err)
+	}
+	if _, err := tx.ExecContext(ctx,
+		`INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`,
+		m.version, micros(time.Now()),
+	); err != nil {
+		return false, err
+	}
+	return false, tx.Commit()
+}
+
+// SchemaVersion reports the version recorded in the file (0 when it was never
+// migrated) and the newest version this binary knows.
+func (s *Store) SchemaVersion(ctx context.Context) (database, binary int, err error) {
+	if s.closed.Load() {
+		return 0, 0, closedError("schema version")
+	}
+	binary, err = binaryVersion()
+	if err != nil {
+		return 0, 0, err
+	}
+	database, err = recordedVersion(ctx, s.db)
+	if err != nil {
+		return 0, 0, s.errorf(err, "schema version")
+	}
+	return database, binary, nil
+}
+
+// recordedVersion reads the newest version in schema_migrations, 0 when the
+// table does not exist.
+func recordedVersion(ctx context.Context, q querier) (int, error) {
+	var tables int
+	if err := q.QueryRowContext(ctx,
+		`SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'`,
+	).Scan(&tables); err != nil {
+		return 0, err
+	}
+	if tables == 0 {
+		return 0, nil
+	}
+	var v int
+	err := q.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&v)
+	return v, err
+}
+
+// checkSchema refuses to work on a file whose schema is older than this
+// binary's, with a *store.SchemaVersionError wrapping ErrSchemaOutdated,
+// instead of failing later with "no such table" or a missing column. A newer
+// schema is accepted, as the PostgreSQL store accepts it: migrations keep
+// old binaries working, so replicas can be upgraded one at a time. Success
+// is remembered (see Store.schemaOK); failure is not, so a Store opened
+// before Migrate works once another process has migrated.
+func (s *Store) checkSchema(ctx context.Context, q querier) error {
+	if s.schemaOK.Load() {
+		return nil
+	}
+	binary, err := binaryVersion()
+	if err != nil {
+		return err
+	}
+	database, err := recordedVersion(ctx, q)
+	if err != nil {
+		return err
+	}
+	if database < binary {
+		return &store.SchemaVersionError{Database: database, Binary: binary}
+	}
+	s.schemaOK.Store(true)
+	return nil
+}

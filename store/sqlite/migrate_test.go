@@ -1,0 +1,337 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/cronfence/cronfence/store"
+)
+
+// schemaSnapshot returns every object in the file with its SQL, and the
+// rows of schema_migrations when it exists.
+func schemaSnapshot(t *testing.T, db *sql.DB) []string {
+	t.Helper()
+	ctx := context.Background()
+	rows, err := db.QueryContext(ctx, `SELECT type || ' ' || name || ': ' || coalesce(sql, '') FROM sqlite_schema ORDER BY type, name`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	hasVersions := false
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s)
+		hasVersions = hasVersions || strings.HasPrefix(s, "table schema_migrations:")
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if hasVersions {
+		vrows, err := db.QueryContext(ctx, `SELECT 'version ' || version || ' at ' || applied_at FROM schema_migrations ORDER BY version`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer vrows.Close()
+		for vrows.Next() {
+			var s string
+			if err := vrows.Scan(&s); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// TestMigrateConcurrently opens two Stores on a fresh file at once, as two
+// processes starting together would, and migrates from both many times at
+// once: every call succeeds and each migration is applied exactly once.
+func TestMigrateConcurrently(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := newFile(t)
+
+	stores := make([]*Store, 2)
+	var wg sync.WaitGroup
+	for i := range stores {
+		wg.Go(func() {
+			s, err := Open(ctx, path, nil)
+			if err != nil {
+				t.Errorf("Open: %v", err)
+				return
+			}
+			stores[i] = s
+		})
+	}
+	wg.Wait()
+	for _, s := range stores {
+		if s == nil {
+			t.FailNow()
+		}
+		t.Cleanup(func() { s.Close() })
+	}
+
+	start := make(chan struct{})
+	errs := make(chan error, 16)
+	for i := range 16 {
+		wg.Go(func() {
+			<-start
+			errs <- stores[i%2].Migrate(ctx)
+		})
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("concurrent Migrate: %v", err)
+		}
+	}
+
+	for _, s := range stores {
+		database, binary, err := s.SchemaVersion(ctx)
+		if err != nil || database != binary || binary != 1 {
+			t.Errorf("SchemaVersion = %d, %d, %v; want 1, 1", database, binary, err)
+		}
+	}
+	var applied int
+	if err := stores[0].DB().QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations`).Scan(&applied); err != nil {
+		t.Fatal(err)
+	}
+	if applied != 1 {
+		t.Errorf("schema_migrations has %d rows, want 1", applied)
+	}
+	if _, _, err := stores[1].LeaseAcquire(ctx, store.LeaseAcquireParams{Name: "n", Owner: "o", TTL: time.Minute}); err != nil {
+		t.Errorf("LeaseAcquire after migrating: %v", err)
+	}
+}
+
+// TestMigrateRefusesNewerSchema: a file recorded at version 99 by a newer
+// binary is refused, and Migrate changes nothing in it (not even the tables
+// version 1 would create).
+func TestMigrateRefusesNewerSchema(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := openStore(t, newFile(t), nil)
+	if _, err := s.DB().ExecContext(ctx, `
+		CREATE TABLE schema_migrations (version INTEGER NOT NULL PRIMARY KEY, applied_at INTEGER NOT NULL) STRICT;
+		INSERT INTO schema_migrations VALUES (1, 1), (99, 2);`); err != nil {
+		t.Fatal(err)
+	}
+	before := schemaSnapshot(t, s.DB())
+
+	err := s.Migrate(ctx)
+	var sv *store.SchemaVersionError
+	if !errors.Is(err, store.ErrSchemaTooNew) || !errors.As(err, &sv) || sv.Database != 99 || sv.Binary != 1 {
+		t.Fatalf("Migrate = %v, want a SchemaVersionError{99, 1} wrapping ErrSchemaTooNew", err)
+	}
+	if diff := cmp.Diff(before, schemaSnapshot(t, s.DB())); diff != "" {
+		t.Errorf("Migrate changed the file (-before +after):\n%s", diff)
+	}
+	if database, binary, err := s.SchemaVersion(ctx); database != 99 || binary != 1 || err != nil {
+		t.Errorf("SchemaVersion = %d, %d, %v; want 99, 1", database, binary, err)
+	}
+}
+
+// TestCallsBeforeMigrate: on a file never migrated every call that needs the
+// schema says so with ErrSchemaOutdated (not "no such table"), creates
+// nothing, and starts working as soon as another Store migrates the file.
+func TestCallsBeforeMigrate(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := newFile(t)
+	s := openStore(t, path, nil)
+	slot := time.Date(2026, 9, 25, 0, 5, 0, 0, time.UTC)
+
+	calls := map[string]func() error{
+		"LeaseAcquire": func() error {
+			_, _, err := s.LeaseAcquire(ctx, store.LeaseAcquireParams{Name: "n", Owner: "o", TTL: time.Minute})
+			return err
+		},
+		"LeaseRenew": func() error {
+			_, err := s.LeaseRenew(ctx, store.LeaseRenewParams{LeaseRef: store.LeaseRef{Name: "n", Owner: "o", Generation: 1}, TTL: time.Minute})
+			return err
+		},
+		"LeaseRelease": func() error {
+			_, err := s.LeaseRelease(ctx, store.LeaseRef{Name: "n", Owner: "o", Generation: 1})
+			return err
+		},
+		"LeaseGet": func() error {
+			_, err := s.LeaseGet(ctx, "n")
+			return err
+		},
+		"LeaseFence": func() error {
+			tx, err := s.DB().BeginTx(ctx, nil)
+			if err != nil {
+				return err
+			}
+			defer tx.Rollback()
+			return s.LeaseFence(ctx, tx, "n", 1)
+		},
+		"SlotClaim": func() error {
+			_, err := s.SlotClaim(ctx, store.SlotClaimParams{Job: "j", Slot: slot, LeaseName: "n", Owner: "o", TTL: time.Minute, MaxAttempts: 1})
+			return err
+		},
+		"SlotFinish": func() error {
+			_, err := s.SlotFinish(ctx, store.SlotFinishParams{Job: "j", Slot: slot, LeaseName: "n", Owner: "o", Generation: 1, Status: store.SlotCompleted})
+			return err
+		},
+		"SlotGet": func() error {
+			_, err := s.SlotGet(ctx, "j", slot)
+			return err
+		},
+		"RunInsert": func() error {
+			_, err := s.RunInsert(ctx, store.Run{Job: "j"})
+			return err
+		},
+		"RunList": func() error {
+			_, err := s.RunList(ctx, store.RunListParams{})
+			return err
+		},
+		"Prune": func() error {
+			_, err := s.Prune(ctx, store.PruneParams{Before: slot})
+			return err
+		},
+	}
+	for name, call := range calls {
+		err := call()
+		var sv *store.SchemaVersionError
+		if !errors.Is(err, store.ErrSchemaOutdated) || !errors.As(err, &sv) || sv.Database != 0 || sv.Binary != 1 {
+			t.Errorf("%s before Migrate = %v, want a SchemaVersionError{0, 1} wrapping ErrSchemaOutdated", name, err)
+		}
+	}
+	if database, binary, err := s.SchemaVersion(ctx); database != 0 || binary != 1 || err != nil {
+		t.Errorf("SchemaVersion = %d, %d, %v; want 0, 1", database, binary, err)
+	}
+	if _, err := s.Now(ctx); err != nil {
+		t.Errorf("Now needs no schema, got %v", err)
+	}
+	if got := schemaSnapshot(t, s.DB()); len(got) != 0 {
+		t.Errorf("calls before Migrate created %q", got)
+	}
+
+	// Another process migrates; this Store did not cache its failures.
+	other := openStore(t, path, nil)
+	if err := other.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for name, call := range calls {
+		if err := call(); errors.Is(err, store.ErrSchemaOutdated) {
+			t.Errorf("%s after another Store migrated = %v", name, err)
+		}
+	}
+}
+
+// TestMigrationDownReversesUp applies each down file to a migrated file and
+// checks only the runner's own table is left, then migrates again: the down
+// files are not tested by anything else.
+func TestMigrationDownReversesUp(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, path := migrated(t)
+	ms, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := len(ms) - 1; i >= 0; i-- {
+		down, err := migrationFiles.ReadFile("migrations/" + ms[i].base + ".down.sql")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx, err := s.DB().BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.ExecContext(ctx, string(down)); err != nil {
+			t.Fatalf("down %s: %v", ms[i].base, err)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM schema_migrations WHERE version = ?`, ms[i].version); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var left []string
+	for _, obj := range schemaSnapshot(t, s.DB()) {
+		// sqlite_sequence, made by AUTOINCREMENT, cannot be dropped.
+		if !strings.HasPrefix(obj, "table schema_migrations:") && !strings.HasPrefix(obj, "table sqlite_sequence:") {
+			left = append(left, obj)
+		}
+	}
+	if len(left) != 0 {
+		t.Errorf("after every down file, left: %q", left)
+	}
+
+	// Up again gives the schema a fresh file gets. A new Store, since s
+	// remembers having seen the schema at version 1.
+	redone := openStore(t, path, nil)
+	if err := redone.Migrate(ctx); err != nil {
+		t.Fatalf("Migrate after down: %v", err)
+	}
+	fresh, _ := migrated(t)
+	if diff := cmp.Diff(objects(t, fresh.DB()), objects(t, redone.DB())); diff != "" {
+		t.Errorf("schema after down and up differs from a fresh one (-fresh +redone):\n%s", diff)
+	}
+}
+
+// objects is schemaSnapshot without the version rows, whose times differ.
+func objects(t *testing.T, db *sql.DB) []string {
+	var out []string
+	for _, s := range schemaSnapshot(t, db) {
+		if !strings.HasPrefix(s, "version ") {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func TestParseMigrations(t *testing.T) {
+	t.Parallel()
+	file := func(s string) *fstest.MapFile { return &fstest.MapFile{Data: []byte(s)} }
+	tests := []struct {
+		name    string
+		fsys    fstest.MapFS
+		wantErr string
+	}{
+		{name: "ok", fsys: fstest.MapFS{
+			"m/001_a.up.sql": file("A"), "m/001_a.down.sql": file(""),
+			"m/002_b.up.sql": file("B"), "m/002_b.down.sql": file(""),
+		}},
+		{name: "gap", fsys: fstest.MapFS{
+			"m/001_a.up.sql": file("A"), "m/001_a.down.sql": file(""),
+			"m/003_c.up.sql": file("C"), "m/003_c.down.sql": file(""),
+		}, wantErr: "want version 2"},
+		{name: "no down", fsys: fstest.MapFS{"m/001_a.up.sql": file("A")}, wantErr: "no down file"},
+		{name: "bad name", fsys: fstest.MapFS{"m/one.up.sql": file("A")}, wantErr: "NNN_name"},
+		{name: "none", fsys: fstest.MapFS{}, wantErr: "no migrations"},
+	}
+	for _, tt := range tests {
+		ms, err := parseMigrations(tt.fsys, "m")
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("%s: err = %v, want one containing %q", tt.name, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil || len(ms) != 2 || ms[0].version != 1 || ms[1].up != "B" {
+			t.Errorf("%s: got %+v, %v", tt.name, ms, err)
+		}
+	}
+	// And the embedded ones parse.
+	if _, err := migrations(); err != nil {
+		t.Fatalf("embedded migrations: %v", err)
+	}
+}

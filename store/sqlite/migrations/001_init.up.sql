@@ -1,0 +1,54 @@
+-- cronfence SQLite schema, version 1: leases, slot claims and run history.
+--
+-- Every instant is an INTEGER of Unix microseconds, UTC. Tables are STRICT so
+-- a value of the wrong type is an error instead of a silent conversion.
+
+-- One row per lease name. Rows are never deleted: release only expires them,
+-- so the generation (the fencing token) of a name never goes back.
+CREATE TABLE leases (
+    name        TEXT    NOT NULL PRIMARY KEY,
+    owner       TEXT    NOT NULL,
+    generation  INTEGER NOT NULL CHECK (generation >= 1),
+    acquired_at INTEGER NOT NULL,
+    renewed_at  INTEGER NOT NULL,
+    expires_at  INTEGER NOT NULL
+) STRICT;
+
+-- One row per (job, intended occurrence): the claim that makes a slot run
+-- once. lease_name and generation name the lease holding that guards a
+-- running claim; once it expires the slot may be claimed again.
+CREATE TABLE slots (
+    job         TEXT    NOT NULL,
+    slot        INTEGER NOT NULL,
+    status      TEXT    NOT NULL CHECK (status IN ('running', 'completed', 'failed')),
+    owner       TEXT    NOT NULL,
+    lease_name  TEXT    NOT NULL,
+    generation  INTEGER NOT NULL CHECK (generation >= 1),
+    attempts    INTEGER NOT NULL CHECK (attempts >= 1),
+    started_at  INTEGER NOT NULL,
+    finished_at INTEGER,
+    PRIMARY KEY (job, slot)
+) STRICT;
+
+-- One row per execution or recorded skip. AUTOINCREMENT keeps ids from ever
+-- being reused after a prune, so paging by id stays stable.
+CREATE TABLE runs (
+    id          INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT,
+    job         TEXT    NOT NULL,
+    slot        INTEGER,
+    manual      INTEGER NOT NULL CHECK (manual IN (0, 1)),
+    catch_up    INTEGER NOT NULL CHECK (catch_up IN (0, 1)),
+    owner       TEXT    NOT NULL,
+    generation  INTEGER NOT NULL CHECK (generation >= 0),
+    attempt     INTEGER NOT NULL CHECK (attempt >= 0),
+    started_at  INTEGER NOT NULL,
+    finished_at INTEGER NOT NULL,
+    success     INTEGER NOT NULL CHECK (success IN (0, 1)),
+    skipped     INTEGER NOT NULL CHECK (skipped IN (0, 1)),
+    reason      TEXT    NOT NULL,
+    error       TEXT    NOT NULL,
+    logs        TEXT    NOT NULL CHECK (json_valid(logs) AND json_type(logs) = 'array')
+) STRICT;
+
+-- RunList filters by job newest first, and Prune keeps each job's greatest id.
+CREATE INDEX runs_job_id ON runs (job, id);

@@ -1,0 +1,53 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/cronfence/cronfence/store"
+)
+
+// Prune deletes slots whose instant, and runs whose start, is before
+// p.Before, in one immediate transaction. Each job keeps its latest slot
+// (the greatest instant) and its latest run (the greatest id) however old:
+// the latest claim is the record that its slot already ran, so a catch-up
+// after a long stop does not run it again, and the latest run is the job's
+// "last run" on the dashboard.
+func (s *Store) Prune(ctx context.Context, p store.PruneParams) (res store.PruneResult, err error) {
+	if err := p.Validate(); err != nil {
+		return store.PruneResult{}, err
+	}
+	if s.closed.Load() {
+		return store.PruneResult{}, closedError("prune")
+	}
+	before := micros(normalize(p.Before))
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		// The EXISTS probes walk the primary key (job, slot) and the index
+		// runs_job_id (job, id) respectively.
+		slots, err := tx.ExecContext(ctx, `
+			DELETE FROM slots
+			WHERE slot < ?
+			  AND EXISTS (SELECT 1 FROM slots AS newer WHERE newer.job = slots.job AND newer.slot > slots.slot)`,
+			before)
+		if err != nil {
+			return err
+		}
+		if res.Slots, err = slots.RowsAffected(); err != nil {
+			return err
+		}
+		runs, err := tx.ExecContext(ctx, `
+			DELETE FROM runs
+			WHERE started_at < ?
+			  AND EXISTS (SELECT 1 FROM runs AS newer WHERE newer.job = runs.job AND newer.id > runs.id)`,
+			before)
+		if err != nil {
+			return err
+		}
+		res.Runs, err = runs.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return store.PruneResult{}, s.errorf(err, "prune")
+	}
+	return res, nil
+}

@@ -1,0 +1,145 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/cronfence/cronfence/store"
+)
+
+const runColumns = `id, job, slot, manual, catch_up, owner, generation, attempt,
+	started_at, finished_at, success, skipped, reason, error, logs`
+
+func scanRun(row interface{ Scan(...any) error }) (store.Run, error) {
+	var (
+		r                 store.Run
+		slot              sql.NullInt64
+		started, finished int64
+		logs              string
+	)
+	if err := row.Scan(&r.ID, &r.Job, &slot, &r.Manual, &r.CatchUp, &r.Owner, &r.Generation, &r.Attempt,
+		&started, &finished, &r.Success, &r.Skipped, &r.Reason, &r.Error, &logs); err != nil {
+		return store.Run{}, err
+	}
+	r.Slot, r.StartedAt, r.FinishedAt = fromNullMicros(slot), fromMicros(started), fromMicros(finished)
+	if err := json.Unmarshal([]byte(logs), &r.Logs); err != nil {
+		return store.Run{}, fmt.Errorf("run %d: logs: %w", r.ID, err)
+	}
+	if len(r.Logs) == 0 {
+		r.Logs = nil // as Run.Bounded leaves an empty log
+	}
+	return r, nil
+}
+
+// RunInsert writes one run row and returns it as stored: bounded, with its
+// id and times in UTC at microsecond precision. A zero StartedAt is now; a
+// zero FinishedAt is StartedAt when that was given (a skip is an instant),
+// otherwise now.
+func (s *Store) RunInsert(ctx context.Context, run store.Run) (store.Run, error) {
+	if err := run.Validate(); err != nil {
+		return store.Run{}, err
+	}
+	if s.closed.Load() {
+		return store.Run{}, closedError("insert run")
+	}
+	var stored store.Run
+	err := s.inTx(ctx, func(tx *sql.Tx) (err error) {
+		stored, err = insertRun(ctx, tx, run.Bounded(), clock(time.Time{}))
+		return err
+	})
+	if err != nil {
+		return store.Run{}, s.errorf(err, "insert run of job %q", run.Job)
+	}
+	return stored, nil
+}
+
+// insertRun writes run, already validated and bounded, and returns it as
+// stored, with the time defaults of RunInsert. Shared with SlotFinish.
+func insertRun(ctx context.Context, q querier, run store.Run, now time.Time) (store.Run, error) {
+	run.Slot = normalize(run.Slot)
+	run.StartedAt, run.FinishedAt = normalize(run.StartedAt), normalize(run.FinishedAt)
+	if run.FinishedAt.IsZero() {
+		run.FinishedAt = run.StartedAt
+	}
+	if run.StartedAt.IsZero() {
+		run.StartedAt, run.FinishedAt = now, now
+	}
+	logs := []byte("[]")
+	if len(run.Logs) > 0 {
+		var err error
+		if logs, err = json.Marshal(run.Logs); err != nil {
+			return store.Run{}, err
+		}
+	}
+	err := q.QueryRowContext(ctx, `
+		INSERT INTO runs (job, slot, manual, catch_up, owner, generation, attempt,
+			started_at, finished_at, success, skipped, reason, error, logs)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		RETURNING id`,
+		run.Job, nullMicros(run.Slot), run.Manual, run.CatchUp, run.Owner, run.Generation, run.Attempt,
+		micros(run.StartedAt), micros(run.FinishedAt), run.Success, run.Skipped, run.Reason, run.Error, string(logs),
+	).Scan(&run.ID)
+	if err != nil {
+		return store.Run{}, err
+	}
+	return run, nil
+}
+
+// RunList returns run rows newest first (by id), optionally of one job and
+// below p.BeforeID, at most p.EffectiveLimit() of them. The query is built
+// from only the conditions in use so SQLite can walk runs_job_id (or the
+// primary key) backwards and stop at the limit.
+func (s *Store) RunList(ctx context.Context, p store.RunListParams) ([]store.Run, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if s.closed.Load() {
+		return nil, closedError("list runs")
+	}
+	if err := s.checkSchema(ctx, s.db); err != nil {
+		return nil, s.errorf(err, "list runs")
+	}
+	var (
+		where []string
+		args  []any
+	)
+	if p.Job != "" {
+		where, args = append(where, "job = ?"), append(args, p.Job)
+	}
+	if p.BeforeID > 0 {
+		where, args = append(where, "id < ?"), append(args, p.BeforeID)
+	}
+	query := `SELECT ` + runColumns + ` FROM runs`
+	if len(where) > 0 {
+		query += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	query += ` ORDER BY id DESC LIMIT ?`
+	args = append(args, p.EffectiveLimit())
+
+	runs, err := listRuns(ctx, s.db, query, args)
+	if err != nil {
+		return nil, s.errorf(err, "list runs")
+	}
+	return runs, nil
+}
+
+func listRuns(ctx context.Context, q querier, query string, args []any) ([]store.Run, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var runs []store.Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, r)
+	}
+	return runs, rows.Err()
+}
