@@ -1,0 +1,92 @@
+package cronfence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cronfence/cronfence/internal/clock"
+	"github.com/cronfence/cronfence/internal/leasekeeper"
+	"github.com/cronfence/cronfence/store"
+)
+
+// releaseTimeout bounds the release at the end of Lock, which runs even
+// when the caller's context has ended (a shutdown should hand the lease over
+// at once, not leave it to expire).
+const releaseTimeout = 5 * time.Second
+
+// Lock runs fn under the lease name, held by this process (OwnerID) for ttl
+// and renewed every ttl/3 while fn runs.
+//
+// When another owner holds the lease, fn does not run and Lock returns
+// (false, nil): losing the race is not an error. Otherwise fn gets the lease,
+// whose generation fences its writes (Lease.Fence), and a context that is
+// cancelled the moment the lease is lost or ctx ends. The lease is released
+// when fn returns, even when it panics.
+//
+// The error is fn's, joined with one wrapping ErrLeaseLost when the lease
+// was lost during fn: then fn's work may have been cut short and must be
+// treated as not done. Bad arguments return an error wrapping
+// store.ErrInvalidArgument without touching the store.
+//
+// Lock guards against overlap only. A fast job that releases its lease and
+// a replica whose timer fires a little later will both run: to run a
+// scheduled occurrence once, claim its slot (store.Store.SlotClaim), which
+// remembers completed windows.
+func Lock(ctx context.Context, s store.Store, name string, ttl time.Duration, fn func(ctx context.Context, lease *Lease) error) (ran bool, err error) {
+	return lock(ctx, s, name, ttl, fn, lockOptions{})
+}
+
+// lockOptions are test seams: nil in production.
+type lockOptions struct {
+	clock   clock.Clock
+	onRenew func(store.Lease, error)
+}
+
+func lock(ctx context.Context, s store.Store, name string, ttl time.Duration, fn func(context.Context, *Lease) error, opts lockOptions) (ran bool, err error) {
+	switch {
+	case s == nil:
+		return false, errInvalid("Lock needs a store, got nil")
+	case fn == nil:
+		return false, errInvalid(fmt.Sprintf("Lock %q needs a function to run, got nil", name))
+	}
+	if err := store.ValidateName("lease name", name); err != nil {
+		return false, fmt.Errorf("cronfence: %w", err)
+	}
+	if err := store.ValidateTTL(ttl); err != nil {
+		return false, fmt.Errorf("cronfence: lock %q: %w", name, err)
+	}
+	if opts.clock == nil {
+		opts.clock = clock.Real{}
+	}
+
+	sent := opts.clock.Now()
+	held, acquired, err := s.LeaseAcquire(ctx, store.LeaseAcquireParams{Name: name, Owner: OwnerID(), TTL: ttl})
+	if err != nil {
+		return false, fmt.Errorf("cronfence: lock %q: %w", name, err)
+	}
+	if !acquired {
+		return false, nil
+	}
+
+	keeper := leasekeeper.Start(ctx, leasekeeper.Config{
+		Store: s, Lease: held, TTL: ttl, Acquired: sent, Clock: opts.clock, OnRenew: opts.onRenew,
+	})
+	defer func() {
+		lost := keeper.Stop()
+		// Release even when ctx has ended; a release by a lost generation
+		// touches nothing, so it is always safe to send.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+		defer cancel()
+		_, releaseErr := s.LeaseRelease(rctx, held.Ref())
+		if lost != nil {
+			err = errors.Join(err, fmt.Errorf("cronfence: lock %q: %w", name, lost))
+		} else if releaseErr != nil {
+			// The work finished under the lease; the lease will expire by
+			// itself. Report it, but the run stands.
+			err = errors.Join(err, fmt.Errorf("cronfence: lock %q: release failed, the lease expires at its TTL: %w", name, releaseErr))
+		}
+	}()
+	return true, fn(keeper.Context(), newLease(held, s))
+}
