@@ -281,4 +281,3 @@ func TestOwnerIDUniquePerProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 }
-
