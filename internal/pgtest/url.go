@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"go.uber.org/goleak"
 )
 
 const (
@@ -77,8 +78,9 @@ func URL(t testing.TB) string {
 	return resolved.url
 }
 
-// Main runs the tests, then stops and removes the throwaway cluster if URL
-// started one, and exits with the tests' code. Call it from TestMain.
+// Main runs the tests, checks that no goroutine leaked, then stops and
+// removes the throwaway cluster if URL started one, and exits with the
+// tests' code. Call it from TestMain.
 func Main(m *testing.M) {
 	mainCalled.Store(true)
 	code := m.Run()
@@ -91,6 +93,15 @@ func Main(m *testing.M) {
 			if code == 0 {
 				code = 1
 			}
+		}
+	}
+	if code == 0 {
+		// Every test has cleaned up by now: a goroutine still running was
+		// leaked by the code under test (a keeper never stopped, a pool
+		// never closed) and fails the package.
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "pgtest: goroutines leaked by the tests:", err)
+			code = 1
 		}
 	}
 	os.Exit(code)
