@@ -87,23 +87,10 @@ func (s *Store) LeaseGet(ctx context.Context, name string) (store.Lease, error) 
 	return utcLease(l), nil
 }
 
-// pgxQuerier is what LeaseFence needs of a pgx transaction; pgx.Tx and
-// pgx.Conn both have it.
-type pgxQuerier interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
-// sqlQuerier is what LeaseFence needs of a database/sql transaction (for
-// example one opened through pgx's stdlib driver).
-type sqlQuerier interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
 // LeaseFence checks, inside tx, that generation still holds the lease and
 // holds the lease row with FOR SHARE until tx ends, so a takeover waits for
-// the commit. tx may be a pgx.Tx (or anything with pgx's QueryRow) or a
-// *sql.Tx on a PostgreSQL driver. It returns store.ErrLeaseLost when fenced
-// out; the caller must then roll back.
+// the commit. tx must be a pgx.Tx or a *sql.Tx on a PostgreSQL driver. It
+// returns store.ErrLeaseLost when fenced out; the caller must then roll back.
 func (s *Store) LeaseFence(ctx context.Context, tx any, name string, generation int64) error {
 	if err := store.ValidateFence(name, generation); err != nil {
 		return err
@@ -113,16 +100,18 @@ func (s *Store) LeaseFence(ctx context.Context, tx any, name string, generation 
 	}
 	var one int
 	var err error
+	// Only transactions: a fence on a pool or a bare connection would let go
+	// of the row lock as soon as the check returned, protecting nothing.
 	switch q := tx.(type) {
-	case pgxQuerier:
+	case pgx.Tx:
 		err = q.QueryRow(ctx, s.q.leaseFence, name, generation).Scan(&one)
-	case sqlQuerier:
+	case *sql.Tx:
 		err = q.QueryRowContext(ctx, s.q.leaseFence, name, generation).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
 			err = pgx.ErrNoRows
 		}
 	default:
-		return fmt.Errorf("postgres: fence lease %q: %T is neither a pgx.Tx nor a *sql.Tx: %w", name, tx, store.ErrUnsupportedTx)
+		return fmt.Errorf("postgres: fence lease %q: %T is neither a pgx.Tx nor a *sql.Tx (a fence outside a transaction protects nothing): %w", name, tx, store.ErrUnsupportedTx)
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("postgres: fence lease %q at generation %d: %w", name, generation, store.ErrLeaseLost)

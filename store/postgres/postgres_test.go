@@ -212,6 +212,21 @@ func TestFenceInDatabaseSQLAndSQLFunction(t *testing.T) {
 	}
 }
 
+func TestFenceOutsideTransactionRefused(t *testing.T) {
+	t.Parallel()
+	s, _ := newStore(t)
+	conn, err := s.Pool().Acquire(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	for _, notTx := range []any{s.Pool(), conn, conn.Conn(), openStdlib(t, s.Pool()), nil} {
+		if err := s.LeaseFence(ctx(t), notTx, "x", 1); !errors.Is(err, store.ErrUnsupportedTx) {
+			t.Errorf("fence with %T: %v, want ErrUnsupportedTx", notTx, err)
+		}
+	}
+}
+
 func TestMigrateConcurrentReplicas(t *testing.T) {
 	t.Parallel()
 	_, schema := pgtest.Schema(t)
