@@ -30,7 +30,7 @@ lint: ## Check formatting (gofmt), go vet and that go.mod is tidy.
 
 .PHONY: bench
 bench: ## Run the benchmarks (round trips per store operation, latency percentiles).
-	$(GO) test -run '^$$' -bench '$(BENCH)' -benchtime 2000x ./store/...
+	$(GO) test -p 1 -run '^$$' -bench '$(BENCH)' -benchtime 5000x ./store/postgres/ ./store/sqlite/
 
 .PHONY: cover
 cover: ## Run the tests with coverage and print the total.
