@@ -21,7 +21,9 @@ type Config struct {
 	// from its BEGIN, including a handler's fenced transaction, so this
 	// bounds how long LeaseAcquire or SlotClaim waits behind one; a write
 	// queued behind the same Store's other writes waits at most as long
-	// again. It is rounded down to whole milliseconds and must be at least
+	// again. The store's own writes wait by retrying the lock every
+	// millisecond or two; connections of DB() wait under SQLite's busy
+	// timeout. It is rounded down to whole milliseconds and must be at least
 	// 1ms. Defaults to 10 seconds.
 	BusyTimeout time.Duration
 }

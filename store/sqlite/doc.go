@@ -11,9 +11,12 @@
 //     database's single write lock before its first read and holds it to the
 //     end. A read followed by a write inside such a transaction is therefore
 //     as atomic as the single statements the PostgreSQL store needs.
-//     Writers of other processes (other Stores) wait for the lock under
-//     SQLite's busy timeout, Config.BusyTimeout; writers of one Store queue
-//     in Go first, so a burst of claims is served in order without polling.
+//     Writers of one Store queue in Go, so a burst of claims is served in
+//     order without polling. Writers of other processes (other Stores) can
+//     only poll the lock: the store's own writes retry it every millisecond
+//     or two, rather than on SQLite's back-off to 100ms, so that many
+//     replicas contending at the same instant do not leave it idle. Either
+//     wait lasts at most Config.BusyTimeout.
 //   - Readers do not block the writer. The file is in WAL mode, so LeaseGet,
 //     RunList and the other reads run beside a write transaction, and a
 //     handler's long transaction never stalls the dashboard.
@@ -30,9 +33,14 @@
 // occurrence in different time zones claim the same row. Run logs are a
 // JSON array in a TEXT column.
 //
+// The store's tables are cronfence_leases, cronfence_slots, cronfence_runs
+// and cronfence_schema_migrations; every name it gives a schema object
+// begins with cronfence_, so a handler's own tables in the file (one called
+// runs, say) never collide with it. Leave that prefix to the store.
+//
 // Open does not change the schema; Migrate applies the embedded migrations,
 // each in its own immediate transaction, and records them in
-// schema_migrations. Until then every call fails with a
+// cronfence_schema_migrations. Until then every call fails with a
 // *store.SchemaVersionError wrapping store.ErrSchemaOutdated.
 //
 // # Fencing a handler's own writes

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	moderncsqlite "modernc.org/sqlite"
+
 	"github.com/cronfence/cronfence/store"
 )
 
@@ -36,4 +38,13 @@ func closedError(op string) error {
 // not export it, so its fixed text is matched.
 func isDBClosed(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "sql: database is closed")
+}
+
+// sqliteCode returns the extended SQLite result code in err's chain, or 0.
+func sqliteCode(err error) int {
+	var e *moderncsqlite.Error
+	if errors.As(err, &e) {
+		return e.Code()
+	}
+	return 0
 }

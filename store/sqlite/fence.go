@@ -42,7 +42,7 @@ func (s *Store) LeaseFence(ctx context.Context, tx any, name string, generation 
 	}
 	var one int
 	err := sqlTx.QueryRowContext(ctx,
-		`SELECT 1 FROM leases WHERE name = ? AND generation = ? AND expires_at > ?`,
+		`SELECT 1 FROM cronfence_leases WHERE name = ? AND generation = ? AND expires_at > ?`,
 		name, generation, micros(clock(time.Time{})),
 	).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {

@@ -9,13 +9,13 @@ import (
 // writeGate lets one write of a Store at a time reach SQLite.
 //
 // SQLite already allows one writer per file; the gate only changes how the
-// others wait. Left to SQLite, every waiting connection polls the lock on a
-// back-off that grows to 100ms, so under a burst (k jobs of one replica due
-// at the same instant) writers wake late, in no particular order, and the
-// unlucky ones reach BusyTimeout. Queued on a channel they are handed the
-// turn at once and in arrival order. Between Stores (processes) SQLite's
-// lock and busy timeout still decide; that is what two Stores on one file
-// in a test exercise.
+// others wait. Waiting for SQLite's lock is polling (see lockwait.go), so
+// under a burst (k jobs of one replica due at the same instant) writers
+// would retry in no particular order and wake a little after the lock is
+// free. Queued on a channel they are handed the turn at once and in arrival
+// order, and only the head of the queue polls for the file's lock against
+// other processes. Between Stores (processes) the lock and beginImmediate's
+// polling decide; that is what two Stores on one file in a test exercise.
 type writeGate struct {
 	turn    chan struct{}
 	timeout time.Duration

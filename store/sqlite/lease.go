@@ -55,15 +55,15 @@ func (s *Store) LeaseAcquire(ctx context.Context, p store.LeaseAcquireParams) (l
 // and the current holder is read instead.
 func acquireLease(ctx context.Context, tx *sql.Tx, name, owner string, ttl time.Duration, now time.Time) (store.Lease, bool, error) {
 	lease, err := scanLease(tx.QueryRowContext(ctx, `
-		INSERT INTO leases (name, owner, generation, acquired_at, renewed_at, expires_at)
+		INSERT INTO cronfence_leases (name, owner, generation, acquired_at, renewed_at, expires_at)
 		VALUES (?1, ?2, 1, ?3, ?3, ?4)
 		ON CONFLICT (name) DO UPDATE SET
 			owner       = excluded.owner,
-			generation  = leases.generation + 1,
+			generation  = cronfence_leases.generation + 1,
 			acquired_at = excluded.acquired_at,
 			renewed_at  = excluded.renewed_at,
 			expires_at  = excluded.expires_at
-		WHERE leases.expires_at <= excluded.acquired_at
+		WHERE cronfence_leases.expires_at <= excluded.acquired_at
 		RETURNING `+leaseColumns,
 		name, owner, micros(now), micros(now.Add(ttl)),
 	))
@@ -93,7 +93,7 @@ func (s *Store) LeaseRenew(ctx context.Context, p store.LeaseRenewParams) (store
 	var lease store.Lease
 	err := s.inTx(ctx, func(tx *sql.Tx) (err error) {
 		lease, err = scanLease(tx.QueryRowContext(ctx, `
-			UPDATE leases SET expires_at = ?4, renewed_at = ?5
+			UPDATE cronfence_leases SET expires_at = ?4, renewed_at = ?5
 			WHERE name = ?1 AND owner = ?2 AND generation = ?3 AND expires_at > ?5
 			RETURNING `+leaseColumns,
 			p.Name, p.Owner, p.Generation, micros(now.Add(p.TTL)), micros(now),
@@ -140,7 +140,7 @@ func (s *Store) LeaseRelease(ctx context.Context, ref store.LeaseRef) (bool, err
 // was, so released reports a match, as the contract asks.
 func releaseLease(ctx context.Context, q querier, ref store.LeaseRef, now time.Time) (bool, error) {
 	res, err := q.ExecContext(ctx, `
-		UPDATE leases SET expires_at = min(expires_at, ?4)
+		UPDATE cronfence_leases SET expires_at = min(expires_at, ?4)
 		WHERE name = ?1 AND owner = ?2 AND generation = ?3`,
 		ref.Name, ref.Owner, ref.Generation, micros(now),
 	)
@@ -170,5 +170,5 @@ func (s *Store) LeaseGet(ctx context.Context, name string) (store.Lease, error) 
 }
 
 func getLease(ctx context.Context, q querier, name string) (store.Lease, error) {
-	return scanLease(q.QueryRowContext(ctx, `SELECT `+leaseColumns+` FROM leases WHERE name = ?`, name))
+	return scanLease(q.QueryRowContext(ctx, `SELECT `+leaseColumns+` FROM cronfence_leases WHERE name = ?`, name))
 }

@@ -3,13 +3,11 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
-	"modernc.org/sqlite"
 )
 
 func TestMain(m *testing.M) {
@@ -70,13 +68,4 @@ func rawDB(t *testing.T, path string, busy time.Duration, edit func(string) stri
 	}
 	t.Cleanup(func() { _ = db.Close() })
 	return db
-}
-
-// sqliteCode returns the extended SQLite result code in err's chain, or 0.
-func sqliteCode(err error) int {
-	var e *sqlite.Error
-	if errors.As(err, &e) {
-		return e.Code()
-	}
-	return 0
 }

@@ -76,12 +76,12 @@ func binaryVersion() (int, error) {
 }
 
 // Migrate applies every pending migration, each in its own immediate
-// transaction together with its schema_migrations row. The write lock that
-// BEGIN IMMEDIATE takes serializes processes migrating at once: the first
-// applies a migration, the others wait for the lock, then find it recorded
-// and go on to the next or stop. A database whose recorded version is newer
-// than this binary is refused with a *store.SchemaVersionError wrapping
-// store.ErrSchemaTooNew, and left unchanged.
+// transaction together with its cronfence_schema_migrations row. The write
+// lock that BEGIN IMMEDIATE takes serializes processes migrating at once:
+// the first applies a migration, the others wait for the lock, then find it
+// recorded and go on to the next or stop. A database whose recorded version
+// is newer than this binary is refused with a *store.SchemaVersionError
+// wrapping store.ErrSchemaTooNew, and left unchanged.
 func (s *Store) Migrate(ctx context.Context) error {
 	if s.closed.Load() {
 		return closedError("migrate")
@@ -105,21 +105,17 @@ func (s *Store) Migrate(ctx context.Context) error {
 // migrateOne applies the next pending migration, or reports done when there
 // is none.
 func (s *Store) migrateOne(ctx context.Context, ms []migration) (done bool, err error) {
-	leave, err := s.gate.enter(ctx)
+	tx, leave, err := s.beginWrite(ctx)
 	if err != nil {
 		return false, err
 	}
 	defer leave()
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return false, err
-	}
 	defer func() {
 		if err != nil || done {
 			_ = tx.Rollback() // nothing was written when done
 		}
 	}()
-	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS cronfence_schema_migrations (
 		version    INTEGER NOT NULL PRIMARY KEY,
 		applied_at INTEGER NOT NULL
 	) STRICT`); err != nil {
@@ -141,7 +137,7 @@ func (s *Store) migrateOne(ctx context.Context, ms []migration) (done bool, err 
 		return false, fmt.Errorf("migration %s: %w", m.base, err)
 	}
 	if _, err := tx.ExecContext(ctx,
-		`INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`,
+		`INSERT INTO cronfence_schema_migrations (version, applied_at) VALUES (?, ?)`,
 		m.version, micros(time.Now()),
 	); err != nil {
 		return false, err
@@ -166,12 +162,12 @@ func (s *Store) SchemaVersion(ctx context.Context) (database, binary int, err er
 	return database, binary, nil
 }
 
-// recordedVersion reads the newest version in schema_migrations, 0 when the
-// table does not exist.
+// recordedVersion reads the newest version in cronfence_schema_migrations, 0
+// when the table does not exist.
 func recordedVersion(ctx context.Context, q querier) (int, error) {
 	var tables int
 	if err := q.QueryRowContext(ctx,
-		`SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'`,
+		`SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'cronfence_schema_migrations'`,
 	).Scan(&tables); err != nil {
 		return 0, err
 	}
@@ -179,7 +175,7 @@ func recordedVersion(ctx context.Context, q querier) (int, error) {
 		return 0, nil
 	}
 	var v int
-	err := q.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&v)
+	err := q.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM cronfence_schema_migrations`).Scan(&v)
 	return v, err
 }
 

@@ -16,7 +16,7 @@ import (
 )
 
 // schemaSnapshot returns every object in the file with its SQL, and the
-// rows of schema_migrations when it exists.
+// rows of cronfence_schema_migrations when it exists.
 func schemaSnapshot(t *testing.T, db *sql.DB) []string {
 	t.Helper()
 	ctx := context.Background()
@@ -33,13 +33,13 @@ func schemaSnapshot(t *testing.T, db *sql.DB) []string {
 			t.Fatal(err)
 		}
 		out = append(out, s)
-		hasVersions = hasVersions || strings.HasPrefix(s, "table schema_migrations:")
+		hasVersions = hasVersions || strings.HasPrefix(s, "table cronfence_schema_migrations:")
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
 	if hasVersions {
-		vrows, err := db.QueryContext(ctx, `SELECT 'version ' || version || ' at ' || applied_at FROM schema_migrations ORDER BY version`)
+		vrows, err := db.QueryContext(ctx, `SELECT 'version ' || version || ' at ' || applied_at FROM cronfence_schema_migrations ORDER BY version`)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -107,11 +107,11 @@ func TestMigrateConcurrently(t *testing.T) {
 		}
 	}
 	var applied int
-	if err := stores[0].DB().QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations`).Scan(&applied); err != nil {
+	if err := stores[0].DB().QueryRowContext(ctx, `SELECT count(*) FROM cronfence_schema_migrations`).Scan(&applied); err != nil {
 		t.Fatal(err)
 	}
 	if applied != 1 {
-		t.Errorf("schema_migrations has %d rows, want 1", applied)
+		t.Errorf("cronfence_schema_migrations has %d rows, want 1", applied)
 	}
 	if _, _, err := stores[1].LeaseAcquire(ctx, store.LeaseAcquireParams{Name: "n", Owner: "o", TTL: time.Minute}); err != nil {
 		t.Errorf("LeaseAcquire after migrating: %v", err)
@@ -126,8 +126,8 @@ func TestMigrateRefusesNewerSchema(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t, newFile(t), nil)
 	if _, err := s.DB().ExecContext(ctx, `
-		CREATE TABLE schema_migrations (version INTEGER NOT NULL PRIMARY KEY, applied_at INTEGER NOT NULL) STRICT;
-		INSERT INTO schema_migrations VALUES (1, 1), (99, 2);`); err != nil {
+		CREATE TABLE cronfence_schema_migrations (version INTEGER NOT NULL PRIMARY KEY, applied_at INTEGER NOT NULL) STRICT;
+		INSERT INTO cronfence_schema_migrations VALUES (1, 1), (99, 2);`); err != nil {
 		t.Fatal(err)
 	}
 	before := schemaSnapshot(t, s.DB())
@@ -257,7 +257,7 @@ func TestMigrationDownReversesUp(t *testing.T) {
 		if _, err := tx.ExecContext(ctx, string(down)); err != nil {
 			t.Fatalf("down %s: %v", ms[i].base, err)
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM schema_migrations WHERE version = ?`, ms[i].version); err != nil {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM cronfence_schema_migrations WHERE version = ?`, ms[i].version); err != nil {
 			t.Fatal(err)
 		}
 		if err := tx.Commit(); err != nil {
@@ -267,7 +267,7 @@ func TestMigrationDownReversesUp(t *testing.T) {
 	var left []string
 	for _, obj := range schemaSnapshot(t, s.DB()) {
 		// sqlite_sequence, made by AUTOINCREMENT, cannot be dropped.
-		if !strings.HasPrefix(obj, "table schema_migrations:") && !strings.HasPrefix(obj, "table sqlite_sequence:") {
+		if !strings.HasPrefix(obj, "table cronfence_schema_migrations:") && !strings.HasPrefix(obj, "table sqlite_sequence:") {
 			left = append(left, obj)
 		}
 	}

@@ -23,11 +23,11 @@ func (s *Store) Prune(ctx context.Context, p store.PruneParams) (res store.Prune
 	before := micros(normalize(p.Before))
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		// The EXISTS probes walk the primary key (job, slot) and the index
-		// runs_job_id (job, id) respectively.
+		// cronfence_runs_job_id (job, id) respectively.
 		slots, err := tx.ExecContext(ctx, `
-			DELETE FROM slots
+			DELETE FROM cronfence_slots AS old
 			WHERE slot < ?
-			  AND EXISTS (SELECT 1 FROM slots AS newer WHERE newer.job = slots.job AND newer.slot > slots.slot)`,
+			  AND EXISTS (SELECT 1 FROM cronfence_slots AS newer WHERE newer.job = old.job AND newer.slot > old.slot)`,
 			before)
 		if err != nil {
 			return err
@@ -36,9 +36,9 @@ func (s *Store) Prune(ctx context.Context, p store.PruneParams) (res store.Prune
 			return err
 		}
 		runs, err := tx.ExecContext(ctx, `
-			DELETE FROM runs
+			DELETE FROM cronfence_runs AS old
 			WHERE started_at < ?
-			  AND EXISTS (SELECT 1 FROM runs AS newer WHERE newer.job = runs.job AND newer.id > runs.id)`,
+			  AND EXISTS (SELECT 1 FROM cronfence_runs AS newer WHERE newer.job = old.job AND newer.id > old.id)`,
 			before)
 		if err != nil {
 			return err

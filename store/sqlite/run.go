@@ -76,7 +76,7 @@ func insertRun(ctx context.Context, q querier, run store.Run, now time.Time) (st
 		}
 	}
 	err := q.QueryRowContext(ctx, `
-		INSERT INTO runs (job, slot, manual, catch_up, owner, generation, attempt,
+		INSERT INTO cronfence_runs (job, slot, manual, catch_up, owner, generation, attempt,
 			started_at, finished_at, success, skipped, reason, error, logs)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		RETURNING id`,
@@ -91,8 +91,8 @@ func insertRun(ctx context.Context, q querier, run store.Run, now time.Time) (st
 
 // RunList returns run rows newest first (by id), optionally of one job and
 // below p.BeforeID, at most p.EffectiveLimit() of them. The query is built
-// from only the conditions in use so SQLite can walk runs_job_id (or the
-// primary key) backwards and stop at the limit.
+// from only the conditions in use so SQLite can walk cronfence_runs_job_id
+// (or the primary key) backwards and stop at the limit.
 func (s *Store) RunList(ctx context.Context, p store.RunListParams) ([]store.Run, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -113,7 +113,7 @@ func (s *Store) RunList(ctx context.Context, p store.RunListParams) ([]store.Run
 	if p.BeforeID > 0 {
 		where, args = append(where, "id < ?"), append(args, p.BeforeID)
 	}
-	query := `SELECT ` + runColumns + ` FROM runs`
+	query := `SELECT ` + runColumns + ` FROM cronfence_runs`
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, " AND ")
 	}

@@ -27,7 +27,7 @@ func scanSlot(row interface{ Scan(...any) error }) (store.Slot, error) {
 
 func getSlot(ctx context.Context, q querier, job string, slot time.Time) (store.Slot, error) {
 	return scanSlot(q.QueryRowContext(ctx,
-		`SELECT `+slotColumns+` FROM slots WHERE job = ? AND slot = ?`, job, micros(slot)))
+		`SELECT `+slotColumns+` FROM cronfence_slots WHERE job = ? AND slot = ?`, job, micros(slot)))
 }
 
 // SlotClaim claims (p.Job, p.Slot) under the lease p.LeaseName; see
@@ -76,7 +76,7 @@ func claimSlot(ctx context.Context, tx *sql.Tx, p store.SlotClaimParams, slot, n
 		if existing.Status == store.SlotRunning {
 			// The run is alive while the exact holding that claimed it is.
 			guard, err := scanLease(tx.QueryRowContext(ctx,
-				`SELECT `+leaseColumns+` FROM leases WHERE name = ? AND generation = ? AND expires_at > ?`,
+				`SELECT `+leaseColumns+` FROM cronfence_leases WHERE name = ? AND generation = ? AND expires_at > ?`,
 				existing.LeaseName, existing.Generation, micros(now)))
 			if err == nil {
 				return refuse(store.ClaimHeld, guard)
@@ -101,14 +101,14 @@ func claimSlot(ctx context.Context, tx *sql.Tx, p store.SlotClaimParams, slot, n
 	// A new claim starts at attempt 1; a failed or interrupted one is taken
 	// over with one more attempt. The completed case was refused above.
 	claimed, err := scanSlot(tx.QueryRowContext(ctx, `
-		INSERT INTO slots (job, slot, status, owner, lease_name, generation, attempts, started_at, finished_at)
+		INSERT INTO cronfence_slots (job, slot, status, owner, lease_name, generation, attempts, started_at, finished_at)
 		VALUES (?1, ?2, 'running', ?3, ?4, ?5, 1, ?6, NULL)
 		ON CONFLICT (job, slot) DO UPDATE SET
 			status      = 'running',
 			owner       = excluded.owner,
 			lease_name  = excluded.lease_name,
 			generation  = excluded.generation,
-			attempts    = slots.attempts + 1,
+			attempts    = cronfence_slots.attempts + 1,
 			started_at  = excluded.started_at,
 			finished_at = NULL
 		RETURNING `+slotColumns,
@@ -144,7 +144,7 @@ func (s *Store) SlotFinish(ctx context.Context, p store.SlotFinishParams) (res s
 		// start of this very claim, known only when the claim is still ours.
 		var started int64
 		err := tx.QueryRowContext(ctx, `
-			UPDATE slots SET status = ?1, finished_at = ?2
+			UPDATE cronfence_slots SET status = ?1, finished_at = ?2
 			WHERE job = ?3 AND slot = ?4 AND owner = ?5 AND lease_name = ?6 AND generation = ?7
 			  AND status = 'running'
 			RETURNING started_at`,

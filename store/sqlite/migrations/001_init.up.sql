@@ -2,10 +2,14 @@
 --
 -- Every instant is an INTEGER of Unix microseconds, UTC. Tables are STRICT so
 -- a value of the wrong type is an error instead of a silent conversion.
+--
+-- Every name begins with cronfence_: handlers keep their own tables in this
+-- file, to fence their writes in the same transaction, and a table of theirs
+-- called runs or leases must not collide with ours.
 
 -- One row per lease name. Rows are never deleted: release only expires them,
 -- so the generation (the fencing token) of a name never goes back.
-CREATE TABLE leases (
+CREATE TABLE cronfence_leases (
     name        TEXT    NOT NULL PRIMARY KEY,
     owner       TEXT    NOT NULL,
     generation  INTEGER NOT NULL CHECK (generation >= 1),
@@ -17,7 +21,7 @@ CREATE TABLE leases (
 -- One row per (job, intended occurrence): the claim that makes a slot run
 -- once. lease_name and generation name the lease holding that guards a
 -- running claim; once it expires the slot may be claimed again.
-CREATE TABLE slots (
+CREATE TABLE cronfence_slots (
     job         TEXT    NOT NULL,
     slot        INTEGER NOT NULL,
     status      TEXT    NOT NULL CHECK (status IN ('running', 'completed', 'failed')),
@@ -32,7 +36,7 @@ CREATE TABLE slots (
 
 -- One row per execution or recorded skip. AUTOINCREMENT keeps ids from ever
 -- being reused after a prune, so paging by id stays stable.
-CREATE TABLE runs (
+CREATE TABLE cronfence_runs (
     id          INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT,
     job         TEXT    NOT NULL,
     slot        INTEGER,
@@ -51,4 +55,4 @@ CREATE TABLE runs (
 ) STRICT;
 
 -- RunList filters by job newest first, and Prune keeps each job's greatest id.
-CREATE INDEX runs_job_id ON runs (job, id);
+CREATE INDEX cronfence_runs_job_id ON cronfence_runs (job, id);

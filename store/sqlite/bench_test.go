@@ -1,0 +1,376 @@
+package sqlite_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/cronfence/cronfence/store"
+	"github.com/cronfence/cronfence/store/sqlite"
+)
+
+// The benchmarks below measure the latency of each store operation on its
+// own path, the same paths as the PostgreSQL store's benchmarks. Run them
+// with
+//
+//	go test -run '^$' -bench . ./store/sqlite/
+//
+// Each one sets up, untimed, the state its path needs, and checks after
+// every call that the call took that path. Calls run one at a time, after a
+// warm-up. SQLite runs in the process, so there are no round trips to count:
+// p50-µs, p90-µs, p99-µs and max-µs are percentiles (nearest rank) of the
+// latency of the measured calls, timed one by one.
+
+const (
+	// benchJob and benchLease are the job and lease every benchmark uses.
+	benchJob   = "bench"
+	benchLease = "job:bench"
+
+	// benchOwner holds leases and claims; rivalOwner is another replica.
+	benchOwner = "bench-host:1:aaaa"
+	rivalOwner = "bench-host:2:bbbb"
+
+	// benchTTL is long enough that no lease expires during a run.
+	benchTTL = time.Hour
+
+	// benchMaxAttempts is the MaxAttempts of every claim.
+	benchMaxAttempts = 3
+
+	// warmupCalls run before the measured ones, through the same steps.
+	warmupCalls = 20
+)
+
+// slotEpoch is the first slot instant. Slots are one a minute from here,
+// long past, so every claim is due.
+var slotEpoch = time.Date(2020, time.January, 1, 0, 0, 0, 0, time.UTC)
+
+func slotAt(i int) time.Time { return slotEpoch.Add(time.Duration(i) * time.Minute) }
+
+// benchStore returns a migrated store on a fresh file in the benchmark's
+// temporary directory, closed at cleanup.
+func benchStore(b *testing.B) *sqlite.Store {
+	b.Helper()
+	s, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "cronfence.db"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			b.Error(err)
+		}
+	})
+	if err := s.Migrate(b.Context()); err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+// benchCall is one measured store operation. Its i is the call's index,
+// counted from the first warm-up call, for calls that need distinct slots.
+type benchCall struct {
+	// before puts the store in the state the call's path needs. It runs
+	// before every call, untimed. Optional.
+	before func(ctx context.Context, i int) error
+	// call is the measured operation. It returns an error when the
+	// operation failed or did not take the benchmark's path.
+	call func(ctx context.Context, i int) error
+	// after runs after every call, like before. Optional.
+	after func(ctx context.Context, i int) error
+}
+
+// measure runs c warmupCalls times, then once per b.Loop iteration, timing
+// each call, and reports the latency percentiles.
+func measure(b *testing.B, c benchCall) {
+	b.Helper()
+	ctx := b.Context()
+	untimed := func(i int, f func(context.Context, int) error, what string) {
+		if f == nil {
+			return
+		}
+		b.StopTimer()
+		if err := f(ctx, i); err != nil {
+			b.Fatalf("%s call %d: %v", what, i, err)
+		}
+		b.StartTimer()
+	}
+	i := 0
+	for ; i < warmupCalls; i++ {
+		untimed(i, c.before, "before")
+		if err := c.call(ctx, i); err != nil {
+			b.Fatalf("warm-up call %d: %v", i, err)
+		}
+		untimed(i, c.after, "after")
+	}
+
+	var latencies []time.Duration
+	for b.Loop() {
+		untimed(i, c.before, "before")
+		start := time.Now()
+		err := c.call(ctx, i)
+		elapsed := time.Since(start)
+		if err != nil {
+			b.Fatalf("call %d: %v", i, err)
+		}
+		latencies = append(latencies, elapsed)
+		untimed(i, c.after, "after")
+		i++
+	}
+
+	slices.Sort(latencies)
+	for _, p := range []struct {
+		unit string
+		q    float64
+	}{{"p50-µs", 0.50}, {"p90-µs", 0.90}, {"p99-µs", 0.99}, {"max-µs", 1}} {
+		b.ReportMetric(micros(percentile(latencies, p.q)), p.unit)
+	}
+}
+
+// percentile returns the q-quantile of sorted by the nearest-rank method.
+func percentile(sorted []time.Duration, q float64) time.Duration {
+	rank := int(math.Ceil(q * float64(len(sorted))))
+	return sorted[max(rank, 1)-1]
+}
+
+func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+// acquire takes benchLease for owner; it must be free.
+func acquire(ctx context.Context, s *sqlite.Store, owner string) (store.Lease, error) {
+	l, ok, err := s.LeaseAcquire(ctx, store.LeaseAcquireParams{Name: benchLease, Owner: owner, TTL: benchTTL})
+	if err != nil {
+		return store.Lease{}, err
+	}
+	if !ok {
+		return store.Lease{}, fmt.Errorf("lease %q not acquired: held by %+v", benchLease, l)
+	}
+	return l, nil
+}
+
+// release gives held back; it must still be held.
+func release(ctx context.Context, s *sqlite.Store, held store.Lease) error {
+	ok, err := s.LeaseRelease(ctx, held.Ref())
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("lease %+v was no longer held at release", held)
+	}
+	return nil
+}
+
+// claim claims slotAt(i) for owner; the claim must succeed.
+func claim(ctx context.Context, s *sqlite.Store, owner string, i int) (store.SlotClaimResult, error) {
+	r, err := s.SlotClaim(ctx, claimParams(owner, i))
+	if err != nil {
+		return r, err
+	}
+	if !r.Claimed {
+		return r, fmt.Errorf("slot %d not claimed: refused %q", i, r.Refusal)
+	}
+	return r, nil
+}
+
+// claimRefused claims slotAt(i) for owner; the claim must be refused with want.
+func claimRefused(ctx context.Context, s *sqlite.Store, owner string, i int, want store.ClaimRefusal) error {
+	r, err := s.SlotClaim(ctx, claimParams(owner, i))
+	if err != nil {
+		return err
+	}
+	if r.Claimed || r.Refusal != want {
+		return fmt.Errorf("slot %d: claimed %v, refusal %q; want refusal %q", i, r.Claimed, r.Refusal, want)
+	}
+	return nil
+}
+
+func claimParams(owner string, i int) store.SlotClaimParams {
+	return store.SlotClaimParams{
+		Job: benchJob, Slot: slotAt(i), LeaseName: benchLease, Owner: owner,
+		TTL: benchTTL, MaxAttempts: benchMaxAttempts,
+	}
+}
+
+// finish completes the claim c, as a successful run would: the slot
+// completed, the lease released and a run row with a few log lines written.
+func finish(ctx context.Context, s *sqlite.Store, c store.SlotClaimResult) error {
+	r, err := s.SlotFinish(ctx, store.SlotFinishParams{
+		Job: c.Slot.Job, Slot: c.Slot.Slot, LeaseName: c.Lease.Name, Owner: c.Lease.Owner,
+		Generation: c.Lease.Generation, Status: store.SlotCompleted,
+		Run: store.Run{
+			Attempt: c.Slot.Attempts, Success: true,
+			Logs: []string{"starting", "processed 42 records", "done"},
+		},
+	})
+	if err != nil {
+		return err
+	}
+	if !r.SlotUpdated || !r.LeaseReleased {
+		return fmt.Errorf("finish of slot %s: slot updated %v, lease released %v; want both", c.Slot.Slot, r.SlotUpdated, r.LeaseReleased)
+	}
+	return nil
+}
+
+// BenchmarkLeaseAcquire takes a lease that exists and was released, as a job
+// lease is between runs.
+func BenchmarkLeaseAcquire(b *testing.B) {
+	s := benchStore(b)
+	var held store.Lease
+	measure(b, benchCall{
+		before: func(ctx context.Context, _ int) error {
+			if held.Generation == 0 {
+				return nil // the first call inserts the row
+			}
+			return release(ctx, s, held)
+		},
+		call: func(ctx context.Context, _ int) (err error) {
+			held, err = acquire(ctx, s, benchOwner)
+			return err
+		},
+	})
+}
+
+// BenchmarkLeaseRenew extends a held lease, as the lease keeper does every
+// TTL/3.
+func BenchmarkLeaseRenew(b *testing.B) {
+	s := benchStore(b)
+	held, err := acquire(b.Context(), s, benchOwner)
+	if err != nil {
+		b.Fatal(err)
+	}
+	measure(b, benchCall{
+		call: func(ctx context.Context, _ int) error {
+			_, err := s.LeaseRenew(ctx, store.LeaseRenewParams{LeaseRef: held.Ref(), TTL: benchTTL})
+			return err
+		},
+	})
+}
+
+// BenchmarkLeaseRelease gives back a held lease.
+func BenchmarkLeaseRelease(b *testing.B) {
+	s := benchStore(b)
+	var held store.Lease
+	measure(b, benchCall{
+		before: func(ctx context.Context, _ int) (err error) {
+			held, err = acquire(ctx, s, benchOwner)
+			return err
+		},
+		call: func(ctx context.Context, _ int) error {
+			return release(ctx, s, held)
+		},
+	})
+}
+
+// BenchmarkLeaseFence fences a transaction from DB() on a held lease. Only
+// the fence is measured: the transaction begins before it and commits after
+// it, untimed.
+func BenchmarkLeaseFence(b *testing.B) {
+	s := benchStore(b)
+	held, err := acquire(b.Context(), s, benchOwner)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var tx *sql.Tx
+	defer func() {
+		// A failed call leaves its transaction open, holding the write lock
+		// and the connection.
+		if tx != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	measure(b, benchCall{
+		before: func(ctx context.Context, _ int) (err error) {
+			tx, err = s.DB().BeginTx(ctx, nil)
+			return err
+		},
+		call: func(ctx context.Context, _ int) error {
+			return s.LeaseFence(ctx, tx, held.Name, held.Generation)
+		},
+		after: func(context.Context, int) error {
+			err := tx.Commit()
+			tx = nil
+			return err
+		},
+	})
+}
+
+// BenchmarkSlotClaim claims slots on each path a replica meets when a slot
+// falls due (see the PostgreSQL store's benchmark of the same name):
+//
+//   - won: a fresh slot, its lease free: claimed.
+//   - loser: the slot another replica claimed and is running: refused.
+//   - overlap: a fresh slot while the previous run holds the lease: refused.
+//   - late: a slot another replica already completed: refused.
+func BenchmarkSlotClaim(b *testing.B) {
+	b.Run("won", func(b *testing.B) {
+		s := benchStore(b)
+		var last store.SlotClaimResult
+		measure(b, benchCall{
+			before: func(ctx context.Context, _ int) error {
+				if !last.Claimed {
+					return nil
+				}
+				return finish(ctx, s, last)
+			},
+			call: func(ctx context.Context, i int) (err error) {
+				last, err = claim(ctx, s, benchOwner, i)
+				return err
+			},
+		})
+	})
+	b.Run("loser", func(b *testing.B) {
+		s := benchStore(b)
+		if _, err := claim(b.Context(), s, rivalOwner, 0); err != nil {
+			b.Fatal(err)
+		}
+		measure(b, benchCall{
+			call: func(ctx context.Context, _ int) error {
+				return claimRefused(ctx, s, benchOwner, 0, store.ClaimHeld)
+			},
+		})
+	})
+	b.Run("overlap", func(b *testing.B) {
+		s := benchStore(b)
+		if _, err := claim(b.Context(), s, rivalOwner, 0); err != nil {
+			b.Fatal(err)
+		}
+		measure(b, benchCall{
+			call: func(ctx context.Context, _ int) error {
+				return claimRefused(ctx, s, benchOwner, 1, store.ClaimHeld)
+			},
+		})
+	})
+	b.Run("late", func(b *testing.B) {
+		s := benchStore(b)
+		c, err := claim(b.Context(), s, rivalOwner, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := finish(b.Context(), s, c); err != nil {
+			b.Fatal(err)
+		}
+		measure(b, benchCall{
+			call: func(ctx context.Context, _ int) error {
+				return claimRefused(ctx, s, benchOwner, 0, store.ClaimCompleted)
+			},
+		})
+	})
+}
+
+// BenchmarkSlotFinish completes a claimed slot: slot marked, lease released
+// and run row written. Each call finishes a fresh claim made before it.
+func BenchmarkSlotFinish(b *testing.B) {
+	s := benchStore(b)
+	var claimed store.SlotClaimResult
+	measure(b, benchCall{
+		before: func(ctx context.Context, i int) (err error) {
+			claimed, err = claim(ctx, s, benchOwner, i)
+			return err
+		},
+		call: func(ctx context.Context, _ int) error {
+			return finish(ctx, s, claimed)
+		},
+	})
+}
