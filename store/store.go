@@ -37,6 +37,12 @@ type Store interface {
 	// must stop working under it at once.
 	LeaseRenew(ctx context.Context, p LeaseRenewParams) (Lease, error)
 
+	// LeaseRenewBatch renews many leases in one round trip, as a replica
+	// does for every lease it holds. It returns the leases renewed; one
+	// missing from the result was lost (as ErrLeaseLost from LeaseRenew).
+	// Items must share Now.
+	LeaseRenewBatch(ctx context.Context, items []LeaseRenewParams) ([]Lease, error)
+
 	// LeaseRelease expires a lease held by ref.Owner at ref.Generation. The row
 	// is kept so the generation never goes back. It returns false, without
 	// error, when the lease is no longer this owner's: a late release never
@@ -54,18 +60,31 @@ type Store interface {
 	LeaseFence(ctx context.Context, tx any, name string, generation int64) error
 
 	// SlotClaim claims one (job, slot) for a run: in one atomic statement it
-	// takes the lease p.LeaseName and records the claim, or refuses with a
-	// ClaimRefusal. A completed slot is never claimed again; an interrupted or
-	// failed one can be, with attempts + 1, while attempts stay below
-	// p.MaxAttempts. In the rare race where the lease was taken but the slot
-	// was completed by a concurrent finisher, the store releases the lease
-	// again before returning (a second round trip).
+	// reads the job's pause state, takes the lease p.LeaseName and records
+	// the claim, or refuses with a ClaimRefusal. A completed or skipped slot
+	// is never claimed again; an interrupted, failed or buffered one can be,
+	// with attempts + 1, while attempts stay below p.MaxAttempts.
+	//
+	// When the lease is held by another run (an overlap: the previous slot's
+	// run or a manual run), the slot is recorded once across replicas
+	// according to p.Overlap: skipped, with a skip run row naming the holder,
+	// or buffered. In the rare race where the lease was taken but the slot was
+	// completed by a concurrent finisher, the store releases the lease again
+	// before returning (a second round trip).
 	SlotClaim(ctx context.Context, p SlotClaimParams) (SlotClaimResult, error)
+
+	// SlotClaimBatch claims many (job, slot)s in one round trip, as a replica
+	// does for every job due at the same instant: each item behaves as
+	// SlotClaim would, and the results come back in the items' order. Items
+	// must name distinct lease names and share Owner, LiveKey and Now.
+	SlotClaimBatch(ctx context.Context, items []SlotClaimParams) ([]SlotClaimResult, error)
 
 	// SlotFinish ends a claimed run in one round trip: the slot is marked
 	// completed or failed (only if p.Owner still holds it at p.Generation),
 	// the lease is released (under the same condition) and the run row is
-	// written whatever happened, since it records a fact.
+	// written whatever happened, since it records a fact. With a zero
+	// p.Slot it ends a manual run: lease and run row only. The result names
+	// the job's buffered slot, if one waits for this run to end.
 	SlotFinish(ctx context.Context, p SlotFinishParams) (SlotFinishResult, error)
 
 	// SlotGet returns the claim of (job, slot) or ErrNotFound.
@@ -82,6 +101,14 @@ type Store interface {
 	// Prune deletes slots and runs older than p.Before, always keeping the
 	// latest claim and the latest run of each job.
 	Prune(ctx context.Context, p PruneParams) (PruneResult, error)
+
+	// JobStateSet sets or clears (Enabled == nil) the override of a job's
+	// declared enabled value, recording who and when. Every replica reads it
+	// before claiming; it survives restarts.
+	JobStateSet(ctx context.Context, p JobStateSetParams) (JobState, error)
+
+	// JobStateList returns the state of every job that has one, by name.
+	JobStateList(ctx context.Context) ([]JobState, error)
 
 	// Close releases what the store opened itself. A store built on a pool
 	// the caller owns leaves that pool open. Any call after Close returns
@@ -138,6 +165,25 @@ const (
 	// SlotFailed: the run ended with an error; it may be claimed again while
 	// attempts remain.
 	SlotFailed SlotStatus = "failed"
+	// SlotSkipped: the slot came due while another run held the job's lease
+	// and the job's overlap policy is to skip. Final, like completed.
+	SlotSkipped SlotStatus = "skipped"
+	// SlotBuffered: the slot came due during another run and waits to run
+	// when that run ends (overlap policy buffer-one). Claimable.
+	SlotBuffered SlotStatus = "buffered"
+)
+
+// OverlapPolicy says what SlotClaim records when the job's lease is held by
+// another run.
+type OverlapPolicy string
+
+const (
+	// OverlapSkip records the slot as skipped, with a skip run row naming
+	// the holder. The default.
+	OverlapSkip OverlapPolicy = "skip"
+	// OverlapBuffer records the slot as buffered, to run when the current
+	// run ends; while one slot is buffered, further ones are skipped.
+	OverlapBuffer OverlapPolicy = "buffer-one"
 )
 
 // Slot is one row of the slots table: the claim of one scheduled occurrence.
@@ -162,6 +208,21 @@ type SlotClaimParams struct {
 	TTL         time.Duration // of the lease
 	MaxAttempts int           // at least 1
 	Now         time.Time     // pins the clock for this call; zero means the database clock
+
+	// DeclaredDisabled is a job declared with enabled = false. The job's
+	// override (JobStateSet), when set, decides instead. A disabled job is
+	// refused with ClaimPaused before anything is written.
+	DeclaredDisabled bool
+	// Overlap is what to record when the lease is held by another run.
+	// Empty means OverlapSkip.
+	Overlap OverlapPolicy
+	// CatchUp marks a claim made by catch-up; it is copied to a skip row.
+	CatchUp bool
+	// LiveKey, when not zero, is the key of a liveness lock the owner holds
+	// for as long as its process lives (see Liveness). It is recorded with
+	// the lease, and a contender may take over a lease whose owner's
+	// liveness lock is free, without waiting for the TTL.
+	LiveKey int64
 }
 
 // ClaimRefusal says why a slot was not claimed.
@@ -172,6 +233,8 @@ const (
 	ClaimHeld              ClaimRefusal = "already_executing"  // the lease is held by another owner
 	ClaimAttemptsExhausted ClaimRefusal = "attempts_exhausted" // no attempts left
 	ClaimNotDue            ClaimRefusal = "not_due"            // the slot is in the future by the database clock
+	ClaimPaused            ClaimRefusal = "paused"             // the job is disabled (override or declared)
+	ClaimSkipped           ClaimRefusal = "skipped"            // the slot was already recorded as skipped
 )
 
 // SlotClaimResult is what Store.SlotClaim returns.
@@ -184,6 +247,13 @@ type SlotClaimResult struct {
 	// Lease is the lease taken when Claimed; with ClaimHeld it is the holder
 	// as last seen.
 	Lease Lease
+	// Recorded is the slot's new status when this call recorded an overlap
+	// (SlotSkipped or SlotBuffered); empty otherwise. Exactly one replica
+	// records each overlapped slot.
+	Recorded SlotStatus
+	// SkipRun is the skip run row this call wrote, when Recorded is
+	// SlotSkipped.
+	SkipRun Run
 }
 
 // SlotFinishParams are the arguments of Store.SlotFinish.
@@ -203,6 +273,41 @@ type SlotFinishResult struct {
 	SlotUpdated   bool // false when the slot was no longer this owner's
 	LeaseReleased bool // false when the lease was no longer this owner's
 	Run           Run  // the row written
+	// Buffered is the job's earliest buffered slot (overlap policy
+	// buffer-one), waiting for this run to end; zero when none.
+	Buffered time.Time
+}
+
+// JobState is the shared, persistent state of one job: the pause override.
+type JobState struct {
+	Job string
+	// EnabledOverride overrides the job's declared enabled value; nil
+	// follows the declaration.
+	EnabledOverride *bool
+	OverrideBy      string    // who set or cleared the override
+	OverrideAt      time.Time // when, by the database clock
+	Note            string
+}
+
+// JobStateSetParams are the arguments of Store.JobStateSet.
+type JobStateSetParams struct {
+	Job     string
+	Enabled *bool // nil removes the override
+	By      string
+	Note    string
+}
+
+// Liveness is implemented by stores that can tell whether a lease's owner
+// process is still alive (PostgreSQL: a session-level advisory lock the
+// process holds on a dedicated connection). A contender may then take over
+// a dead owner's leases at once instead of waiting for their TTL. Fencing
+// still guards every write, so a live owner wrongly judged dead (its
+// liveness connection broke) loses its lease safely.
+type Liveness interface {
+	// LivenessHold takes a liveness lock for owner and holds it until
+	// release is called or the process dies. The key goes into
+	// SlotClaimParams.LiveKey.
+	LivenessHold(ctx context.Context, owner string) (key int64, release func(), err error)
 }
 
 // Run is one row of the runs table: an execution or a recorded skip.

@@ -123,16 +123,69 @@ func (p SlotClaimParams) Validate() error {
 	if p.MaxAttempts < 1 {
 		return invalid("MaxAttempts must be at least 1, got %d", p.MaxAttempts)
 	}
+	switch p.Overlap {
+	case "", OverlapSkip, OverlapBuffer:
+	default:
+		return invalid("overlap policy must be %q or %q, got %q", OverlapSkip, OverlapBuffer, p.Overlap)
+	}
 	return nil
 }
 
-// Validate checks the arguments of SlotFinish.
-func (p SlotFinishParams) Validate() error {
+// ValidateClaimBatch checks the items of SlotClaimBatch: each valid, lease
+// names distinct (one statement cannot take one lease twice), and Owner,
+// LiveKey and Now shared.
+func ValidateClaimBatch(items []SlotClaimParams) error {
+	leases := make(map[string]bool, len(items))
+	for i, p := range items {
+		if err := p.Validate(); err != nil {
+			return fmt.Errorf("item %d: %w", i, err)
+		}
+		if leases[p.LeaseName] {
+			return invalid("item %d: lease name %q appears twice in one batch", i, p.LeaseName)
+		}
+		leases[p.LeaseName] = true
+		if p.Owner != items[0].Owner || p.LiveKey != items[0].LiveKey || !p.Now.Equal(items[0].Now) {
+			return invalid("item %d: Owner, LiveKey and Now must be the same for every item of a batch", i)
+		}
+	}
+	return nil
+}
+
+// ValidateRenewBatch checks the items of LeaseRenewBatch: each valid, Now
+// shared.
+func ValidateRenewBatch(items []LeaseRenewParams) error {
+	for i, p := range items {
+		if err := p.Validate(); err != nil {
+			return fmt.Errorf("item %d: %w", i, err)
+		}
+		if !p.Now.Equal(items[0].Now) {
+			return invalid("item %d: Now must be the same for every item of a batch", i)
+		}
+	}
+	return nil
+}
+
+// MaxNoteLength bounds the note of a job state override, in bytes.
+const MaxNoteLength = 1000
+
+// Validate checks the arguments of JobStateSet.
+func (p JobStateSetParams) Validate() error {
 	if err := ValidateName("job", p.Job); err != nil {
 		return err
 	}
-	if p.Slot.IsZero() {
-		return invalid("slot must be set")
+	if err := ValidateName("who (By)", p.By); err != nil {
+		return err
+	}
+	if len(p.Note) > MaxNoteLength || !utf8.ValidString(p.Note) || strings.IndexByte(p.Note, 0) >= 0 {
+		return invalid("note must be valid UTF-8 without NUL bytes, at most %d bytes", MaxNoteLength)
+	}
+	return nil
+}
+
+// Validate checks the arguments of SlotFinish. A zero Slot is a manual run.
+func (p SlotFinishParams) Validate() error {
+	if err := ValidateName("job", p.Job); err != nil {
+		return err
 	}
 	if err := validateRef(LeaseRef{Name: p.LeaseName, Owner: p.Owner, Generation: p.Generation}); err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -23,7 +24,7 @@ func (s *Store) LeaseAcquire(ctx context.Context, p store.LeaseAcquireParams) (s
 		l        store.Lease
 		acquired bool
 	)
-	err := s.pool.QueryRow(ctx, s.q.leaseAcquire, p.Name, p.Owner, micros(p.TTL), nowArg(p.Now)).
+	err := s.pool.QueryRow(ctx, s.q.leaseAcquire, p.Name, p.Owner, micros(p.TTL), s.nowArg(p.Now)).
 		Scan(&acquired, &l.Name, &l.Owner, &l.Generation, &l.AcquiredAt, &l.RenewedAt, &l.ExpiresAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		// Held by an owner whose row this statement's snapshot predates.
@@ -44,7 +45,7 @@ func (s *Store) LeaseRenew(ctx context.Context, p store.LeaseRenewParams) (store
 		return store.Lease{}, err
 	}
 	var l store.Lease
-	err := s.pool.QueryRow(ctx, s.q.leaseRenew, p.Name, p.Owner, p.Generation, micros(p.TTL), nowArg(p.Now)).
+	err := s.pool.QueryRow(ctx, s.q.leaseRenew, p.Name, p.Owner, p.Generation, micros(p.TTL), s.nowArg(p.Now)).
 		Scan(&l.Name, &l.Owner, &l.Generation, &l.AcquiredAt, &l.RenewedAt, &l.ExpiresAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Lease{}, fmt.Errorf("postgres: renew lease %q at generation %d: %w", p.Name, p.Generation, store.ErrLeaseLost)
@@ -55,6 +56,37 @@ func (s *Store) LeaseRenew(ctx context.Context, p store.LeaseRenewParams) (store
 	return utcLease(l), nil
 }
 
+// LeaseRenewBatch renews many leases in one round trip. See store.Store.
+func (s *Store) LeaseRenewBatch(ctx context.Context, items []store.LeaseRenewParams) ([]store.Lease, error) {
+	if err := store.ValidateRenewBatch(items); err != nil {
+		return nil, err
+	}
+	if err := s.usable(); err != nil {
+		return nil, err
+	}
+	if len(items) == 0 {
+		return nil, nil
+	}
+	names, owners := make([]string, len(items)), make([]string, len(items))
+	generations, ttls := make([]int64, len(items)), make([]int64, len(items))
+	for i, p := range items {
+		names[i], owners[i], generations[i], ttls[i] = p.Name, p.Owner, p.Generation, micros(p.TTL)
+	}
+	rows, err := s.pool.Query(ctx, s.q.leaseRenewBatch, names, owners, generations, ttls, s.nowArg(items[0].Now))
+	if err != nil {
+		return nil, s.translate("renew leases", err)
+	}
+	renewed, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Lease, error) {
+		var l store.Lease
+		err := row.Scan(&l.Name, &l.Owner, &l.Generation, &l.AcquiredAt, &l.RenewedAt, &l.ExpiresAt)
+		return utcLease(l), err
+	})
+	if err != nil {
+		return nil, s.translate("renew leases", err)
+	}
+	return renewed, nil
+}
+
 // LeaseRelease expires the owner's own generation of a lease. See store.Store.
 func (s *Store) LeaseRelease(ctx context.Context, ref store.LeaseRef) (bool, error) {
 	if err := ref.Validate(); err != nil {
@@ -63,7 +95,7 @@ func (s *Store) LeaseRelease(ctx context.Context, ref store.LeaseRef) (bool, err
 	if err := s.usable(); err != nil {
 		return false, err
 	}
-	tag, err := s.pool.Exec(ctx, s.q.leaseRelease, ref.Name, ref.Owner, ref.Generation)
+	tag, err := s.pool.Exec(ctx, s.q.leaseRelease, ref.Name, ref.Owner, ref.Generation, s.nowArg(time.Time{}))
 	if err != nil {
 		return false, s.translate(fmt.Sprintf("release lease %q", ref.Name), err)
 	}
@@ -104,9 +136,9 @@ func (s *Store) LeaseFence(ctx context.Context, tx any, name string, generation 
 	// of the row lock as soon as the check returned, protecting nothing.
 	switch q := tx.(type) {
 	case pgx.Tx:
-		err = q.QueryRow(ctx, s.q.leaseFence, name, generation).Scan(&one)
+		err = q.QueryRow(ctx, s.q.leaseFence, name, generation, s.nowArg(time.Time{})).Scan(&one)
 	case *sql.Tx:
-		err = q.QueryRowContext(ctx, s.q.leaseFence, name, generation).Scan(&one)
+		err = q.QueryRowContext(ctx, s.q.leaseFence, name, generation, s.nowArg(time.Time{})).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
 			err = pgx.ErrNoRows
 		}

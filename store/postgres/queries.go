@@ -3,27 +3,30 @@ package postgres
 // queries holds every statement with the schema filled in, built once per
 // Store. {{schema}} marks where the quoted schema name goes.
 type queries struct {
-	leaseAcquire, leaseRenew, leaseRelease, leaseGet, leaseFence string
-	slotClaim, slotFinish, slotGet                               string
-	runInsert, runList, prune                                    string
+	leaseAcquire, leaseRenew, leaseRenewBatch, leaseRelease, leaseGet, leaseFence string
+	slotClaim, slotFinish, slotGet                                                string
+	runInsert, runList, prune, jobStateSet, jobStateList                          string
 }
 
 func newQueries(schema string) queries {
 	q := queries{
-		leaseAcquire: leaseAcquireSQL,
-		leaseRenew:   leaseRenewSQL,
-		leaseRelease: leaseReleaseSQL,
-		leaseGet:     leaseGetSQL,
-		leaseFence:   leaseFenceSQL,
-		slotClaim:    slotClaimSQL,
-		slotFinish:   slotFinishSQL,
-		slotGet:      slotGetSQL,
-		runInsert:    runInsertSQL,
-		runList:      runListSQL,
-		prune:        pruneSQL,
+		leaseAcquire:    leaseAcquireSQL,
+		leaseRenew:      leaseRenewSQL,
+		leaseRenewBatch: leaseRenewBatchSQL,
+		jobStateSet:     jobStateSetSQL,
+		jobStateList:    jobStateListSQL,
+		leaseRelease:    leaseReleaseSQL,
+		leaseGet:        leaseGetSQL,
+		leaseFence:      leaseFenceSQL,
+		slotClaim:       slotClaimSQL,
+		slotFinish:      slotFinishSQL,
+		slotGet:         slotGetSQL,
+		runInsert:       runInsertSQL,
+		runList:         runListSQL,
+		prune:           pruneSQL,
 	}
 	for _, p := range []*string{
-		&q.leaseAcquire, &q.leaseRenew, &q.leaseRelease, &q.leaseGet, &q.leaseFence,
+		&q.leaseAcquire, &q.leaseRenew, &q.leaseRenewBatch, &q.jobStateSet, &q.jobStateList, &q.leaseRelease, &q.leaseGet, &q.leaseFence,
 		&q.slotClaim, &q.slotFinish, &q.slotGet, &q.runInsert, &q.runList, &q.prune,
 	} {
 		*p = withSchema(schema, *p)
@@ -36,8 +39,9 @@ const leaseColumns = `name, owner, generation, acquired_at, renewed_at, expires_
 // leaseAcquireSQL takes the lease when it is free or expired, in one atomic
 // statement: concurrent contenders serialise on the primary key, and the
 // loser re-evaluates the WHERE on the winner's row, so exactly one gets each
-// generation. When nothing was taken, the second branch reports the holder
-// (as of the statement's snapshot).
+// generation. A lease whose owner's liveness lock is free (see
+// slotClaimSQL) is taken over before its expiry. When nothing was taken, the
+// second branch reports the holder (as of the statement's snapshot).
 //
 // $1 name, $2 owner, $3 TTL in µs, $4 pinned now or NULL.
 const leaseAcquireSQL = `
@@ -50,8 +54,10 @@ acquired AS (
            generation  = t.generation + 1,
            acquired_at = EXCLUDED.acquired_at,
            renewed_at  = EXCLUDED.renewed_at,
-           expires_at  = EXCLUDED.expires_at
+           expires_at  = EXCLUDED.expires_at,
+           live_key    = NULL
      WHERE t.expires_at <= EXCLUDED.acquired_at
+        OR (t.live_key IS NOT NULL AND t.owner <> EXCLUDED.owner AND pg_try_advisory_xact_lock(t.live_key))
     RETURNING t.name, t.owner, t.generation, t.acquired_at, t.renewed_at, t.expires_at
 )
 SELECT true, ` + leaseColumns + ` FROM acquired
@@ -74,11 +80,23 @@ RETURNING t.name, t.owner, t.generation, t.acquired_at, t.renewed_at, t.expires_
 // leaseReleaseSQL expires the lease without deleting it, so the generation
 // never goes back, and only for the owner's own generation.
 //
-// $1 name, $2 owner, $3 generation.
+// $1 name, $2 owner, $3 generation, $4 pinned now or NULL.
 const leaseReleaseSQL = `
 UPDATE {{schema}}.leases
-   SET expires_at = least(expires_at, now())
+   SET expires_at = least(expires_at, coalesce($4::timestamptz, now()))
  WHERE name = $1 AND owner = $2 AND generation = $3`
+
+// leaseRenewBatchSQL is leaseRenewSQL for many leases at once.
+//
+// $1 names, $2 owners, $3 generations, $4 TTLs in µs, $5 pinned now or NULL.
+const leaseRenewBatchSQL = `
+UPDATE {{schema}}.leases AS t
+   SET expires_at = c.now + v.ttl_us * interval '1 microsecond',
+       renewed_at = c.now
+  FROM (SELECT coalesce($5::timestamptz, now()) AS now) c,
+       unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[]) AS v(name, owner, generation, ttl_us)
+ WHERE t.name = v.name AND t.owner = v.owner AND t.generation = v.generation AND t.expires_at > c.now
+RETURNING t.name, t.owner, t.generation, t.acquired_at, t.renewed_at, t.expires_at`
 
 const leaseGetSQL = `SELECT ` + leaseColumns + ` FROM {{schema}}.leases WHERE name = $1`
 
@@ -87,74 +105,103 @@ const leaseGetSQL = `SELECT ` + leaseColumns + ` FROM {{schema}}.leases WHERE na
 // FOR KEY SHARE would not, since a takeover does not change the key.
 const leaseFenceSQL = `
 SELECT 1 FROM {{schema}}.leases
- WHERE name = $1 AND generation = $2 AND expires_at > clock_timestamp()
+ WHERE name = $1 AND generation = $2 AND expires_at > coalesce($3::timestamptz, clock_timestamp())
    FOR SHARE`
 
 const slotColumns = `job, slot, status, owner, lease_name, generation, attempts, started_at, finished_at`
 
-// slotClaimSQL claims one (job, slot) and takes its guarding lease in one
-// statement:
+// slotClaimSQL claims a batch of (job, slot)s, each with its guarding
+// lease, in one statement:
 //
+//   - i unpacks the items; prev is each slot's row as of the statement's
+//     snapshot, and whether the lease that guards it is still live.
 //   - gate refuses from the snapshot: a slot not yet due by the database
-//     clock, a completed slot, one still running under a live lease, or one
-//     out of attempts; a refused claim touches nothing.
-//   - lease is the acquisition of leaseAcquireSQL: the point where
-//     contenders serialise. Its winner is the only one that goes on.
-//   - claim inserts the slot, or takes over a failed or interrupted one with
-//     attempts + 1. Its WHERE is re-checked on the newest row, so a
-//     concurrent completion is never overwritten.
+//     clock, a paused job (override, else the declared value), a completed
+//     or skipped slot, one still running under a live lease, or one out of
+//     attempts. A refused item touches nothing.
+//   - lease is the acquisition of leaseAcquireSQL, the point where
+//     contenders serialise; only its winners go on. A lease whose owner's
+//     liveness lock is free (its process is gone) is taken over at once.
+//   - claim inserts the slot, or takes over a failed, buffered or
+//     interrupted one; its WHERE is re-checked on the newest row version
+//     (attempts must be what the gate saw), so a concurrent completion is
+//     never overwritten.
+//   - mark records an overlap (gate passed, lease held by another run) as
+//     skipped or buffered, and skip writes the skip run row naming the
+//     holder. ON CONFLICT DO NOTHING makes exactly one replica record it.
 //
-// The final SELECT reports all of it in one row; holder is the lease that
-// stood in the way, as of the snapshot.
-//
-// $1 job, $2 slot, $3 lease name, $4 owner, $5 TTL in µs, $6 max attempts,
-// $7 pinned now or NULL.
+// $1 jobs, $2 slots, $3 lease names, $4 declared disabled, $5 overlap
+// policies, $6 max attempts, $7 TTLs in µs, $8 catch-up flags, $9 owner,
+// $10 pinned now or NULL, $11 live key or 0.
 const slotClaimSQL = `
-WITH c AS (SELECT coalesce($7::timestamptz, now()) AS now),
+WITH c AS (SELECT coalesce($10::timestamptz, now()) AS now),
+i AS (
+    SELECT *
+      FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::boolean[], $5::text[],
+                  $6::integer[], $7::bigint[], $8::boolean[])
+           WITH ORDINALITY AS i(job, slot, lease_name, disabled, overlap, max_attempts, ttl_us, catch_up, ord)
+),
 prev AS (
-    SELECT s.*, coalesce(g.generation = s.generation AND g.expires_at > c.now, false) AS guarded
-      FROM {{schema}}.slots s
+    SELECT i.ord, s.status, s.owner, s.lease_name, s.generation, s.attempts, s.started_at, s.finished_at,
+           -- Guarded: the run's lease is unexpired and its owner's process,
+           -- if it keeps a liveness lock, still holds it.
+           coalesce(g.generation = s.generation AND g.expires_at > c.now
+                    AND (g.live_key IS NULL OR NOT pg_try_advisory_xact_lock(g.live_key)), false) AS guarded
+      FROM i
      CROSS JOIN c
+      JOIN {{schema}}.slots s ON s.job = i.job AND s.slot = i.slot
       LEFT JOIN {{schema}}.leases g ON g.name = s.lease_name
-     WHERE s.job = $1 AND s.slot = $2
 ),
 gate AS (
-    SELECT CASE
-             WHEN $2::timestamptz > c.now           THEN 'not_due'
-             WHEN p.status = 'completed'            THEN 'completed'
-             WHEN p.status = 'running' AND p.guarded THEN 'already_executing'
-             WHEN p.attempts >= $6                  THEN 'attempts_exhausted'
+    SELECT i.ord,
+           CASE
+             WHEN i.slot > c.now                                      THEN 'not_due'
+             WHEN NOT coalesce(js.enabled_override, NOT i.disabled)   THEN 'paused'
+             WHEN p.status = 'completed'                              THEN 'completed'
+             WHEN p.status = 'skipped'                                THEN 'skipped'
+             WHEN p.status = 'running' AND p.guarded                  THEN 'already_executing'
+             WHEN p.attempts >= i.max_attempts                        THEN 'attempts_exhausted'
            END AS refusal
-      FROM c LEFT JOIN prev p ON true
+      FROM i
+     CROSS JOIN c
+      LEFT JOIN prev p ON p.ord = i.ord
+      LEFT JOIN {{schema}}.job_state js ON js.job = i.job
 ),
 lease AS (
-    INSERT INTO {{schema}}.leases AS t (name, owner, generation, acquired_at, renewed_at, expires_at)
-    SELECT $3, $4, 1, c.now, c.now, c.now + $5::bigint * interval '1 microsecond'
-      FROM c, gate
-     WHERE gate.refusal IS NULL
+    INSERT INTO {{schema}}.leases AS t (name, owner, generation, acquired_at, renewed_at, expires_at, live_key)
+    SELECT i.lease_name, $9, 1, c.now, c.now, c.now + i.ttl_us * interval '1 microsecond', nullif($11::bigint, 0)
+      FROM i
+      JOIN gate g ON g.ord = i.ord AND g.refusal IS NULL
+     CROSS JOIN c
     ON CONFLICT (name) DO UPDATE
        SET owner       = EXCLUDED.owner,
            generation  = t.generation + 1,
            acquired_at = EXCLUDED.acquired_at,
            renewed_at  = EXCLUDED.renewed_at,
-           expires_at  = EXCLUDED.expires_at
+           expires_at  = EXCLUDED.expires_at,
+           live_key    = EXCLUDED.live_key
      WHERE t.expires_at <= EXCLUDED.acquired_at
+        -- The owner's process is gone: its liveness lock is free. The
+        -- transaction-level try-lock conflicts with the owner's session lock.
+        OR (t.live_key IS NOT NULL AND t.owner <> EXCLUDED.owner AND pg_try_advisory_xact_lock(t.live_key))
     RETURNING t.name, t.owner, t.generation, t.acquired_at, t.renewed_at, t.expires_at
 ),
 claim AS (
     INSERT INTO {{schema}}.slots AS s (job, slot, status, owner, lease_name, generation, attempts, started_at, finished_at)
-    SELECT $1, $2, 'running', l.owner, l.name, l.generation, 1, l.acquired_at, NULL
+    SELECT i.job, i.slot, 'running', l.owner, l.name, l.generation, coalesce(p.attempts, 0) + 1, l.acquired_at, NULL
       FROM lease l
+      JOIN i ON i.lease_name = l.name
+      LEFT JOIN prev p ON p.ord = i.ord
     ON CONFLICT (job, slot) DO UPDATE
        SET status      = 'running',
            owner       = EXCLUDED.owner,
            lease_name  = EXCLUDED.lease_name,
            generation  = EXCLUDED.generation,
-           attempts    = s.attempts + 1,
+           attempts    = EXCLUDED.attempts,
            started_at  = EXCLUDED.started_at,
            finished_at = NULL
-     WHERE s.status <> 'completed'
-       AND s.attempts < $6
+     WHERE s.status IN ('running', 'failed', 'buffered')
+       AND s.attempts + 1 = EXCLUDED.attempts
        -- A running slot may be taken over only when its lease is dead. Under
        -- the same lease name that is certain: this statement just took it.
        AND (s.status <> 'running'
@@ -162,21 +209,53 @@ claim AS (
             OR NOT EXISTS (SELECT 1 FROM {{schema}}.leases g
                             WHERE g.name = s.lease_name AND g.generation = s.generation
                               AND g.expires_at > EXCLUDED.started_at))
-    RETURNING s.job, s.slot, s.status, s.owner, s.lease_name, s.generation, s.attempts, s.started_at, s.finished_at
+    RETURNING s.job, s.slot, s.status, s.owner, s.lease_name, s.generation, s.attempts, s.started_at
+),
+mark AS (
+    INSERT INTO {{schema}}.slots AS s (job, slot, status, owner, lease_name, generation, attempts, started_at, finished_at)
+    SELECT i.job, i.slot, m.status, $9, i.lease_name, 0, 0, c.now, CASE WHEN m.status = 'skipped' THEN c.now END
+      FROM i
+      JOIN gate g ON g.ord = i.ord AND g.refusal IS NULL
+     CROSS JOIN c
+     CROSS JOIN LATERAL (
+           SELECT CASE WHEN i.overlap = 'buffer-one'
+                        AND NOT EXISTS (SELECT 1 FROM {{schema}}.slots b WHERE b.job = i.job AND b.status = 'buffered')
+                       THEN 'buffered' ELSE 'skipped' END AS status) m
+     WHERE NOT EXISTS (SELECT 1 FROM lease l WHERE l.name = i.lease_name)
+    ON CONFLICT (job, slot) DO NOTHING
+    RETURNING s.job, s.slot, s.status
+),
+skip AS (
+    INSERT INTO {{schema}}.runs (job, slot, manual, catch_up, owner, generation, attempt, started_at, finished_at,
+                                 success, skipped, reason, error, logs)
+    SELECT m.job, m.slot, false, i.catch_up, $9, 0, 0, c.now, c.now, true, true, 'already_executing', '',
+           ARRAY['Skipped: the previous run has not finished (lease ' || i.lease_name || ' held by '
+                 || coalesce(h.owner || ' at generation ' || h.generation, 'another owner') || ')']
+      FROM mark m
+      JOIN i ON i.job = m.job AND i.slot = m.slot
+     CROSS JOIN c
+      LEFT JOIN {{schema}}.leases h ON h.name = i.lease_name
+     WHERE m.status = 'skipped'
+    RETURNING job, slot, id, started_at, logs
 )
-SELECT gate.refusal,
+SELECT g.refusal,
        cl.status, cl.owner, cl.lease_name, cl.generation, cl.attempts, cl.started_at,
        p.status, p.owner, p.lease_name, p.generation, p.attempts, p.started_at, p.finished_at,
        l.owner, l.generation, l.acquired_at, l.renewed_at, l.expires_at,
-       h.name, h.owner, h.generation, h.acquired_at, h.renewed_at, h.expires_at
-  FROM gate
-  LEFT JOIN claim cl ON true
-  LEFT JOIN prev p ON true
-  LEFT JOIN lease l ON true
+       h.name, h.owner, h.generation, h.acquired_at, h.renewed_at, h.expires_at,
+       m.status, sk.id, sk.started_at, sk.logs
+  FROM i
+  JOIN gate g ON g.ord = i.ord
+  LEFT JOIN claim cl ON cl.job = i.job AND cl.slot = i.slot
+  LEFT JOIN prev p ON p.ord = i.ord
+  LEFT JOIN lease l ON l.name = i.lease_name
+  LEFT JOIN mark m ON m.job = i.job AND m.slot = i.slot
+  LEFT JOIN skip sk ON sk.job = i.job AND sk.slot = i.slot
   LEFT JOIN LATERAL (
       SELECT * FROM {{schema}}.leases
-       WHERE name = CASE WHEN p.guarded THEN p.lease_name ELSE $3 END
-  ) h ON true`
+       WHERE name = CASE WHEN p.guarded THEN p.lease_name ELSE i.lease_name END
+  ) h ON true
+ ORDER BY i.ord`
 
 // slotFinishSQL ends a run in one round trip: slot marked and lease
 // released, both only for the claim's owner and generation, and the run row
@@ -212,7 +291,24 @@ r AS (
       FROM c
     RETURNING ` + runColumns + `
 )
-SELECT EXISTS (SELECT 1 FROM s), EXISTS (SELECT 1 FROM l), r.* FROM r`
+SELECT EXISTS (SELECT 1 FROM s), EXISTS (SELECT 1 FROM l),
+       (SELECT min(b.slot) FROM {{schema}}.slots b WHERE b.job = $1 AND b.status = 'buffered'),
+       r.*
+  FROM r`
+
+// jobStateSetSQL: $1 job, $2 enabled override or NULL, $3 by, $4 note,
+// $5 pinned now or NULL.
+const jobStateSetSQL = `
+INSERT INTO {{schema}}.job_state AS j (job, enabled_override, override_by, override_at, note)
+VALUES ($1, $2, $3, coalesce($5::timestamptz, now()), $4)
+ON CONFLICT (job) DO UPDATE
+   SET enabled_override = EXCLUDED.enabled_override,
+       override_by      = EXCLUDED.override_by,
+       override_at      = EXCLUDED.override_at,
+       note             = EXCLUDED.note
+RETURNING job, enabled_override, override_by, override_at, note`
+
+const jobStateListSQL = `SELECT job, enabled_override, override_by, override_at, note FROM {{schema}}.job_state ORDER BY job`
 
 const slotGetSQL = `SELECT ` + slotColumns + ` FROM {{schema}}.slots WHERE job = $1 AND slot = $2`
 
@@ -220,9 +316,10 @@ const runColumns = `id, job, slot, manual, catch_up, owner, generation, attempt,
 
 // runInsertSQL: $1 job, $2 slot or NULL, $3 manual, $4 catch-up, $5 owner,
 // $6 generation, $7 attempt, $8 started_at or NULL, $9 finished_at or NULL,
-// $10 success, $11 skipped, $12 reason, $13 error, $14 logs.
+// $10 success, $11 skipped, $12 reason, $13 error, $14 logs, $15 pinned now
+// or NULL.
 const runInsertSQL = `
-WITH c AS (SELECT now() AS now)
+WITH c AS (SELECT coalesce($15::timestamptz, now()) AS now)
 INSERT INTO {{schema}}.runs (job, slot, manual, catch_up, owner, generation, attempt,
                              started_at, finished_at, success, skipped, reason, error, logs)
 SELECT $1, $2, $3, $4, $5, $6, $7, coalesce($8::timestamptz, c.now),

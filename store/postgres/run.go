@@ -21,7 +21,7 @@ func (s *Store) RunInsert(ctx context.Context, run store.Run) (store.Run, error)
 	err := s.pool.QueryRow(ctx, s.q.runInsert,
 		run.Job, nullTime(slotTime(run.Slot)), run.Manual, run.CatchUp, run.Owner, run.Generation, run.Attempt,
 		nullTime(run.StartedAt), nullTime(run.FinishedAt), run.Success, run.Skipped, run.Reason, run.Error,
-		logsArg(run.Logs)).Scan(sr.dest()...)
+		logsArg(run.Logs), s.nowArg(time.Time{})).Scan(sr.dest()...)
 	if err != nil {
 		return store.Run{}, s.translate(fmt.Sprintf("insert run of job %q", run.Job), err)
 	}

@@ -8,63 +8,127 @@ import (
 	"github.com/cronfence/cronfence/store"
 )
 
-// SlotClaim claims one (job, slot) and takes its guarding lease in one
-// statement. See store.Store and slotClaimSQL.
+// SlotClaim claims one (job, slot). See store.Store and slotClaimSQL.
 func (s *Store) SlotClaim(ctx context.Context, p store.SlotClaimParams) (store.SlotClaimResult, error) {
-	if err := p.Validate(); err != nil {
+	res, err := s.SlotClaimBatch(ctx, []store.SlotClaimParams{p})
+	if err != nil {
 		return store.SlotClaimResult{}, err
+	}
+	return res[0], nil
+}
+
+// SlotClaimBatch claims many (job, slot)s in one statement. See store.Store
+// and slotClaimSQL.
+func (s *Store) SlotClaimBatch(ctx context.Context, items []store.SlotClaimParams) ([]store.SlotClaimResult, error) {
+	if err := store.ValidateClaimBatch(items); err != nil {
+		return nil, err
 	}
 	if err := s.usable(); err != nil {
-		return store.SlotClaimResult{}, err
+		return nil, err
 	}
-	slot := slotTime(p.Slot)
+	if len(items) == 0 {
+		return nil, nil
+	}
+	n := len(items)
 	var (
-		refusal       *string
-		claim, prev   nullSlot
-		lease, holder nullLease
+		jobs, leaseNames, overlaps = make([]string, n), make([]string, n), make([]string, n)
+		slots                      = make([]time.Time, n)
+		disabled, catchUp          = make([]bool, n), make([]bool, n)
+		maxAttempts                = make([]int32, n)
+		ttls                       = make([]int64, n)
 	)
-	err := s.pool.QueryRow(ctx, s.q.slotClaim, p.Job, slot, p.LeaseName, p.Owner, micros(p.TTL), p.MaxAttempts, nowArg(p.Now)).Scan(
-		&refusal,
-		&claim.status, &claim.owner, &claim.leaseName, &claim.generation, &claim.attempts, &claim.startedAt,
-		&prev.status, &prev.owner, &prev.leaseName, &prev.generation, &prev.attempts, &prev.startedAt, &prev.finishedAt,
-		&lease.owner, &lease.generation, &lease.acquiredAt, &lease.renewedAt, &lease.expiresAt,
-		&holder.name, &holder.owner, &holder.generation, &holder.acquiredAt, &holder.renewedAt, &holder.expiresAt,
-	)
-	if err != nil {
-		return store.SlotClaimResult{}, s.translate(fmt.Sprintf("claim slot %s of job %q", slot.Format(time.RFC3339Nano), p.Job), err)
-	}
-	lease.name = &p.LeaseName
-
-	switch {
-	case claim.status != nil:
-		return store.SlotClaimResult{
-			Claimed: true,
-			Slot:    claim.slot(p.Job, slot),
-			Lease:   lease.lease(),
-		}, nil
-	case refusal != nil:
-		r := store.SlotClaimResult{Refusal: store.ClaimRefusal(*refusal), Slot: prev.slot(p.Job, slot)}
-		if r.Refusal == store.ClaimHeld {
-			r.Lease = holder.lease()
+	for i, p := range items {
+		jobs[i], slots[i], leaseNames[i] = p.Job, slotTime(p.Slot), p.LeaseName
+		disabled[i], overlaps[i], catchUp[i] = p.DeclaredDisabled, string(p.Overlap), p.CatchUp
+		maxAttempts[i], ttls[i] = int32(min(p.MaxAttempts, 1<<30)), micros(p.TTL)
+		if overlaps[i] == "" {
+			overlaps[i] = string(store.OverlapSkip)
 		}
-		return r, nil
-	case lease.generation == nil:
-		// The gate let us through but another owner holds the lease.
-		return store.SlotClaimResult{Refusal: store.ClaimHeld, Slot: prev.slot(p.Job, slot), Lease: holder.lease()}, nil
+	}
+	first := items[0]
+	rows, err := s.pool.Query(ctx, s.q.slotClaim, jobs, slots, leaseNames, disabled, overlaps, maxAttempts, ttls, catchUp,
+		first.Owner, s.nowArg(first.Now), first.LiveKey)
+	if err != nil {
+		return nil, s.translate(fmt.Sprintf("claim %d slot(s), first of job %q", n, first.Job), err)
+	}
+	results := make([]store.SlotClaimResult, 0, n)
+	var lostRace []int // items whose lease was taken but whose slot was not
+	for rows.Next() {
+		i := len(results)
+		if i >= n {
+			rows.Close()
+			return nil, fmt.Errorf("postgres: claim returned more rows than the %d items", n)
+		}
+		var (
+			refusal, recorded, skipLogs = (*string)(nil), (*string)(nil), []string(nil)
+			claim, prev                 nullSlot
+			lease, holder               nullLease
+			skipID                      *int64
+			skipAt                      *time.Time
+		)
+		err := rows.Scan(
+			&refusal,
+			&claim.status, &claim.owner, &claim.leaseName, &claim.generation, &claim.attempts, &claim.startedAt,
+			&prev.status, &prev.owner, &prev.leaseName, &prev.generation, &prev.attempts, &prev.startedAt, &prev.finishedAt,
+			&lease.owner, &lease.generation, &lease.acquiredAt, &lease.renewedAt, &lease.expiresAt,
+			&holder.name, &holder.owner, &holder.generation, &holder.acquiredAt, &holder.renewedAt, &holder.expiresAt,
+			&recorded, &skipID, &skipAt, &skipLogs,
+		)
+		if err != nil {
+			rows.Close()
+			return nil, s.translate(fmt.Sprintf("claim slot of job %q", jobs[i]), err)
+		}
+		p := items[i]
+		lease.name = &leaseNames[i]
+		var r store.SlotClaimResult
+		switch {
+		case claim.status != nil:
+			r = store.SlotClaimResult{Claimed: true, Slot: claim.slot(p.Job, slots[i]), Lease: lease.lease()}
+		case refusal != nil:
+			r = store.SlotClaimResult{Refusal: store.ClaimRefusal(*refusal), Slot: prev.slot(p.Job, slots[i])}
+			if r.Refusal == store.ClaimHeld {
+				r.Lease = holder.lease()
+			}
+		case lease.generation == nil:
+			// The gate let the item through but another run holds the lease.
+			r = store.SlotClaimResult{Refusal: store.ClaimHeld, Slot: prev.slot(p.Job, slots[i]), Lease: holder.lease()}
+			if recorded != nil {
+				r.Recorded = store.SlotStatus(*recorded)
+			}
+			if skipID != nil {
+				r.SkipRun = store.Run{
+					ID: *skipID, Job: p.Job, Slot: slots[i], CatchUp: p.CatchUp, Owner: p.Owner,
+					StartedAt: skipAt.UTC(), FinishedAt: skipAt.UTC(), Success: true, Skipped: true,
+					Reason: string(store.ClaimHeld), Logs: skipLogs,
+				}
+			}
+		default:
+			r.Lease = lease.lease()
+			lostRace = append(lostRace, i)
+		}
+		results = append(results, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.translate(fmt.Sprintf("claim %d slot(s), first of job %q", n, first.Job), err)
+	}
+	if len(results) != n {
+		return nil, fmt.Errorf("postgres: claim returned %d rows for %d items", len(results), n)
 	}
 
-	// Rare race: the lease was taken, but between this statement's snapshot
-	// and its claim another owner completed the slot (or claimed it under a
+	// Rare race: a lease was taken, but between the statement's snapshot and
+	// its claim another owner completed the slot (or claimed it under a
 	// different lease). Give the lease back and report what stands now.
-	taken := lease.lease()
-	if _, err := s.LeaseRelease(ctx, taken.Ref()); err != nil {
-		return store.SlotClaimResult{}, fmt.Errorf("postgres: claim slot of job %q lost a race and could not release lease %q: %w", p.Job, p.LeaseName, err)
+	for _, i := range lostRace {
+		if _, err := s.LeaseRelease(ctx, results[i].Lease.Ref()); err != nil {
+			return nil, fmt.Errorf("postgres: claim of job %q lost a race and could not release lease %q: %w", jobs[i], leaseNames[i], err)
+		}
+		current, err := s.SlotGet(ctx, jobs[i], slots[i])
+		if err != nil {
+			return nil, err
+		}
+		results[i] = refusalFor(current, items[i].MaxAttempts)
 	}
-	current, err := s.SlotGet(ctx, p.Job, slot)
-	if err != nil {
-		return store.SlotClaimResult{}, err
-	}
-	return refusalFor(current, p.MaxAttempts), nil
+	return results, nil
 }
 
 // refusalFor says why an existing slot row cannot be claimed.
@@ -73,6 +137,8 @@ func refusalFor(current store.Slot, maxAttempts int) store.SlotClaimResult {
 	switch {
 	case current.Status == store.SlotCompleted:
 		r.Refusal = store.ClaimCompleted
+	case current.Status == store.SlotSkipped:
+		r.Refusal = store.ClaimSkipped
 	case current.Attempts >= maxAttempts && current.Status != store.SlotRunning:
 		r.Refusal = store.ClaimAttemptsExhausted
 	default:
@@ -97,14 +163,18 @@ func (s *Store) SlotFinish(ctx context.Context, p store.SlotFinishParams) (store
 	run = run.Bounded()
 	var res store.SlotFinishResult
 	row := s.pool.QueryRow(ctx, s.q.slotFinish,
-		p.Job, run.Slot, p.LeaseName, p.Owner, p.Generation, string(p.Status), nowArg(p.Now),
+		p.Job, nullTime(run.Slot), p.LeaseName, p.Owner, p.Generation, string(p.Status), s.nowArg(p.Now),
 		run.Manual, run.CatchUp, run.Attempt, nullTime(run.StartedAt), nullTime(run.FinishedAt),
 		run.Success, run.Skipped, run.Reason, run.Error, logsArg(run.Logs))
 	var sr scannedRun
-	if err := row.Scan(append([]any{&res.SlotUpdated, &res.LeaseReleased}, sr.dest()...)...); err != nil {
+	var buffered *time.Time
+	if err := row.Scan(append([]any{&res.SlotUpdated, &res.LeaseReleased, &buffered}, sr.dest()...)...); err != nil {
 		return store.SlotFinishResult{}, s.translate(fmt.Sprintf("finish slot of job %q", p.Job), err)
 	}
 	res.Run = sr.run()
+	if buffered != nil {
+		res.Buffered = buffered.UTC()
+	}
 	return res, nil
 }
 

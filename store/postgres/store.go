@@ -36,6 +36,12 @@ type Config struct {
 	// letters, digits and underscores, starting with a letter or underscore,
 	// at most 63 bytes. Defaults to DefaultSchema ("cronfence").
 	Schema string
+
+	// NowFunc, when set, replaces the database clock for every call that
+	// does not pin its own Now, fences included. It exists for tests that
+	// move a whole cluster's time by hand; production leaves it nil, and the
+	// database clock decides. Defaults to nil.
+	NowFunc func() time.Time
 }
 
 var schemaPattern = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
@@ -52,6 +58,7 @@ type Store struct {
 	pool   *pgxpool.Pool
 	schema string
 	q      queries
+	nowFn  func() time.Time
 	closed atomic.Bool
 }
 
@@ -73,7 +80,7 @@ func New(pool *pgxpool.Pool, cfg *Config) (*Store, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	return &Store{pool: pool, schema: c.Schema, q: newQueries(c.Schema)}, nil
+	return &Store{pool: pool, schema: c.Schema, q: newQueries(c.Schema), nowFn: c.NowFunc}, nil
 }
 
 // Schema returns the schema the store works in.
@@ -92,6 +99,9 @@ func (s *Store) Close() error {
 func (s *Store) Now(ctx context.Context) (time.Time, error) {
 	if err := s.usable(); err != nil {
 		return time.Time{}, err
+	}
+	if s.nowFn != nil {
+		return s.nowFn().UTC().Truncate(time.Microsecond), nil
 	}
 	var now time.Time
 	if err := s.pool.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&now); err != nil {
@@ -131,12 +141,15 @@ func (s *Store) translate(what string, err error) error {
 }
 
 // nowArg is the value for a coalesce($n::timestamptz, now()) parameter: the
-// pinned time, or NULL for the database clock.
-func nowArg(t time.Time) any {
-	if t.IsZero() {
-		return nil
+// pinned time, else Config.NowFunc's, else NULL for the database clock.
+func (s *Store) nowArg(t time.Time) any {
+	switch {
+	case !t.IsZero():
+		return t
+	case s.nowFn != nil:
+		return s.nowFn()
 	}
-	return t
+	return nil
 }
 
 // micros is a duration as the integer microseconds the SQL multiplies by an

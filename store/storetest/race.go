@@ -16,6 +16,7 @@ const contenders = 32
 var raceTests = []namedTest{
 	{name: "AcquireOneWinnerPerGeneration", serial: true, fn: raceAcquire},
 	{name: "ClaimOneWinnerPerSlot", serial: true, fn: raceClaim},
+	{name: "OverlapSkipRecordedOnce", serial: true, fn: raceOverlapSkip},
 }
 
 func openContenders(t *testing.T, b Bundle) []store.Store {

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,17 +86,87 @@ var slotTests = []namedTest{
 			t.Fatalf("refusal names holder %+v, want a at generation %d", r.Lease, a.Lease.Generation)
 		}
 	}},
-	{name: "OverlapNamesHolder", fn: func(t *testing.T, b Bundle) {
+	{name: "OverlapRecordsSkipNamingHolder", fn: func(t *testing.T, b Bundle) {
 		// The run of one slot still holds the job lease when the next slot
-		// comes due: the next slot is refused, naming the holder.
+		// comes due: the next slot is refused, recorded as skipped with a
+		// skip run row naming the holder, once.
 		now := dbNow(t, b.Store)
 		a := mustClaim(t, b.Store, claimParams(now.Add(-time.Minute), "a", now))
 		r := wantRefusal(t, b.Store, claimParams(now, "b", now), store.ClaimHeld)
 		if r.Lease.Owner != "a" || r.Lease.Generation != a.Lease.Generation {
 			t.Fatalf("refusal names holder %+v, want a", r.Lease)
 		}
-		if _, err := b.Store.SlotGet(ctx(t), "report", now); !errors.Is(err, store.ErrNotFound) {
-			t.Fatalf("a refused claim wrote a slot: %v", err)
+		if r.Recorded != store.SlotSkipped || r.SkipRun.ID == 0 || !r.SkipRun.Skipped || !r.SkipRun.Success ||
+			r.SkipRun.Reason != "already_executing" || len(r.SkipRun.Logs) != 1 || !strings.Contains(r.SkipRun.Logs[0], "held by a at generation 1") {
+			t.Fatalf("overlap recorded %q with skip row %+v; want skipped, a skip row naming a", r.Recorded, r.SkipRun)
+		}
+		got, err := b.Store.SlotGet(ctx(t), "report", now)
+		if err != nil || got.Status != store.SlotSkipped || got.Attempts != 0 {
+			t.Fatalf("overlapped slot = %+v, %v; want skipped, never attempted", got, err)
+		}
+		// Another replica firing late finds it already recorded.
+		again := wantRefusal(t, b.Open(t), claimParams(now, "c", now.Add(time.Second)), store.ClaimSkipped)
+		if again.Recorded != "" || again.SkipRun.ID != 0 {
+			t.Fatalf("a second replica recorded the skip again: %+v", again)
+		}
+		// Skipped is final: not even after the holder finished.
+		mustFinish(t, b.Store, finishParams(a, store.SlotCompleted, now.Add(2*time.Second)))
+		wantRefusal(t, b.Store, claimParams(now, "c", now.Add(3*time.Second)), store.ClaimSkipped)
+		runs, err := b.Store.RunList(ctx(t), store.RunListParams{Job: "report"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		skips := 0
+		for _, run := range runs {
+			if run.Skipped {
+				skips++
+				if diff := cmp.Diff(r.SkipRun, run); diff != "" {
+					t.Fatalf("listed skip row differs from the returned one (-returned +listed):\n%s", diff)
+				}
+			}
+		}
+		if skips != 1 {
+			t.Fatalf("%d skip rows, want exactly 1", skips)
+		}
+	}},
+	{name: "OverlapBufferOne", fn: func(t *testing.T, b Bundle) {
+		now := dbNow(t, b.Store)
+		buffer := func(p store.SlotClaimParams) store.SlotClaimParams { p.Overlap = store.OverlapBuffer; return p }
+		a := mustClaim(t, b.Store, buffer(claimParams(now.Add(-3*time.Minute), "a", now)))
+		r := wantRefusal(t, b.Store, buffer(claimParams(now.Add(-2*time.Minute), "b", now)), store.ClaimHeld)
+		if r.Recorded != store.SlotBuffered || r.SkipRun.ID != 0 {
+			t.Fatalf("first overlapped slot recorded %q (skip row %d), want buffered without a skip row", r.Recorded, r.SkipRun.ID)
+		}
+		// One is buffered already: the next overlapped slot is skipped.
+		if r := wantRefusal(t, b.Store, buffer(claimParams(now.Add(-time.Minute), "b", now)), store.ClaimHeld); r.Recorded != store.SlotSkipped {
+			t.Fatalf("second overlapped slot recorded %q, want skipped", r.Recorded)
+		}
+		res := mustFinish(t, b.Store, finishParams(a, store.SlotCompleted, now.Add(time.Second)))
+		if !res.Buffered.Equal(now.Add(-2 * time.Minute)) {
+			t.Fatalf("finish reports buffered slot %s, want %s", res.Buffered, now.Add(-2*time.Minute))
+		}
+		c := mustClaim(t, b.Store, buffer(claimParams(res.Buffered, "a", now.Add(2*time.Second))))
+		if c.Slot.Attempts != 1 {
+			t.Fatalf("the buffered slot ran as attempt %d, want 1", c.Slot.Attempts)
+		}
+		if res := mustFinish(t, b.Store, finishParams(c, store.SlotCompleted, now.Add(3*time.Second))); !res.Buffered.IsZero() {
+			t.Fatalf("after the buffered run, finish still reports %s buffered", res.Buffered)
+		}
+	}},
+	{name: "ManualRunHoldsLeaseAndFinishes", fn: func(t *testing.T, b Bundle) {
+		now := dbNow(t, b.Store)
+		manual := mustAcquire(t, b.Store, store.LeaseAcquireParams{Name: "job:report", Owner: "operator-replica", TTL: ttl, Now: now})
+		// A slot that comes due during the manual run is skipped, recorded.
+		r := wantRefusal(t, b.Open(t), claimParams(now, "b", now), store.ClaimHeld)
+		if r.Recorded != store.SlotSkipped || r.Lease.Owner != "operator-replica" {
+			t.Fatalf("slot during a manual run: recorded %q, holder %+v", r.Recorded, r.Lease)
+		}
+		res := mustFinish(t, b.Store, store.SlotFinishParams{
+			Job: "report", LeaseName: manual.Name, Owner: manual.Owner, Generation: manual.Generation,
+			Status: store.SlotCompleted, Now: now.Add(time.Second), Run: store.Run{Manual: true, Success: true},
+		})
+		if res.SlotUpdated || !res.LeaseReleased || !res.Run.Manual || !res.Run.Slot.IsZero() {
+			t.Fatalf("manual finish = %+v; want lease released and a manual run row without a slot", res)
 		}
 	}},
 	{name: "CompletedNeverClaimedAgain", fn: func(t *testing.T, b Bundle) {

@@ -43,6 +43,8 @@ func Run(t *testing.T, newBundle func(t *testing.T) Bundle) {
 		{"Lease", leaseTests},
 		{"Fence", fenceTests},
 		{"Slot", slotTests},
+		{"JobState", jobStateTests},
+		{"Batch", batchTests},
 		{"Run", runTests},
 		{"Prune", pruneTests},
 		{"Input", inputTests},

@@ -7,21 +7,37 @@ CREATE TABLE {{schema}}.leases (
     generation  bigint      NOT NULL CHECK (generation > 0),
     acquired_at timestamptz NOT NULL,
     renewed_at  timestamptz NOT NULL,
-    expires_at  timestamptz NOT NULL
+    expires_at  timestamptz NOT NULL,
+    -- The owner's liveness lock (an advisory lock key its process holds on
+    -- a session of its own), or NULL. A contender that can take that lock
+    -- knows the owner's session ended and may take the lease over at once.
+    live_key    bigint
 );
 
 -- Slots: the claim of one intended occurrence of a job (the window registry).
 CREATE TABLE {{schema}}.slots (
     job         text        NOT NULL,
     slot        timestamptz NOT NULL,
-    status      text        NOT NULL CHECK (status IN ('running', 'completed', 'failed')),
+    status      text        NOT NULL CHECK (status IN ('running', 'completed', 'failed', 'skipped', 'buffered')),
     owner       text        NOT NULL,
     lease_name  text        NOT NULL,
     generation  bigint      NOT NULL,
-    attempts    integer     NOT NULL CHECK (attempts > 0),
+    attempts    integer     NOT NULL CHECK (attempts >= 0), -- 0: skipped or buffered, never ran
     started_at  timestamptz NOT NULL,
     finished_at timestamptz,
     PRIMARY KEY (job, slot)
+);
+
+-- Slots waiting for the current run to end (overlap policy buffer-one).
+CREATE INDEX slots_buffered_idx ON {{schema}}.slots (job, slot) WHERE status = 'buffered';
+
+-- Job state: the pause override every replica reads before claiming.
+CREATE TABLE {{schema}}.job_state (
+    job              text        PRIMARY KEY,
+    enabled_override boolean,                    -- NULL: follow the declared value
+    override_by      text        NOT NULL,
+    override_at      timestamptz NOT NULL,
+    note             text        NOT NULL DEFAULT ''
 );
 
 -- Runs: the history of executions and of recorded skips.

@@ -1,0 +1,106 @@
+package postgres_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/cronfence/cronfence/store"
+	"github.com/cronfence/cronfence/store/postgres"
+)
+
+// When the owner's process dies its liveness session ends with it, and the
+// slot it was running can be resumed at once instead of after the TTL.
+func TestLivenessTakeoverBeforeTTL(t *testing.T) {
+	t.Parallel()
+	s, schema := newStore(t)
+	other := openOn(t, schema)
+	key, release, err := s.LivenessHold(ctx(t), "replica-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	if _, _, err := other.LivenessHold(ctx(t), "replica-a"); err == nil {
+		t.Fatal("a second liveness hold for the same owner succeeded")
+	}
+	now, _ := s.Now(ctx(t))
+	claim := func(st *postgres.Store, owner string, live int64) store.SlotClaimResult {
+		t.Helper()
+		r, err := st.SlotClaim(ctx(t), store.SlotClaimParams{
+			Job: "report", Slot: now.Add(-time.Second), LeaseName: "job:report", Owner: owner,
+			TTL: time.Hour, MaxAttempts: 3, LiveKey: live,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	a := claim(s, "replica-a", key)
+	if !a.Claimed {
+		t.Fatalf("first claim refused: %+v", a)
+	}
+	// A is alive: B must wait.
+	if r := claim(other, "replica-b", 0); r.Claimed || r.Refusal != store.ClaimHeld {
+		t.Fatalf("claim while the owner lives = %+v, want held", r)
+	}
+	// The process dies: the server ends its session, and the lock goes
+	// with it. (pg_terminate_backend with a timeout waits for the end.)
+	var terminated bool
+	err = other.Pool().QueryRow(ctx(t), `
+		SELECT pg_terminate_backend(pid, 10000) FROM pg_locks
+		 WHERE locktype = 'advisory' AND objsubid = 1
+		   AND ((classid::bigint << 32) | objid::bigint) = ($1::bigint & x'ffffffffffffffff'::bigint)`, key).Scan(&terminated)
+	if err != nil || !terminated {
+		t.Fatalf("terminating the liveness session: %v, %v", terminated, err)
+	}
+	r := claim(other, "replica-b", 0)
+	if !r.Claimed || r.Slot.Attempts != 2 || r.Lease.Generation != a.Lease.Generation+1 {
+		t.Fatalf("claim after the owner died = %+v; want attempt 2 at the next generation, long before the hour's TTL", r)
+	}
+	// The dead owner's renewal now affects no row.
+	if _, err := s.LeaseRenew(ctx(t), store.LeaseRenewParams{LeaseRef: a.Lease.Ref(), TTL: time.Hour}); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("renewal by the replaced owner: %v, want ErrLeaseLost", err)
+	}
+}
+
+// A lease taken without a liveness key is never taken over before expiry,
+// even though no liveness lock exists for its owner.
+func TestNoLivenessKeyMeansTTLRules(t *testing.T) {
+	t.Parallel()
+	s, schema := newStore(t)
+	if _, ok, err := s.LeaseAcquire(ctx(t), store.LeaseAcquireParams{Name: "x", Owner: "a", TTL: time.Hour}); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if _, ok, err := openOn(t, schema).LeaseAcquire(ctx(t), store.LeaseAcquireParams{Name: "x", Owner: "b", TTL: time.Hour}); err != nil || ok {
+		t.Fatalf("takeover of a live lease without a liveness key: ok %v, %v", ok, err)
+	}
+}
+
+// NowFunc moves the store's clock for tests, fences included.
+func TestNowFuncPinsEveryClock(t *testing.T) {
+	t.Parallel()
+	_, schema := newStore(t)
+	fake := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	s, err := postgres.New(openOn(t, schema).Pool(), &postgres.Config{Schema: schema, NowFunc: func() time.Time { return fake }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if now, _ := s.Now(ctx(t)); !now.Equal(fake) {
+		t.Fatalf("Now = %s, want %s", now, fake)
+	}
+	l, ok, err := s.LeaseAcquire(ctx(t), store.LeaseAcquireParams{Name: "x", Owner: "a", TTL: time.Minute})
+	if err != nil || !ok || !l.AcquiredAt.Equal(fake) {
+		t.Fatalf("acquire = %+v, %v, %v; want acquired at %s", l, ok, err, fake)
+	}
+	// By the real clock this lease expires in 2030, by the pinned one in a
+	// minute; a fence at the pinned clock a minute later must refuse.
+	fake = fake.Add(time.Minute)
+	tx, err := s.Pool().Begin(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx(t))
+	if err := s.LeaseFence(ctx(t), tx, "x", l.Generation); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("fence at the pinned expiry: %v, want ErrLeaseLost", err)
+	}
+}

@@ -1,0 +1,137 @@
+package storetest
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/cronfence/cronfence/store"
+)
+
+var batchTests = []namedTest{
+	{name: "ClaimManyJobsAtOnce", fn: func(t *testing.T, b Bundle) {
+		now := dbNow(t, b.Store)
+		slot := now.Add(-time.Second)
+		item := func(job string) store.SlotClaimParams {
+			return store.SlotClaimParams{Job: job, Slot: slot, LeaseName: "job:" + job, Owner: "a", TTL: ttl, MaxAttempts: 3, Now: now}
+		}
+		// Set up: "paused" is paused, "busy" is held by another run,
+		// "done" already completed.
+		if _, err := b.Store.JobStateSet(ctx(t), store.JobStateSetParams{Job: "paused", Enabled: ptr(false), By: "ana"}); err != nil {
+			t.Fatal(err)
+		}
+		mustAcquire(t, b.Store, store.LeaseAcquireParams{Name: "job:busy", Owner: "z", TTL: ttl, Now: now})
+		done := mustClaim(t, b.Store, item("done"))
+		mustFinish(t, b.Store, finishParams(done, store.SlotCompleted, now))
+
+		items := []store.SlotClaimParams{item("fresh-1"), item("paused"), item("busy"), item("done"), item("fresh-2")}
+		results, err := b.Open(t).SlotClaimBatch(ctx(t), items)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(results) != len(items) {
+			t.Fatalf("%d results for %d items", len(results), len(items))
+		}
+		want := []struct {
+			claimed bool
+			refusal store.ClaimRefusal
+		}{{true, ""}, {false, store.ClaimPaused}, {false, store.ClaimHeld}, {false, store.ClaimCompleted}, {true, ""}}
+		for i, w := range want {
+			r := results[i]
+			if r.Claimed != w.claimed || r.Refusal != w.refusal {
+				t.Errorf("item %d (%s): claimed %v refusal %q, want %v %q", i, items[i].Job, r.Claimed, r.Refusal, w.claimed, w.refusal)
+			}
+			if r.Claimed && (r.Slot.Job != items[i].Job || r.Lease.Name != items[i].LeaseName) {
+				t.Errorf("item %d: result for the wrong job: %+v", i, r)
+			}
+		}
+		if results[2].Recorded != store.SlotSkipped || results[2].Lease.Owner != "z" {
+			t.Errorf("busy item: recorded %q, holder %+v", results[2].Recorded, results[2].Lease)
+		}
+	}},
+	{name: "EmptyAndBadBatches", fn: func(t *testing.T, b Bundle) {
+		if res, err := b.Store.SlotClaimBatch(ctx(t), nil); err != nil || len(res) != 0 {
+			t.Fatalf("empty batch = %v, %v", res, err)
+		}
+		now := time.Now()
+		p := store.SlotClaimParams{Job: "j", Slot: now, LeaseName: "l", Owner: "o", TTL: ttl, MaxAttempts: 1}
+		q := p
+		q.Job = "k"
+		r := p
+		r.Job, r.LeaseName, r.Owner = "k", "m", "other"
+		s := p
+		s.Overlap = "sometimes"
+		for name, items := range map[string][]store.SlotClaimParams{
+			"duplicate lease name": {p, q},
+			"mixed owners":         {p, r},
+			"bad overlap policy":   {s},
+		} {
+			if _, err := b.Store.SlotClaimBatch(ctx(t), items); !errors.Is(err, store.ErrInvalidArgument) {
+				t.Errorf("%s: %v, want ErrInvalidArgument", name, err)
+			}
+		}
+		wantNotFoundLease(t, b.Store, "l")
+	}},
+	{name: "RenewMany", fn: func(t *testing.T, b Bundle) {
+		now := dbNow(t, b.Store)
+		var items []store.LeaseRenewParams
+		for i := 0; i < 3; i++ {
+			l := mustAcquire(t, b.Store, store.LeaseAcquireParams{Name: fmt.Sprintf("l%d", i), Owner: "a", TTL: ttl, Now: now})
+			items = append(items, store.LeaseRenewParams{LeaseRef: l.Ref(), TTL: 2 * ttl, Now: now.Add(time.Second)})
+		}
+		// l1 was taken over meanwhile (this replica was paused).
+		mustAcquire(t, b.Store, store.LeaseAcquireParams{Name: "l1", Owner: "b", TTL: ttl, Now: now.Add(ttl)})
+		renewed, err := b.Store.LeaseRenewBatch(ctx(t), items)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]store.Lease{}
+		for _, l := range renewed {
+			got[l.Name] = l
+		}
+		if len(got) != 2 || got["l1"].Name != "" {
+			t.Fatalf("renewed %v; want l0 and l2 only", renewed)
+		}
+		for _, name := range []string{"l0", "l2"} {
+			if !got[name].ExpiresAt.Equal(now.Add(time.Second + 2*ttl)) {
+				t.Fatalf("%s renewed to %s", name, got[name].ExpiresAt)
+			}
+		}
+		if res, err := b.Store.LeaseRenewBatch(ctx(t), nil); err != nil || len(res) != 0 {
+			t.Fatalf("empty renew batch = %v, %v", res, err)
+		}
+	}},
+}
+
+// raceOverlapSkip: while one run holds the job lease, every replica fires the
+// next slot at once; exactly one records the skip.
+func raceOverlapSkip(t *testing.T, b Bundle) {
+	stores := openContenders(t, b)
+	now := dbNow(t, b.Store)
+	mustClaim(t, b.Store, claimParams(now.Add(-time.Minute), "holder", now))
+	type result struct {
+		r   store.SlotClaimResult
+		err error
+	}
+	results := race(stores, func(i int, s store.Store) result {
+		r, err := s.SlotClaim(ctx(t), claimParams(now, fmt.Sprintf("replica-%02d", i), now))
+		return result{r, err}
+	})
+	recorded := 0
+	for i, res := range results {
+		if res.err != nil || res.r.Claimed {
+			t.Fatalf("contender %d: claimed %v, %v", i, res.r.Claimed, res.err)
+		}
+		if res.r.Recorded == store.SlotSkipped {
+			recorded++
+		}
+	}
+	runs, err := b.Store.RunList(ctx(t), store.RunListParams{Job: "report"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if recorded != 1 || len(runs) != 1 || !runs[0].Skipped {
+		t.Fatalf("%d contenders recorded the skip and %d run rows exist; want exactly 1 of each", recorded, len(runs))
+	}
+}
