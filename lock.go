@@ -41,7 +41,7 @@ func Lock(ctx context.Context, s store.Store, name string, ttl time.Duration, fn
 // lockOptions are test seams: nil in production.
 type lockOptions struct {
 	clock   clock.Clock
-	onRenew func(store.Lease, error)
+	onRenew func([]store.Lease, error)
 }
 
 func lock(ctx context.Context, s store.Store, name string, ttl time.Duration, fn func(context.Context, *Lease) error, opts lockOptions) (ran bool, err error) {
@@ -70,11 +70,11 @@ func lock(ctx context.Context, s store.Store, name string, ttl time.Duration, fn
 		return false, nil
 	}
 
-	keeper := leasekeeper.Start(ctx, leasekeeper.Config{
-		Store: s, Lease: held, TTL: ttl, Acquired: sent, Clock: opts.clock, OnRenew: opts.onRenew,
-	})
+	keeper := leasekeeper.New(s, leasekeeper.Options{Clock: opts.clock, OnRenew: opts.onRenew})
+	hold := keeper.Hold(ctx, held, ttl, sent)
 	defer func() {
-		lost := keeper.Stop()
+		lost := hold.Stop()
+		keeper.Close()
 		// Release even when ctx has ended; a release by a lost generation
 		// touches nothing, so it is always safe to send.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
@@ -88,5 +88,5 @@ func lock(ctx context.Context, s store.Store, name string, ttl time.Duration, fn
 			err = errors.Join(err, fmt.Errorf("cronfence: lock %q: release failed, the lease expires at its TTL: %w", name, releaseErr))
 		}
 	}()
-	return true, fn(keeper.Context(), newLease(held, s))
+	return true, fn(hold.Context(), newLease(held, s))
 }

@@ -1,19 +1,21 @@
-// Package leasekeeper keeps a held lease alive while work runs under it, and
-// stops that work the moment the lease can no longer be trusted.
+// Package leasekeeper keeps held leases alive while work runs under them,
+// and stops that work the moment its lease can no longer be trusted.
 //
-// A Keeper renews every TTL/3. The work's context is cancelled, with a cause
-// wrapping store.ErrLeaseLost, as soon as either
+// One Keeper serves a whole replica: every lease it holds is renewed in one
+// batched round trip (store.Store.LeaseRenewBatch) when the earliest of them
+// is due, each at a third of its TTL. A lease's work context is cancelled,
+// with a cause wrapping store.ErrLeaseLost, as soon as either
 //
-//   - a renewal affects no row: another owner took the lease over, or it
-//     expired while this process was paused; or
+//   - a renewal leaves it out: another owner took it over, or it expired
+//     while this process was paused; or
 //   - renewals keep failing (the database is unreachable) until the lease,
 //     as far as this process can tell, has expired.
 //
-// "As far as this process can tell" is measured on the local monotonic
-// clock from the moment the last successful renewal was sent: the database
-// set the expiry at least TTL after that moment, so the lease is certainly
-// valid until then. Cancelling is not fencing: a paused process does not
-// see its context close. Writes must still be fenced.
+// "As far as this process can tell" is measured on the keeper's clock from
+// the moment the last successful renewal (or the acquisition) was sent: the
+// database set the expiry at least TTL after that moment, so the lease is
+// certainly valid until then. Cancelling is not fencing: a paused process
+// does not see its context close. Writes must still be fenced.
 package leasekeeper
 
 import (
@@ -29,139 +31,273 @@ import (
 
 // Renewer is the part of store.Store a Keeper uses.
 type Renewer interface {
-	LeaseRenew(ctx context.Context, p store.LeaseRenewParams) (store.Lease, error)
+	LeaseRenewBatch(ctx context.Context, items []store.LeaseRenewParams) ([]store.Lease, error)
 }
 
-// Config configures a Keeper.
-type Config struct {
-	// Store renews the lease.
-	Store Renewer
-	// Lease is the held lease, as acquired.
-	Lease store.Lease
-	// TTL is the lease's time to live; renewals come every TTL/3.
-	TTL time.Duration
-	// Acquired is when, on Clock, the acquisition that produced Lease was
-	// sent. The lease is trusted until Acquired + TTL. Defaults to the time
-	// Start is called, which trusts it slightly longer than is certain.
-	Acquired time.Time
+// Options configure a Keeper. The zero value is valid.
+type Options struct {
 	// Clock drives renewals. Defaults to the process clock.
 	Clock clock.Clock
-	// OnRenew, when set, is called after every renewal attempt with its
-	// result. It is a hook for observers and tests; it must not block.
-	OnRenew func(store.Lease, error)
+	// OnRenew, when set, is called after every renewal round trip with the
+	// leases renewed and the error. A hook for observers and tests; it must
+	// not block.
+	OnRenew func(renewed []store.Lease, err error)
 }
 
-// Keeper renews one lease in the background.
+// Keeper renews a set of leases in the background.
 type Keeper struct {
-	cfg    Config
+	store Renewer
+	opts  Options
+
+	mu     sync.Mutex
+	held   map[*Hold]struct{}
+	wake   chan struct{} // a lease was added: recompute the next renewal
+	closed bool
+	done   chan struct{}
+	stop   chan struct{}
+}
+
+// Hold is one lease kept by a Keeper.
+type Hold struct {
+	k      *Keeper
+	ttl    time.Duration
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	stop   chan struct{}
-	done   chan struct{}
 
-	mu   sync.Mutex
-	lost error // set when the lease was lost
+	// guarded by k.mu
+	lease        store.Lease
+	nextRenewal  time.Time // on the keeper's clock
+	trustedUntil time.Time
+	lastErr      error
+	lost         error
+	released     bool
 }
 
-// Start begins renewing cfg.Lease. The returned Keeper's Context is the one
-// the work must use: it ends when ctx does or when the lease is lost.
-func Start(ctx context.Context, cfg Config) *Keeper {
-	if cfg.Clock == nil {
-		cfg.Clock = clock.Real{}
+// New starts a Keeper. Close it to stop.
+func New(r Renewer, opts Options) *Keeper {
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
 	}
-	if cfg.Acquired.IsZero() {
-		cfg.Acquired = cfg.Clock.Now()
+	k := &Keeper{
+		store: r, opts: opts, held: map[*Hold]struct{}{},
+		wake: make(chan struct{}, 1), done: make(chan struct{}), stop: make(chan struct{}),
 	}
-	k := &Keeper{cfg: cfg, stop: make(chan struct{}), done: make(chan struct{})}
-	k.ctx, k.cancel = context.WithCancelCause(ctx)
 	go k.run()
 	return k
 }
 
-// Context is cancelled when the lease is lost (with a cause wrapping
-// store.ErrLeaseLost) or when the parent context ends.
-func (k *Keeper) Context() context.Context { return k.ctx }
-
-// Lost returns the reason the lease was lost, wrapping store.ErrLeaseLost, or
-// nil while it is held.
-func (k *Keeper) Lost() error {
+// Hold starts renewing lease, acquired with ttl by a request sent at sent
+// (on the keeper's clock; zero means now). The Hold's Context is the one
+// the work must use: it ends when ctx does or when the lease is lost.
+func (k *Keeper) Hold(ctx context.Context, lease store.Lease, ttl time.Duration, sent time.Time) *Hold {
+	if sent.IsZero() {
+		sent = k.opts.Clock.Now()
+	}
+	h := &Hold{k: k, ttl: ttl, lease: lease, nextRenewal: sent.Add(ttl / 3), trustedUntil: sent.Add(ttl)}
+	h.ctx, h.cancel = context.WithCancelCause(ctx)
 	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.lost
+	if k.closed {
+		k.mu.Unlock()
+		h.lose(errors.New("lease keeper closed"))
+		return h
+	}
+	k.held[h] = struct{}{}
+	k.mu.Unlock()
+	k.poke()
+	return h
 }
 
-// Stop ends renewing and waits for the renewal loop to exit. It returns the
-// same as Lost. The lease itself is not released: that is the caller's.
-func (k *Keeper) Stop() error {
-	select {
-	case <-k.stop:
-	default:
+// Close stops renewing every lease and waits for the renewal loop to exit.
+// Work still running under a Hold has its context cancelled.
+func (k *Keeper) Close() {
+	k.mu.Lock()
+	if !k.closed {
+		k.closed = true
 		close(k.stop)
 	}
+	k.mu.Unlock()
 	<-k.done
-	k.cancel(context.Canceled)
-	return k.Lost()
+	k.mu.Lock()
+	holds := make([]*Hold, 0, len(k.held))
+	for h := range k.held {
+		holds = append(holds, h)
+	}
+	k.mu.Unlock()
+	for _, h := range holds {
+		h.cancel(errors.New("lease keeper closed"))
+	}
 }
+
+// Context is cancelled when the lease is lost (with a cause wrapping
+// store.ErrLeaseLost) or when the parent context ends.
+func (h *Hold) Context() context.Context { return h.ctx }
+
+// Lease returns the lease as last renewed.
+func (h *Hold) Lease() store.Lease {
+	h.k.mu.Lock()
+	defer h.k.mu.Unlock()
+	return h.lease
+}
+
+// Lost returns why the lease was lost, wrapping store.ErrLeaseLost, or nil.
+func (h *Hold) Lost() error {
+	h.k.mu.Lock()
+	defer h.k.mu.Unlock()
+	return h.lost
+}
+
+// Stop ends renewing this lease (the caller releases it) and returns the
+// same as Lost. It cancels the Hold's context.
+func (h *Hold) Stop() error {
+	h.k.mu.Lock()
+	delete(h.k.held, h)
+	h.released = true
+	lost := h.lost
+	h.k.mu.Unlock()
+	h.cancel(context.Canceled)
+	h.k.poke()
+	return lost
+}
+
+func (h *Hold) lose(err error) {
+	h.k.mu.Lock()
+	if h.lost == nil {
+		h.lost = err
+	}
+	delete(h.k.held, h)
+	h.k.mu.Unlock()
+	h.cancel(err)
+}
+
+func (k *Keeper) poke() {
+	select {
+	case k.wake <- struct{}{}:
+	default:
+	}
+}
+
+// retryAfter is how soon a failed renewal is retried: faster than renewals,
+// so a short outage is ridden out while the leases are still valid.
+func retryAfter(ttl time.Duration) time.Duration { return max(ttl/30, 10*time.Millisecond) }
 
 func (k *Keeper) run() {
 	defer close(k.done)
-	interval := k.cfg.TTL / 3
-	// Retries after a failed renewal come faster than renewals, so a short
-	// outage is ridden out while the lease is still valid.
-	retry := max(k.cfg.TTL/30, 10*time.Millisecond)
-	// trustedUntil is when the lease may have expired, by the local clock.
-	trustedUntil := k.cfg.Acquired.Add(k.cfg.TTL)
-	lease := k.cfg.Lease
-	wait := interval
-	var lastErr error
 	for {
-		now := k.cfg.Clock.Now()
-		if remaining := trustedUntil.Sub(now); wait > remaining {
-			wait = remaining
+		wait, holding := k.untilNext()
+		var timer clock.Timer
+		var fire <-chan time.Time
+		if holding {
+			timer = k.opts.Clock.NewTimer(wait)
+			fire = timer.C()
 		}
-		timer := k.cfg.Clock.NewTimer(wait)
 		select {
 		case <-k.stop:
-			timer.Stop()
+			if timer != nil {
+				timer.Stop()
+			}
 			return
-		case <-k.ctx.Done():
-			timer.Stop()
-			return
-		case <-timer.C():
+		case <-k.wake:
+			if timer != nil {
+				timer.Stop()
+			}
+			continue
+		case <-fire:
 		}
-
-		sent := k.cfg.Clock.Now()
-		if !sent.Before(trustedUntil) {
-			k.lose(fmt.Errorf("lease %q at generation %d: renewals failed until it expired (last error: %v): %w",
-				lease.Name, lease.Generation, lastErr, store.ErrLeaseLost))
-			return
-		}
-		// A renewal that hangs must not outlive the lease.
-		attemptCtx, cancel := context.WithTimeout(k.ctx, trustedUntil.Sub(sent))
-		renewed, err := k.cfg.Store.LeaseRenew(attemptCtx, store.LeaseRenewParams{LeaseRef: lease.Ref(), TTL: k.cfg.TTL})
-		cancel()
-		if k.cfg.OnRenew != nil {
-			k.cfg.OnRenew(renewed, err)
-		}
-		switch {
-		case err == nil:
-			lease, lastErr = renewed, nil
-			trustedUntil = sent.Add(k.cfg.TTL)
-			wait = interval
-		case errors.Is(err, store.ErrLeaseLost):
-			k.lose(fmt.Errorf("lease %q at generation %d was taken over or expired: %w", lease.Name, lease.Generation, err))
-			return
-		case k.ctx.Err() != nil:
-			return // the work is ending anyway
-		default:
-			lastErr, wait = err, retry
-		}
+		k.renewDue()
 	}
 }
 
-func (k *Keeper) lose(err error) {
+// untilNext returns how long until the earliest renewal or expiry, and
+// whether any lease is held.
+func (k *Keeper) untilNext() (time.Duration, bool) {
 	k.mu.Lock()
-	k.lost = err
+	defer k.mu.Unlock()
+	if len(k.held) == 0 {
+		return 0, false
+	}
+	now := k.opts.Clock.Now()
+	var earliest time.Time
+	for h := range k.held {
+		at := h.nextRenewal
+		if h.trustedUntil.Before(at) {
+			at = h.trustedUntil
+		}
+		if earliest.IsZero() || at.Before(earliest) {
+			earliest = at
+		}
+	}
+	return max(earliest.Sub(now), 0), true
+}
+
+// renewDue renews, in one round trip, every lease due within a sixth of
+// its TTL (so leases acquired together travel together), and gives up the
+// ones whose time ran out.
+func (k *Keeper) renewDue() {
+	now := k.opts.Clock.Now()
+	k.mu.Lock()
+	var due []*Hold
+	var expired []*Hold
+	for h := range k.held {
+		switch {
+		case !now.Before(h.trustedUntil):
+			expired = append(expired, h)
+		case !h.nextRenewal.After(now.Add(h.ttl / 6)):
+			due = append(due, h)
+		}
+	}
+	items := make([]store.LeaseRenewParams, len(due))
+	for i, h := range due {
+		items[i] = store.LeaseRenewParams{LeaseRef: h.lease.Ref(), TTL: h.ttl}
+	}
 	k.mu.Unlock()
-	k.cancel(err)
+
+	for _, h := range expired {
+		h.lose(fmt.Errorf("lease %q at generation %d: renewals failed until it expired (last error: %v): %w",
+			h.lease.Name, h.lease.Generation, h.lastErr, store.ErrLeaseLost))
+	}
+	if len(due) == 0 {
+		return
+	}
+	// A renewal that hangs must not outlive the first lease it could lose.
+	deadline := due[0].trustedUntil
+	for _, h := range due {
+		if h.trustedUntil.Before(deadline) {
+			deadline = h.trustedUntil
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), deadline.Sub(now))
+	renewed, err := k.store.LeaseRenewBatch(ctx, items)
+	cancel()
+	if k.opts.OnRenew != nil {
+		k.opts.OnRenew(renewed, err)
+	}
+
+	byName := make(map[string]store.Lease, len(renewed))
+	for _, l := range renewed {
+		byName[l.Name] = l
+	}
+	k.mu.Lock()
+	var lost []*Hold
+	for _, h := range due {
+		if h.released {
+			continue
+		}
+		if err != nil {
+			h.lastErr = err
+			h.nextRenewal = now.Add(retryAfter(h.ttl))
+			continue
+		}
+		l, ok := byName[h.lease.Name]
+		if !ok || l.Generation != h.lease.Generation {
+			lost = append(lost, h)
+			continue
+		}
+		h.lease, h.lastErr = l, nil
+		h.trustedUntil = now.Add(h.ttl)
+		h.nextRenewal = now.Add(h.ttl / 3)
+	}
+	k.mu.Unlock()
+	for _, h := range lost {
+		h.lose(fmt.Errorf("lease %q at generation %d was taken over or expired: %w", h.lease.Name, h.lease.Generation, store.ErrLeaseLost))
+	}
 }

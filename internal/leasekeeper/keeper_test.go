@@ -43,13 +43,20 @@ func setup(t *testing.T) *bundle {
 	return &bundle{store: s, schema: schema, clock: clock.NewFake(time.Unix(1_000_000, 0)), lease: l, events: make(chan error, 100)}
 }
 
-func (b *bundle) start(t *testing.T, ctx context.Context, r leasekeeper.Renewer) *leasekeeper.Keeper {
-	k := leasekeeper.Start(ctx, leasekeeper.Config{
-		Store: r, Lease: b.lease, TTL: ttl, Clock: b.clock,
-		OnRenew: func(_ store.Lease, err error) { b.events <- err },
+func (b *bundle) start(t *testing.T, ctx context.Context, r leasekeeper.Renewer) *leasekeeper.Hold {
+	k := leasekeeper.New(r, leasekeeper.Options{
+		Clock: b.clock,
+		OnRenew: func(renewed []store.Lease, err error) {
+			if err == nil && len(renewed) == 0 {
+				err = store.ErrLeaseLost
+			}
+			b.events <- err
+		},
 	})
-	t.Cleanup(func() { _ = k.Stop() })
-	return k
+	t.Cleanup(k.Close)
+	h := k.Hold(ctx, b.lease, ttl, b.clock.Now())
+	t.Cleanup(func() { _ = h.Stop() })
+	return h
 }
 
 // tick waits until the keeper waits on its timer, then moves time by d.
@@ -181,11 +188,11 @@ type flaky struct {
 	n atomic.Int32
 }
 
-func (f *flaky) LeaseRenew(ctx context.Context, p store.LeaseRenewParams) (store.Lease, error) {
+func (f *flaky) LeaseRenewBatch(ctx context.Context, items []store.LeaseRenewParams) ([]store.Lease, error) {
 	if f.n.Add(-1) >= 0 {
-		return store.Lease{}, errors.New("connection refused")
+		return nil, errors.New("connection refused")
 	}
-	return f.Renewer.LeaseRenew(ctx, p)
+	return f.Renewer.LeaseRenewBatch(ctx, items)
 }
 
 func TestRidesOutShortOutage(t *testing.T) {
@@ -218,5 +225,50 @@ func TestParentCancelEndsWorkWithoutLoss(t *testing.T) {
 	<-k.Context().Done()
 	if err := k.Stop(); err != nil {
 		t.Fatalf("Stop after the parent ended = %v, want nil", err)
+	}
+}
+
+// Several leases held by one replica are renewed in one round trip, and
+// losing one cancels only its own work.
+func TestBatchRenewalLosesOnlyTheStolenLease(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var batches []int
+	events := make(chan struct{}, 10)
+	k := leasekeeper.New(b.store, leasekeeper.Options{Clock: b.clock, OnRenew: func(renewed []store.Lease, err error) {
+		if err != nil {
+			t.Errorf("batch renewal: %v", err)
+		}
+		batches = append(batches, len(renewed))
+		events <- struct{}{}
+	}})
+	defer k.Close()
+	var holds []*leasekeeper.Hold
+	for _, name := range []string{"a", "b", "c"} {
+		l, ok, err := b.store.LeaseAcquire(context.Background(), store.LeaseAcquireParams{Name: name, Owner: "a", TTL: ttl})
+		if err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+		h := k.Hold(context.Background(), l, ttl, b.clock.Now())
+		defer h.Stop()
+		holds = append(holds, h)
+	}
+	// "b" is taken over while this replica is paused.
+	if _, ok, err := b.store.LeaseAcquire(context.Background(), store.LeaseAcquireParams{Name: "b", Owner: "z", TTL: ttl, Now: holds[1].Lease().ExpiresAt}); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	b.tick(t, ttl/3)
+	<-events
+	<-holds[1].Context().Done()
+	if err := holds[1].Lost(); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("stolen lease: Lost = %v", err)
+	}
+	for _, i := range []int{0, 2} {
+		if err := holds[i].Context().Err(); err != nil {
+			t.Fatalf("lease %d cancelled: %v", i, err)
+		}
+	}
+	if len(batches) != 1 || batches[0] != 2 {
+		t.Fatalf("renewal round trips renewed %v, want one round trip renewing 2", batches)
 	}
 }
