@@ -26,6 +26,13 @@ type Config struct {
 	// timeout. It is rounded down to whole milliseconds and must be at least
 	// 1ms. Defaults to 10 seconds.
 	BusyTimeout time.Duration
+
+	// NowFunc, when set, replaces the process clock (the database clock of
+	// a file on one host) for every call that does not pin its own Now,
+	// fences included. It exists for tests that move a whole cluster's time
+	// by hand: give every Store on the file the same function. Production
+	// leaves it nil, and the process clock decides. Defaults to nil.
+	NowFunc func() time.Time
 }
 
 // withDefaults returns a copy of cfg (which may be nil) with zero fields set

@@ -22,7 +22,37 @@
 //     handler's long transaction never stalls the dashboard.
 //   - The clock is shared. All processes read the same system clock, so the
 //     process clock is the database clock: "now" is time.Now() unless a
-//     params struct pins it with a non-zero Now.
+//     params struct pins it with a non-zero Now, or Config.NowFunc replaces
+//     it (for tests that move a cluster's time by hand; fences use it too).
+//
+// # No liveness takeover
+//
+// The PostgreSQL store implements store.Liveness: a process holds an
+// advisory lock on a session of its own, and a contender takes over the
+// leases of an owner whose session ended without waiting for their expiry.
+// This store does not: SQLite has no server, so there is no session whose
+// end marks a dead process. A dead owner's lease waits for its TTL: all
+// processes are on this host, and the TTL bounds the wait. A Store does not
+// implement store.Liveness, and SlotClaimParams.LiveKey is accepted and
+// ignored (stored nowhere).
+//
+// # Claims, overlap and pause
+//
+// SlotClaimBatch runs every item of a batch, one after another, in one
+// immediate transaction, with the gate order of the PostgreSQL store: not
+// due; paused (the job's override in cronfence_job_state, else its declared
+// value); completed; skipped; running under a live lease; out of attempts.
+// An item that passes takes the job's lease. If another run holds it (the
+// previous slot's, or a manual run's), the claim is refused naming the
+// holder, and a slot that has no row yet is recorded, once across replicas
+// since the write lock serializes them: buffered when the overlap policy is
+// buffer-one and the job has no buffered slot yet, else skipped, with a skip
+// run row naming the holder. A skipped slot is final; a buffered one waits
+// until SlotFinish of the run that held the lease reports it, to be claimed
+// then. SlotFinish with a zero slot ends a manual run: lease and run row
+// only. The transaction holds the write lock from BEGIN, so no finisher can
+// slip in between a claim's reads and its writes, and a claim never gives a
+// lease back.
 //
 // # Storage
 //
@@ -33,10 +63,13 @@
 // occurrence in different time zones claim the same row. Run logs are a
 // JSON array in a TEXT column.
 //
-// The store's tables are cronfence_leases, cronfence_slots, cronfence_runs
-// and cronfence_schema_migrations; every name it gives a schema object
-// begins with cronfence_, so a handler's own tables in the file (one called
-// runs, say) never collide with it. Leave that prefix to the store.
+// The store's tables are cronfence_leases, cronfence_slots (with the
+// partial index cronfence_slots_buffered on buffered slots),
+// cronfence_job_state (the pause override of each job: 1, 0 or NULL to
+// follow the declared value, with who, when and a note), cronfence_runs and
+// cronfence_schema_migrations; every name it gives a schema object begins
+// with cronfence_, so a handler's own tables in the file (one called runs,
+// say) never collide with it. Leave that prefix to the store.
 //
 // Open does not change the schema; Migrate applies the embedded migrations,
 // each in its own immediate transaction, and records them in

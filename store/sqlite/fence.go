@@ -43,7 +43,7 @@ func (s *Store) LeaseFence(ctx context.Context, tx any, name string, generation 
 	var one int
 	err := sqlTx.QueryRowContext(ctx,
 		`SELECT 1 FROM cronfence_leases WHERE name = ? AND generation = ? AND expires_at > ?`,
-		name, generation, micros(clock(time.Time{})),
+		name, generation, micros(s.now(time.Time{})),
 	).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("sqlite: fence lease %q: generation %d no longer holds it: %w", name, generation, store.ErrLeaseLost)

@@ -36,7 +36,7 @@ func (s *Store) LeaseAcquire(ctx context.Context, p store.LeaseAcquireParams) (l
 	if s.closed.Load() {
 		return store.Lease{}, false, closedError("acquire lease")
 	}
-	now := clock(p.Now)
+	now := s.now(p.Now)
 	err = s.inTx(ctx, func(tx *sql.Tx) (err error) {
 		lease, acquired, err = acquireLease(ctx, tx, p.Name, p.Owner, p.TTL, now)
 		return err
@@ -51,8 +51,10 @@ func (s *Store) LeaseAcquire(ctx context.Context, p store.LeaseAcquireParams) (l
 // with SlotClaim. The upsert creates the row at generation 1 or takes over an
 // expired one at generation + 1, whoever its owner was: there is no
 // re-entrancy, an owner asking again for its own unexpired lease is refused
-// like anyone else. When the upsert's WHERE refuses, RETURNING yields no row
-// and the current holder is read instead.
+// like anyone else. Nor is there a liveness takeover (store.Liveness): an
+// unexpired lease is refused even when its owner's process is gone. When the
+// upsert's WHERE refuses, RETURNING yields no row and the current holder is
+// read instead.
 func acquireLease(ctx context.Context, tx *sql.Tx, name, owner string, ttl time.Duration, now time.Time) (store.Lease, bool, error) {
 	lease, err := scanLease(tx.QueryRowContext(ctx, `
 		INSERT INTO cronfence_leases (name, owner, generation, acquired_at, renewed_at, expires_at)
@@ -89,15 +91,10 @@ func (s *Store) LeaseRenew(ctx context.Context, p store.LeaseRenewParams) (store
 	if s.closed.Load() {
 		return store.Lease{}, closedError("renew lease")
 	}
-	now := clock(p.Now)
+	now := s.now(p.Now)
 	var lease store.Lease
 	err := s.inTx(ctx, func(tx *sql.Tx) (err error) {
-		lease, err = scanLease(tx.QueryRowContext(ctx, `
-			UPDATE cronfence_leases SET expires_at = ?4, renewed_at = ?5
-			WHERE name = ?1 AND owner = ?2 AND generation = ?3 AND expires_at > ?5
-			RETURNING `+leaseColumns,
-			p.Name, p.Owner, p.Generation, micros(now.Add(p.TTL)), micros(now),
-		))
+		lease, err = renewLease(ctx, tx, p, now)
 		return err
 	})
 	if errors.Is(err, sql.ErrNoRows) {
@@ -107,6 +104,52 @@ func (s *Store) LeaseRenew(ctx context.Context, p store.LeaseRenewParams) (store
 		return store.Lease{}, s.errorf(err, "renew lease %q generation %d", p.Name, p.Generation)
 	}
 	return lease, nil
+}
+
+// LeaseRenewBatch renews many leases in one immediate transaction and
+// returns those renewed, in the items' order; a lease missing from the
+// result was lost. Each item is LeaseRenew's conditional update.
+func (s *Store) LeaseRenewBatch(ctx context.Context, items []store.LeaseRenewParams) ([]store.Lease, error) {
+	if err := store.ValidateRenewBatch(items); err != nil {
+		return nil, err
+	}
+	if s.closed.Load() {
+		return nil, closedError("renew leases")
+	}
+	if len(items) == 0 {
+		return nil, nil
+	}
+	now := s.now(items[0].Now) // shared by every item
+	var renewed []store.Lease
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		for _, p := range items {
+			lease, err := renewLease(ctx, tx, p, now)
+			if errors.Is(err, sql.ErrNoRows) {
+				continue // lost
+			}
+			if err != nil {
+				return err
+			}
+			renewed = append(renewed, lease)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, s.errorf(err, "renew %d lease(s), first %q", len(items), items[0].Name)
+	}
+	return renewed, nil
+}
+
+// renewLease extends the lease p names for its owner at its generation, only
+// before it expired, and returns it; sql.ErrNoRows means it was lost.
+// Shared by LeaseRenew and LeaseRenewBatch.
+func renewLease(ctx context.Context, q querier, p store.LeaseRenewParams, now time.Time) (store.Lease, error) {
+	return scanLease(q.QueryRowContext(ctx, `
+		UPDATE cronfence_leases SET expires_at = ?4, renewed_at = ?5
+		WHERE name = ?1 AND owner = ?2 AND generation = ?3 AND expires_at > ?5
+		RETURNING `+leaseColumns,
+		p.Name, p.Owner, p.Generation, micros(now.Add(p.TTL)), micros(now),
+	))
 }
 
 func leaseLost(name, owner string, generation int64) error {
@@ -126,7 +169,7 @@ func (s *Store) LeaseRelease(ctx context.Context, ref store.LeaseRef) (bool, err
 	}
 	var released bool
 	err := s.inTx(ctx, func(tx *sql.Tx) (err error) {
-		released, err = releaseLease(ctx, tx, ref, clock(time.Time{}))
+		released, err = releaseLease(ctx, tx, ref, s.now(time.Time{}))
 		return err
 	})
 	if err != nil {

@@ -138,6 +138,8 @@ func (s *Store) migrateOne(ctx context.Context, ms []migration) (done bool, err 
 	}
 	if _, err := tx.ExecContext(ctx,
 		`INSERT INTO cronfence_schema_migrations (version, applied_at) VALUES (?, ?)`,
+		// The real clock, not Config.NowFunc: when the schema changed (as
+		// the PostgreSQL store's DEFAULT now()), not a test's moved time.
 		m.version, micros(time.Now()),
 	); err != nil {
 		return false, err

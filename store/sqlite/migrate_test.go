@@ -184,6 +184,22 @@ func TestCallsBeforeMigrate(t *testing.T) {
 			_, err := s.SlotClaim(ctx, store.SlotClaimParams{Job: "j", Slot: slot, LeaseName: "n", Owner: "o", TTL: time.Minute, MaxAttempts: 1})
 			return err
 		},
+		"SlotClaimBatch": func() error {
+			_, err := s.SlotClaimBatch(ctx, []store.SlotClaimParams{{Job: "j", Slot: slot, LeaseName: "n", Owner: "o", TTL: time.Minute, MaxAttempts: 1}})
+			return err
+		},
+		"LeaseRenewBatch": func() error {
+			_, err := s.LeaseRenewBatch(ctx, []store.LeaseRenewParams{{LeaseRef: store.LeaseRef{Name: "n", Owner: "o", Generation: 1}, TTL: time.Minute}})
+			return err
+		},
+		"JobStateSet": func() error {
+			_, err := s.JobStateSet(ctx, store.JobStateSetParams{Job: "j", By: "o"})
+			return err
+		},
+		"JobStateList": func() error {
+			_, err := s.JobStateList(ctx)
+			return err
+		},
 		"SlotFinish": func() error {
 			_, err := s.SlotFinish(ctx, store.SlotFinishParams{Job: "j", Slot: slot, LeaseName: "n", Owner: "o", Generation: 1, Status: store.SlotCompleted})
 			return err

@@ -48,7 +48,7 @@ func (s *Store) RunInsert(ctx context.Context, run store.Run) (store.Run, error)
 	}
 	var stored store.Run
 	err := s.inTx(ctx, func(tx *sql.Tx) (err error) {
-		stored, err = insertRun(ctx, tx, run.Bounded(), clock(time.Time{}))
+		stored, err = insertRun(ctx, tx, run.Bounded(), s.now(time.Time{}))
 		return err
 	})
 	if err != nil {
@@ -63,10 +63,13 @@ func insertRun(ctx context.Context, q querier, run store.Run, now time.Time) (st
 	run.Slot = normalize(run.Slot)
 	run.StartedAt, run.FinishedAt = normalize(run.StartedAt), normalize(run.FinishedAt)
 	if run.FinishedAt.IsZero() {
-		run.FinishedAt = run.StartedAt
+		run.FinishedAt = run.StartedAt // a skip is an instant
 	}
 	if run.StartedAt.IsZero() {
-		run.StartedAt, run.FinishedAt = now, now
+		run.StartedAt = now
+	}
+	if run.FinishedAt.IsZero() {
+		run.FinishedAt = now
 	}
 	logs := []byte("[]")
 	if len(run.Logs) > 0 {

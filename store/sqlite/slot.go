@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/cronfence/cronfence/store"
@@ -30,31 +31,74 @@ func getSlot(ctx context.Context, q querier, job string, slot time.Time) (store.
 		`SELECT `+slotColumns+` FROM cronfence_slots WHERE job = ? AND slot = ?`, job, micros(slot)))
 }
 
-// SlotClaim claims (p.Job, p.Slot) under the lease p.LeaseName; see
-// store.Store for the rules. Every step runs in one immediate transaction,
-// which excludes every other writer of the file until it commits: the race
-// the interface allows for, a concurrent finisher completing the slot
-// between our read of it and our taking the lease, cannot happen here, so
-// SlotClaim never has to give a lease back.
-func (s *Store) SlotClaim(ctx context.Context, p store.SlotClaimParams) (res store.SlotClaimResult, err error) {
-	if err := p.Validate(); err != nil {
+// SlotClaim claims (p.Job, p.Slot) under the lease p.LeaseName: a batch of
+// one. See SlotClaimBatch and store.Store for the rules.
+func (s *Store) SlotClaim(ctx context.Context, p store.SlotClaimParams) (store.SlotClaimResult, error) {
+	res, err := s.SlotClaimBatch(ctx, []store.SlotClaimParams{p})
+	if err != nil {
 		return store.SlotClaimResult{}, err
 	}
-	if s.closed.Load() {
-		return store.SlotClaimResult{}, closedError("claim slot")
-	}
-	now, slot := clock(p.Now), normalize(p.Slot)
-	err = s.inTx(ctx, func(tx *sql.Tx) (err error) {
-		res, err = claimSlot(ctx, tx, p, slot, now)
-		return err
-	})
-	if err != nil {
-		return store.SlotClaimResult{}, s.errorf(err, "claim slot %s of job %q", slot.Format(time.RFC3339Nano), p.Job)
-	}
-	return res, nil
+	return res[0], nil
 }
 
+// SlotClaimBatch claims many (job, slot)s in one immediate transaction,
+// each item as claimSlot says, and returns the results in the items' order.
+// The transaction excludes every other writer of the file until it commits,
+// so the race the interface allows for, a concurrent finisher completing a
+// slot between the read of it and the taking of its lease, cannot happen
+// here, and a claim never has to give a lease back. Items are claimed one
+// after another, so a later item sees what an earlier one wrote.
+func (s *Store) SlotClaimBatch(ctx context.Context, items []store.SlotClaimParams) ([]store.SlotClaimResult, error) {
+	if err := store.ValidateClaimBatch(items); err != nil {
+		return nil, err
+	}
+	if s.closed.Load() {
+		return nil, closedError("claim slot")
+	}
+	if len(items) == 0 {
+		return nil, nil
+	}
+	now := s.now(items[0].Now) // shared by every item
+	results := make([]store.SlotClaimResult, len(items))
+	at := 0 // the item being claimed, for the error
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		for i, p := range items {
+			at = i
+			r, err := claimSlot(ctx, tx, p, normalize(p.Slot), now)
+			if err != nil {
+				return err
+			}
+			results[i] = r
+		}
+		return nil
+	})
+	if err != nil {
+		p := items[at]
+		what := fmt.Sprintf("claim slot %s of job %q", normalize(p.Slot).Format(time.RFC3339Nano), p.Job)
+		if len(items) > 1 {
+			what += fmt.Sprintf(" (item %d of %d)", at, len(items))
+		}
+		return nil, s.errorf(err, "%s", what)
+	}
+	return results, nil
+}
+
+// claimSlot claims one item inside the caller's immediate transaction, in
+// the order of the PostgreSQL store's slotClaimSQL:
+//
+//  1. The gate refuses, writing nothing: a slot not yet due by the database
+//     clock (not_due); a paused job, by its override or else its declared
+//     value (paused); a completed or skipped slot (final); a running slot
+//     whose guarding lease holding is still live (already_executing, naming
+//     that holding); a slot out of attempts.
+//  2. The lease is taken as LeaseAcquire takes it.
+//  3. Taken: the slot is inserted at attempt 1, or a failed, buffered or
+//     interrupted one is taken over with one more attempt.
+//  4. Held by another run (an overlap): refused with already_executing
+//     naming the holder, and the slot recorded; see recordOverlap.
 func claimSlot(ctx context.Context, tx *sql.Tx, p store.SlotClaimParams, slot, now time.Time) (store.SlotClaimResult, error) {
+	// Each read is its own small statement: preparing a statement is most of
+	// what one costs here, and a join of the three costs more than all three.
 	existing, err := getSlot(ctx, tx, p.Job, slot)
 	found := err == nil
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
@@ -69,11 +113,20 @@ func claimSlot(ctx context.Context, tx *sql.Tx, p store.SlotClaimParams, slot, n
 	if slot.After(now) {
 		return refuse(store.ClaimNotDue, store.Lease{})
 	}
+	enabled, err := jobEnabled(ctx, tx, p.Job, !p.DeclaredDisabled)
+	if err != nil {
+		return store.SlotClaimResult{}, err
+	}
+	if !enabled {
+		return refuse(store.ClaimPaused, store.Lease{})
+	}
 	if found {
-		if existing.Status == store.SlotCompleted {
+		switch existing.Status {
+		case store.SlotCompleted:
 			return refuse(store.ClaimCompleted, store.Lease{})
-		}
-		if existing.Status == store.SlotRunning {
+		case store.SlotSkipped:
+			return refuse(store.ClaimSkipped, store.Lease{})
+		case store.SlotRunning:
 			// The run is alive while the exact holding that claimed it is.
 			guard, err := scanLease(tx.QueryRowContext(ctx,
 				`SELECT `+leaseColumns+` FROM cronfence_leases WHERE name = ? AND generation = ? AND expires_at > ?`,
@@ -95,11 +148,12 @@ func claimSlot(ctx context.Context, tx *sql.Tx, p store.SlotClaimParams, slot, n
 		return store.SlotClaimResult{}, err
 	}
 	if !acquired {
-		return refuse(store.ClaimHeld, lease)
+		return recordOverlap(ctx, tx, p, slot, now, existing, found, lease)
 	}
 
-	// A new claim starts at attempt 1; a failed or interrupted one is taken
-	// over with one more attempt. The completed case was refused above.
+	// A new claim starts at attempt 1; a failed, buffered (attempts 0) or
+	// interrupted one is taken over with one more attempt. The completed and
+	// skipped cases were refused above.
 	claimed, err := scanSlot(tx.QueryRowContext(ctx, `
 		INSERT INTO cronfence_slots (job, slot, status, owner, lease_name, generation, attempts, started_at, finished_at)
 		VALUES (?1, ?2, 'running', ?3, ?4, ?5, 1, ?6, NULL)
@@ -120,15 +174,101 @@ func claimSlot(ctx context.Context, tx *sql.Tx, p store.SlotClaimParams, slot, n
 	return store.SlotClaimResult{Claimed: true, Slot: claimed, Lease: lease}, nil
 }
 
+// jobEnabled reads the job's override; with none set (no row, or NULL) the
+// declared value decides.
+func jobEnabled(ctx context.Context, q querier, job string, declared bool) (bool, error) {
+	var override sql.NullBool
+	err := q.QueryRowContext(ctx, `SELECT enabled_override FROM cronfence_job_state WHERE job = ?`, job).Scan(&override)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return declared, nil
+	case err != nil:
+		return false, err
+	case override.Valid:
+		return override.Bool, nil
+	}
+	return declared, nil
+}
+
+// recordOverlap answers a claim whose gate passed but whose lease is held by
+// another run (the previous slot's, or a manual one): refused with
+// already_executing, naming holder. A slot with no row yet is recorded, by
+// exactly one replica since the transaction holds the write lock and the
+// insert does nothing on conflict: buffered when p.Overlap is buffer-one and
+// the job has no buffered slot yet, otherwise skipped, with a skip run row
+// naming the holder. Both are owned by p.Owner at generation 0, attempts 0.
+// A slot that has a row (failed, buffered, interrupted) is left as it is.
+func recordOverlap(ctx context.Context, tx *sql.Tx, p store.SlotClaimParams, slot, now time.Time,
+	existing store.Slot, found bool, holder store.Lease) (store.SlotClaimResult, error) {
+	res := store.SlotClaimResult{Refusal: store.ClaimHeld, Slot: existing, Lease: holder}
+	if found {
+		return res, nil
+	}
+	status := store.SlotSkipped
+	if p.Overlap == store.OverlapBuffer {
+		var buffered bool
+		if err := tx.QueryRowContext(ctx,
+			`SELECT EXISTS (SELECT 1 FROM cronfence_slots WHERE job = ? AND status = 'buffered')`, p.Job,
+		).Scan(&buffered); err != nil {
+			return store.SlotClaimResult{}, err
+		}
+		if !buffered {
+			status = store.SlotBuffered
+		}
+	}
+	var finished sql.NullInt64
+	if status == store.SlotSkipped {
+		finished = nullMicros(now) // final at once
+	}
+	marked, err := tx.ExecContext(ctx, `
+		INSERT INTO cronfence_slots (job, slot, status, owner, lease_name, generation, attempts, started_at, finished_at)
+		VALUES (?, ?, ?, ?, ?, 0, 0, ?, ?)
+		ON CONFLICT (job, slot) DO NOTHING`,
+		p.Job, micros(slot), string(status), p.Owner, p.LeaseName, micros(now), finished,
+	)
+	if err != nil {
+		return store.SlotClaimResult{}, err
+	}
+	if n, err := marked.RowsAffected(); err != nil || n == 0 {
+		return res, err
+	}
+	res.Recorded = status
+	if status != store.SlotSkipped {
+		return res, nil
+	}
+	res.SkipRun, err = insertRun(ctx, tx, store.Run{
+		Job: p.Job, Slot: slot, CatchUp: p.CatchUp, Owner: p.Owner,
+		StartedAt: now, FinishedAt: now, Success: true, Skipped: true,
+		Reason: string(store.ClaimHeld), Logs: []string{skipLine(p.LeaseName, holder)},
+	}.Bounded(), now)
+	if err != nil {
+		return store.SlotClaimResult{}, err
+	}
+	return res, nil
+}
+
+// skipLine is the one log line of a skip run row, worded as the PostgreSQL
+// store words it. The holder is always known here (the refusal read it in
+// the same transaction); "another owner" is kept for the zero lease.
+func skipLine(leaseName string, holder store.Lease) string {
+	who := "another owner"
+	if holder.Generation != 0 {
+		who = fmt.Sprintf("%s at generation %d", holder.Owner, holder.Generation)
+	}
+	return fmt.Sprintf("Skipped: the previous run has not finished (lease %s held by %s)", leaseName, who)
+}
+
 // SlotFinish marks the claim p.Status, releases its lease and writes the run
 // row, in one immediate transaction. The first two are conditioned on the
 // claim's owner and generation; the run row is written whatever they did,
-// since it records what happened.
+// since it records what happened. A zero p.Slot is a manual run: there is no
+// slot to mark, and the run row has no slot. The result names the job's
+// earliest buffered slot, read in the same transaction.
 func (s *Store) SlotFinish(ctx context.Context, p store.SlotFinishParams) (res store.SlotFinishResult, err error) {
 	if err := p.Validate(); err != nil {
 		return store.SlotFinishResult{}, err
 	}
-	now, slot := clock(p.Now), normalize(p.Slot)
+	now, slot := s.now(p.Now), normalize(p.Slot)
 	run := p.Run
 	run.Job, run.Slot, run.Owner, run.Generation = p.Job, slot, p.Owner, p.Generation
 	if err := run.Validate(); err != nil {
@@ -140,25 +280,29 @@ func (s *Store) SlotFinish(ctx context.Context, p store.SlotFinishParams) (res s
 	run = run.Bounded()
 
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
-		// RETURNING started_at gives the run row its default start: the
-		// start of this very claim, known only when the claim is still ours.
-		var started int64
-		err := tx.QueryRowContext(ctx, `
-			UPDATE cronfence_slots SET status = ?1, finished_at = ?2
-			WHERE job = ?3 AND slot = ?4 AND owner = ?5 AND lease_name = ?6 AND generation = ?7
-			  AND status = 'running'
-			RETURNING started_at`,
-			string(p.Status), micros(now), p.Job, micros(slot), p.Owner, p.LeaseName, p.Generation,
-		).Scan(&started)
-		switch {
-		case err == nil:
-			res.SlotUpdated = true
-			if run.StartedAt.IsZero() {
-				run.StartedAt = fromMicros(started)
+		if !slot.IsZero() {
+			// RETURNING started_at gives the run row its default start: the
+			// start of this very claim, known only when the claim is still
+			// ours.
+			var started int64
+			err := tx.QueryRowContext(ctx, `
+				UPDATE cronfence_slots SET status = ?1, finished_at = ?2
+				WHERE job = ?3 AND slot = ?4 AND owner = ?5 AND lease_name = ?6 AND generation = ?7
+				  AND status = 'running'
+				RETURNING started_at`,
+				string(p.Status), micros(now), p.Job, micros(slot), p.Owner, p.LeaseName, p.Generation,
+			).Scan(&started)
+			switch {
+			case err == nil:
+				res.SlotUpdated = true
+				if run.StartedAt.IsZero() {
+					run.StartedAt = fromMicros(started)
+				}
+			case !errors.Is(err, sql.ErrNoRows):
+				return err
 			}
-		case !errors.Is(err, sql.ErrNoRows):
-			return err
 		}
+		var err error
 		res.LeaseReleased, err = releaseLease(ctx, tx, store.LeaseRef{Name: p.LeaseName, Owner: p.Owner, Generation: p.Generation}, now)
 		if err != nil {
 			return err
@@ -166,10 +310,22 @@ func (s *Store) SlotFinish(ctx context.Context, p store.SlotFinishParams) (res s
 		if run.FinishedAt.IsZero() {
 			run.FinishedAt = now // the slot's finish, whatever the start
 		}
-		res.Run, err = insertRun(ctx, tx, run, now)
-		return err
+		if res.Run, err = insertRun(ctx, tx, run, now); err != nil {
+			return err
+		}
+		var buffered sql.NullInt64
+		if err := tx.QueryRowContext(ctx,
+			`SELECT min(slot) FROM cronfence_slots WHERE job = ? AND status = 'buffered'`, p.Job,
+		).Scan(&buffered); err != nil {
+			return err
+		}
+		res.Buffered = fromNullMicros(buffered)
+		return nil
 	})
 	if err != nil {
+		if slot.IsZero() {
+			return store.SlotFinishResult{}, s.errorf(err, "finish manual run of job %q", p.Job)
+		}
 		return store.SlotFinishResult{}, s.errorf(err, "finish slot %s of job %q", slot.Format(time.RFC3339Nano), p.Job)
 	}
 	return res, nil

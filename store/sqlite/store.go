@@ -27,6 +27,7 @@ type Store struct {
 	writer      *sql.DB
 	gate        writeGate
 	busyTimeout time.Duration
+	nowFunc     func() time.Time // Config.NowFunc; see now
 
 	closed atomic.Bool
 
@@ -75,7 +76,7 @@ func Open(ctx context.Context, path string, cfg *Config) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("sqlite: open %q: %w", path, err)
 	}
-	return &Store{db: db, writer: writer, gate: newWriteGate(c.BusyTimeout), busyTimeout: busyTimeout}, nil
+	return &Store{db: db, writer: writer, gate: newWriteGate(c.BusyTimeout), busyTimeout: busyTimeout, nowFunc: c.NowFunc}, nil
 }
 
 // closingConnector is a driver.Connector that closes another pool when
@@ -138,13 +139,13 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// Now returns the process clock in UTC at microsecond precision: on one host
-// it is the database clock.
+// Now returns the process clock (Config.NowFunc's, when set) in UTC at
+// microsecond precision: on one host it is the database clock.
 func (s *Store) Now(ctx context.Context) (time.Time, error) {
 	if s.closed.Load() {
 		return time.Time{}, closedError("now")
 	}
-	return clock(time.Time{}), nil
+	return s.now(time.Time{}), nil
 }
 
 // inTx runs fn in one immediate transaction, after checking the schema, and

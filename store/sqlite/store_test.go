@@ -24,7 +24,12 @@ func everyCall(ctx context.Context, s *Store) map[string]error {
 	_, errs["LeaseRelease"] = s.LeaseRelease(ctx, ref)
 	_, errs["LeaseGet"] = s.LeaseGet(ctx, "n")
 	errs["LeaseFence"] = s.LeaseFence(ctx, "not even a transaction", "n", 1)
-	_, errs["SlotClaim"] = s.SlotClaim(ctx, store.SlotClaimParams{Job: "j", Slot: slot, LeaseName: "n", Owner: "o", TTL: time.Minute, MaxAttempts: 1})
+	claim := store.SlotClaimParams{Job: "j", Slot: slot, LeaseName: "n", Owner: "o", TTL: time.Minute, MaxAttempts: 1}
+	_, errs["SlotClaim"] = s.SlotClaim(ctx, claim)
+	_, errs["SlotClaimBatch"] = s.SlotClaimBatch(ctx, []store.SlotClaimParams{claim})
+	_, errs["LeaseRenewBatch"] = s.LeaseRenewBatch(ctx, []store.LeaseRenewParams{{LeaseRef: ref, TTL: time.Minute}})
+	_, errs["JobStateSet"] = s.JobStateSet(ctx, store.JobStateSetParams{Job: "j", By: "o"})
+	_, errs["JobStateList"] = s.JobStateList(ctx)
 	_, errs["SlotFinish"] = s.SlotFinish(ctx, store.SlotFinishParams{Job: "j", Slot: slot, LeaseName: "n", Owner: "o", Generation: 1, Status: store.SlotCompleted})
 	_, errs["SlotGet"] = s.SlotGet(ctx, "j", slot)
 	_, errs["RunInsert"] = s.RunInsert(ctx, store.Run{Job: "j"})

@@ -40,8 +40,9 @@ func TestStoreNamesArePrefixed(t *testing.T) {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"table cronfence_leases", "table cronfence_slots", "table cronfence_runs",
-		"table cronfence_schema_migrations", "index cronfence_runs_job_id"} {
+	for _, want := range []string{"table cronfence_leases", "table cronfence_slots", "table cronfence_job_state",
+		"table cronfence_runs", "table cronfence_schema_migrations", "index cronfence_runs_job_id",
+		"index cronfence_slots_buffered"} {
 		if !strings.Contains(strings.Join(names, "\n")+"\n", want+"\n") {
 			t.Errorf("schema %q lacks %s", names, want)
 		}
@@ -76,7 +77,7 @@ func TestUserTablesBesideStore(t *testing.T) {
 	if database, binary, err := s.SchemaVersion(ctx); err != nil || database != binary {
 		t.Fatalf("SchemaVersion = %d, %d, %v; want the binary's version", database, binary, err)
 	}
-	slot := clock(time.Time{}).Add(-time.Minute)
+	slot := s.now(time.Time{}).Add(-time.Minute)
 	claim, err := s.SlotClaim(ctx, store.SlotClaimParams{
 		Job: "settle", Slot: slot, LeaseName: "job:settle", Owner: "A", TTL: time.Hour, MaxAttempts: 1,
 	})

@@ -36,11 +36,18 @@ func normalize(t time.Time) time.Time {
 	return fromMicros(micros(t))
 }
 
-// clock returns the pinned instant if set, otherwise the process clock, which
-// is the database clock here: every process sharing the file shares the host.
-func clock(pinned time.Time) time.Time {
-	if !pinned.IsZero() {
+// now is the one clock of the store: the pinned instant if set, otherwise
+// Config.NowFunc's if set, otherwise the process clock, which is the
+// database clock here since every process sharing the file shares the host.
+// It is normalized like a stored instant. Every "now" the store writes or
+// compares against comes from here; only the waits for a lock (BusyTimeout)
+// and the migration record's applied_at use the real clock.
+func (s *Store) now(pinned time.Time) time.Time {
+	switch {
+	case !pinned.IsZero():
 		return normalize(pinned)
+	case s.nowFunc != nil:
+		return normalize(s.nowFunc())
 	}
 	return normalize(time.Now())
 }

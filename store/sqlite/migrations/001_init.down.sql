@@ -3,5 +3,7 @@
 -- deletes the row for version 1 in the same transaction.
 DROP INDEX IF EXISTS cronfence_runs_job_id;
 DROP TABLE IF EXISTS cronfence_runs;
+DROP TABLE IF EXISTS cronfence_job_state;
+DROP INDEX IF EXISTS cronfence_slots_buffered;
 DROP TABLE IF EXISTS cronfence_slots;
 DROP TABLE IF EXISTS cronfence_leases;

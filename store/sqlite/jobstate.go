@@ -1,0 +1,96 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"github.com/cronfence/cronfence/store"
+)
+
+const jobStateColumns = `job, enabled_override, override_by, override_at, note`
+
+func scanJobState(row interface{ Scan(...any) error }) (store.JobState, error) {
+	var (
+		js       store.JobState
+		override sql.NullBool
+		at       int64
+	)
+	if err := row.Scan(&js.Job, &override, &js.OverrideBy, &at, &js.Note); err != nil {
+		return store.JobState{}, err
+	}
+	if override.Valid {
+		js.EnabledOverride = &override.Bool
+	}
+	js.OverrideAt = fromMicros(at)
+	return js, nil
+}
+
+// JobStateSet sets or clears (p.Enabled == nil) the job's enabled override,
+// recording who, when (the store's clock) and the note; see store.Store.
+// Every claim reads it in its own transaction, so the next claim of any
+// replica sees it.
+func (s *Store) JobStateSet(ctx context.Context, p store.JobStateSetParams) (store.JobState, error) {
+	if err := p.Validate(); err != nil {
+		return store.JobState{}, err
+	}
+	if s.closed.Load() {
+		return store.JobState{}, closedError("set job state")
+	}
+	override := sql.NullBool{}
+	if p.Enabled != nil {
+		override = sql.NullBool{Bool: *p.Enabled, Valid: true}
+	}
+	now := s.now(time.Time{})
+	var js store.JobState
+	err := s.inTx(ctx, func(tx *sql.Tx) (err error) {
+		js, err = scanJobState(tx.QueryRowContext(ctx, `
+			INSERT INTO cronfence_job_state (job, enabled_override, override_by, override_at, note)
+			VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (job) DO UPDATE SET
+				enabled_override = excluded.enabled_override,
+				override_by      = excluded.override_by,
+				override_at      = excluded.override_at,
+				note             = excluded.note
+			RETURNING `+jobStateColumns,
+			p.Job, override, p.By, micros(now), p.Note,
+		))
+		return err
+	})
+	if err != nil {
+		return store.JobState{}, s.errorf(err, "set the state of job %q", p.Job)
+	}
+	return js, nil
+}
+
+// JobStateList returns the state of every job that has one, by name.
+func (s *Store) JobStateList(ctx context.Context) ([]store.JobState, error) {
+	if s.closed.Load() {
+		return nil, closedError("list job states")
+	}
+	if err := s.checkSchema(ctx, s.db); err != nil {
+		return nil, s.errorf(err, "list job states")
+	}
+	states, err := listJobStates(ctx, s.db)
+	if err != nil {
+		return nil, s.errorf(err, "list job states")
+	}
+	return states, nil
+}
+
+func listJobStates(ctx context.Context, q querier) ([]store.JobState, error) {
+	rows, err := q.QueryContext(ctx, `SELECT `+jobStateColumns+` FROM cronfence_job_state ORDER BY job`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var states []store.JobState
+	for rows.Next() {
+		js, err := scanJobState(rows)
+		if err != nil {
+			return nil, err
+		}
+		states = append(states, js)
+	}
+	return states, rows.Err()
+}
