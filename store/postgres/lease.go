@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -67,6 +69,9 @@ func (s *Store) LeaseRenewBatch(ctx context.Context, items []store.LeaseRenewPar
 	if len(items) == 0 {
 		return nil, nil
 	}
+	// Lock rows in name order, as every statement does, against deadlocks.
+	items = slices.Clone(items)
+	slices.SortFunc(items, func(a, b store.LeaseRenewParams) int { return strings.Compare(a.Name, b.Name) })
 	names, owners := make([]string, len(items)), make([]string, len(items))
 	generations, ttls := make([]int64, len(items)), make([]int64, len(items))
 	for i, p := range items {

@@ -222,6 +222,10 @@ mark AS (
                         AND NOT EXISTS (SELECT 1 FROM {{schema}}.slots b WHERE b.job = i.job AND b.status = 'buffered')
                        THEN 'buffered' ELSE 'skipped' END AS status) m
      WHERE NOT EXISTS (SELECT 1 FROM lease l WHERE l.name = i.lease_name)
+       -- Lock order: every statement locks lease rows before slot rows.
+       -- Sub-statements of a WITH run in no set order, so finish the lease
+       -- upsert (an InitPlan, run before the first row) before inserting.
+       AND (SELECT count(*) FROM lease) >= 0
     ON CONFLICT (job, slot) DO NOTHING
     RETURNING s.job, s.slot, s.status
 ),
@@ -267,20 +271,22 @@ SELECT g.refusal,
 // $14 skipped, $15 reason, $16 error, $17 logs.
 const slotFinishSQL = `
 WITH c AS (SELECT coalesce($7::timestamptz, now()) AS now),
-s AS (
-    UPDATE {{schema}}.slots t
-       SET status = $6, finished_at = c.now
-      FROM c
-     WHERE t.job = $1 AND t.slot = $2 AND t.lease_name = $3 AND t.owner = $4
-       AND t.generation = $5 AND t.status = 'running'
-    RETURNING t.started_at
-),
 l AS (
     UPDATE {{schema}}.leases t
        SET expires_at = least(t.expires_at, c.now)
       FROM c
      WHERE t.name = $3 AND t.owner = $4 AND t.generation = $5
     RETURNING 1
+),
+s AS (
+    UPDATE {{schema}}.slots t
+       SET status = $6, finished_at = c.now
+      FROM c
+     WHERE t.job = $1 AND t.slot = $2 AND t.lease_name = $3 AND t.owner = $4
+       AND t.generation = $5 AND t.status = 'running'
+       -- Lock order, as in slotClaimSQL: the lease row first.
+       AND (SELECT count(*) FROM l) >= 0
+    RETURNING t.started_at
 ),
 r AS (
     INSERT INTO {{schema}}.runs (job, slot, manual, catch_up, owner, generation, attempt,

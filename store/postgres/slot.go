@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/cronfence/cronfence/store"
@@ -29,6 +30,19 @@ func (s *Store) SlotClaimBatch(ctx context.Context, items []store.SlotClaimParam
 	if len(items) == 0 {
 		return nil, nil
 	}
+	// Rows are locked in lease-name order, the same in every statement, so
+	// two replicas claiming overlapping sets of jobs cannot deadlock.
+	order := make([]int, len(items))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return items[order[a]].LeaseName < items[order[b]].LeaseName })
+	sorted := make([]store.SlotClaimParams, len(items))
+	for i, j := range order {
+		sorted[i] = items[j]
+	}
+	items = sorted
+
 	n := len(items)
 	var (
 		jobs, leaseNames, overlaps = make([]string, n), make([]string, n), make([]string, n)
@@ -128,7 +142,11 @@ func (s *Store) SlotClaimBatch(ctx context.Context, items []store.SlotClaimParam
 		}
 		results[i] = refusalFor(current, items[i].MaxAttempts)
 	}
-	return results, nil
+	inOrder := make([]store.SlotClaimResult, n)
+	for i, j := range order {
+		inOrder[j] = results[i]
+	}
+	return inOrder, nil
 }
 
 // refusalFor says why an existing slot row cannot be claimed.
