@@ -2,6 +2,7 @@ package cronfence
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/cronfence/cronfence/store"
 )
@@ -17,3 +18,30 @@ var ErrLeaseLost = store.ErrLeaseLost
 func errInvalid(msg string) error {
 	return errors.Join(errors.New("cronfence: "+msg), store.ErrInvalidArgument)
 }
+
+// ErrAlreadyExecuting is returned by Trigger when a run of the job holds its
+// lease. The error is an *AlreadyExecutingError naming the holder.
+var ErrAlreadyExecuting = errors.New("cronfence: job already executing")
+
+// ErrUnknownJob is returned for a job name that was never registered.
+var ErrUnknownJob = errors.New("cronfence: unknown job")
+
+// ErrNotStarted is returned by calls that need a started scheduler.
+var ErrNotStarted = errors.New("cronfence: scheduler not started")
+
+// AlreadyExecutingError says who holds a job's lease, and carries the skip
+// row recorded for the refused manual run.
+type AlreadyExecutingError struct {
+	Job    string
+	Holder store.Lease // as last seen; zero fields when unknown
+	Skip   store.Run   // the run row recorded for the refusal
+}
+
+func (e *AlreadyExecutingError) Error() string {
+	return fmt.Sprintf("cronfence: job %q already executing (lease held by %s at generation %d)", e.Job, e.Holder.Owner, e.Holder.Generation)
+}
+
+// Is makes errors.Is(err, ErrAlreadyExecuting) true.
+func (e *AlreadyExecutingError) Is(target error) bool { return target == ErrAlreadyExecuting }
+
+func unknownJob(name string) error { return fmt.Errorf("%w: %q", ErrUnknownJob, name) }

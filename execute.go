@@ -1,0 +1,281 @@
+package cronfence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/cronfence/cronfence/internal/leasekeeper"
+	"github.com/cronfence/cronfence/store"
+)
+
+// runSpec is one run about to start.
+type runSpec struct {
+	job     *registered
+	slot    time.Time   // zero for a manual run
+	lease   store.Lease // zero when the store was unreachable (fail-open)
+	attempt int
+	manual  bool
+	catchUp bool
+	sent    time.Time // when the claim was sent, on the scheduler's clock
+	first   string    // a first log line, e.g. the catch-up notice
+}
+
+func (s *Scheduler) startRun(job *registered, claim store.SlotClaimResult, sent time.Time, catchUp bool, first string) {
+	s.start(runSpec{job: job, slot: claim.Slot.Slot, lease: claim.Lease, attempt: claim.Slot.Attempts, catchUp: catchUp, sent: sent, first: first})
+}
+
+// start runs a handler in its own goroutine: under its lease, renewed by the
+// replica's keeper, and finished with one round trip.
+func (s *Scheduler) start(spec runSpec) {
+	s.busy.Add(1)
+	s.runs.Add(1)
+	go func() {
+		defer s.runs.Done()
+		defer s.busy.Add(-1)
+		s.execute(spec)
+	}()
+}
+
+func (s *Scheduler) execute(spec runSpec) {
+	job := spec.job
+	ctx := s.runsCtx
+	var hold *leasekeeper.Hold
+	if spec.lease.Generation > 0 {
+		hold = s.keeper.Hold(s.runsCtx, spec.lease, job.LeaseTTL, spec.sent)
+		ctx = hold.Context()
+	}
+	if job.Timeout > 0 {
+		var stop func()
+		ctx, stop = s.withTimeout(ctx, job.Timeout, fmt.Errorf("cronfence: job %q timed out after %s", job.Name, job.Timeout))
+		defer stop()
+	}
+
+	logs := &logBuffer{}
+	attrs := []any{"job", job.Name, "generation", spec.lease.Generation, "attempt", spec.attempt}
+	if !spec.slot.IsZero() {
+		attrs = append(attrs, "slot", spec.slot)
+	}
+	logger := slog.New(&teeHandler{next: s.log.Handler(), buf: logs}).With(attrs...)
+	if spec.first != "" {
+		logger.Info(spec.first)
+	}
+	var lease *Lease
+	if spec.lease.Generation > 0 {
+		lease = newLease(spec.lease, s.store)
+	}
+	run := &Run{
+		Job: job.Name, Slot: spec.slot, Generation: spec.lease.Generation, Attempt: spec.attempt,
+		Manual: spec.manual, CatchUp: spec.catchUp, Owner: s.cfg.Owner, Logger: logger, lease: lease, logs: logs,
+	}
+
+	err := callHandler(ctx, job.Handler, run)
+	var lost error
+	if hold != nil {
+		lost = hold.Stop()
+	}
+	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(err, cause) && ctx.Err() != nil {
+		err = fmt.Errorf("%w (%w)", err, cause)
+	}
+	err = errors.Join(err, lost)
+	if err != nil {
+		logger.Error("cronfence: run failed", "error", err)
+	}
+	s.finish(spec, err, logs.snapshot())
+}
+
+// finish ends the run in one round trip, and starts a buffered slot that
+// was waiting for it.
+func (s *Scheduler) finish(spec runSpec, runErr error, logs []string) {
+	job := spec.job
+	row := store.Run{
+		Manual: spec.manual, CatchUp: spec.catchUp, Attempt: spec.attempt, Success: runErr == nil, Logs: logs,
+		StartedAt: spec.lease.AcquiredAt,
+	}
+	if runErr != nil {
+		row.Error = runErr.Error()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), finishTimeout)
+	defer cancel()
+	if spec.lease.Generation == 0 {
+		// A fail-open run held no lease: record what happened, if the store
+		// is back.
+		row.Job, row.Slot, row.Owner, row.StartedAt = job.Name, spec.slot, s.cfg.Owner, time.Time{}
+		if _, err := s.store.RunInsert(ctx, row); err != nil {
+			s.log.Warn("cronfence: could not record a run made without a lease", "job", job.Name, "error", err)
+		}
+		return
+	}
+	status := store.SlotCompleted
+	if runErr != nil {
+		status = store.SlotFailed
+	}
+	res, err := s.store.SlotFinish(ctx, store.SlotFinishParams{
+		Job: job.Name, Slot: spec.slot, LeaseName: spec.lease.Name, Owner: spec.lease.Owner,
+		Generation: spec.lease.Generation, Status: status, Run: row,
+	})
+	if err != nil {
+		s.log.Error("cronfence: could not record the end of a run; its lease expires at its TTL", "job", job.Name, "error", err)
+		return
+	}
+	if !spec.slot.IsZero() && !res.SlotUpdated {
+		s.log.Warn("cronfence: the slot was taken over before this run ended; its result was not recorded on the slot",
+			"job", job.Name, "slot", spec.slot, "generation", spec.lease.Generation)
+	}
+	if !res.Buffered.IsZero() && job.Overlap == OverlapBufferOne {
+		s.runBuffered(job, res.Buffered)
+	}
+}
+
+// runBuffered claims and starts the slot that waited for the run that just
+// ended (overlap policy buffer-one).
+func (s *Scheduler) runBuffered(job *registered, slot time.Time) {
+	s.mu.Lock()
+	stopped := s.stopped
+	s.mu.Unlock()
+	if stopped {
+		return // left buffered: catch-up or the next run picks it up
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), finishTimeout)
+	defer cancel()
+	sent := s.cfg.Clock.Now()
+	r, err := s.store.SlotClaim(ctx, job.claimParams(slot, s.cfg.Owner, s.liveKey, false))
+	if err != nil || !r.Claimed {
+		if err != nil {
+			s.log.Warn("cronfence: could not claim the buffered slot", "job", job.Name, "slot", slot, "error", err)
+		}
+		return
+	}
+	s.startRun(job, r, sent, false, fmt.Sprintf("Buffered run for slot %s, after the overlapping run ended", slot.UTC().Format(time.RFC3339)))
+}
+
+// callHandler runs the handler, turning a panic into an error so the run
+// is still finished and its lease released.
+func callHandler(ctx context.Context, h Handler, run *Run) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("cronfence: handler of job %q panicked: %v", run.Job, p)
+		}
+	}()
+	return h(ctx, run)
+}
+
+// withTimeout is context.WithTimeoutCause on the scheduler's clock.
+func (s *Scheduler) withTimeout(parent context.Context, d time.Duration, cause error) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	timer := s.cfg.Clock.NewTimer(d)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-timer.C():
+			cancel(cause)
+		case <-done:
+			timer.Stop()
+		}
+	}()
+	return ctx, func() { close(done); cancel(context.Canceled) }
+}
+
+// ManualRun describes a run started by Trigger.
+type ManualRun struct {
+	Job        string
+	Owner      string
+	Generation int64
+	StartedAt  time.Time // by the database clock
+}
+
+// Trigger starts a manual run of the job now, on this replica. It takes the
+// job's lease like any run, so it never overlaps a scheduled or manual run
+// on any replica: when one holds the lease, Trigger records the refusal as
+// a skip row and returns an *AlreadyExecutingError (errors.Is
+// ErrAlreadyExecuting) naming the holder. The run goes on in the background
+// after Trigger returns. A paused job can still be triggered by hand.
+func (s *Scheduler) Trigger(ctx context.Context, name string) (ManualRun, error) {
+	s.mu.Lock()
+	r, ok := s.jobs[name]
+	live := s.started && !s.stopped
+	s.mu.Unlock()
+	if !ok {
+		return ManualRun{}, unknownJob(name)
+	}
+	if !live {
+		return ManualRun{}, ErrNotStarted
+	}
+	leaseName := r.leaseName(time.Time{})
+	if r.Overlap == OverlapAllow {
+		leaseName = fmt.Sprintf("job:%s@manual-%d", r.Name, s.cfg.Clock.Now().UnixNano())
+	}
+	sent := s.cfg.Clock.Now()
+	lease, acquired, err := s.store.LeaseAcquire(ctx, store.LeaseAcquireParams{Name: leaseName, Owner: s.cfg.Owner, TTL: r.LeaseTTL})
+	if err != nil {
+		return ManualRun{}, fmt.Errorf("cronfence: trigger %q: %w", name, err)
+	}
+	if !acquired {
+		holder := "another owner"
+		if lease.Owner != "" {
+			holder = fmt.Sprintf("%s at generation %d", lease.Owner, lease.Generation)
+		}
+		skip, err := s.store.RunInsert(ctx, store.Run{
+			Job: name, Manual: true, Owner: s.cfg.Owner, Success: true, Skipped: true, Reason: string(store.ClaimHeld),
+			Logs: []string{fmt.Sprintf("Skipped: the previous run has not finished (lease %s held by %s)", leaseName, holder)},
+		})
+		if err != nil {
+			s.log.Warn("cronfence: could not record a refused manual run", "job", name, "error", err)
+		}
+		return ManualRun{}, &AlreadyExecutingError{Job: name, Holder: lease, Skip: skip}
+	}
+	s.start(runSpec{job: r, lease: lease, attempt: 1, manual: true, sent: sent})
+	return ManualRun{Job: name, Owner: s.cfg.Owner, Generation: lease.Generation, StartedAt: lease.AcquiredAt}, nil
+}
+
+// SetEnabled overrides the job's declared enabled value on every replica:
+// true or false pause or resume it from the next slot on, nil removes the
+// override. by and note are recorded with it. It survives restarts.
+func (s *Scheduler) SetEnabled(ctx context.Context, name string, enabled *bool, by, note string) (store.JobState, error) {
+	s.mu.Lock()
+	_, ok := s.jobs[name]
+	s.mu.Unlock()
+	if !ok {
+		return store.JobState{}, unknownJob(name)
+	}
+	js, err := s.store.JobStateSet(ctx, store.JobStateSetParams{Job: name, Enabled: enabled, By: by, Note: note})
+	if err != nil {
+		return store.JobState{}, fmt.Errorf("cronfence: set enabled of %q: %w", name, err)
+	}
+	return js, nil
+}
+
+// Stop stops firing, lets running handlers finish within the shutdown
+// grace (or until ctx ends), then cancels them; every run still ends with
+// its lease released, so another replica takes the next slot at once.
+func (s *Scheduler) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	if !s.started || s.stopped {
+		s.mu.Unlock()
+		return nil
+	}
+	s.stopped = true
+	s.mu.Unlock()
+	s.loopCancel()
+	<-s.loopDone
+
+	done := make(chan struct{})
+	go func() { s.runs.Wait(); close(done) }()
+	grace := s.cfg.Clock.NewTimer(s.cfg.ShutdownGrace)
+	select {
+	case <-done:
+	case <-grace.C():
+		s.log.Warn("cronfence: shutdown grace passed; cancelling running handlers", "grace", s.cfg.ShutdownGrace)
+	case <-ctx.Done():
+	}
+	grace.Stop()
+	s.runsCancel()
+	<-done
+	s.keeper.Close()
+	if s.release != nil {
+		s.release()
+	}
+	return nil
+}

@@ -1,0 +1,47 @@
+package cronfence
+
+import (
+	"container/heap"
+	"time"
+)
+
+// entry is one job in the scheduler's timer heap.
+type entry struct {
+	job    *registered
+	slot   time.Time // the slot to claim when the entry fires
+	fireAt time.Time // when to fire, on the scheduler's clock: the slot, or a retry
+	index  int
+}
+
+// timers is a min-heap of entries by fireAt: one heap for all jobs, so a
+// replica with many jobs wakes once per distinct instant.
+type timers []*entry
+
+func (t timers) Len() int           { return len(t) }
+func (t timers) Less(i, j int) bool { return t[i].fireAt.Before(t[j].fireAt) }
+func (t timers) Swap(i, j int) {
+	t[i], t[j] = t[j], t[i]
+	t[i].index, t[j].index = i, j
+}
+func (t *timers) Push(x any) {
+	e := x.(*entry)
+	e.index = len(*t)
+	*t = append(*t, e)
+}
+func (t *timers) Pop() any {
+	old := *t
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	*t = old[:len(old)-1]
+	e.index = -1
+	return e
+}
+
+// popDue removes and returns every entry due at now.
+func (t *timers) popDue(now time.Time) []*entry {
+	var due []*entry
+	for t.Len() > 0 && !(*t)[0].fireAt.After(now) {
+		due = append(due, heap.Pop(t).(*entry))
+	}
+	return due
+}

@@ -1,0 +1,159 @@
+package cronfence
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/cronfence/cronfence/schedule"
+	"github.com/cronfence/cronfence/store"
+)
+
+// Overlap is what happens when a job's slot comes due while a previous run
+// of it (or a manual run) still holds the job's lease.
+type Overlap string
+
+const (
+	// OverlapSkip skips the slot and records the skip as a run row naming
+	// the holder. The default.
+	OverlapSkip Overlap = "skip"
+	// OverlapAllow runs every slot, overlapping or not: no job lease, each
+	// slot guarded by a lease of its own.
+	OverlapAllow Overlap = "allow"
+	// OverlapBufferOne runs the overlapped slot once the current run ends;
+	// further slots while one is buffered are skipped.
+	OverlapBufferOne Overlap = "buffer-one"
+)
+
+const (
+	// DefaultLeaseTTL is a job's lease TTL when Job.LeaseTTL is zero.
+	DefaultLeaseTTL = 90 * time.Second
+	// DefaultMaxAttempts is how often a slot may be attempted when
+	// Job.MaxAttempts is zero.
+	DefaultMaxAttempts = 3
+	// MaxJobNameLength leaves room in lease names for the slot.
+	MaxJobNameLength = 150
+)
+
+// Handler is a job's work. ctx is cancelled when the run's lease is lost,
+// when the job's timeout passes and on shutdown; fence every write with
+// run.Fence all the same.
+type Handler func(ctx context.Context, run *Run) error
+
+// Job is a scheduled job. Name, Schedule and Handler are required.
+type Job struct {
+	// Name identifies the job across replicas: lower-case is not required,
+	// but it must be the same on every replica. At most MaxJobNameLength
+	// bytes.
+	Name string
+	// Schedule is a cron spec: 5 fields, or 6 with seconds first, @hourly
+	// and friends, or "@every D" (anchored to the Unix epoch). A CRON_TZ=
+	// prefix sets the zone. See package schedule.
+	Schedule string
+	// TimeZone is the IANA zone the schedule is read in. Defaults to UTC.
+	TimeZone string
+	// Handler does the work.
+	Handler Handler
+	// Timeout cancels a run's context after this long. Zero means no
+	// timeout (the lease still guards the run).
+	Timeout time.Duration
+	// LeaseTTL is the run's lease TTL, renewed every third. Defaults to
+	// DefaultLeaseTTL (90s).
+	LeaseTTL time.Duration
+	// CatchUpWindow, when positive, runs at start-up (and after a store
+	// outage) the most recent slot inside the window that nobody claimed.
+	// Defaults to 0: off.
+	CatchUpWindow time.Duration
+	// Overlap is the overlap policy. Defaults to OverlapSkip.
+	Overlap Overlap
+	// Deadline is how long after its slot a run should have completed, for
+	// absence monitoring. Zero means none.
+	Deadline time.Duration
+	// MaxAttempts bounds how often one slot is attempted (a run that died or
+	// failed may be resumed). Defaults to DefaultMaxAttempts (3).
+	MaxAttempts int
+	// Disabled declares the job off; an override (SetEnabled) wins.
+	Disabled bool
+	// RunWhenStoreDown runs the handler, without a lease, when the store
+	// cannot be reached at a fire (fail-open), with a warning. Default:
+	// leave the slot to catch-up.
+	RunWhenStoreDown bool
+}
+
+// registered is a validated job with its parsed schedule.
+type registered struct {
+	Job
+	sched schedule.Schedule
+}
+
+func (j Job) prepare() (*registered, error) {
+	if err := store.ValidateName("job name", j.Name); err != nil {
+		return nil, fmt.Errorf("cronfence: %w", err)
+	}
+	if len(j.Name) > MaxJobNameLength {
+		return nil, errInvalid(fmt.Sprintf("job %q: name must be at most %d bytes", j.Name, MaxJobNameLength))
+	}
+	if j.Handler == nil {
+		return nil, errInvalid(fmt.Sprintf("job %q: Handler is required", j.Name))
+	}
+	loc := time.UTC
+	if j.TimeZone != "" {
+		var err error
+		if loc, err = time.LoadLocation(j.TimeZone); err != nil {
+			return nil, errInvalid(fmt.Sprintf("job %q: time zone %q: %v", j.Name, j.TimeZone, err))
+		}
+	}
+	sched, err := schedule.Parse(j.Schedule, &schedule.Options{Location: loc})
+	if err != nil {
+		return nil, errInvalid(fmt.Sprintf("job %q: %v", j.Name, err))
+	}
+	if j.LeaseTTL == 0 {
+		j.LeaseTTL = DefaultLeaseTTL
+	}
+	if err := store.ValidateTTL(j.LeaseTTL); err != nil {
+		return nil, fmt.Errorf("cronfence: job %q: lease %w", j.Name, err)
+	}
+	if j.MaxAttempts == 0 {
+		j.MaxAttempts = DefaultMaxAttempts
+	}
+	if j.Overlap == "" {
+		j.Overlap = OverlapSkip
+	}
+	switch {
+	case j.Overlap != OverlapSkip && j.Overlap != OverlapAllow && j.Overlap != OverlapBufferOne:
+		return nil, errInvalid(fmt.Sprintf("job %q: overlap must be %q, %q or %q, got %q", j.Name, OverlapSkip, OverlapAllow, OverlapBufferOne, j.Overlap))
+	case j.Timeout < 0:
+		return nil, errInvalid(fmt.Sprintf("job %q: Timeout must not be negative, got %s", j.Name, j.Timeout))
+	case j.CatchUpWindow < 0:
+		return nil, errInvalid(fmt.Sprintf("job %q: CatchUpWindow must not be negative, got %s", j.Name, j.CatchUpWindow))
+	case j.Deadline < 0:
+		return nil, errInvalid(fmt.Sprintf("job %q: Deadline must not be negative, got %s", j.Name, j.Deadline))
+	case j.MaxAttempts < 1:
+		return nil, errInvalid(fmt.Sprintf("job %q: MaxAttempts must be at least 1, got %d", j.Name, j.MaxAttempts))
+	}
+	return &registered{Job: j, sched: sched}, nil
+}
+
+// leaseName is the lease that guards a run of the job: one per job, so runs
+// never overlap, or with OverlapAllow one per slot.
+func (r *registered) leaseName(slot time.Time) string {
+	if r.Overlap == OverlapAllow {
+		return "job:" + r.Name + "@" + slot.UTC().Format(time.RFC3339Nano)
+	}
+	return "job:" + r.Name
+}
+
+func (r *registered) storeOverlap() store.OverlapPolicy {
+	if r.Overlap == OverlapBufferOne {
+		return store.OverlapBuffer
+	}
+	return store.OverlapSkip
+}
+
+func (r *registered) claimParams(slot time.Time, owner string, liveKey int64, catchUp bool) store.SlotClaimParams {
+	return store.SlotClaimParams{
+		Job: r.Name, Slot: slot, LeaseName: r.leaseName(slot), Owner: owner, TTL: r.LeaseTTL,
+		MaxAttempts: r.MaxAttempts, DeclaredDisabled: r.Disabled, Overlap: r.storeOverlap(),
+		CatchUp: catchUp, LiveKey: liveKey,
+	}
+}

@@ -1,0 +1,118 @@
+package cronfence
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cronfence/cronfence/store"
+)
+
+// Run is what a handler gets about the run it is doing.
+type Run struct {
+	Job        string
+	Slot       time.Time // the intended occurrence (UTC); zero for a manual run
+	Generation int64     // the fencing token of the run's lease
+	Attempt    int       // 1 for the first attempt of a slot
+	Manual     bool      // started by Trigger
+	CatchUp    bool      // a missed slot run by catch-up
+	Owner      string    // this replica
+
+	// Logger logs to the scheduler's logger and into the run's row (the
+	// newest lines, bounded), where operators see them with the run.
+	Logger *slog.Logger
+
+	lease *Lease
+	logs  *logBuffer
+}
+
+// Fence checks, inside the caller's transaction tx, that this run still
+// holds its lease, and holds it against a takeover until tx ends. It returns
+// an error wrapping ErrLeaseLost when the run was fenced out: roll back. See
+// Lease.Fence.
+func (r *Run) Fence(ctx context.Context, tx any) error {
+	if r.lease == nil {
+		return errInvalid("run of job " + r.Job + " holds no lease to fence with (the store was unreachable when it started)")
+	}
+	return r.lease.Fence(ctx, tx)
+}
+
+// IdempotencyKey derives a key for this run's effects from the job and the
+// slot, never from the time the run started, so a retried or duplicated run
+// of the same slot produces the same key: "daily-close/2026-09-25T00:05:00Z"
+// and, with parts, "daily-close/2026-09-25T00:05:00Z/store-42". A manual run
+// has no slot; its key names its generation instead.
+func (r *Run) IdempotencyKey(parts ...string) string {
+	var b strings.Builder
+	b.WriteString(r.Job)
+	b.WriteByte('/')
+	if r.Slot.IsZero() {
+		b.WriteString("manual-")
+		b.WriteString(strconv.FormatInt(r.Generation, 10))
+	} else {
+		b.WriteString(r.Slot.UTC().Format(time.RFC3339Nano))
+	}
+	for _, p := range parts {
+		b.WriteByte('/')
+		b.WriteString(p)
+	}
+	return b.String()
+}
+
+// logBuffer keeps the lines a run logs, bounded like the run row.
+type logBuffer struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (b *logBuffer) add(line string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.lines = append(b.lines, line)
+	if len(b.lines) > 2*store.MaxRunLogLines {
+		b.lines = append(b.lines[:0:0], b.lines[len(b.lines)-store.MaxRunLogLines:]...)
+	}
+}
+
+func (b *logBuffer) snapshot() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.lines...)
+}
+
+// teeHandler sends records to the scheduler's handler and, formatted as one
+// line, to the run's buffer.
+type teeHandler struct {
+	next slog.Handler
+	buf  *logBuffer
+}
+
+func (h *teeHandler) Enabled(ctx context.Context, l slog.Level) bool { return true }
+
+func (h *teeHandler) Handle(ctx context.Context, r slog.Record) error {
+	var b strings.Builder
+	b.WriteString(r.Level.String())
+	b.WriteByte(' ')
+	b.WriteString(r.Message)
+	r.Attrs(func(a slog.Attr) bool {
+		b.WriteByte(' ')
+		b.WriteString(a.String())
+		return true
+	})
+	h.buf.add(b.String())
+	if h.next.Enabled(ctx, r.Level) {
+		return h.next.Handle(ctx, r)
+	}
+	return nil
+}
+
+func (h *teeHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &teeHandler{next: h.next.WithAttrs(attrs), buf: h.buf}
+}
+
+func (h *teeHandler) WithGroup(name string) slog.Handler {
+	return &teeHandler{next: h.next.WithGroup(name), buf: h.buf}
+}

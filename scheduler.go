@@ -1,0 +1,377 @@
+package cronfence
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cronfence/cronfence/internal/leasekeeper"
+	"github.com/cronfence/cronfence/store"
+)
+
+// finishTimeout bounds the round trip that ends a run; it runs even when
+// the scheduler is shutting down, so the lease is handed over at once.
+const finishTimeout = 10 * time.Second
+
+// Scheduler runs registered jobs so that each slot runs once across every
+// replica sharing the store. Build it with New, Register jobs, Start it, and
+// Stop it on shutdown.
+type Scheduler struct {
+	cfg   Config
+	store store.Store
+	log   *slog.Logger
+
+	mu                        sync.Mutex
+	jobs                      map[string]*registered
+	heap                      timers
+	started                   bool
+	stopped                   bool
+	liveKey                   int64
+	release                   func()
+	keeper                    *leasekeeper.Keeper
+	catchUp                   bool // a catch-up pass is due (start-up, or the store came back)
+	down                      bool // the last claim failed: the store is unreachable
+	nextPrune, nextClockCheck time.Time
+
+	wake       chan struct{}
+	loopCancel context.CancelFunc
+	loopDone   chan struct{}
+	runsCtx    context.Context // parent of every handler's context; cancelled after the shutdown grace
+	runsCancel context.CancelFunc
+	runs       sync.WaitGroup
+	busy       atomic.Int64 // fires and runs in progress; for tests
+	offset     atomic.Int64 // this clock minus the database clock, in ns
+}
+
+// New returns a Scheduler. It does no I/O.
+func New(cfg Config) (*Scheduler, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	c := cfg.withDefaults()
+	s := &Scheduler{
+		cfg: c, store: c.Store, log: c.Logger.With("owner", c.Owner),
+		jobs: map[string]*registered{}, wake: make(chan struct{}, 1),
+	}
+	s.runsCtx, s.runsCancel = context.WithCancel(context.Background())
+	return s, nil
+}
+
+// Register adds a job. Jobs may be registered before or after Start; every
+// replica must register the same jobs with the same settings.
+func (s *Scheduler) Register(job Job) error {
+	r, err := job.prepare()
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, dup := s.jobs[r.Name]; dup {
+		return errInvalid(fmt.Sprintf("job %q is already registered", r.Name))
+	}
+	s.jobs[r.Name] = r
+	if s.started && !s.stopped {
+		s.arm(r, s.cfg.Clock.Now())
+		s.poke()
+	}
+	return nil
+}
+
+// Start begins firing jobs. It checks the store's schema, takes this
+// replica's liveness lock where the store has them, and runs catch-up for
+// jobs with a CatchUpWindow. It returns once the scheduler is running; ctx
+// bounds only the start-up round trips.
+func (s *Scheduler) Start(ctx context.Context) error {
+	s.mu.Lock()
+	if s.started {
+		s.mu.Unlock()
+		return errors.New("cronfence: scheduler already started")
+	}
+	s.started = true
+	s.mu.Unlock()
+
+	db, bin, err := s.store.SchemaVersion(ctx)
+	if err != nil {
+		return fmt.Errorf("cronfence: start: %w", err)
+	}
+	if db != bin {
+		return fmt.Errorf("cronfence: start: %w", &store.SchemaVersionError{Database: db, Binary: bin})
+	}
+	if lv, ok := s.store.(store.Liveness); ok {
+		key, release, err := lv.LivenessHold(ctx, s.cfg.Owner)
+		if err != nil {
+			s.log.Warn("cronfence: no liveness lock; a crash of this replica frees its leases only at their TTL", "error", err)
+		} else {
+			s.liveKey, s.release = key, release
+		}
+	}
+	s.keeper = leasekeeper.New(s.store, leasekeeper.Options{Clock: s.cfg.Clock})
+	s.measureOffset(ctx)
+
+	now := s.cfg.Clock.Now()
+	s.mu.Lock()
+	for _, r := range s.jobs {
+		s.arm(r, now)
+	}
+	s.nextPrune = now // the first prune soon after start, by whichever replica gets there
+	s.nextClockCheck = now.Add(s.cfg.ClockCheckEvery)
+	s.mu.Unlock()
+	s.runCatchUp(ctx, now)
+
+	loopCtx, cancel := context.WithCancel(context.Background())
+	s.loopCancel, s.loopDone = cancel, make(chan struct{})
+	go s.loop(loopCtx)
+	return nil
+}
+
+// arm puts the job's next slot after now on the timer heap. Callers hold mu.
+func (s *Scheduler) arm(r *registered, now time.Time) {
+	next := r.sched.Next(now)
+	if next.IsZero() {
+		s.log.Warn("cronfence: job has no future slot", "job", r.Name, "schedule", r.Schedule)
+		return
+	}
+	heap.Push(&s.heap, &entry{job: r, slot: next.UTC(), fireAt: next})
+}
+
+func (s *Scheduler) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// loop sleeps until the earliest entry is due, at most MaxSleep at a time so
+// that a suspended host or a clock jump is noticed, and fires.
+func (s *Scheduler) loop(ctx context.Context) {
+	defer close(s.loopDone)
+	for {
+		s.mu.Lock()
+		wait := s.cfg.MaxSleep
+		if s.heap.Len() > 0 {
+			wait = min(wait, max(s.heap[0].fireAt.Sub(s.cfg.Clock.Now()), 0))
+		}
+		s.mu.Unlock()
+		timer := s.cfg.Clock.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		case <-s.wake:
+			timer.Stop()
+			continue
+		case <-timer.C():
+		}
+		s.busy.Add(1)
+		s.tick(ctx)
+		s.busy.Add(-1)
+	}
+}
+
+// tick does what is due: clock check, catch-up, pruning and fires.
+func (s *Scheduler) tick(ctx context.Context) {
+	now := s.cfg.Clock.Now()
+	s.mu.Lock()
+	checkClock := !now.Before(s.nextClockCheck)
+	if checkClock {
+		s.nextClockCheck = now.Add(s.cfg.ClockCheckEvery)
+	}
+	prune := s.cfg.Retention > 0 && !now.Before(s.nextPrune)
+	if prune {
+		s.nextPrune = now.Add(s.cfg.PruneEvery)
+	}
+	catchUp := s.catchUp
+	due := s.heap.popDue(now)
+	// Re-arm before claiming, so a slow store never delays the next slot.
+	for _, e := range due {
+		if next := e.job.sched.Next(now); !next.IsZero() {
+			heap.Push(&s.heap, &entry{job: e.job, slot: next.UTC(), fireAt: next})
+		}
+	}
+	s.mu.Unlock()
+
+	if checkClock {
+		s.measureOffset(ctx)
+	}
+	if catchUp {
+		s.runCatchUp(ctx, now)
+	}
+	if prune {
+		s.prune(ctx)
+	}
+	if len(due) > 0 {
+		s.fire(ctx, due, now)
+	}
+}
+
+// fire claims every due entry in one round trip and starts the winners.
+func (s *Scheduler) fire(ctx context.Context, due []*entry, now time.Time) {
+	items := make([]store.SlotClaimParams, 0, len(due))
+	for _, e := range due {
+		if latest := e.job.sched.Prev(now); latest.After(e.slot) {
+			// The host slept or the clock jumped past several slots: fire
+			// the latest; the others are catch-up's, if the job wants them.
+			s.log.Warn("cronfence: slots passed while the scheduler could not fire", "job", e.job.Name,
+				"first_missed", e.slot, "firing", latest.UTC())
+			e.slot = latest.UTC()
+		}
+		items = append(items, e.job.claimParams(e.slot, s.cfg.Owner, s.liveKey, false))
+	}
+	sent := s.cfg.Clock.Now()
+	results, err := s.store.SlotClaimBatch(ctx, items)
+	if err != nil {
+		s.storeDown(err, due)
+		return
+	}
+	s.storeUp()
+	for i, r := range results {
+		e := due[i]
+		switch {
+		case r.Claimed:
+			s.startRun(e.job, r, sent, false, "")
+		case r.Refusal == store.ClaimNotDue:
+			// This replica's clock runs ahead of the database's: try the
+			// same slot again once the database agrees it is due.
+			retry := min(max(time.Duration(s.offset.Load())+20*time.Millisecond, 20*time.Millisecond), s.cfg.MaxSleep)
+			s.mu.Lock()
+			heap.Push(&s.heap, &entry{job: e.job, slot: e.slot, fireAt: s.cfg.Clock.Now().Add(retry)})
+			s.mu.Unlock()
+		case r.Recorded == store.SlotSkipped:
+			s.log.Info("cronfence: slot skipped: the previous run has not finished", "job", e.job.Name, "slot", e.slot,
+				"holder", r.Lease.Owner, "generation", r.Lease.Generation)
+		case r.Recorded == store.SlotBuffered:
+			s.log.Info("cronfence: slot buffered until the current run ends", "job", e.job.Name, "slot", e.slot,
+				"holder", r.Lease.Owner)
+		default:
+			s.log.Debug("cronfence: slot not claimed", "job", e.job.Name, "slot", e.slot, "reason", r.Refusal)
+		}
+	}
+}
+
+// storeDown handles a claim that could not reach the store: the slots are
+// left to catch-up, except for jobs that run anyway (fail-open).
+func (s *Scheduler) storeDown(err error, due []*entry) {
+	s.mu.Lock()
+	wasDown := s.down
+	s.down = true
+	s.mu.Unlock()
+	if !wasDown {
+		s.log.Error("cronfence: the store is unreachable; slots are left to catch-up", "error", err)
+	}
+	for _, e := range due {
+		if e.job.RunWhenStoreDown && !e.job.Disabled {
+			s.log.Warn("cronfence: running without a lease because the store is unreachable (RunWhenStoreDown)",
+				"job", e.job.Name, "slot", e.slot)
+			s.startRun(e.job, store.SlotClaimResult{Slot: store.Slot{Job: e.job.Name, Slot: e.slot, Attempts: 1}}, time.Time{}, false, "")
+		}
+	}
+}
+
+// storeUp notes a round trip that reached the store; after an outage it
+// schedules a catch-up pass.
+func (s *Scheduler) storeUp() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.down {
+		s.down = false
+		s.catchUp = true
+		s.log.Info("cronfence: the store is reachable again; catching up")
+		s.poke()
+	}
+}
+
+// runCatchUp claims, in one round trip for all jobs, the most recent slot
+// inside each job's catch-up window. A slot already claimed (run, running or
+// skipped) is refused by the store, so this costs one query when there is
+// nothing to do.
+func (s *Scheduler) runCatchUp(ctx context.Context, now time.Time) {
+	s.mu.Lock()
+	var (
+		jobs  []*registered
+		items []store.SlotClaimParams
+	)
+	for _, r := range s.jobs {
+		if r.CatchUpWindow <= 0 {
+			continue
+		}
+		slot := r.sched.Prev(now)
+		if slot.IsZero() || now.Sub(slot) > r.CatchUpWindow {
+			continue
+		}
+		jobs = append(jobs, r)
+		items = append(items, r.claimParams(slot.UTC(), s.cfg.Owner, s.liveKey, true))
+	}
+	s.mu.Unlock()
+	if len(items) == 0 {
+		s.mu.Lock()
+		s.catchUp = false
+		s.mu.Unlock()
+		return
+	}
+	sent := s.cfg.Clock.Now()
+	results, err := s.store.SlotClaimBatch(ctx, items)
+	if err != nil {
+		s.storeDown(err, nil)
+		return
+	}
+	s.mu.Lock()
+	s.catchUp = false
+	s.down = false
+	s.mu.Unlock()
+	for i, r := range results {
+		if !r.Claimed {
+			continue
+		}
+		late := r.Lease.AcquiredAt.Sub(items[i].Slot)
+		first := fmt.Sprintf("Catch-up run for missed slot %s (%ds late)", items[i].Slot.UTC().Format(time.RFC3339), int64(late.Seconds()))
+		s.startRun(jobs[i], r, sent, true, first)
+	}
+}
+
+// measureOffset measures this clock against the database clock, halving the
+// round trip, and warns when they are more than ClockOffsetWarning apart.
+func (s *Scheduler) measureOffset(ctx context.Context) {
+	before := s.cfg.Clock.Now()
+	db, err := s.store.Now(ctx)
+	if err != nil {
+		s.log.Warn("cronfence: could not read the database clock", "error", err)
+		return
+	}
+	after := s.cfg.Clock.Now()
+	offset := before.Add(after.Sub(before) / 2).Sub(db)
+	s.offset.Store(int64(offset))
+	if offset > ClockOffsetWarning || offset < -ClockOffsetWarning {
+		s.log.Warn("cronfence: this replica's clock is off the database clock; the database decides", "offset", offset)
+	}
+}
+
+// ClockOffset returns the last measured offset of this replica's clock from
+// the database clock (positive: this clock is ahead).
+func (s *Scheduler) ClockOffset() time.Duration { return time.Duration(s.offset.Load()) }
+
+// prune deletes history older than the retention, on one replica at a time
+// (whichever takes the retention lease).
+func (s *Scheduler) prune(ctx context.Context) {
+	const name = "cronfence:retention"
+	l, ok, err := s.store.LeaseAcquire(ctx, store.LeaseAcquireParams{Name: name, Owner: s.cfg.Owner, TTL: 5 * time.Minute})
+	if err != nil || !ok {
+		if err != nil {
+			s.log.Warn("cronfence: prune: could not take the retention lease", "error", err)
+		}
+		return
+	}
+	defer func() { _, _ = s.store.LeaseRelease(context.WithoutCancel(ctx), l.Ref()) }()
+	res, err := s.store.Prune(ctx, store.PruneParams{Before: l.AcquiredAt.Add(-s.cfg.Retention)})
+	if err != nil {
+		s.log.Warn("cronfence: prune failed", "error", err)
+		return
+	}
+	if res.Slots > 0 || res.Runs > 0 {
+		s.log.Info("cronfence: pruned history", "slots", res.Slots, "runs", res.Runs, "retention", s.cfg.Retention)
+	}
+}

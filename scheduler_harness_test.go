@@ -1,0 +1,252 @@
+package cronfence
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cronfence/cronfence/internal/clock"
+	"github.com/cronfence/cronfence/internal/pgtest"
+	"github.com/cronfence/cronfence/store"
+	"github.com/cronfence/cronfence/store/postgres"
+	"github.com/cronfence/cronfence/store/sqlite"
+)
+
+// A cluster is n schedulers, each with its own store (its own connections)
+// on one database, and one fake clock standing for the database clock. Each
+// replica's clock is that clock plus its offset, so skewed replicas are
+// injected too, and the test moves all time by hand.
+type cluster struct {
+	t        *testing.T
+	db       *clock.Fake
+	open     func(t *testing.T) store.Store
+	replicas []*Scheduler
+}
+
+// storeOpeners open stores on one fresh database per test, with the
+// database clock pinned to the cluster's.
+var storeOpeners = []struct {
+	name string
+	open func(t *testing.T, now func() time.Time) func(t *testing.T) store.Store
+}{
+	{"postgres", func(t *testing.T, now func() time.Time) func(t *testing.T) store.Store {
+		_, schema := pgtest.Schema(t)
+		return func(t *testing.T) store.Store {
+			s, err := postgres.New(pgtest.NewPool(t), &postgres.Config{Schema: schema, NowFunc: now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Migrate(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}
+	}},
+	{"sqlite", func(t *testing.T, now func() time.Time) func(t *testing.T) store.Store {
+		path := filepath.Join(t.TempDir(), "cronfence.db")
+		return func(t *testing.T) store.Store {
+			s, err := sqlite.Open(context.Background(), path, &sqlite.Config{NowFunc: now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = s.Close() })
+			if err := s.Migrate(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}
+	}},
+}
+
+// eachStore runs test once per store, in parallel.
+func eachStore(t *testing.T, test func(t *testing.T, c *cluster)) {
+	for _, o := range storeOpeners {
+		t.Run(o.name, func(t *testing.T) {
+			t.Parallel()
+			// A fixed, whole-minute start keeps slot arithmetic readable.
+			db := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+			c := &cluster{t: t, db: db}
+			c.open = o.open(t, db.Now)
+			test(t, c)
+		})
+	}
+}
+
+// offsetClock is the cluster clock seen by a replica whose clock is off.
+type offsetClock struct {
+	base   *clock.Fake
+	offset time.Duration
+}
+
+func (o offsetClock) Now() time.Time                       { return o.base.Now().Add(o.offset) }
+func (o offsetClock) NewTimer(d time.Duration) clock.Timer { return o.base.NewTimer(d) }
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+var _ = os.Stderr
+
+// start builds, registers jobs on and starts one replica.
+func (c *cluster) start(name string, offset time.Duration, jobs ...Job) *Scheduler {
+	c.t.Helper()
+	s, err := New(Config{
+		Store: c.open(c.t), Owner: name, Logger: quiet,
+		Clock: offsetClock{c.db, offset}, Retention: -1,
+	})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	for _, j := range jobs {
+		if err := s.Register(j); err != nil {
+			c.t.Fatal(err)
+		}
+	}
+	if err := s.Start(context.Background()); err != nil {
+		c.t.Fatal(err)
+	}
+	c.replicas = append(c.replicas, s)
+	c.t.Cleanup(func() {
+		// A handler still blocked at the end is cancelled, not waited for.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = s.Stop(ctx)
+	})
+	c.settle()
+	return s
+}
+
+// stop stops a replica and forgets it.
+func (c *cluster) stop(s *Scheduler) {
+	c.t.Helper()
+	if err := s.Stop(context.Background()); err != nil {
+		c.t.Fatal(err)
+	}
+	for i, r := range c.replicas {
+		if r == s {
+			c.replicas = append(c.replicas[:i], c.replicas[i+1:]...)
+		}
+	}
+}
+
+// advance moves time forward in steps, letting every replica finish what
+// each step made due before taking the next.
+func (c *cluster) advance(d, step time.Duration) {
+	c.t.Helper()
+	for d > 0 {
+		s := min(step, d)
+		c.db.Advance(s)
+		d -= s
+		c.settle()
+	}
+}
+
+// settle waits until every replica is idle: nothing firing, no handler
+// running, and each loop asleep on its timer. It polls real time, bounded:
+// the work it waits for is in-memory and database round trips, never a
+// timer.
+func (c *cluster) settle() { c.t.Helper(); c.settleHolding(0) }
+
+// settleHolding is settle while held handlers are deliberately blocked: each
+// counts as busy and keeps one renewal timer.
+func (c *cluster) settleHolding(held int) {
+	c.t.Helper()
+	idle := func() bool {
+		var busy int64
+		for _, s := range c.replicas {
+			busy += s.busy.Load()
+		}
+		return busy == int64(held) && c.db.Timers() == len(c.replicas)+held
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		// Check twice: a loop between wake-up and its busy mark looks idle once.
+		if idle() {
+			time.Sleep(time.Millisecond)
+			if idle() {
+				return
+			}
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+	c.t.Fatalf("replicas did not settle: %d timers for %d replicas and %d held runs", c.db.Timers(), len(c.replicas), held)
+}
+
+// ledger records what handlers did.
+type ledger struct {
+	mu    sync.Mutex
+	runs  map[string]map[time.Time][]string // job → slot → replicas that ran it
+	early []string
+}
+
+func newLedger() *ledger { return &ledger{runs: map[string]map[time.Time][]string{}} }
+
+// handler records each run; db is the database clock, to catch early runs.
+func (l *ledger) handler(db clock.Clock) Handler {
+	return func(ctx context.Context, run *Run) error {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.runs[run.Job] == nil {
+			l.runs[run.Job] = map[time.Time][]string{}
+		}
+		l.runs[run.Job][run.Slot] = append(l.runs[run.Job][run.Slot], run.Owner)
+		if !run.Slot.IsZero() && db.Now().Before(run.Slot) {
+			l.early = append(l.early, run.Job+" "+run.Slot.String())
+		}
+		return nil
+	}
+}
+
+// wantEachOnce checks that job ran every slot in [from, to) with step
+// once, and nothing else.
+func (l *ledger) wantEachOnce(t *testing.T, job string, from, to time.Time, step time.Duration) {
+	t.Helper()
+	l.wantNoneTwiceOrEarly(t)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for slot := from; slot.Before(to); slot = slot.Add(step) {
+		if got := l.runs[job][slot]; len(got) != 1 {
+			t.Fatalf("job %s slot %s ran %d times (by %v), want once", job, slot.Format(time.TimeOnly), len(got), got)
+		}
+	}
+	for slot, by := range l.runs[job] {
+		if slot.Before(from) || !slot.Before(to) {
+			t.Fatalf("job %s ran slot %s (by %v), outside [%s, %s)", job, slot, by, from, to)
+		}
+	}
+}
+
+// wantNoneTwiceOrEarly checks that no slot of any job ran twice and none
+// before it was due by the database clock.
+func (l *ledger) wantNoneTwiceOrEarly(t *testing.T) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.early) > 0 {
+		t.Fatalf("slots run before they were due by the database clock: %v", l.early)
+	}
+	for job, slots := range l.runs {
+		for slot, by := range slots {
+			if len(by) > 1 && !slot.IsZero() {
+				t.Fatalf("job %s slot %s ran %d times (by %v)", job, slot, len(by), by)
+			}
+		}
+	}
+}
+
+// ran reports how many times job ran slot.
+func (l *ledger) ran(job string, slot time.Time) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.runs[job][slot])
+}
+
+// dumpRuns logs a job's latest run rows, to explain a failure.
+func dumpRuns(t *testing.T, s store.Store, job string) {
+	runs, _ := s.RunList(context.Background(), store.RunListParams{Job: job, Limit: 20})
+	for _, r := range runs {
+		t.Logf("run %d slot %s owner %s gen %d skipped %v reason %q err %q logs %q", r.ID, r.Slot.Format("15:04:05"), r.Owner, r.Generation, r.Skipped, r.Reason, r.Error, r.Logs)
+	}
+}

@@ -1,0 +1,297 @@
+package cronfence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cronfence/cronfence/store"
+)
+
+func TestEverySlotOnceAcrossThreeReplicas(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		l := newLedger()
+		job := Job{Name: "tick", Schedule: "* * * * * *", Handler: l.handler(c.db)}
+		start := c.db.Now()
+		for i := range 3 {
+			c.start(fmt.Sprintf("replica-%d", i), 0, job)
+		}
+		c.advance(time.Minute, time.Second)
+		defer func() {
+			if t.Failed() {
+				dumpRuns(t, c.replicas[0].store, "tick")
+			}
+		}()
+		l.wantEachOnce(t, "tick", start.Add(time.Second), start.Add(time.Minute+time.Second), time.Second)
+	})
+}
+
+func TestManyJobsEverySlotOnce(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		l := newLedger()
+		var jobs []Job
+		for i := range 200 {
+			jobs = append(jobs, Job{Name: fmt.Sprintf("job-%03d", i), Schedule: "* * * * * *", Handler: l.handler(c.db)})
+		}
+		start := c.db.Now()
+		for i := range 3 {
+			c.start(fmt.Sprintf("replica-%d", i), 0, jobs...)
+		}
+		c.advance(5*time.Second, time.Second)
+		for _, j := range jobs {
+			l.wantEachOnce(t, j.Name, start.Add(time.Second), start.Add(6*time.Second), time.Second)
+		}
+	})
+}
+
+// Replica clocks 90 s ahead and behind: the database clock decides, so no
+// slot runs early and none twice. Replicas up to 2 s late with a fast job
+// are the failure of designs that release a lock at the end of a run.
+func TestSkewedClocksNeitherEarlyNorTwice(t *testing.T) {
+	for _, offsets := range [][]time.Duration{
+		{0, 90 * time.Second, -90 * time.Second},
+		{0, -time.Second, -2 * time.Second},
+	} {
+		t.Run(fmt.Sprint(offsets), func(t *testing.T) {
+			eachStore(t, func(t *testing.T, c *cluster) {
+				l := newLedger()
+				job := Job{Name: "fast", Schedule: "*/5 * * * * *", Handler: l.handler(c.db)}
+				start := c.db.Now()
+				for i, off := range offsets {
+					c.start(fmt.Sprintf("replica-%d", i), off, job)
+				}
+				c.advance(3*time.Minute, time.Second)
+				// Nothing ran early or twice, whatever the clocks. Once the
+				// replicas behind have caught up with the slots the others
+				// already ran (their first 90 s fire slots from before the
+				// cluster existed), every slot runs exactly once.
+				l.wantNoneTwiceOrEarly(t)
+				for slot := start.Add(100 * time.Second); !slot.After(start.Add(3 * time.Minute)); slot = slot.Add(5 * time.Second) {
+					if n := l.ran("fast", slot); n != 1 {
+						t.Fatalf("slot %s ran %d times, want once", slot.Format(time.TimeOnly), n)
+					}
+				}
+			})
+		})
+	}
+}
+
+func TestEveryIsAnchoredAcrossReplicasStartedApart(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		l := newLedger()
+		job := Job{Name: "seven", Schedule: "@every 7s", Handler: l.handler(c.db)}
+		c.start("early", 0, job)
+		c.advance(3*time.Second, time.Second)
+		c.start("late", 0, job)
+		c.advance(30*time.Second, time.Second)
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if len(l.runs["seven"]) < 4 {
+			t.Fatalf("only %d slots ran", len(l.runs["seven"]))
+		}
+		for slot, by := range l.runs["seven"] {
+			if slot.Unix()%7 != 0 || len(by) != 1 {
+				t.Fatalf("slot %s (Unix %d) ran by %v: want multiples of 7 s since the epoch, once", slot, slot.Unix(), by)
+			}
+		}
+	})
+}
+
+func TestPauseReachesEveryReplicaAndSurvivesRestart(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		l := newLedger()
+		job := Job{Name: "tick", Schedule: "* * * * * *", Handler: l.handler(c.db)}
+		a := c.start("a", 0, job)
+		c.start("b", 0, job)
+		c.advance(2*time.Second, time.Second)
+		if _, err := a.SetEnabled(context.Background(), "tick", ptr(false), "ana", "maintenance"); err != nil {
+			t.Fatal(err)
+		}
+		paused := c.db.Now()
+		c.advance(3*time.Second, time.Second)
+		// A restart keeps the pause.
+		c.stop(a)
+		c.start("a2", 0, job)
+		c.advance(2*time.Second, time.Second)
+		l.mu.Lock()
+		for slot := range l.runs["tick"] {
+			if slot.After(paused) {
+				l.mu.Unlock()
+				t.Fatalf("slot %s ran while paused", slot)
+			}
+		}
+		l.mu.Unlock()
+		runs, err := c.replicas[0].store.RunList(context.Background(), store.RunListParams{Job: "tick"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range runs {
+			if r.Slot.After(paused) {
+				t.Fatalf("a paused slot left a run row: %+v", r)
+			}
+		}
+		// nil restores the declared value (enabled).
+		if _, err := c.replicas[0].SetEnabled(context.Background(), "tick", nil, "ana", ""); err != nil {
+			t.Fatal(err)
+		}
+		resumed := c.db.Now()
+		c.advance(3*time.Second, time.Second)
+		l.wantNoneTwiceOrEarly(t)
+		for s := resumed.Add(time.Second); !s.After(resumed.Add(3 * time.Second)); s = s.Add(time.Second) {
+			if n := l.ran("tick", s); n != 1 {
+				t.Fatalf("after resume slot %s ran %d times", s, n)
+			}
+		}
+	})
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// blocker is a handler that runs until released, to hold a job's lease.
+type blocker struct {
+	started chan *Run
+	release chan struct{}
+}
+
+func newBlocker() *blocker {
+	return &blocker{started: make(chan *Run, 10), release: make(chan struct{})}
+}
+
+func (b *blocker) handler(ctx context.Context, run *Run) error {
+	b.started <- run
+	select {
+	case <-b.release:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func TestOverlapSkipRecordedAndTriggerRefused(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		b := newBlocker()
+		job := Job{Name: "long", Schedule: "* * * * *", Handler: b.handler}
+		a := c.start("a", 0, job)
+		other := c.start("b", 0, job)
+		c.db.Advance(time.Minute) // the first slot: one replica runs it and holds on
+		first := <-b.started
+		c.settleHolding(1)
+		c.db.Advance(time.Minute) // the next slot overlaps
+		c.settleHolding(1)
+		runs, err := a.store.RunList(context.Background(), store.RunListParams{Job: "long"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(runs) != 1 || !runs[0].Skipped || runs[0].Reason != "already_executing" ||
+			!strings.Contains(runs[0].Logs[0], "held by "+first.Owner) {
+			t.Fatalf("runs after the overlap = %+v; want one skip row naming %s", runs, first.Owner)
+		}
+		_, err = other.Trigger(context.Background(), "long")
+		var ae *AlreadyExecutingError
+		if !errors.Is(err, ErrAlreadyExecuting) || !errors.As(err, &ae) || ae.Holder.Owner != first.Owner || !ae.Skip.Manual || !ae.Skip.Skipped {
+			t.Fatalf("Trigger during a run = %v; want ErrAlreadyExecuting naming %s with a manual skip row", err, first.Owner)
+		}
+		close(b.release)
+		c.settle()
+		// Now free: a manual run goes through.
+		mr, err := other.Trigger(context.Background(), "long")
+		if err != nil || mr.Generation != first.Generation+1 {
+			t.Fatalf("Trigger when free = %+v, %v", mr, err)
+		}
+		run := <-b.started
+		if !run.Manual || !run.Slot.IsZero() {
+			t.Fatalf("triggered run = %+v", run)
+		}
+		c.settle()
+	})
+}
+
+func TestCatchUpRunsOnlyTheLatestMissedSlotInsideTheWindow(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		l := newLedger()
+		job := Job{Name: "minutely", Schedule: "* * * * *", CatchUpWindow: 5 * time.Minute, Handler: l.handler(c.db)}
+		t0 := c.db.Now() // 12:00:00, itself a slot: the first start catches it up
+		a := c.start("a", 0, job)
+		c.advance(time.Minute, 10*time.Second) // 12:01 runs normally
+		c.stop(a)
+		// A deploy: nobody runs for three minutes and a half.
+		c.db.Advance(3*time.Minute + 30*time.Second)
+		b := c.start("b", 0, job)
+		missed := t0.Add(4 * time.Minute) // 12:04; 12:02 and 12:03 are history, not replayed
+		for _, slot := range []time.Time{t0, t0.Add(time.Minute), missed} {
+			if n := l.ran("minutely", slot); n != 1 {
+				t.Fatalf("slot %s ran %d times, want once", slot.Format(time.TimeOnly), n)
+			}
+		}
+		for _, slot := range []time.Time{t0.Add(2 * time.Minute), t0.Add(3 * time.Minute)} {
+			if n := l.ran("minutely", slot); n != 0 {
+				t.Fatalf("catch-up replayed slot %s", slot.Format(time.TimeOnly))
+			}
+		}
+		runs, err := b.store.RunList(context.Background(), store.RunListParams{Job: "minutely", Limit: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantLine := fmt.Sprintf("Catch-up run for missed slot %s (30s late)", missed.Format(time.RFC3339))
+		if len(runs) != 1 || !runs[0].CatchUp || len(runs[0].Logs) == 0 || !strings.Contains(runs[0].Logs[0], wantLine) {
+			t.Fatalf("catch-up run row = %+v; want catch-up with first line %q", runs, wantLine)
+		}
+		// A restart right after: the latest slot is claimed, nothing extra.
+		c.stop(b)
+		c.start("c", 0, job)
+		l.wantNoneTwiceOrEarly(t)
+		l.mu.Lock()
+		n := len(l.runs["minutely"])
+		l.mu.Unlock()
+		if n != 3 {
+			t.Fatalf("%d slots ran after a quick restart, want 3", n)
+		}
+
+		// A slot missed longer ago than the window is not run.
+		hourly := Job{Name: "hourly", Schedule: "@hourly", CatchUpWindow: 5 * time.Minute, Handler: l.handler(c.db)}
+		c.stop(c.replicas[0])
+		c.db.Advance(10 * time.Minute) // 12:14:30: 12:00 is 14.5 min ago
+		c.start("d", 0, job, hourly)
+		if n := l.ran("hourly", t0); n != 0 {
+			t.Fatal("catch-up ran a slot older than its window")
+		}
+		if n := l.ran("minutely", t0.Add(14*time.Minute)); n != 1 {
+			t.Fatalf("the latest missed minutely slot ran %d times, want once", n)
+		}
+	})
+}
+
+func TestShutdownReleasesLeaseAndHandsOver(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		b := newBlocker()
+		job := Job{Name: "long", Schedule: "* * * * *", Handler: b.handler}
+		s, err := New(Config{Store: c.open(t), Owner: "leaving", Logger: quiet, Clock: offsetClock{c.db, 0}, Retention: -1, ShutdownGrace: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Register(job); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		c.db.Advance(time.Minute)
+		run := <-b.started
+		// The deploy's deadline passes before the handler gives up by
+		// itself: Stop cancels it, and it still finishes and releases.
+		ctx, cancel := context.WithCancel(context.Background())
+		stopped := make(chan error)
+		go func() { stopped <- s.Stop(ctx) }()
+		cancel()
+		if err := <-stopped; err != nil {
+			t.Fatal(err)
+		}
+		l, err := s.store.LeaseGet(context.Background(), "job:long")
+		if err != nil || l.Generation != run.Generation || l.ExpiresAt.After(c.db.Now()) {
+			t.Fatalf("after Stop the lease is %+v (%v); want generation %d released", l, err, run.Generation)
+		}
+	})
+}
