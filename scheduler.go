@@ -34,8 +34,9 @@ type Scheduler struct {
 	liveKey                   int64
 	release                   func()
 	keeper                    *leasekeeper.Keeper
-	catchUp                   bool // a catch-up pass is due (start-up, or the store came back)
-	down                      bool // the last claim failed: the store is unreachable
+	catchUp                   bool                 // a catch-up pass is due: the store came back
+	missed                    map[string]time.Time // per job, the latest slot that fired while the store was down
+	down                      bool                 // the last claim failed: the store is unreachable
 	nextPrune, nextClockCheck time.Time
 
 	wake       chan struct{}
@@ -56,7 +57,7 @@ func New(cfg Config) (*Scheduler, error) {
 	c := cfg.withDefaults()
 	s := &Scheduler{
 		cfg: c, store: c.Store, log: c.Logger.With("owner", c.Owner),
-		jobs: map[string]*registered{}, wake: make(chan struct{}, 1),
+		jobs: map[string]*registered{}, missed: map[string]time.Time{}, wake: make(chan struct{}, 1),
 	}
 	s.runsCtx, s.runsCancel = context.WithCancel(context.Background())
 	return s, nil
@@ -120,8 +121,12 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	}
 	s.nextPrune = now // the first prune soon after start, by whichever replica gets there
 	s.nextClockCheck = now.Add(s.cfg.ClockCheckEvery)
+	latest := map[string]time.Time{}
+	for name, r := range s.jobs {
+		latest[name] = r.sched.Prev(now)
+	}
 	s.mu.Unlock()
-	s.runCatchUp(ctx, now)
+	s.runCatchUp(ctx, now, latest)
 
 	loopCtx, cancel := context.WithCancel(context.Background())
 	s.loopCancel, s.loopDone = cancel, make(chan struct{})
@@ -185,7 +190,12 @@ func (s *Scheduler) tick(ctx context.Context) {
 	if prune {
 		s.nextPrune = now.Add(s.cfg.PruneEvery)
 	}
-	catchUp := s.catchUp
+	down, catchUp := s.down, s.catchUp
+	var missed map[string]time.Time
+	if catchUp {
+		missed, s.missed = s.missed, map[string]time.Time{}
+		s.catchUp = false
+	}
 	due := s.heap.popDue(now)
 	// Re-arm before claiming, so a slow store never delays the next slot.
 	for _, e := range due {
@@ -195,11 +205,13 @@ func (s *Scheduler) tick(ctx context.Context) {
 	}
 	s.mu.Unlock()
 
-	if checkClock {
+	if checkClock || down {
+		// While the store is down, every tick probes it, so its return is
+		// noticed (and the missed slots caught up) before the next fire.
 		s.measureOffset(ctx)
 	}
 	if catchUp {
-		s.runCatchUp(ctx, now)
+		s.runCatchUp(ctx, now, missed)
 	}
 	if prune {
 		s.prune(ctx)
@@ -259,6 +271,11 @@ func (s *Scheduler) storeDown(err error, due []*entry) {
 	s.mu.Lock()
 	wasDown := s.down
 	s.down = true
+	for _, e := range due {
+		if !e.job.RunWhenStoreDown && e.slot.After(s.missed[e.job.Name]) {
+			s.missed[e.job.Name] = e.slot
+		}
+	}
 	s.mu.Unlock()
 	if !wasDown {
 		s.log.Error("cronfence: the store is unreachable; slots are left to catch-up", "error", err)
@@ -285,22 +302,20 @@ func (s *Scheduler) storeUp() {
 	}
 }
 
-// runCatchUp claims, in one round trip for all jobs, the most recent slot
-// inside each job's catch-up window. A slot already claimed (run, running or
-// skipped) is refused by the store, so this costs one query when there is
-// nothing to do.
-func (s *Scheduler) runCatchUp(ctx context.Context, now time.Time) {
+// runCatchUp claims, in one round trip for all jobs, each job's candidate
+// slot if it lies inside the job's catch-up window: at start-up the most
+// recent slot, after an outage the latest slot that fired while the store
+// was down. A slot already claimed (run, running or skipped) is refused by
+// the store, so this costs one query when there is nothing to do.
+func (s *Scheduler) runCatchUp(ctx context.Context, now time.Time, candidates map[string]time.Time) {
 	s.mu.Lock()
 	var (
 		jobs  []*registered
 		items []store.SlotClaimParams
 	)
-	for _, r := range s.jobs {
-		if r.CatchUpWindow <= 0 {
-			continue
-		}
-		slot := r.sched.Prev(now)
-		if slot.IsZero() || now.Sub(slot) > r.CatchUpWindow {
+	for name, slot := range candidates {
+		r := s.jobs[name]
+		if r == nil || r.CatchUpWindow <= 0 || slot.IsZero() || now.Sub(slot) > r.CatchUpWindow {
 			continue
 		}
 		jobs = append(jobs, r)
@@ -308,21 +323,21 @@ func (s *Scheduler) runCatchUp(ctx context.Context, now time.Time) {
 	}
 	s.mu.Unlock()
 	if len(items) == 0 {
-		s.mu.Lock()
-		s.catchUp = false
-		s.mu.Unlock()
 		return
 	}
 	sent := s.cfg.Clock.Now()
 	results, err := s.store.SlotClaimBatch(ctx, items)
 	if err != nil {
+		s.mu.Lock()
+		for i, r := range jobs { // try again when the store is back
+			if items[i].Slot.After(s.missed[r.Name]) {
+				s.missed[r.Name] = items[i].Slot
+			}
+		}
+		s.mu.Unlock()
 		s.storeDown(err, nil)
 		return
 	}
-	s.mu.Lock()
-	s.catchUp = false
-	s.down = false
-	s.mu.Unlock()
 	for i, r := range results {
 		if !r.Claimed {
 			continue
@@ -342,6 +357,7 @@ func (s *Scheduler) measureOffset(ctx context.Context) {
 		s.log.Warn("cronfence: could not read the database clock", "error", err)
 		return
 	}
+	s.storeUp()
 	after := s.cfg.Clock.Now()
 	offset := before.Add(after.Sub(before) / 2).Sub(db)
 	s.offset.Store(int64(offset))

@@ -8,7 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/cronfence/cronfence/internal/clock"
+	"github.com/cronfence/cronfence/internal/pgtest"
 	"github.com/cronfence/cronfence/store"
+	"github.com/cronfence/cronfence/store/postgres"
 )
 
 func TestEverySlotOnceAcrossThreeReplicas(t *testing.T) {
@@ -294,4 +299,92 @@ func TestShutdownReleasesLeaseAndHandsOver(t *testing.T) {
 			t.Fatalf("after Stop the lease is %+v (%v); want generation %d released", l, err, run.Generation)
 		}
 	})
+}
+
+func TestBufferOneRunsTheOverlappedSlotWhenTheRunEnds(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		b := newBlocker()
+		job := Job{Name: "long", Schedule: "* * * * *", Overlap: OverlapBufferOne, Handler: b.handler}
+		c.start("a", 0, job)
+		c.start("b", 0, job)
+		t0 := c.db.Now()
+		c.db.Advance(time.Minute)
+		first := <-b.started
+		c.settleHolding(1)
+		c.db.Advance(time.Minute) // 12:02 is buffered
+		c.settleHolding(1)
+		c.db.Advance(time.Minute) // 12:03 is skipped: one is buffered already
+		c.settleHolding(1)
+		b.release <- struct{}{} // the first run ends...
+		buffered := <-b.started // ...and the buffered slot runs at once
+		if !first.Slot.Equal(t0.Add(time.Minute)) || !buffered.Slot.Equal(t0.Add(2*time.Minute)) || buffered.CatchUp {
+			t.Fatalf("runs: first %s, then %s; want 12:01 then the buffered 12:02", first.Slot, buffered.Slot)
+		}
+		close(b.release)
+		c.settle()
+		skipped, err := c.replicas[0].store.SlotGet(context.Background(), "long", t0.Add(3*time.Minute))
+		if err != nil || skipped.Status != store.SlotSkipped {
+			t.Fatalf("12:03 = %+v, %v; want skipped", skipped, err)
+		}
+	})
+}
+
+// The store goes away at a fire: the slot is not run (by default) but left
+// to catch-up, which runs it once the store is back; a job that runs when
+// the store is down (fail-open) runs without a lease.
+func TestStoreOutageLeavesSlotToCatchUp(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a PostgreSQL cluster of its own")
+	}
+	t.Parallel()
+	pg := pgtest.NewCluster(t)
+	db := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 30, 0, time.UTC))
+	pool, err := pgxpool.New(context.Background(), pg.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	st, err := postgres.New(pool, &postgres.Config{NowFunc: db.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	c := &cluster{t: t, db: db, open: func(*testing.T) store.Store { return st }}
+	l := newLedger()
+	failOpen := make(chan *Run, 1)
+	c.start("a", 0,
+		Job{Name: "minutely", Schedule: "* * * * *", CatchUpWindow: 10 * time.Minute, Handler: l.handler(db)},
+		Job{Name: "open", Schedule: "* * * * *", RunWhenStoreDown: true, Handler: func(_ context.Context, run *Run) error {
+			failOpen <- run
+			return nil
+		}},
+	)
+	pg.Stop(t)
+	c.advance(time.Minute, time.Minute) // 12:01 comes due with the store down
+	if n := l.ran("minutely", time.Date(2026, 3, 1, 12, 1, 0, 0, time.UTC)); n != 0 {
+		t.Fatal("a slot ran while the store was down")
+	}
+	if run := <-failOpen; run.Generation != 0 || run.Fence(context.Background(), nil) == nil {
+		t.Fatalf("fail-open run = %+v; want one without a lease, whose fence refuses", run)
+	}
+	pg.Start(t)
+	// The next tick's probe finds the store back; catch-up then runs the
+	// slot that fired while it was down, before the next slot comes due.
+	c.advance(time.Second, time.Second)
+	c.advance(time.Second, time.Second)
+	missed := time.Date(2026, 3, 1, 12, 1, 0, 0, time.UTC)
+	if n := l.ran("minutely", missed); n != 1 {
+		t.Fatalf("the slot missed during the outage ran %d times after the store came back, want once", n)
+	}
+	runs, err := st.RunList(context.Background(), store.RunListParams{Job: "minutely", Limit: 1})
+	if err != nil || len(runs) != 1 || !runs[0].CatchUp || !strings.HasPrefix(runs[0].Logs[0], "INFO Catch-up run for missed slot 2026-03-01T12:01:00Z") {
+		t.Fatalf("catch-up run row = %+v, %v", runs, err)
+	}
+	c.advance(time.Minute, 10*time.Second) // 12:02 runs normally
+	if n := l.ran("minutely", missed.Add(time.Minute)); n != 1 {
+		t.Fatalf("12:02 ran %d times, want once", n)
+	}
+	l.wantNoneTwiceOrEarly(t)
 }

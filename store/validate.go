@@ -132,10 +132,15 @@ func (p SlotClaimParams) Validate() error {
 }
 
 // ValidateClaimBatch checks the items of SlotClaimBatch: each valid, lease
-// names distinct (one statement cannot take one lease twice), and Owner,
-// LiveKey and Now shared.
+// names and (job, slot)s distinct (one statement cannot take one lease or
+// claim one slot twice), and Owner, LiveKey and Now shared.
 func ValidateClaimBatch(items []SlotClaimParams) error {
 	leases := make(map[string]bool, len(items))
+	type jobSlot struct {
+		job  string
+		slot int64
+	}
+	slots := make(map[jobSlot]bool, len(items))
 	for i, p := range items {
 		if err := p.Validate(); err != nil {
 			return fmt.Errorf("item %d: %w", i, err)
@@ -144,6 +149,11 @@ func ValidateClaimBatch(items []SlotClaimParams) error {
 			return invalid("item %d: lease name %q appears twice in one batch", i, p.LeaseName)
 		}
 		leases[p.LeaseName] = true
+		key := jobSlot{p.Job, p.Slot.UnixMicro()}
+		if slots[key] {
+			return invalid("item %d: job %q slot %s appears twice in one batch", i, p.Job, p.Slot.UTC().Format(time.RFC3339Nano))
+		}
+		slots[key] = true
 		if p.Owner != items[0].Owner || p.LiveKey != items[0].LiveKey || !p.Now.Equal(items[0].Now) {
 			return invalid("item %d: Owner, LiveKey and Now must be the same for every item of a batch", i)
 		}

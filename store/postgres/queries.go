@@ -314,7 +314,7 @@ ON CONFLICT (job) DO UPDATE
        note             = EXCLUDED.note
 RETURNING job, enabled_override, override_by, override_at, note`
 
-const jobStateListSQL = `SELECT job, enabled_override, override_by, override_at, note FROM {{schema}}.job_state ORDER BY job`
+const jobStateListSQL = `SELECT job, enabled_override, override_by, override_at, note FROM {{schema}}.job_state ORDER BY job COLLATE "C"`
 
 const slotGetSQL = `SELECT ` + slotColumns + ` FROM {{schema}}.slots WHERE job = $1 AND slot = $2`
 

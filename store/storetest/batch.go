@@ -62,8 +62,11 @@ var batchTests = []namedTest{
 		r.Job, r.LeaseName, r.Owner = "k", "m", "other"
 		s := p
 		s.Overlap = "sometimes"
+		u := p
+		u.LeaseName = "other-lease"
 		for name, items := range map[string][]store.SlotClaimParams{
 			"duplicate lease name": {p, q},
+			"duplicate job slot":   {p, u},
 			"mixed owners":         {p, r},
 			"bad overlap policy":   {s},
 		} {
