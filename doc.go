@@ -2,30 +2,41 @@
 // job runs once across any number of replicas, coordinated through a SQL
 // database (PostgreSQL across hosts, a SQLite file on one host).
 //
-// This release holds the foundation the scheduler stands on: leases with
-// fencing tokens and Lock, which runs any function under a renewed lease.
+// Build a Scheduler from a Config and a store, Register jobs (the same on
+// every replica), Start it, and Stop it on shutdown. Lock runs any function
+// under a renewed lease, outside the scheduler.
 //
 // # Guarantees
 //
-// The design guarantees are numbered as in the project's DESIGN.md; those
-// marked (core) hold in this package today.
+// Numbered as in the project's DESIGN.md:
 //
-//   - G1: a slot runs once across replicas: one claim row per (job, slot),
-//     taken in one atomic statement; only its winner runs (core: see
-//     store.Store.SlotClaim).
-//   - G2: no eternal lock (core): every lease expires in the database clock
-//     and is renewed every TTL/3 while its work runs; a dead owner is
-//     replaced within one TTL.
-//   - G3: a paused or partitioned owner cannot write after losing its lease
-//     (core): the generation of a lease name grows forever (release expires
-//     the row, never deletes it) and Lease.Fence checks it inside the write
-//     transaction, holding the lease row against a takeover until commit.
-//   - G4: a completed window never runs again; an interrupted one can resume
-//     with one more attempt (core: see store.Store.SlotClaim).
-//   - G8: replica clocks do not matter (core): expiry and "now" come from the
-//     database.
-//   - G10: history stays bounded (core: store.Store.Prune keeps each job's
-//     latest claim).
+//   - G1: a slot runs once across replicas. At each fire a replica claims
+//     every job due at that instant in one round trip (the pause state read
+//     and the lease taken in the same statement); only the claim's winner
+//     runs the handler.
+//   - G2: no eternal lock. Every lease expires in the database clock and is
+//     renewed every TTL/3 while its run lasts (one batched round trip for
+//     all the leases a replica holds); a dead owner is replaced within one
+//     TTL, and on PostgreSQL at once, when its liveness session is gone.
+//   - G3: a paused or partitioned owner cannot write after losing its
+//     lease. The generation of a lease name grows forever and Run.Fence
+//     checks it inside the write transaction, holding the lease row against
+//     a takeover until commit.
+//   - G4: a completed window never runs again; an interrupted one resumes
+//     with one more attempt, up to Job.MaxAttempts. The slot is the
+//     intended occurrence, never the start time.
+//   - G5: a slot missed during a restart or a store outage runs once, when
+//     the job has a CatchUpWindow: only the most recent one; history is not
+//     replayed.
+//   - G6: pause and resume (SetEnabled) reach every replica at its next
+//     fire and survive restarts; a paused job does not spend its slot.
+//   - G7: overlap is visible: a slot that comes due while a run holds the
+//     job's lease is recorded as a skipped run naming the holder, once
+//     across replicas; Trigger meets ErrAlreadyExecuting.
+//   - G8: replica clocks do not matter: expiry and "due" come from the
+//     database clock; a replica whose clock runs ahead cannot claim early.
+//   - G10: history stays bounded: one replica at a time prunes runs and
+//     claims older than Config.Retention, keeping each job's latest claim.
 //
 // # Choosing a TTL
 //
