@@ -92,10 +92,15 @@ var _ = os.Stderr
 // start builds, registers jobs on and starts one replica.
 func (c *cluster) start(name string, offset time.Duration, jobs ...Job) *Scheduler {
 	c.t.Helper()
-	s, err := New(Config{
-		Store: c.open(c.t), Owner: name, Logger: quiet,
-		Clock: offsetClock{c.db, offset}, Retention: -1,
-	})
+	return c.startWith(Config{Owner: name, Clock: offsetClock{c.db, offset}, Retention: -1}, jobs...)
+}
+
+// startWith is start with a config of the test's own; Store and Logger are
+// filled in.
+func (c *cluster) startWith(cfg Config, jobs ...Job) *Scheduler {
+	c.t.Helper()
+	cfg.Store, cfg.Logger = c.open(c.t), quiet
+	s, err := New(cfg)
 	if err != nil {
 		c.t.Fatal(err)
 	}

@@ -388,3 +388,45 @@ func TestStoreOutageLeavesSlotToCatchUp(t *testing.T) {
 	}
 	l.wantNoneTwiceOrEarly(t)
 }
+
+func TestRetentionPrunesOnOneReplicaKeepingTheLatestClaim(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		st := c.open(t)
+		day := 24 * time.Hour
+		now := c.db.Now()
+		// Ten days of a daily job's history, written 10 to 1 days ago.
+		for age := 10; age >= 1; age-- {
+			at := now.Add(-time.Duration(age) * day)
+			r, err := st.SlotClaim(context.Background(), store.SlotClaimParams{
+				Job: "daily", Slot: at, LeaseName: "job:daily", Owner: "old", TTL: time.Minute, MaxAttempts: 1, Now: at,
+			})
+			if err != nil || !r.Claimed {
+				t.Fatal(r, err)
+			}
+			if _, err := st.SlotFinish(context.Background(), store.SlotFinishParams{
+				Job: "daily", Slot: at, LeaseName: r.Lease.Name, Owner: "old", Generation: r.Lease.Generation,
+				Status: store.SlotCompleted, Now: at, Run: store.Run{Success: true, StartedAt: at},
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		noop := func(context.Context, *Run) error { return nil }
+		for _, name := range []string{"a", "b"} {
+			c.startWith(Config{Owner: name, Clock: offsetClock{c.db, 0}, Retention: 7 * day},
+				Job{Name: "daily", Schedule: "@daily", Handler: noop})
+		}
+		c.advance(time.Second, time.Second) // the first tick prunes, on one replica
+		runs, err := st.RunList(context.Background(), store.RunListParams{Job: "daily"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The cutoff is 7 days before the prune (a second after the start):
+		// the runs 1 to 6 days old stay.
+		if len(runs) != 6 {
+			t.Fatalf("%d runs left after pruning, want the 6 younger than the retention", len(runs))
+		}
+		if _, err := st.SlotGet(context.Background(), "daily", now.Add(-10*day)); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("a 10-day-old claim survived: %v", err)
+		}
+	})
+}
