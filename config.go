@@ -31,6 +31,9 @@ const (
 	// DefaultClockCheckEvery is how often the offset of this replica's clock
 	// from the database clock is measured.
 	DefaultClockCheckEvery = time.Minute
+	// DefaultResumeEvery is how often a replica looks for runs that died
+	// mid-way (their owner crashed or lost its lease) to resume them.
+	DefaultResumeEvery = 500 * time.Millisecond
 	// ClockOffsetWarning is the offset from the database clock above which a
 	// replica logs a warning.
 	ClockOffsetWarning = time.Second
@@ -73,6 +76,11 @@ type Config struct {
 	// ClockCheckEvery is how often the offset from the database clock is
 	// measured. Defaults to DefaultClockCheckEvery (1 minute).
 	ClockCheckEvery time.Duration
+
+	// ResumeEvery is how often this replica looks for slots whose run died
+	// mid-way and resumes them (one cheap query). Negative disables it.
+	// Defaults to DefaultResumeEvery (500ms).
+	ResumeEvery time.Duration
 }
 
 func (c *Config) withDefaults() Config {
@@ -100,6 +108,9 @@ func (c *Config) withDefaults() Config {
 	}
 	if out.ClockCheckEvery == 0 {
 		out.ClockCheckEvery = DefaultClockCheckEvery
+	}
+	if out.ResumeEvery == 0 {
+		out.ResumeEvery = DefaultResumeEvery
 	}
 	return out
 }

@@ -88,7 +88,14 @@ func TestFailoverKill9ResumesOnAnotherReplica(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: starts and kills a replica process")
 	}
-	t.Parallel()
+	// The survivor either runs already at the kill (its scan for
+	// interrupted runs resumes the slot) or starts after it (its catch-up
+	// does).
+	t.Run("SurvivorAlreadyRunning", func(t *testing.T) { t.Parallel(); testFailover(t, true) })
+	t.Run("SurvivorStartsAfter", func(t *testing.T) { t.Parallel(); testFailover(t, false) })
+}
+
+func testFailover(t *testing.T, survivorRunning bool) {
 	ctx := context.Background()
 
 	url := pgtest.URL(t)
@@ -144,25 +151,7 @@ func TestFailoverKill9ResumesOnAnotherReplica(t *testing.T) {
 		t.Fatalf("lease before the kill = %+v, want the child's at generation %d", dead, started.Generation)
 	}
 
-	// kill -9, in the middle of the run.
-	killedAt := time.Now()
-	if err := child.kill(); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("killed the child replica %s (and reaped it in %s)", started.Owner, time.Since(killedAt))
-
-	// The server ends the dead process's sessions once it sees their
-	// sockets closed, which frees its liveness lock. The premise of the
-	// requirement ("when its session is gone") is awaited, not slept on:
-	// a replica starting before that would find the lease still guarded.
-	waitForSessionGone(t, pool, schema, claim.LeaseName, killedAt)
-	t.Logf("the child's liveness lock was free %s after the kill", time.Since(killedAt))
-
-	// Another replica starts: its catch-up finds S interrupted and resumes
-	// it. It starts only now because catch-up (at start-up and after a store
-	// outage) is the scheduler's one path that claims a past slot: a replica
-	// already running at the kill would not resume S at all, only take the
-	// job's lease over at its next slot.
+	// The survivor: another replica of the same job.
 	type resumed struct {
 		at         time.Time
 		slot       time.Time
@@ -200,8 +189,10 @@ func TestFailoverKill9ResumesOnAnotherReplica(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Start(ctx); err != nil {
-		t.Fatal(err)
+	startSurvivor := func() {
+		if err := s.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 	stopped := false
 	stop := func() {
@@ -224,6 +215,27 @@ func TestFailoverKill9ResumesOnAnotherReplica(t *testing.T) {
 		stop()
 	})
 
+	if survivorRunning {
+		startSurvivor() // S is running under a live owner: nothing to claim yet
+	}
+
+	// kill -9, in the middle of the run.
+	killedAt := time.Now()
+	if err := child.kill(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("killed the child replica %s (and reaped it in %s)", started.Owner, time.Since(killedAt))
+
+	// The server ends the dead process's sessions once it sees their
+	// sockets closed, which frees its liveness lock. The premise of the
+	// requirement ("when its session is gone") is awaited, not slept on:
+	// a replica starting before that would find the lease still guarded.
+	waitForSessionGone(t, pool, schema, claim.LeaseName, killedAt)
+	t.Logf("the child's liveness lock was free %s after the kill", time.Since(killedAt))
+	if !survivorRunning {
+		startSurvivor()
+	}
+
 	var run resumed
 	select {
 	case run = <-runs:
@@ -235,9 +247,11 @@ func TestFailoverKill9ResumesOnAnotherReplica(t *testing.T) {
 	if took >= failoverBound {
 		t.Errorf("slot resumed %s after the kill, want under %s (the lease TTL is %s)", took, failoverBound, failoverTTL)
 	}
-	if !run.slot.Equal(slot) || run.attempt != 2 || run.owner != owner || !run.catchUp || run.generation <= started.Generation {
-		t.Fatalf("resumed run: slot %s attempt %d owner %s catch-up %v generation %d; want slot %s attempt 2 owner %s catch-up true generation above %d",
-			run.slot, run.attempt, run.owner, run.catchUp, run.generation, slot, owner, started.Generation)
+	// A survivor that starts after the kill resumes S through catch-up; one
+	// already running, through its scan for interrupted runs.
+	if !run.slot.Equal(slot) || run.attempt != 2 || run.owner != owner || run.catchUp == survivorRunning || run.generation <= started.Generation {
+		t.Fatalf("resumed run: slot %s attempt %d owner %s catch-up %v generation %d; want slot %s attempt 2 owner %s catch-up %v generation above %d",
+			run.slot, run.attempt, run.owner, run.catchUp, run.generation, slot, owner, !survivorRunning, started.Generation)
 	}
 	if run.ctxErr != nil {
 		t.Errorf("resumed run's context already done at start: %v", run.ctxErr)
@@ -301,8 +315,8 @@ func TestFailoverKill9ResumesOnAnotherReplica(t *testing.T) {
 	if len(rows) != 1 {
 		t.Fatalf("run rows = %+v, want one: the resumed run", rows)
 	}
-	if r := rows[0]; !r.Slot.Equal(slot) || r.Attempt != 2 || !r.Success || !r.CatchUp || r.Owner != owner || r.Generation != run.generation {
-		t.Errorf("run row = %+v, want slot %s attempt 2, successful catch-up by %s at generation %d", r, slot, owner, run.generation)
+	if r := rows[0]; !r.Slot.Equal(slot) || r.Attempt != 2 || !r.Success || r.CatchUp == survivorRunning || r.Owner != owner || r.Generation != run.generation {
+		t.Errorf("run row = %+v, want slot %s attempt 2, successful (catch-up %v) by %s at generation %d", r, slot, !survivorRunning, owner, run.generation)
 	}
 	select {
 	case r := <-runs:

@@ -38,6 +38,7 @@ type Scheduler struct {
 	missed                    map[string]time.Time // per job, the latest slot that fired while the store was down
 	down                      bool                 // the last claim failed: the store is unreachable
 	nextPrune, nextClockCheck time.Time
+	nextResume                time.Time
 
 	wake       chan struct{}
 	loopCancel context.CancelFunc
@@ -157,9 +158,13 @@ func (s *Scheduler) loop(ctx context.Context) {
 	defer close(s.loopDone)
 	for {
 		s.mu.Lock()
+		now := s.cfg.Clock.Now()
 		wait := s.cfg.MaxSleep
 		if s.heap.Len() > 0 {
-			wait = min(wait, max(s.heap[0].fireAt.Sub(s.cfg.Clock.Now()), 0))
+			wait = min(wait, max(s.heap[0].fireAt.Sub(now), 0))
+		}
+		if s.cfg.ResumeEvery > 0 {
+			wait = min(wait, max(s.nextResume.Sub(now), 0))
 		}
 		s.mu.Unlock()
 		timer := s.cfg.Clock.NewTimer(wait)
@@ -190,6 +195,10 @@ func (s *Scheduler) tick(ctx context.Context) {
 	if prune {
 		s.nextPrune = now.Add(s.cfg.PruneEvery)
 	}
+	resume := s.cfg.ResumeEvery > 0 && !now.Before(s.nextResume) && !s.down
+	if resume {
+		s.nextResume = now.Add(s.cfg.ResumeEvery)
+	}
 	down, catchUp := s.down, s.catchUp
 	var missed map[string]time.Time
 	if catchUp {
@@ -215,6 +224,9 @@ func (s *Scheduler) tick(ctx context.Context) {
 	}
 	if prune {
 		s.prune(ctx)
+	}
+	if resume {
+		s.resumeInterrupted(ctx)
 	}
 	if len(due) > 0 {
 		s.fire(ctx, due, now)
@@ -345,6 +357,55 @@ func (s *Scheduler) runCatchUp(ctx context.Context, now time.Time, candidates ma
 		late := r.Lease.AcquiredAt.Sub(items[i].Slot)
 		first := fmt.Sprintf("Catch-up run for missed slot %s (%ds late)", items[i].Slot.UTC().Format(time.RFC3339), int64(late.Seconds()))
 		s.startRun(jobs[i], r, sent, true, first)
+	}
+}
+
+// resumeInterrupted claims again, with one more attempt, the slots whose
+// run died mid-way: its owner crashed (on PostgreSQL noticed as soon as the
+// owner's session is gone) or lost its lease. One query finds them; they are
+// claimed, the latest per job, in one more round trip.
+func (s *Scheduler) resumeInterrupted(ctx context.Context) {
+	dead, err := s.store.SlotListInterrupted(ctx)
+	if err != nil {
+		s.log.Warn("cronfence: could not look for interrupted runs", "error", err)
+		return
+	}
+	if len(dead) == 0 {
+		return
+	}
+	latest := map[string]store.Slot{}
+	for _, sl := range dead {
+		if cur, ok := latest[sl.Job]; !ok || sl.Slot.After(cur.Slot) {
+			latest[sl.Job] = sl
+		}
+	}
+	s.mu.Lock()
+	var (
+		jobs  []*registered
+		items []store.SlotClaimParams
+	)
+	for name, sl := range latest {
+		if r := s.jobs[name]; r != nil {
+			jobs = append(jobs, r)
+			items = append(items, r.claimParams(sl.Slot, s.cfg.Owner, s.liveKey, false))
+		}
+	}
+	s.mu.Unlock()
+	if len(items) == 0 {
+		return
+	}
+	sent := s.cfg.Clock.Now()
+	results, err := s.store.SlotClaimBatch(ctx, items)
+	if err != nil {
+		s.log.Warn("cronfence: could not resume interrupted runs", "error", err)
+		return
+	}
+	for i, r := range results {
+		if r.Claimed {
+			first := fmt.Sprintf("Resuming slot %s: its previous run was interrupted (attempt %d of %d)",
+				items[i].Slot.UTC().Format(time.RFC3339), r.Slot.Attempts, jobs[i].MaxAttempts)
+			s.startRun(jobs[i], r, sent, false, first)
+		}
 	}
 }
 

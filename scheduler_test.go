@@ -394,9 +394,9 @@ func TestRetentionPrunesOnOneReplicaKeepingTheLatestClaim(t *testing.T) {
 		st := c.open(t)
 		day := 24 * time.Hour
 		now := c.db.Now()
-		// Ten days of a daily job's history, written 10 to 1 days ago.
+		// Ten days of a daily job's history.
 		for age := 10; age >= 1; age-- {
-			at := now.Add(-time.Duration(age) * day)
+			at := now.Add(-time.Duration(age)*day + 12*time.Hour) // 9.5 to 0.5 days old
 			r, err := st.SlotClaim(context.Background(), store.SlotClaimParams{
 				Job: "daily", Slot: at, LeaseName: "job:daily", Owner: "old", TTL: time.Minute, MaxAttempts: 1, Now: at,
 			})
@@ -420,12 +420,11 @@ func TestRetentionPrunesOnOneReplicaKeepingTheLatestClaim(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The cutoff is 7 days before the prune (a second after the start):
-		// the runs 1 to 6 days old stay.
-		if len(runs) != 6 {
-			t.Fatalf("%d runs left after pruning, want the 6 younger than the retention", len(runs))
+		// The runs 0.5 to 6.5 days old stay.
+		if len(runs) != 7 {
+			t.Fatalf("%d runs left after pruning, want the 7 younger than the retention", len(runs))
 		}
-		if _, err := st.SlotGet(context.Background(), "daily", now.Add(-10*day)); !errors.Is(err, store.ErrNotFound) {
+		if _, err := st.SlotGet(context.Background(), "daily", now.Add(-10*day+12*time.Hour)); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("a 10-day-old claim survived: %v", err)
 		}
 	})

@@ -87,6 +87,12 @@ type Store interface {
 	// the job's buffered slot, if one waits for this run to end.
 	SlotFinish(ctx context.Context, p SlotFinishParams) (SlotFinishResult, error)
 
+	// SlotListInterrupted returns the running slots whose run is dead: its
+	// lease expired, was taken over, or (where the store has liveness) its
+	// owner's process is gone. A replica claims them again (attempt + 1)
+	// without waiting for a later slot.
+	SlotListInterrupted(ctx context.Context) ([]Slot, error)
+
 	// SlotGet returns the claim of (job, slot) or ErrNotFound.
 	SlotGet(ctx context.Context, job string, slot time.Time) (Slot, error)
 

@@ -294,6 +294,21 @@ func claimRefused(ctx context.Context, s *postgres.Store, owner string, i int, w
 	return nil
 }
 
+// claimOverlapped claims slotAt(i) for owner while another run holds the
+// lease; the claim must be refused with already_executing and record the
+// slot as skipped, with its skip run row.
+func claimOverlapped(ctx context.Context, s *postgres.Store, owner string, i int) error {
+	r, err := s.SlotClaim(ctx, claimParams(owner, i))
+	if err != nil {
+		return err
+	}
+	if r.Claimed || r.Refusal != store.ClaimHeld || r.Recorded != store.SlotSkipped || r.SkipRun.ID == 0 {
+		return fmt.Errorf("slot %d: claimed %v, refusal %q, recorded %q, skip run %d; want refusal %q, recorded %q and a skip run",
+			i, r.Claimed, r.Refusal, r.Recorded, r.SkipRun.ID, store.ClaimHeld, store.SlotSkipped)
+	}
+	return nil
+}
+
 func claimParams(owner string, i int) store.SlotClaimParams {
 	return store.SlotClaimParams{
 		Job: benchJob, Slot: slotAt(i), LeaseName: benchLease, Owner: owner,
@@ -425,7 +440,8 @@ func BenchmarkLeaseFence(b *testing.B) {
 //   - loser: the slot another replica claimed and is running: refused,
 //     already_executing.
 //   - overlap: a fresh slot while the previous slot's run still holds the
-//     lease: refused, already_executing.
+//     lease: refused, already_executing, and recorded: the slot row is
+//     written as skipped with a skip run row naming the holder.
 //   - late: a slot another replica already completed: refused, completed.
 func BenchmarkSlotClaim(b *testing.B) {
 	b.Run("won", func(b *testing.B) {
@@ -461,8 +477,11 @@ func BenchmarkSlotClaim(b *testing.B) {
 			b.Fatal(err)
 		}
 		measure(b, trips, benchCall{
-			call: func(ctx context.Context, _ int) error {
-				return claimRefused(ctx, s, benchOwner, 1, store.ClaimHeld)
+			call: func(ctx context.Context, i int) error {
+				// A fresh slot per call: an overlapped slot is recorded
+				// as skipped, and a second claim of it would be refused
+				// as skipped instead.
+				return claimOverlapped(ctx, s, benchOwner, i+1)
 			},
 		})
 	})

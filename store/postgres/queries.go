@@ -4,30 +4,31 @@ package postgres
 // Store. {{schema}} marks where the quoted schema name goes.
 type queries struct {
 	leaseAcquire, leaseRenew, leaseRenewBatch, leaseRelease, leaseGet, leaseFence string
-	slotClaim, slotFinish, slotGet                                                string
+	slotClaim, slotFinish, slotGet, slotListInterrupted                           string
 	runInsert, runList, prune, jobStateSet, jobStateList                          string
 }
 
 func newQueries(schema string) queries {
 	q := queries{
-		leaseAcquire:    leaseAcquireSQL,
-		leaseRenew:      leaseRenewSQL,
-		leaseRenewBatch: leaseRenewBatchSQL,
-		jobStateSet:     jobStateSetSQL,
-		jobStateList:    jobStateListSQL,
-		leaseRelease:    leaseReleaseSQL,
-		leaseGet:        leaseGetSQL,
-		leaseFence:      leaseFenceSQL,
-		slotClaim:       slotClaimSQL,
-		slotFinish:      slotFinishSQL,
-		slotGet:         slotGetSQL,
-		runInsert:       runInsertSQL,
-		runList:         runListSQL,
-		prune:           pruneSQL,
+		leaseAcquire:        leaseAcquireSQL,
+		leaseRenew:          leaseRenewSQL,
+		leaseRenewBatch:     leaseRenewBatchSQL,
+		jobStateSet:         jobStateSetSQL,
+		jobStateList:        jobStateListSQL,
+		leaseRelease:        leaseReleaseSQL,
+		leaseGet:            leaseGetSQL,
+		leaseFence:          leaseFenceSQL,
+		slotClaim:           slotClaimSQL,
+		slotFinish:          slotFinishSQL,
+		slotGet:             slotGetSQL,
+		slotListInterrupted: slotListInterruptedSQL,
+		runInsert:           runInsertSQL,
+		runList:             runListSQL,
+		prune:               pruneSQL,
 	}
 	for _, p := range []*string{
 		&q.leaseAcquire, &q.leaseRenew, &q.leaseRenewBatch, &q.jobStateSet, &q.jobStateList, &q.leaseRelease, &q.leaseGet, &q.leaseFence,
-		&q.slotClaim, &q.slotFinish, &q.slotGet, &q.runInsert, &q.runList, &q.prune,
+		&q.slotClaim, &q.slotFinish, &q.slotGet, &q.slotListInterrupted, &q.runInsert, &q.runList, &q.prune,
 	} {
 		*p = withSchema(schema, *p)
 	}
@@ -315,6 +316,23 @@ ON CONFLICT (job) DO UPDATE
 RETURNING job, enabled_override, override_by, override_at, note`
 
 const jobStateListSQL = `SELECT job, enabled_override, override_by, override_at, note FROM {{schema}}.job_state ORDER BY job COLLATE "C"`
+
+// slotListInterruptedSQL finds running slots whose run is dead. The partial
+// index on running slots keeps it cheap: a handful of rows, whatever the
+// history. The liveness try-lock is released when the statement's
+// transaction ends.
+//
+// $1 pinned now or NULL.
+const slotListInterruptedSQL = `
+SELECT s.job, s.slot, s.status, s.owner, s.lease_name, s.generation, s.attempts, s.started_at, s.finished_at
+  FROM {{schema}}.slots s
+  LEFT JOIN {{schema}}.leases l ON l.name = s.lease_name
+ WHERE s.status = 'running'
+   AND (l.name IS NULL
+        OR l.generation <> s.generation
+        OR l.expires_at <= coalesce($1::timestamptz, now())
+        OR (l.live_key IS NOT NULL AND pg_try_advisory_xact_lock(l.live_key)))
+ ORDER BY s.slot`
 
 const slotGetSQL = `SELECT ` + slotColumns + ` FROM {{schema}}.slots WHERE job = $1 AND slot = $2`
 

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/cronfence/cronfence/store"
 )
 
@@ -196,6 +198,40 @@ func (s *Store) SlotFinish(ctx context.Context, p store.SlotFinishParams) (store
 	return res, nil
 }
 
+// SlotListInterrupted returns running slots whose run is dead. See
+// store.Store.
+func (s *Store) SlotListInterrupted(ctx context.Context) ([]store.Slot, error) {
+	if err := s.usable(); err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, s.q.slotListInterrupted, s.nowArg(time.Time{}))
+	if err != nil {
+		return nil, s.translate("list interrupted slots", err)
+	}
+	slots, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Slot, error) { return scanSlot(row) })
+	if err != nil {
+		return nil, s.translate("list interrupted slots", err)
+	}
+	return slots, nil
+}
+
+func scanSlot(row pgx.Row) (store.Slot, error) {
+	var (
+		sl       store.Slot
+		status   string
+		finished *time.Time
+	)
+	if err := row.Scan(&sl.Job, &sl.Slot, &status, &sl.Owner, &sl.LeaseName, &sl.Generation, &sl.Attempts, &sl.StartedAt, &finished); err != nil {
+		return store.Slot{}, err
+	}
+	sl.Status = store.SlotStatus(status)
+	sl.Slot, sl.StartedAt = sl.Slot.UTC(), sl.StartedAt.UTC()
+	if finished != nil {
+		sl.FinishedAt = finished.UTC()
+	}
+	return sl, nil
+}
+
 // SlotGet returns the claim of (job, slot).
 func (s *Store) SlotGet(ctx context.Context, job string, slot time.Time) (store.Slot, error) {
 	if err := store.ValidateName("job", job); err != nil {
@@ -204,20 +240,9 @@ func (s *Store) SlotGet(ctx context.Context, job string, slot time.Time) (store.
 	if err := s.usable(); err != nil {
 		return store.Slot{}, err
 	}
-	var (
-		sl       store.Slot
-		status   string
-		finished *time.Time
-	)
-	err := s.pool.QueryRow(ctx, s.q.slotGet, job, slotTime(slot)).Scan(
-		&sl.Job, &sl.Slot, &status, &sl.Owner, &sl.LeaseName, &sl.Generation, &sl.Attempts, &sl.StartedAt, &finished)
+	sl, err := scanSlot(s.pool.QueryRow(ctx, s.q.slotGet, job, slotTime(slot)))
 	if err != nil {
 		return store.Slot{}, s.translate(fmt.Sprintf("get slot %s of job %q", slotTime(slot).Format(time.RFC3339Nano), job), err)
-	}
-	sl.Status = store.SlotStatus(status)
-	sl.Slot, sl.StartedAt = sl.Slot.UTC(), sl.StartedAt.UTC()
-	if finished != nil {
-		sl.FinishedAt = finished.UTC()
 	}
 	return sl, nil
 }

@@ -186,6 +186,21 @@ func claimRefused(ctx context.Context, s *sqlite.Store, owner string, i int, wan
 	return nil
 }
 
+// claimOverlapped claims slotAt(i) for owner while another run holds the
+// lease; the claim must be refused with already_executing and record the
+// slot as skipped, with its skip run row.
+func claimOverlapped(ctx context.Context, s *sqlite.Store, owner string, i int) error {
+	r, err := s.SlotClaim(ctx, claimParams(owner, i))
+	if err != nil {
+		return err
+	}
+	if r.Claimed || r.Refusal != store.ClaimHeld || r.Recorded != store.SlotSkipped || r.SkipRun.ID == 0 {
+		return fmt.Errorf("slot %d: claimed %v, refusal %q, recorded %q, skip run %d; want refusal %q, recorded %q and a skip run",
+			i, r.Claimed, r.Refusal, r.Recorded, r.SkipRun.ID, store.ClaimHeld, store.SlotSkipped)
+	}
+	return nil
+}
+
 func claimParams(owner string, i int) store.SlotClaimParams {
 	return store.SlotClaimParams{
 		Job: benchJob, Slot: slotAt(i), LeaseName: benchLease, Owner: owner,
@@ -301,7 +316,8 @@ func BenchmarkLeaseFence(b *testing.B) {
 //
 //   - won: a fresh slot, its lease free: claimed.
 //   - loser: the slot another replica claimed and is running: refused.
-//   - overlap: a fresh slot while the previous run holds the lease: refused.
+//   - overlap: a fresh slot while the previous run holds the lease: refused
+//     and recorded as skipped (a slot row and a skip run row).
 //   - late: a slot another replica already completed: refused.
 func BenchmarkSlotClaim(b *testing.B) {
 	b.Run("won", func(b *testing.B) {
@@ -337,8 +353,11 @@ func BenchmarkSlotClaim(b *testing.B) {
 			b.Fatal(err)
 		}
 		measure(b, benchCall{
-			call: func(ctx context.Context, _ int) error {
-				return claimRefused(ctx, s, benchOwner, 1, store.ClaimHeld)
+			call: func(ctx context.Context, i int) error {
+				// A fresh slot per call: an overlapped slot is recorded
+				// as skipped, and a second claim of it would be refused
+				// as skipped instead.
+				return claimOverlapped(ctx, s, benchOwner, i+1)
 			},
 		})
 	})

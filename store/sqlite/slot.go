@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/cronfence/cronfence/store"
@@ -348,4 +349,48 @@ func (s *Store) SlotGet(ctx context.Context, job string, slot time.Time) (store.
 		return store.Slot{}, s.errorf(err, "get slot %s of job %q", slot.Format(time.RFC3339Nano), job)
 	}
 	return sl, nil
+}
+
+// SlotListInterrupted returns running slots whose lease expired or was
+// taken over. SQLite has no liveness: a dead owner's run counts as
+// interrupted once its lease expires. See store.Store.
+func (s *Store) SlotListInterrupted(ctx context.Context) ([]store.Slot, error) {
+	if s.closed.Load() {
+		return nil, closedError("list interrupted slots")
+	}
+	if err := s.checkSchema(ctx, s.db); err != nil {
+		return nil, s.errorf(err, "list interrupted slots")
+	}
+	rows, err := s.db.QueryContext(ctx, `
+		SELECT `+prefixed("s.", slotColumns)+`
+		  FROM cronfence_slots s
+		  LEFT JOIN cronfence_leases l ON l.name = s.lease_name
+		 WHERE s.status = 'running'
+		   AND (l.name IS NULL OR l.generation <> s.generation OR l.expires_at <= ?)
+		 ORDER BY s.slot`, micros(s.now(time.Time{})))
+	if err != nil {
+		return nil, s.errorf(err, "list interrupted slots")
+	}
+	defer rows.Close()
+	var slots []store.Slot
+	for rows.Next() {
+		sl, err := scanSlot(rows)
+		if err != nil {
+			return nil, s.errorf(err, "list interrupted slots")
+		}
+		slots = append(slots, sl)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.errorf(err, "list interrupted slots")
+	}
+	return slots, nil
+}
+
+// prefixed qualifies each of a comma-separated column list with prefix.
+func prefixed(prefix, columns string) string {
+	parts := strings.Split(columns, ",")
+	for i, c := range parts {
+		parts[i] = prefix + strings.TrimSpace(c)
+	}
+	return strings.Join(parts, ", ")
 }

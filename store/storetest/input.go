@@ -128,7 +128,11 @@ func closedStore(t *testing.T, b Bundle) {
 			_, err := s.SlotClaim(ctx(t), store.SlotClaimParams{Job: "j", Slot: now, LeaseName: "l", Owner: "o", TTL: ttl, MaxAttempts: 1})
 			return err
 		}(),
-		"SlotGet":   func() error { _, err := s.SlotGet(ctx(t), "j", now); return err }(),
+		"SlotGet": func() error { _, err := s.SlotGet(ctx(t), "j", now); return err }(),
+		"SlotListInterrupted": func() error {
+			_, err := s.SlotListInterrupted(ctx(t))
+			return err
+		}(),
 		"RunInsert": func() error { _, err := s.RunInsert(ctx(t), store.Run{Job: "j"}); return err }(),
 		"RunList":   func() error { _, err := s.RunList(ctx(t), store.RunListParams{}); return err }(),
 		"Prune":     func() error { _, err := s.Prune(ctx(t), store.PruneParams{Before: now}); return err }(),

@@ -260,6 +260,34 @@ var slotTests = []namedTest{
 		// The lease is free at once for the next slot.
 		mustClaim(t, b.Store, claimParams(now, "b", now.Add(4*time.Second)))
 	}},
+	{name: "ListInterrupted", fn: func(t *testing.T, b Bundle) {
+		now := dbNow(t, b.Store)
+		claim := func(job string, at time.Time) store.SlotClaimResult {
+			p := claimParams(at.Add(-time.Second), "a", at)
+			p.Job, p.LeaseName = job, "job:"+job
+			return mustClaim(t, b.Store, p)
+		}
+		dead := claim("dead", now.Add(-time.Hour)) // its lease expired long ago
+		claim("alive", now)
+		done := claim("done", now.Add(-time.Hour))
+		mustFinish(t, b.Store, finishParams(done, store.SlotCompleted, now.Add(-time.Hour)))
+		got, err := b.Open(t).SlotListInterrupted(ctx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 1 || got[0].Job != "dead" || !got[0].Slot.Equal(dead.Slot.Slot) || got[0].Status != store.SlotRunning {
+			t.Fatalf("interrupted slots = %+v; want only the dead run's", got)
+		}
+		// Claimed again, it is no longer interrupted.
+		p := claimParams(dead.Slot.Slot, "b", now)
+		p.Job, p.LeaseName = "dead", "job:dead"
+		if r := mustClaim(t, b.Store, p); r.Slot.Attempts != 2 {
+			t.Fatalf("resumed as attempt %d, want 2", r.Slot.Attempts)
+		}
+		if got, err := b.Store.SlotListInterrupted(ctx(t)); err != nil || len(got) != 0 {
+			t.Fatalf("after the resume: %+v, %v", got, err)
+		}
+	}},
 	{name: "GetMissing", fn: func(t *testing.T, b Bundle) {
 		if _, err := b.Store.SlotGet(ctx(t), "report", time.Unix(0, 0)); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("SlotGet of a missing slot: %v, want ErrNotFound", err)

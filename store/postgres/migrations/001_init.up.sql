@@ -28,6 +28,9 @@ CREATE TABLE {{schema}}.slots (
     PRIMARY KEY (job, slot)
 );
 
+-- Running slots, for the scan of interrupted runs.
+CREATE INDEX slots_running_idx ON {{schema}}.slots (slot) WHERE status = 'running';
+
 -- Slots waiting for the current run to end (overlap policy buffer-one).
 CREATE INDEX slots_buffered_idx ON {{schema}}.slots (job, slot) WHERE status = 'buffered';
 

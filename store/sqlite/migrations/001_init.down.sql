@@ -5,5 +5,6 @@ DROP INDEX IF EXISTS cronfence_runs_job_id;
 DROP TABLE IF EXISTS cronfence_runs;
 DROP TABLE IF EXISTS cronfence_job_state;
 DROP INDEX IF EXISTS cronfence_slots_buffered;
+DROP INDEX IF EXISTS cronfence_slots_running;
 DROP TABLE IF EXISTS cronfence_slots;
 DROP TABLE IF EXISTS cronfence_leases;

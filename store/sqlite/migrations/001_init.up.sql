@@ -43,6 +43,9 @@ CREATE TABLE cronfence_slots (
 -- The buffered slots of a job (overlap policy buffer-one): a claim checks
 -- whether one exists and SlotFinish reports the earliest, without walking
 -- the job's whole history in the primary key.
+-- Running slots, for the scan of interrupted runs.
+CREATE INDEX cronfence_slots_running ON cronfence_slots (slot) WHERE status = 'running';
+
 CREATE INDEX cronfence_slots_buffered ON cronfence_slots (job, slot) WHERE status = 'buffered';
 
 -- One row per job that has a state: the pause override every replica reads
