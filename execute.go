@@ -108,6 +108,20 @@ func (s *Scheduler) finish(spec runSpec, runErr error, logs []string) {
 		}
 		return
 	}
+	if runErr != nil && !spec.slot.IsZero() && s.runsCtx.Err() != nil {
+		// Cut short by a shutdown: leave the slot running and hand the lease
+		// over, so a live replica resumes the run (attempt + 1) at once
+		// instead of the slot counting as failed.
+		if _, err := s.store.LeaseRelease(ctx, spec.lease.Ref()); err != nil {
+			s.log.Warn("cronfence: could not release the lease of a run cut short by shutdown", "job", job.Name, "error", err)
+		}
+		row.Job, row.Slot, row.Owner, row.Generation = job.Name, spec.slot, spec.lease.Owner, spec.lease.Generation
+		row.Error = "interrupted by shutdown, left for another replica to resume: " + row.Error
+		if _, err := s.store.RunInsert(ctx, row); err != nil {
+			s.log.Warn("cronfence: could not record a run cut short by shutdown", "job", job.Name, "error", err)
+		}
+		return
+	}
 	status := store.SlotCompleted
 	if runErr != nil {
 		status = store.SlotFailed

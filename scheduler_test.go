@@ -429,3 +429,50 @@ func TestRetentionPrunesOnOneReplicaKeepingTheLatestClaim(t *testing.T) {
 		}
 	})
 }
+
+// A handler that does not end by itself is cancelled when the shutdown
+// grace passes, and its run still ends with the lease released.
+func TestShutdownGraceCancelsStuckHandler(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		b := newBlocker()
+		s := c.startWith(Config{Owner: "leaving", Clock: offsetClock{c.db, 0}, Retention: -1, ShutdownGrace: 30 * time.Second},
+			Job{Name: "long", Schedule: "* * * * *", Handler: b.handler})
+		c.db.Advance(time.Minute)
+		run := <-b.started
+		stopped := make(chan error)
+		go func() { stopped <- s.Stop(context.Background()) }()
+		<-s.loopDone // firing has stopped; the grace timer starts next
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := c.db.WaitForTimers(ctx, 2); err != nil { // the lease's renewal and the grace
+			t.Fatal(err)
+		}
+		select {
+		case <-stopped:
+			t.Fatal("Stop returned before the grace passed while a handler ran")
+		default:
+		}
+		c.db.Advance(30 * time.Second)
+		if err := <-stopped; err != nil {
+			t.Fatal(err)
+		}
+		l, err := s.store.LeaseGet(context.Background(), "job:long")
+		if err != nil || l.Generation != run.Generation || l.ExpiresAt.After(c.db.Now()) {
+			t.Fatalf("after Stop the lease is %+v (%v); want generation %d released", l, err, run.Generation)
+		}
+		runs, err := s.store.RunList(context.Background(), store.RunListParams{Job: "long"})
+		if err != nil || len(runs) != 1 || runs[0].Success || !strings.Contains(runs[0].Error, "interrupted by shutdown") {
+			t.Fatalf("run rows = %+v, %v; want one run, interrupted by the shutdown", runs, err)
+		}
+		// The slot was left running for a live replica to resume at once.
+		c.replicas = nil
+		b2 := newBlocker()
+		close(b2.release)
+		c.start("staying", 0, Job{Name: "long", Schedule: "* * * * *", Handler: b2.handler})
+		c.advance(time.Second, time.Second)
+		resumed := <-b2.started
+		if !resumed.Slot.Equal(run.Slot) || resumed.Attempt != 2 {
+			t.Fatalf("resumed run = %+v; want slot %s attempt 2", resumed, run.Slot)
+		}
+	})
+}
