@@ -23,6 +23,7 @@ import (
 // injected too, and the test moves all time by hand.
 type cluster struct {
 	t        *testing.T
+	kind     string // the store: "postgres" or "sqlite"
 	db       *clock.Fake
 	open     func(t *testing.T) store.Store
 	replicas []*Scheduler
@@ -70,7 +71,7 @@ func eachStore(t *testing.T, test func(t *testing.T, c *cluster)) {
 			t.Parallel()
 			// A fixed, whole-minute start keeps slot arithmetic readable.
 			db := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-			c := &cluster{t: t, db: db}
+			c := &cluster{t: t, db: db, kind: o.name}
 			c.open = o.open(t, db.Now)
 			test(t, c)
 		})
