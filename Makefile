@@ -29,8 +29,9 @@ lint: ## Check formatting (gofmt), go vet and that go.mod is tidy.
 	$(GO) mod tidy -diff
 
 .PHONY: bench
-bench: ## Run the benchmarks (round trips per store operation, latency percentiles).
+bench: ## Run the benchmarks: round trips per store operation and per fire, latencies, memory.
 	$(GO) test -p 1 -run '^$$' -bench '$(BENCH)' -benchtime 5000x ./store/postgres/ ./store/sqlite/
+	$(GO) test -run '^$$' -bench 'Scheduler' -benchtime 1x .
 
 .PHONY: cover
 cover: ## Run the tests with coverage and print the total.

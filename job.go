@@ -3,6 +3,7 @@ package cronfence
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/cronfence/cronfence/schedule"
@@ -99,7 +100,7 @@ func (j Job) prepare() (*registered, error) {
 	loc := time.UTC
 	if j.TimeZone != "" {
 		var err error
-		if loc, err = time.LoadLocation(j.TimeZone); err != nil {
+		if loc, err = loadLocation(j.TimeZone); err != nil {
 			return nil, errInvalid(fmt.Sprintf("job %q: time zone %q: %v", j.Name, j.TimeZone, err))
 		}
 	}
@@ -156,4 +157,21 @@ func (r *registered) claimParams(slot time.Time, owner string, liveKey int64, ca
 		MaxAttempts: r.MaxAttempts, DeclaredDisabled: r.Disabled, Overlap: r.storeOverlap(),
 		CatchUp: catchUp, LiveKey: liveKey,
 	}
+}
+
+// locations shares one *time.Location per zone name: time.LoadLocation
+// reads and keeps a fresh copy of the zone's transitions on every call,
+// about 6 KB a job for a zone with a long history.
+var locations sync.Map // zone name → *time.Location
+
+func loadLocation(name string) (*time.Location, error) {
+	if loc, ok := locations.Load(name); ok {
+		return loc.(*time.Location), nil
+	}
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		return nil, err
+	}
+	actual, _ := locations.LoadOrStore(name, loc)
+	return actual.(*time.Location), nil
 }
