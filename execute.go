@@ -222,7 +222,7 @@ func (s *Scheduler) Trigger(ctx context.Context, name string) (ManualRun, error)
 		leaseName = fmt.Sprintf("job:%s@manual-%d", r.Name, s.cfg.Clock.Now().UnixNano())
 	}
 	sent := s.cfg.Clock.Now()
-	lease, acquired, err := s.store.LeaseAcquire(ctx, store.LeaseAcquireParams{Name: leaseName, Owner: s.cfg.Owner, TTL: r.LeaseTTL})
+	lease, acquired, err := s.store.LeaseAcquire(ctx, store.LeaseAcquireParams{Name: leaseName, Owner: s.cfg.Owner, TTL: r.LeaseTTL, LiveKey: s.liveKey})
 	if err != nil {
 		return ManualRun{}, fmt.Errorf("cronfence: trigger %q: %w", name, err)
 	}

@@ -435,7 +435,7 @@ func (s *Scheduler) ClockOffset() time.Duration { return time.Duration(s.offset.
 // (whichever takes the retention lease).
 func (s *Scheduler) prune(ctx context.Context) {
 	const name = "cronfence:retention"
-	l, ok, err := s.store.LeaseAcquire(ctx, store.LeaseAcquireParams{Name: name, Owner: s.cfg.Owner, TTL: 5 * time.Minute})
+	l, ok, err := s.store.LeaseAcquire(ctx, store.LeaseAcquireParams{Name: name, Owner: s.cfg.Owner, TTL: 5 * time.Minute, LiveKey: s.liveKey})
 	if err != nil || !ok {
 		if err != nil {
 			s.log.Warn("cronfence: prune: could not take the retention lease", "error", err)

@@ -150,6 +150,9 @@ type LeaseAcquireParams struct {
 	Owner string
 	TTL   time.Duration
 	Now   time.Time // pins the clock for this call; zero means the database clock
+	// LiveKey, when not zero, is the owner's liveness lock (see
+	// SlotClaimParams.LiveKey), recorded with the lease.
+	LiveKey int64
 }
 
 // LeaseRenewParams are the arguments of Store.LeaseRenew.

@@ -104,3 +104,27 @@ func TestNowFuncPinsEveryClock(t *testing.T) {
 		t.Fatalf("fence at the pinned expiry: %v, want ErrLeaseLost", err)
 	}
 }
+
+// LeaseAcquire with a liveness key (a manual run, a retention pass) is
+// taken over as soon as its owner's liveness lock is free.
+func TestLeaseAcquireWithLiveKey(t *testing.T) {
+	t.Parallel()
+	s, schema := newStore(t)
+	other := openOn(t, schema)
+	key, release, err := s.LivenessHold(ctx(t), "replica-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	if _, ok, err := s.LeaseAcquire(ctx(t), store.LeaseAcquireParams{Name: "job:x", Owner: "replica-a", TTL: time.Hour, LiveKey: key}); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if _, ok, err := other.LeaseAcquire(ctx(t), store.LeaseAcquireParams{Name: "job:x", Owner: "replica-b", TTL: time.Hour}); err != nil || ok {
+		t.Fatalf("takeover while the owner lives: %v, %v", ok, err)
+	}
+	release()
+	l, ok, err := other.LeaseAcquire(ctx(t), store.LeaseAcquireParams{Name: "job:x", Owner: "replica-b", TTL: time.Hour})
+	if err != nil || !ok || l.Generation != 2 {
+		t.Fatalf("takeover after the owner's liveness lock went = %+v, %v, %v", l, ok, err)
+	}
+}

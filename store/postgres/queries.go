@@ -44,19 +44,19 @@ const leaseColumns = `name, owner, generation, acquired_at, renewed_at, expires_
 // slotClaimSQL) is taken over before its expiry. When nothing was taken, the
 // second branch reports the holder (as of the statement's snapshot).
 //
-// $1 name, $2 owner, $3 TTL in µs, $4 pinned now or NULL.
+// $1 name, $2 owner, $3 TTL in µs, $4 pinned now or NULL, $5 live key or 0.
 const leaseAcquireSQL = `
 WITH c AS (SELECT coalesce($4::timestamptz, now()) AS now),
 acquired AS (
-    INSERT INTO {{schema}}.leases AS t (name, owner, generation, acquired_at, renewed_at, expires_at)
-    SELECT $1, $2, 1, c.now, c.now, c.now + $3::bigint * interval '1 microsecond' FROM c
+    INSERT INTO {{schema}}.leases AS t (name, owner, generation, acquired_at, renewed_at, expires_at, live_key)
+    SELECT $1, $2, 1, c.now, c.now, c.now + $3::bigint * interval '1 microsecond', nullif($5::bigint, 0) FROM c
     ON CONFLICT (name) DO UPDATE
        SET owner       = EXCLUDED.owner,
            generation  = t.generation + 1,
            acquired_at = EXCLUDED.acquired_at,
            renewed_at  = EXCLUDED.renewed_at,
            expires_at  = EXCLUDED.expires_at,
-           live_key    = NULL
+           live_key    = EXCLUDED.live_key
      WHERE t.expires_at <= EXCLUDED.acquired_at
         OR (t.live_key IS NOT NULL AND t.owner <> EXCLUDED.owner AND pg_try_advisory_xact_lock(t.live_key))
     RETURNING t.name, t.owner, t.generation, t.acquired_at, t.renewed_at, t.expires_at
