@@ -1,0 +1,152 @@
+// Package config loads and validates the YAML file that `cronfence serve`
+// runs: the database, the API tokens and the shell-command jobs.
+//
+// Everything is checked at load, and every problem is reported at once
+// (joined with errors.Join), each as an *Error naming the file, the line and
+// the field:
+//
+//	cronfence.yaml:12: jobs[1].timeout: "-5s" must not be negative
+//
+// Job indexes count from 0. Unknown fields are rejected at every level.
+//
+// # Environment variables
+//
+// ${VAR} in any string value is replaced by the variable's value; a variable
+// that is not set is an error naming it, unless written ${VAR:-default}
+// (the default is used when VAR is unset or empty). $VAR without braces is
+// left alone, so `shell: echo $CRONFENCE_SLOT` reaches the shell as
+// written; write $${VAR} for a literal ${VAR}.
+//
+// # Defaults
+//
+// The defaults: section takes every job field except name, command and
+// shell; a job's own value wins. env maps are merged, the job's keys
+// winning.
+//
+// This package imports neither the scheduler nor a store implementation:
+// Job's fields have the names and meanings of cronfence.Job's, and the
+// binary copies them across.
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Defaults applied to a job when neither it nor the defaults: section sets
+// the field. They equal the cronfence package's defaults.
+const (
+	// DefaultTimeZone is a job's zone when none is given.
+	DefaultTimeZone = "UTC"
+	// DefaultLeaseTTL equals cronfence.DefaultLeaseTTL.
+	DefaultLeaseTTL = 90 * time.Second
+	// DefaultMaxAttempts equals cronfence.DefaultMaxAttempts.
+	DefaultMaxAttempts = 3
+	// DefaultOverlap equals cronfence.OverlapSkip.
+	DefaultOverlap = "skip"
+	// DefaultSQLiteFile is the SQLite file name, beside the config file,
+	// when sqlite: is not given.
+	DefaultSQLiteFile = "cronfence.db"
+	// MaxJobNameLength equals cronfence.MaxJobNameLength.
+	MaxJobNameLength = 150
+)
+
+// Token roles.
+const (
+	// RoleAdmin may read and change (pause, resume, trigger).
+	RoleAdmin = "admin"
+	// RoleRead may only read.
+	RoleRead = "read"
+)
+
+// File is a loaded, validated config file.
+type File struct {
+	// Path is the file as named to Load or Parse.
+	Path string
+	// Dir is the absolute directory relative paths were resolved against.
+	Dir string
+	// Database is the PostgreSQL URL, empty when not given (the binary then
+	// uses SQLitePath).
+	Database string
+	// SQLitePath is the absolute path of the SQLite file: sqlite: resolved
+	// against Dir, or Dir/cronfence.db.
+	SQLitePath string
+	// Tokens are the API bearer tokens.
+	Tokens []Token
+	// Jobs are the jobs, in file order.
+	Jobs []Job
+}
+
+// Token is an API bearer token.
+type Token struct {
+	// Name identifies the token's holder, e.g. in the override's "who".
+	Name string
+	// Role is RoleAdmin or RoleRead.
+	Role string
+	// Token is the secret.
+	Token string
+	// Line is the token's line in the file.
+	Line int
+}
+
+// Job is one job with defaults applied. The fields from Name to
+// RunWhenStoreDown have the names and meanings of cronfence.Job's.
+type Job struct {
+	Name          string
+	Schedule      string
+	TimeZone      string // never empty: DefaultTimeZone when not given
+	Timeout       time.Duration
+	LeaseTTL      time.Duration // DefaultLeaseTTL when not given
+	CatchUpWindow time.Duration
+	Overlap       string // "skip", "allow" or "buffer-one"; DefaultOverlap when not given
+	Deadline      time.Duration
+	MaxAttempts   int  // DefaultMaxAttempts when not given
+	Disabled      bool // enabled: false
+	// RunWhenStoreDown runs the command without a lease when the store
+	// cannot be reached.
+	RunWhenStoreDown bool
+
+	// Command is the argv to run, or nil when Shell is set.
+	Command []string
+	// Shell is a script for /bin/sh -c, or "" when Command is set.
+	Shell string
+	// Env holds extra environment variables for the command (merged from
+	// defaults:), never nil.
+	Env map[string]string
+	// Workdir is the command's directory, absolute (resolved against the
+	// config's directory), or "" to inherit the process's.
+	Workdir string
+	// Line is the job's line in the file.
+	Line int
+}
+
+// Load reads and validates the config file at path.
+func Load(path string) (*File, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return Parse(data, path)
+}
+
+// Parse validates a config file's contents. name is the file's path: it
+// appears in messages and relative paths are resolved against its
+// directory. Variables are expanded from the process environment.
+func Parse(data []byte, name string) (*File, error) {
+	return parse(data, name, os.LookupEnv)
+}
+
+func parse(data []byte, name string, lookup func(string) (string, bool)) (*File, error) {
+	dir, err := filepath.Abs(filepath.Dir(name))
+	if err != nil {
+		return nil, fmt.Errorf("config: %s: %w", name, err)
+	}
+	d := &decoder{name: name, dir: dir, lookup: lookup}
+	f := d.file(data)
+	if err := d.err(); err != nil {
+		return nil, err
+	}
+	return f, nil
+}

@@ -1,0 +1,746 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cronfence/cronfence/schedule"
+	"github.com/cronfence/cronfence/store"
+	"go.yaml.in/yaml/v3"
+)
+
+// decoder walks the YAML node tree, collecting every problem.
+type decoder struct {
+	name   string
+	dir    string
+	lookup func(string) (string, bool)
+	errs   []*Error
+}
+
+// Known keys, in the order messages list them.
+var (
+	fileKeys  = []string{"database", "sqlite", "tokens", "defaults", "jobs"}
+	tokenKeys = []string{"name", "role", "token"}
+	// jobFieldKeys are the fields defaults: may set too.
+	jobFieldKeys = []string{"schedule", "time_zone", "env", "workdir", "timeout", "lease_ttl",
+		"catch_up_window", "overlap", "max_attempts", "deadline", "enabled", "run_when_store_down"}
+	jobKeys = append([]string{"name", "command", "shell"}, jobFieldKeys...)
+)
+
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+func (d *decoder) file(data []byte) *File {
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			d.errorf(0, "", "empty file; expected a mapping with jobs:")
+			return nil
+		}
+		d.yamlError(err)
+		return nil
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		d.errorf(extra.Line, "", "more than one YAML document; put everything in one")
+		return nil
+	} else if !errors.Is(err, io.EOF) {
+		d.yamlError(err)
+		return nil
+	}
+	root := &doc
+	if root.Kind == yaml.DocumentNode {
+		if len(root.Content) == 0 {
+			d.errorf(0, "", "empty file; expected a mapping with jobs:")
+			return nil
+		}
+		root = root.Content[0]
+	}
+	f := &File{Path: d.name, Dir: d.dir}
+	if isNull(root) {
+		d.errorf(root.Line, "", "empty file; expected a mapping with jobs:")
+		return nil
+	}
+	var defaults fields
+	var jobs, tokens *yaml.Node
+	sqlite := ""
+	sqliteLine := 0
+	d.mapping(root, "", fileKeys, func(key string, k, v *yaml.Node) {
+		switch key {
+		case "database":
+			f.Database, _ = d.str(v, key)
+		case "sqlite":
+			if s, ok := d.str(v, key); ok {
+				if s == "" {
+					d.errorf(v.Line, key, "must not be empty; leave it out for %s beside the config", DefaultSQLiteFile)
+				}
+				sqlite, sqliteLine = s, v.Line
+			}
+		case "tokens":
+			tokens = v
+		case "defaults":
+			defaults = d.fields(v, "defaults", jobFieldKeys)
+		case "jobs":
+			jobs = v
+		}
+	})
+	if f.Database != "" {
+		d.database(f.Database, root)
+		if sqlite != "" {
+			d.errorf(sqliteLine, "sqlite", "set database or sqlite, not both")
+		}
+	}
+	f.SQLitePath = filepath.Join(d.dir, DefaultSQLiteFile)
+	if sqlite != "" {
+		f.SQLitePath = d.path(sqlite)
+	}
+	f.Tokens = d.tokens(tokens)
+	f.Jobs = d.jobs(jobs, defaults)
+	return f
+}
+
+func (d *decoder) yamlError(err error) {
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		for _, e := range te.Errors {
+			d.yamlError(errors.New(e))
+		}
+		return
+	}
+	msg := err.Error()
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		d.errorf(line, "", "YAML: %s", m[2])
+		return
+	}
+	d.errorf(0, "", "YAML: %s", strings.TrimPrefix(msg, "yaml: "))
+}
+
+func (d *decoder) database(s string, root *yaml.Node) {
+	line := 0
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if root.Content[i].Value == "database" {
+			line = root.Content[i+1].Line
+		}
+	}
+	if !strings.Contains(s, "://") {
+		return // a key=value connection string; the driver checks it
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		d.errorf(line, "database", "not a URL: %s", errors.Unwrap(err))
+		return
+	}
+	if u.Scheme != "postgres" && u.Scheme != "postgresql" {
+		d.errorf(line, "database", "scheme %q: must be postgres:// or postgresql://", u.Scheme)
+	}
+}
+
+// path resolves p against the config's directory.
+func (d *decoder) path(p string) string {
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(d.dir, p)
+}
+
+// deref follows an alias: anchors and aliases are refused, so the walk
+// stays linear in the file's size.
+func (d *decoder) deref(n *yaml.Node, path string) *yaml.Node {
+	if n.Kind == yaml.AliasNode {
+		d.errorf(n.Line, path, "YAML aliases (*name) are not supported; use defaults:")
+		return nil
+	}
+	return n
+}
+
+func isNull(n *yaml.Node) bool {
+	return n.Kind == yaml.ScalarNode && n.Tag == "!!null"
+}
+
+// mapping calls fn for each known key of n, in order, reporting unknown and
+// repeated keys and a non-mapping n. Null values are skipped.
+func (d *decoder) mapping(n *yaml.Node, path string, known []string, fn func(key string, k, v *yaml.Node)) bool {
+	if n = d.deref(n, path); n == nil {
+		return false
+	}
+	if n.Kind != yaml.MappingNode {
+		d.errorf(n.Line, path, "must be a mapping (key: value), got %s", kind(n))
+		return false
+	}
+	seen := map[string]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		kp := join(path, k.Value)
+		if k.Kind != yaml.ScalarNode {
+			d.errorf(k.Line, path, "keys must be plain words, got %s", kind(k))
+			continue
+		}
+		if k.Value == "<<" {
+			d.errorf(k.Line, kp, "YAML merge keys are not supported; use defaults:")
+			continue
+		}
+		if !contains(known, k.Value) {
+			d.errorf(k.Line, kp, "unknown field; expected one of %s", strings.Join(known, ", "))
+			continue
+		}
+		if first, ok := seen[k.Value]; ok {
+			d.errorf(k.Line, kp, "repeated (first on line %d)", first)
+			continue
+		}
+		seen[k.Value] = k.Line
+		if v = d.deref(v, kp); v == nil || isNull(v) {
+			continue
+		}
+		fn(k.Value, k, v)
+	}
+	return true
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func kind(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.AliasNode:
+		return "an alias"
+	}
+	switch n.Tag {
+	case "!!int", "!!float":
+		return "the number " + n.Value
+	case "!!bool":
+		return "the boolean " + n.Value
+	case "!!null":
+		return "null"
+	}
+	return strconv.Quote(truncate(n.Value))
+}
+
+// scalar returns n's text with variables expanded.
+func (d *decoder) scalar(n *yaml.Node, path string) (string, bool) {
+	if n.Kind != yaml.ScalarNode {
+		d.errorf(n.Line, path, "must be a single value, got %s", kind(n))
+		return "", false
+	}
+	s, problems := expand(n.Value, d.lookup)
+	for _, p := range problems {
+		d.errorf(n.Line, path, "%s", p)
+	}
+	return s, len(problems) == 0
+}
+
+// str decodes a string. Numbers and booleans are refused, so a value YAML
+// reads as something else is noticed.
+func (d *decoder) str(n *yaml.Node, path string) (string, bool) {
+	if n.Kind == yaml.ScalarNode && n.Tag != "!!str" {
+		d.errorf(n.Line, path, "must be a string, got %s; quote it", kind(n))
+		return "", false
+	}
+	s, ok := d.scalar(n, path)
+	if ok && strings.IndexByte(s, 0) >= 0 {
+		d.errorf(n.Line, path, "must not contain NUL bytes")
+		return "", false
+	}
+	return s, ok
+}
+
+// text decodes any scalar but null as its text: for argv and env values,
+// where `5` and `true` mean the strings.
+func (d *decoder) text(n *yaml.Node, path string) (string, bool) {
+	if isNull(n) {
+		d.errorf(n.Line, path, "must not be null")
+		return "", false
+	}
+	s, ok := d.scalar(n, path)
+	if ok && strings.IndexByte(s, 0) >= 0 {
+		d.errorf(n.Line, path, "must not contain NUL bytes")
+		return "", false
+	}
+	return s, ok
+}
+
+// expanded reports whether a string scalar holds a variable, so a typed
+// field written as "${N}" is read from the variable's value.
+func expanded(n *yaml.Node) bool {
+	return n.Kind == yaml.ScalarNode && n.Tag == "!!str" && strings.Contains(n.Value, "${")
+}
+
+func (d *decoder) duration(n *yaml.Node, path string) (time.Duration, bool) {
+	if n.Kind == yaml.ScalarNode && (n.Tag == "!!int" || n.Tag == "!!float") {
+		d.errorf(n.Line, path, "%s is a bare number; write a duration with its unit, e.g. \"90s\" or \"1h30m\"", n.Value)
+		return 0, false
+	}
+	s, ok := d.str(n, path)
+	if !ok {
+		return 0, false
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		d.errorf(n.Line, path, "%q is not a duration; write e.g. \"90s\" or \"1h30m\"", truncate(s))
+		return 0, false
+	}
+	if v < 0 {
+		d.errorf(n.Line, path, "%q must not be negative", s)
+		return 0, false
+	}
+	return v, true
+}
+
+func (d *decoder) integer(n *yaml.Node, path string) (int, bool) {
+	if n.Kind != yaml.ScalarNode || (n.Tag != "!!int" && !expanded(n)) {
+		d.errorf(n.Line, path, "must be a whole number, got %s", kind(n))
+		return 0, false
+	}
+	s, ok := d.scalar(n, path)
+	if !ok {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(s, 0, 32)
+	if err != nil {
+		d.errorf(n.Line, path, "%q is not a whole number", truncate(s))
+		return 0, false
+	}
+	return int(v), true
+}
+
+func (d *decoder) boolean(n *yaml.Node, path string) (bool, bool) {
+	if n.Kind != yaml.ScalarNode || (n.Tag != "!!bool" && !expanded(n)) {
+		d.errorf(n.Line, path, "must be true or false, got %s", kind(n))
+		return false, false
+	}
+	s, ok := d.scalar(n, path)
+	if !ok {
+		return false, false
+	}
+	switch s {
+	case "true", "True", "TRUE":
+		return true, true
+	case "false", "False", "FALSE":
+		return false, true
+	}
+	d.errorf(n.Line, path, "%q must be true or false", truncate(s))
+	return false, false
+}
+
+// opt is a field's value with where it was written.
+type opt[T any] struct {
+	set  bool
+	v    T
+	line int
+	path string
+}
+
+func set[T any](v T, ok bool, n *yaml.Node, path string) opt[T] {
+	if !ok {
+		return opt[T]{}
+	}
+	return opt[T]{set: true, v: v, line: n.Line, path: path}
+}
+
+// or returns o if set, else def.
+func (o opt[T]) or(def opt[T]) opt[T] {
+	if o.set {
+		return o
+	}
+	return def
+}
+
+// fields are the job fields defaults: may set too.
+type fields struct {
+	schedule, timeZone, workdir, overlap opt[string]
+	timeout, leaseTTL, catchUp, deadline opt[time.Duration]
+	maxAttempts                          opt[int]
+	enabled, runWhenStoreDown            opt[bool]
+	env                                  opt[map[string]string]
+}
+
+// field decodes the job field key into f.
+func (d *decoder) field(f *fields, key string, v *yaml.Node, path string) {
+	switch key {
+	case "schedule":
+		s, ok := d.str(v, path)
+		if ok && strings.TrimSpace(s) == "" {
+			d.errorf(v.Line, path, "must not be empty")
+			ok = false
+		}
+		f.schedule = set(s, ok, v, path)
+	case "time_zone":
+		s, ok := d.str(v, path)
+		if ok {
+			ok = d.zone(s, v.Line, path)
+		}
+		f.timeZone = set(s, ok, v, path)
+	case "workdir":
+		s, ok := d.str(v, path)
+		if ok && s == "" {
+			d.errorf(v.Line, path, "must not be empty; leave it out to inherit the process's directory")
+			ok = false
+		}
+		f.workdir = set(s, ok, v, path)
+	case "overlap":
+		s, ok := d.str(v, path)
+		if ok && s != "skip" && s != "allow" && s != "buffer-one" {
+			d.errorf(v.Line, path, "%q must be skip, allow or buffer-one", truncate(s))
+			ok = false
+		}
+		f.overlap = set(s, ok, v, path)
+	case "timeout":
+		x, ok := d.duration(v, path)
+		f.timeout = set(x, ok, v, path)
+	case "lease_ttl":
+		x, ok := d.duration(v, path)
+		if ok && (x < time.Second || x > store.MaxTTL) {
+			d.errorf(v.Line, path, "%q must be between 1s and %s", x, store.MaxTTL)
+			ok = false
+		}
+		f.leaseTTL = set(x, ok, v, path)
+	case "catch_up_window":
+		x, ok := d.duration(v, path)
+		f.catchUp = set(x, ok, v, path)
+	case "deadline":
+		x, ok := d.duration(v, path)
+		f.deadline = set(x, ok, v, path)
+	case "max_attempts":
+		x, ok := d.integer(v, path)
+		if ok && x < 1 {
+			d.errorf(v.Line, path, "%d must be at least 1", x)
+			ok = false
+		}
+		f.maxAttempts = set(x, ok, v, path)
+	case "enabled":
+		x, ok := d.boolean(v, path)
+		f.enabled = set(x, ok, v, path)
+	case "run_when_store_down":
+		x, ok := d.boolean(v, path)
+		f.runWhenStoreDown = set(x, ok, v, path)
+	case "env":
+		x, ok := d.env(v, path)
+		f.env = set(x, ok, v, path)
+	}
+}
+
+func (d *decoder) fields(n *yaml.Node, path string, known []string) fields {
+	var f fields
+	d.mapping(n, path, known, func(key string, _, v *yaml.Node) {
+		d.field(&f, key, v, join(path, key))
+	})
+	return f
+}
+
+// zone checks a time zone name by the rules of schedule's CRON_TZ=.
+func (d *decoder) zone(s string, line int, path string) bool {
+	switch s {
+	case "":
+		d.errorf(line, path, "must not be empty; name an IANA zone such as Europe/Lisbon")
+		return false
+	case "Local":
+		d.errorf(line, path, "\"Local\" differs between machines; name an IANA zone such as Europe/Lisbon")
+		return false
+	}
+	if _, err := time.LoadLocation(s); err != nil {
+		d.errorf(line, path, "%q is not a time zone: %s", truncate(s), err)
+		return false
+	}
+	return true
+}
+
+func (d *decoder) env(n *yaml.Node, path string) (map[string]string, bool) {
+	m := map[string]string{}
+	ok := true
+	if n.Kind != yaml.MappingNode {
+		d.errorf(n.Line, path, "must be a mapping (NAME: value), got %s", kind(n))
+		return nil, false
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		name := k.Value
+		kp := path + "." + name
+		switch {
+		case k.Kind != yaml.ScalarNode || name == "" || strings.ContainsAny(name, "=\x00"):
+			d.errorf(k.Line, path, "%s is not an environment variable name", kind(k))
+			ok = false
+			continue
+		case strings.HasPrefix(name, "CRONFENCE_"):
+			d.errorf(k.Line, kp, "CRONFENCE_ variables are set by cronfence for each run")
+			ok = false
+			continue
+		}
+		if _, dup := m[name]; dup {
+			d.errorf(k.Line, kp, "repeated")
+			ok = false
+			continue
+		}
+		if v = d.deref(v, kp); v == nil {
+			ok = false
+			continue
+		}
+		s, vok := d.text(v, kp)
+		ok = ok && vok
+		m[name] = s
+	}
+	return m, ok
+}
+
+func (d *decoder) tokens(n *yaml.Node) []Token {
+	if n == nil {
+		return nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		d.errorf(n.Line, "tokens", "must be a list, got %s", kind(n))
+		return nil
+	}
+	var out []Token
+	names := map[string]string{}
+	secrets := map[string]string{}
+	for i, tn := range n.Content {
+		path := fmt.Sprintf("tokens[%d]", i)
+		var t Token
+		var nameSet, roleSet, tokenSet bool
+		if !d.mapping(tn, path, tokenKeys, func(key string, _, v *yaml.Node) {
+			kp := join(path, key)
+			s, ok := d.str(v, kp)
+			if !ok {
+				// Counted as set: its problem is reported already.
+				nameSet, roleSet, tokenSet = nameSet || key == "name", roleSet || key == "role", tokenSet || key == "token"
+				return
+			}
+			switch key {
+			case "name":
+				nameSet = true
+				t.Name = s
+				if err := store.ValidateName("name", s); err != nil {
+					d.errorf(v.Line, kp, "%s", storeMessage(err))
+				} else if first, dup := names[s]; dup {
+					d.errorf(v.Line, kp, "%q is already the name of %s", truncate(s), first)
+				} else {
+					names[s] = path
+				}
+			case "role":
+				roleSet = true
+				t.Role = s
+				if s != RoleAdmin && s != RoleRead {
+					d.errorf(v.Line, kp, "%q must be admin or read", truncate(s))
+				}
+			case "token":
+				tokenSet = true
+				t.Token = s
+				if s == "" {
+					d.errorf(v.Line, kp, "must not be empty")
+				} else if first, dup := secrets[s]; dup {
+					d.errorf(v.Line, kp, "same token as %s; each token must be distinct", first)
+				} else {
+					secrets[s] = path
+				}
+			}
+		}) {
+			continue
+		}
+		t.Line = tn.Line
+		for _, m := range []struct {
+			set  bool
+			name string
+		}{{nameSet, "name"}, {roleSet, "role"}, {tokenSet, "token"}} {
+			if !m.set {
+				d.errorf(tn.Line, path, "%s is required", m.name)
+			}
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// storeMessage strips the store's prefix and sentinel from a validation
+// error.
+func storeMessage(err error) string {
+	s := strings.TrimPrefix(err.Error(), "store: ")
+	return strings.TrimSuffix(s, ": "+store.ErrInvalidArgument.Error())
+}
+
+func (d *decoder) jobs(n *yaml.Node, defaults fields) []Job {
+	if n == nil {
+		return nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		d.errorf(n.Line, "jobs", "must be a list, got %s", kind(n))
+		return nil
+	}
+	var out []Job
+	names := map[string]string{}
+	for i, jn := range n.Content {
+		path := fmt.Sprintf("jobs[%d]", i)
+		var own fields
+		var name, shell opt[string]
+		var command opt[[]string]
+		var nameSeen, commandSeen, shellSeen bool
+		if !d.mapping(jn, path, jobKeys, func(key string, _, v *yaml.Node) {
+			kp := join(path, key)
+			switch key {
+			case "name":
+				nameSeen = true
+				s, ok := d.str(v, kp)
+				if ok {
+					if err := store.ValidateName("name", s); err != nil {
+						d.errorf(v.Line, kp, "%s", storeMessage(err))
+						ok = false
+					} else if len(s) > MaxJobNameLength {
+						d.errorf(v.Line, kp, "must be at most %d bytes, got %d", MaxJobNameLength, len(s))
+						ok = false
+					} else if first, dup := names[s]; dup {
+						d.errorf(v.Line, kp, "%q is already the name of %s", s, first)
+						ok = false
+					} else {
+						names[s] = path
+					}
+				}
+				name = set(s, ok, v, kp)
+			case "shell":
+				shellSeen = true
+				s, ok := d.str(v, kp)
+				if ok && strings.TrimSpace(s) == "" {
+					d.errorf(v.Line, kp, "must not be empty")
+					ok = false
+				}
+				shell = set(s, ok, v, kp)
+			case "command":
+				commandSeen = true
+				argv, ok := d.argv(v, kp)
+				command = set(argv, ok, v, kp)
+			default:
+				d.field(&own, key, v, kp)
+			}
+		}) {
+			continue
+		}
+		if !nameSeen {
+			d.errorf(jn.Line, path, "name is required")
+		}
+		switch {
+		case commandSeen && shellSeen:
+			d.errorf(jn.Line, path, "set command or shell, not both")
+		case !commandSeen && !shellSeen:
+			d.errorf(jn.Line, path, "command (an argv list) or shell (a script for /bin/sh -c) is required")
+		}
+		j := d.resolve(own, defaults, path, jn.Line)
+		j.Name, j.Command, j.Shell, j.Line = name.v, command.v, shell.v, jn.Line
+		out = append(out, j)
+	}
+	return out
+}
+
+func (d *decoder) argv(n *yaml.Node, path string) ([]string, bool) {
+	if n.Kind != yaml.SequenceNode {
+		d.errorf(n.Line, path, "must be a list of arguments, e.g. [\"/usr/bin/env\", \"true\"], got %s; use shell: for a script", kind(n))
+		return nil, false
+	}
+	if len(n.Content) == 0 {
+		d.errorf(n.Line, path, "must not be empty")
+		return nil, false
+	}
+	argv := make([]string, 0, len(n.Content))
+	ok := true
+	for i, a := range n.Content {
+		ap := fmt.Sprintf("%s[%d]", path, i)
+		if a = d.deref(a, ap); a == nil {
+			ok = false
+			continue
+		}
+		s, aok := d.text(a, ap)
+		if aok && i == 0 && s == "" {
+			d.errorf(a.Line, ap, "the program must not be empty")
+			aok = false
+		}
+		ok = ok && aok
+		argv = append(argv, s)
+	}
+	return argv, ok
+}
+
+// resolve merges a job's fields over the defaults, applies the package
+// defaults and checks what depends on several fields.
+func (d *decoder) resolve(own, def fields, path string, line int) Job {
+	f := fields{
+		schedule: own.schedule.or(def.schedule), timeZone: own.timeZone.or(def.timeZone),
+		workdir: own.workdir.or(def.workdir), overlap: own.overlap.or(def.overlap),
+		timeout: own.timeout.or(def.timeout), leaseTTL: own.leaseTTL.or(def.leaseTTL),
+		catchUp: own.catchUp.or(def.catchUp), deadline: own.deadline.or(def.deadline),
+		maxAttempts: own.maxAttempts.or(def.maxAttempts), enabled: own.enabled.or(def.enabled),
+		runWhenStoreDown: own.runWhenStoreDown.or(def.runWhenStoreDown),
+	}
+	j := Job{
+		Schedule: f.schedule.v, TimeZone: DefaultTimeZone, Timeout: f.timeout.v,
+		LeaseTTL: DefaultLeaseTTL, CatchUpWindow: f.catchUp.v, Overlap: DefaultOverlap,
+		Deadline: f.deadline.v, MaxAttempts: DefaultMaxAttempts, Disabled: f.enabled.set && !f.enabled.v,
+		RunWhenStoreDown: f.runWhenStoreDown.v, Env: map[string]string{},
+	}
+	if f.timeZone.set {
+		j.TimeZone = f.timeZone.v
+	}
+	if f.leaseTTL.set {
+		j.LeaseTTL = f.leaseTTL.v
+	}
+	if f.overlap.set {
+		j.Overlap = f.overlap.v
+	}
+	if f.maxAttempts.set {
+		j.MaxAttempts = f.maxAttempts.v
+	}
+	if f.workdir.set {
+		j.Workdir = d.path(f.workdir.v)
+	}
+	for k, v := range def.env.v {
+		j.Env[k] = v
+	}
+	for k, v := range own.env.v {
+		j.Env[k] = v
+	}
+	if !f.schedule.set {
+		// A schedule that failed to decode is reported already.
+		if !own.schedule.set && !def.schedule.set && !d.reported(path+".schedule") && !d.reported("defaults.schedule") {
+			d.errorf(line, path, "schedule is required")
+		}
+		return j
+	}
+	loc := time.UTC
+	if f.timeZone.set {
+		loc, _ = time.LoadLocation(f.timeZone.v) // checked when decoded
+	}
+	if _, err := schedule.Parse(j.Schedule, &schedule.Options{Location: loc}); err != nil {
+		d.errorf(f.schedule.line, f.schedule.path, "%s", strings.TrimPrefix(err.Error(), "schedule: "))
+	}
+	return j
+}
+
+// reported says whether a problem was reported for path.
+func (d *decoder) reported(path string) bool {
+	for _, e := range d.errs {
+		if e.Path == path {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,59 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// FuzzParse: Parse never panics, answers quickly, and either returns a file
+// or only *Error problems.
+func FuzzParse(f *testing.F) {
+	if data, err := os.ReadFile(filepath.Join("..", "..", "examples", "cronfence.yaml")); err == nil {
+		f.Add(data)
+	}
+	for _, s := range []string{
+		"", "jobs: []", "jobs:\n  - name: a\n    schedule: '* * * * *'\n    shell: x\n",
+		"defaults: {timeout: 1m, env: {A: '${N:-x}'}}\njobs: [{name: a, schedule: '@every 1s', command: [a, 1]}]",
+		"tokens: [{name: a, role: admin, token: t}]", "a: &x [*x]", "jobs: [{<<: {}}]", "database: ${",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 1<<14 {
+			return
+		}
+		// A hung parse never returns to be timed: crash the worker, naming
+		// the input, instead.
+		watchdog := time.AfterFunc(5*time.Second, func() { panic(fmt.Sprintf("parse of %q takes over 5s", data)) })
+		file, err := parse(data, "f.yaml", lookup)
+		watchdog.Stop()
+		if err == nil {
+			if file == nil {
+				t.Fatal("nil file without error")
+			}
+			for _, j := range file.Jobs {
+				if j.Name == "" || j.Schedule == "" || (j.Shell == "") == (j.Command == nil) || j.MaxAttempts < 1 {
+					t.Fatalf("invalid job accepted: %+v", j)
+				}
+			}
+			return
+		}
+		if file != nil {
+			t.Fatal("file with error")
+		}
+		var e interface{ Unwrap() []error }
+		if !errors.As(err, &e) {
+			t.Fatalf("error %v is not joined", err)
+		}
+		for _, x := range e.Unwrap() {
+			var ce *Error
+			if !errors.As(x, &ce) {
+				t.Fatalf("%T %v is not a *Error", x, x)
+			}
+		}
+	})
+}
