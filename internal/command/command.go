@@ -1,0 +1,300 @@
+package command
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+const (
+	// DefaultKillGrace is the default of Spec.KillGrace.
+	DefaultKillGrace = 10 * time.Second
+
+	// DefaultMaxOutput is the default of Spec.MaxOutput.
+	DefaultMaxOutput = 64 << 10
+
+	// drainTimeout bounds reading the output after the group is killed. Only
+	// a descendant that left the group (setsid) can still hold the pipe open
+	// then; the run does not wait for it.
+	drainTimeout = 2 * time.Second
+
+	// exitNotStarted is Result.ExitCode when the command never started.
+	exitNotStarted = -1
+)
+
+// ErrInvalid is wrapped by the error of a Spec that cannot be run: no
+// command, both Argv and Shell, a bad Dir, a negative duration or size.
+var ErrInvalid = errors.New("command: invalid spec")
+
+// Spec is one command to run.
+type Spec struct {
+	// Argv is the program and its arguments; the program is looked up in
+	// PATH when it has no slash. Exactly one of Argv and Shell is set.
+	Argv []string
+
+	// Shell is a command line run by /bin/sh -c. Exactly one of Argv and
+	// Shell is set.
+	Shell string
+
+	// Env holds KEY=value entries added to os.Environ(); an entry replaces
+	// the process's own variable of the same name. Defaults to none.
+	Env []string
+
+	// Dir is the working directory. Defaults to the process's own.
+	Dir string
+
+	// KillGrace is how long the group has between SIGTERM and SIGKILL once
+	// ctx ends. Defaults to DefaultKillGrace (10 seconds).
+	KillGrace time.Duration
+
+	// MaxOutput is how many bytes of the combined stdout and stderr are
+	// kept, the most recent ones. Defaults to DefaultMaxOutput (64 KiB).
+	MaxOutput int
+
+	// Inherit gives the command this process's stdout and stderr instead
+	// of capturing them; Result.Output is then empty. Defaults to false.
+	Inherit bool
+}
+
+// Result is how a run ended.
+type Result struct {
+	// ExitCode is the command's exit status; 128+n when it was killed by
+	// signal n (as a shell reports it); -1 when it never started.
+	ExitCode int
+
+	// Err is nil when the command exited with status 0 before ctx ended. Otherwise it says why: the command could not start,
+	// exited non-zero or was killed by a signal, joined with the context's
+	// cause when the run was cancelled.
+	Err error
+
+	// Output holds the last lines of the combined stdout and stderr, at
+	// most Spec.MaxOutput bytes in all. A first line cut short by the bound
+	// is dropped.
+	Output []string
+
+	// Signaled is true when the command was killed by a signal.
+	Signaled bool
+}
+
+// Run runs spec's command in a process group of its own and waits for it.
+// When ctx ends the group gets SIGTERM, then SIGKILL after spec.KillGrace;
+// when the command exits, whatever is left of its group gets SIGKILL.
+func Run(ctx context.Context, spec Spec) Result {
+	cmd, err := build(spec)
+	if err != nil {
+		return Result{ExitCode: exitNotStarted, Err: err}
+	}
+	grace := spec.KillGrace
+	if grace == 0 {
+		grace = DefaultKillGrace
+	}
+	maxOut := spec.MaxOutput
+	if maxOut == 0 {
+		maxOut = DefaultMaxOutput
+	}
+	if err := ctx.Err(); err != nil {
+		return Result{ExitCode: exitNotStarted, Err: fmt.Errorf("command: %s not started: %w", describe(spec), context.Cause(ctx))}
+	}
+
+	var (
+		r     *os.File
+		tail  = newTail(maxOut)
+		drain = make(chan struct{})
+	)
+	if spec.Inherit {
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		close(drain)
+	} else {
+		var w *os.File
+		r, w, err = os.Pipe()
+		if err != nil {
+			return Result{ExitCode: exitNotStarted, Err: fmt.Errorf("command: %s: output pipe: %w", describe(spec), err)}
+		}
+		cmd.Stdout, cmd.Stderr = w, w
+		defer r.Close()
+		defer w.Close() // after Start, the child holds its own copy
+	}
+
+	// The parent-death signal (dieWithParent) follows the OS thread that
+	// forks: keep this goroutine on it until the command is reaped, so no
+	// other goroutine can lock the thread and end it while the command runs.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := cmd.Start(); err != nil {
+		return Result{ExitCode: exitNotStarted, Err: fmt.Errorf("command: start %s: %w", describe(spec), err)}
+	}
+	if r != nil {
+		_ = cmd.Stdout.(*os.File).Close() // only the child writes now: EOF when the group is gone
+		go func() {
+			defer close(drain)
+			_, _ = io.Copy(tail, r)
+		}()
+	}
+	pgid := cmd.Process.Pid
+
+	exited := make(chan struct{})
+	var (
+		wg        sync.WaitGroup
+		cancelled bool // written by the goroutine, read after wg.Wait
+	)
+	wg.Go(func() { cancelled = signalOnCancel(ctx, pgid, grace, exited) })
+
+	reaped, waitErr := waitExit(cmd)
+	close(exited)
+	wg.Wait()
+	// The leader is gone (on Linux not yet reaped, so pgid is still ours):
+	// nothing of the run may outlive it.
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	if !reaped {
+		waitErr = cmd.Wait()
+	}
+
+	if r != nil {
+		select {
+		case <-drain:
+		case <-time.After(drainTimeout):
+			// A descendant that left the group holds the pipe open.
+			_ = r.SetReadDeadline(time.Now())
+			<-drain
+		}
+	}
+
+	res := Result{ExitCode: cmd.ProcessState.ExitCode(), Output: tail.lines()}
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		res.Signaled = true
+		res.ExitCode = 128 + int(ws.Signal())
+	}
+	var errs []error
+	switch {
+	case res.Signaled:
+		errs = append(errs, fmt.Errorf("command: %s killed by signal %s", describe(spec), cmd.ProcessState.Sys().(syscall.WaitStatus).Signal()))
+	case res.ExitCode != 0:
+		errs = append(errs, fmt.Errorf("command: %s exited with status %d", describe(spec), res.ExitCode))
+	case waitErr != nil:
+		errs = append(errs, fmt.Errorf("command: %s: %w", describe(spec), waitErr))
+	}
+	if cancelled {
+		errs = append(errs, fmt.Errorf("command: %s cancelled: %w", describe(spec), context.Cause(ctx)))
+	}
+	res.Err = errors.Join(errs...)
+	return res
+}
+
+// signalOnCancel sends SIGTERM to the group when ctx ends, then SIGKILL
+// after grace, until exited is closed. It reports whether ctx ended first.
+func signalOnCancel(ctx context.Context, pgid int, grace time.Duration, exited <-chan struct{}) (cancelled bool) {
+	select {
+	case <-exited:
+		return false
+	case <-ctx.Done():
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-exited:
+	case <-t.C:
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	}
+	return true
+}
+
+// build checks spec and returns the command it describes, not started.
+func build(spec Spec) (*exec.Cmd, error) {
+	switch {
+	case len(spec.Argv) > 0 && spec.Shell != "":
+		return nil, fmt.Errorf("%w: set Argv or Shell, not both", ErrInvalid)
+	case len(spec.Argv) == 0 && strings.TrimSpace(spec.Shell) == "":
+		return nil, fmt.Errorf("%w: no command: Argv and Shell are both empty", ErrInvalid)
+	case len(spec.Argv) > 0 && spec.Argv[0] == "":
+		return nil, fmt.Errorf("%w: Argv[0], the program, is empty", ErrInvalid)
+	case spec.KillGrace < 0:
+		return nil, fmt.Errorf("%w: KillGrace must not be negative, got %s", ErrInvalid, spec.KillGrace)
+	case spec.MaxOutput < 0:
+		return nil, fmt.Errorf("%w: MaxOutput must not be negative, got %d", ErrInvalid, spec.MaxOutput)
+	}
+	if spec.Dir != "" {
+		fi, err := os.Stat(spec.Dir)
+		if err != nil {
+			return nil, fmt.Errorf("%w: working directory: %w", ErrInvalid, err)
+		}
+		if !fi.IsDir() {
+			return nil, fmt.Errorf("%w: working directory %q is not a directory", ErrInvalid, spec.Dir)
+		}
+	}
+	var cmd *exec.Cmd
+	if spec.Shell != "" {
+		cmd = exec.Command("/bin/sh", "-c", spec.Shell)
+	} else {
+		cmd = exec.Command(spec.Argv[0], spec.Argv[1:]...)
+	}
+	if cmd.Err != nil {
+		return nil, fmt.Errorf("command: start %s: %w", describe(spec), cmd.Err)
+	}
+	cmd.Env = append(os.Environ(), spec.Env...)
+	cmd.Dir = spec.Dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	dieWithParent(cmd.SysProcAttr)
+	return cmd, nil
+}
+
+// describe names the command in errors.
+func describe(spec Spec) string {
+	if spec.Shell != "" {
+		return fmt.Sprintf("sh -c %q", spec.Shell)
+	}
+	return fmt.Sprintf("%q", spec.Argv[0])
+}
+
+// tail keeps the last max bytes written to it, and the byte before them,
+// which tells whether the first kept line is whole.
+type tail struct {
+	max int
+	buf []byte
+}
+
+func newTail(max int) *tail { return &tail{max: max} }
+
+func (t *tail) Write(p []byte) (int, error) {
+	n := len(p)
+	keep := t.max + 1
+	if len(p) > keep {
+		p = p[len(p)-keep:]
+		t.buf = t.buf[:0]
+	}
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > 2*keep {
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-keep:]...)
+	}
+	return n, nil
+}
+
+// lines returns the kept bytes as lines, without a first line cut short.
+func (t *tail) lines() []string {
+	b := t.buf
+	if len(b) > t.max {
+		whole := b[len(b)-t.max-1] == '\n'
+		b = b[len(b)-t.max:]
+		if !whole {
+			if i := bytes.IndexByte(b, '\n'); i >= 0 {
+				b = b[i+1:]
+			} else {
+				b = nil
+			}
+		}
+	}
+	b = bytes.TrimSuffix(b, []byte("\n"))
+	if len(b) == 0 {
+		return nil
+	}
+	return strings.Split(string(b), "\n")
+}
