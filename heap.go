@@ -10,6 +10,7 @@ type entry struct {
 	job    *registered
 	slot   time.Time // the slot to claim when the entry fires
 	fireAt time.Time // when to fire, on the scheduler's clock: the slot, or a retry
+	retry  bool      // a slot tried again (the database said not yet due); not re-armed
 	index  int
 }
 

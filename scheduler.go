@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -207,7 +208,11 @@ func (s *Scheduler) tick(ctx context.Context) {
 	}
 	due := s.heap.popDue(now)
 	// Re-arm before claiming, so a slow store never delays the next slot.
+	// A retry was re-armed when it first fired.
 	for _, e := range due {
+		if e.retry {
+			continue
+		}
 		if next := e.job.sched.Next(now); !next.IsZero() {
 			heap.Push(&s.heap, &entry{job: e.job, slot: next.UTC(), fireAt: next})
 		}
@@ -236,16 +241,32 @@ func (s *Scheduler) tick(ctx context.Context) {
 // fire claims every due entry in one round trip and starts the winners.
 func (s *Scheduler) fire(ctx context.Context, due []*entry, now time.Time) {
 	items := make([]store.SlotClaimParams, 0, len(due))
+	claimed := make([]*entry, 0, len(due))
+	// One claim per lease in a batch: when two slots of a job are due
+	// together (a retry and the next slot), the earlier goes now and the
+	// later on the next pass.
+	sort.Slice(due, func(i, j int) bool { return due[i].slot.Before(due[j].slot) })
+	leases := make(map[string]bool, len(due))
 	for _, e := range due {
-		if latest := e.job.sched.Prev(now); latest.After(e.slot) {
-			// The host slept or the clock jumped past several slots: fire
-			// the latest; the others are catch-up's, if the job wants them.
-			s.log.Warn("cronfence: slots passed while the scheduler could not fire", "job", e.job.Name,
-				"first_missed", e.slot, "firing", latest.UTC())
-			e.slot = latest.UTC()
+		if !e.retry {
+			if latest := e.job.sched.Prev(now); latest.After(e.slot) {
+				// The host slept or the clock jumped past several slots: fire
+				// the latest; the others are catch-up's, if the job wants them.
+				s.log.Warn("cronfence: slots passed while the scheduler could not fire", "job", e.job.Name,
+					"first_missed", e.slot, "firing", latest.UTC())
+				e.slot = latest.UTC()
+			}
 		}
+		name := e.job.leaseName(e.slot)
+		if leases[name] {
+			s.retryLater(e, 0)
+			continue
+		}
+		leases[name] = true
+		claimed = append(claimed, e)
 		items = append(items, e.job.claimParams(e.slot, s.cfg.Owner, s.liveKey, false))
 	}
+	due = claimed
 	sent := s.cfg.Clock.Now()
 	results, err := s.store.SlotClaimBatch(ctx, items)
 	if err != nil {
@@ -261,10 +282,7 @@ func (s *Scheduler) fire(ctx context.Context, due []*entry, now time.Time) {
 		case r.Refusal == store.ClaimNotDue:
 			// This replica's clock runs ahead of the database's: try the
 			// same slot again once the database agrees it is due.
-			retry := min(max(time.Duration(s.offset.Load())+20*time.Millisecond, 20*time.Millisecond), s.cfg.MaxSleep)
-			s.mu.Lock()
-			heap.Push(&s.heap, &entry{job: e.job, slot: e.slot, fireAt: s.cfg.Clock.Now().Add(retry)})
-			s.mu.Unlock()
+			s.retryLater(e, time.Duration(s.offset.Load()))
 		case r.Recorded == store.SlotSkipped:
 			s.log.Info("cronfence: slot skipped: the previous run has not finished", "job", e.job.Name, "slot", e.slot,
 				"holder", r.Lease.Owner, "generation", r.Lease.Generation)
@@ -275,6 +293,15 @@ func (s *Scheduler) fire(ctx context.Context, due []*entry, now time.Time) {
 			s.log.Debug("cronfence: slot not claimed", "job", e.job.Name, "slot", e.slot, "reason", r.Refusal)
 		}
 	}
+}
+
+// retryLater fires the entry's slot again after about wait (at least
+// 20 ms, at most MaxSleep), without re-arming its job.
+func (s *Scheduler) retryLater(e *entry, wait time.Duration) {
+	wait = min(max(wait+20*time.Millisecond, 20*time.Millisecond), s.cfg.MaxSleep)
+	s.mu.Lock()
+	heap.Push(&s.heap, &entry{job: e.job, slot: e.slot, fireAt: s.cfg.Clock.Now().Add(wait), retry: true})
+	s.mu.Unlock()
 }
 
 // storeDown handles a claim that could not reach the store: the slots are

@@ -124,6 +124,21 @@ func (c *cluster) startWith(cfg Config, jobs ...Job) *Scheduler {
 	return s
 }
 
+// wantNeverDown fails if a replica ever took the store for unreachable: in
+// these tests it never is, so a claim that failed is a bug (a malformed
+// batch, say).
+func (c *cluster) wantNeverDown() {
+	c.t.Helper()
+	for _, s := range c.replicas {
+		s.mu.Lock()
+		down, missed := s.down, len(s.missed)
+		s.mu.Unlock()
+		if down || missed > 0 {
+			c.t.Fatalf("replica %s saw the store as down (missed %d slots)", s.cfg.Owner, missed)
+		}
+	}
+}
+
 // stop stops a replica and forgets it.
 func (c *cluster) stop(s *Scheduler) {
 	c.t.Helper()

@@ -82,6 +82,7 @@ func TestSkewedClocksNeitherEarlyNorTwice(t *testing.T) {
 				// already ran (their first 90 s fire slots from before the
 				// cluster existed), every slot runs exactly once.
 				l.wantNoneTwiceOrEarly(t)
+				c.wantNeverDown()
 				for slot := start.Add(100 * time.Second); !slot.After(start.Add(3 * time.Minute)); slot = slot.Add(5 * time.Second) {
 					if n := l.ran("fast", slot); n != 1 {
 						t.Fatalf("slot %s ran %d times, want once", slot.Format(time.TimeOnly), n)
