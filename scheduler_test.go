@@ -31,6 +31,7 @@ func TestEverySlotOnceAcrossThreeReplicas(t *testing.T) {
 			}
 		}()
 		l.wantEachOnce(t, "tick", start.Add(time.Second), start.Add(time.Minute+time.Second), time.Second)
+		c.wantNeverDown()
 	})
 }
 
@@ -57,6 +58,7 @@ func TestManyJobsEverySlotOnce(t *testing.T) {
 		for _, j := range jobs {
 			l.wantEachOnce(t, j.Name, start.Add(time.Second), start.Add(d+time.Second), time.Second)
 		}
+		c.wantNeverDown()
 	})
 }
 
