@@ -11,7 +11,11 @@ help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: run
-run: ## Run the quickstart: three replicas sharing one SQLite file, each slot once.
+run: ## Serve the example jobs on the embedded SQLite default (the README's first command).
+	$(GO) run ./cmd/cronfence serve --config examples/cronfence.yaml
+
+.PHONY: quickstart
+quickstart: ## Three replicas of the library in one process, one SQLite file, each slot once.
 	$(GO) run ./examples/quickstart
 
 .PHONY: test

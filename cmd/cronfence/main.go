@@ -1,4 +1,5 @@
-// Command cronfence is distributed cron's binary: it wraps any command in a
+// Command cronfence is distributed cron's binary: it serves the shell jobs
+// of a YAML file on every replica that runs it, wraps any command in a
 // cluster-wide lock, applies the store's migrations and shows when a
 // schedule fires. Each command lives in its own file; this one parses the
 // command line and turns errors into exit statuses.
@@ -30,6 +31,7 @@ type cli struct {
 	Migrate migrateCmd `cmd:"" help:"Apply the database migrations and print the schema version."`
 	Next    nextCmd    `cmd:"" help:"Print the next slot instants of a schedule, one a line (no database)."`
 	Lock    lockCmd    `cmd:"" help:"Run one command under a renewed cluster-wide lease; skip it while another owner holds the lease."`
+	Serve   serveCmd   `cmd:"" help:"Run the jobs of a YAML config file; every replica on the same database shares the slots."`
 }
 
 // app is what every command's Run gets: the context cancelled by SIGTERM or

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/cronfence/cronfence"
+	"github.com/cronfence/cronfence/internal/command"
+	"github.com/cronfence/cronfence/internal/config"
+)
+
+// serveCmd is `cronfence serve`.
+type serveCmd struct {
+	Config        string        `name:"config" short:"c" required:"" type:"path" placeholder:"FILE" help:"The YAML file of jobs (see examples/cronfence.yaml)."`
+	LogFormat     string        `name:"log-format" enum:"text,json" default:"text" env:"CRONFENCE_LOG_FORMAT" help:"Log format on stderr: text or json."`
+	KillGrace     time.Duration `name:"kill-grace" default:"10s" help:"Time between SIGTERM and SIGKILL when a job's command is cancelled (lease lost, timeout, shutdown)."`
+	ShutdownGrace time.Duration `name:"shutdown-grace" default:"30s" help:"On SIGTERM or SIGINT, how long running commands may finish before they are cancelled."`
+}
+
+func (c *serveCmd) Help() string {
+	return "The database is --database (or CRONFENCE_DATABASE_URL), else the file's database:, " +
+		"else the SQLite file of the file's sqlite: (default cronfence.db beside the config file); --sqlite does not apply. " +
+		"Every replica running the same config on the same database shares the slots: each runs once."
+}
+
+func (c *serveCmd) Run(a *app) error {
+	if c.KillGrace <= 0 {
+		return usageError("--kill-grace must be positive, got %s", c.KillGrace)
+	}
+	if c.ShutdownGrace <= 0 {
+		return usageError("--shutdown-grace must be positive, got %s", c.ShutdownGrace)
+	}
+	f, err := config.Load(c.Config)
+	if err != nil {
+		return &exitError{code: exitUsage, err: err}
+	}
+
+	var h slog.Handler
+	if c.LogFormat == "json" {
+		h = slog.NewJSONHandler(a.stderr, nil)
+	} else {
+		h = slog.NewTextHandler(a.stderr, nil)
+	}
+	logger := slog.New(h)
+
+	jobs := make([]cronfence.Job, len(f.Jobs))
+	for i, j := range f.Jobs {
+		jobs[i] = schedulerJob(j, c.KillGrace)
+	}
+
+	g := *a.globals
+	if g.Database == "" {
+		g.Database = f.Database
+	}
+	if g.Database == "" {
+		g.SQLite = f.SQLitePath
+	}
+	db, err := g.open(a.ctx, true)
+	if err != nil {
+		return err
+	}
+	defer db.close()
+
+	s, err := cronfence.New(cronfence.Config{Store: db, Logger: logger, ShutdownGrace: c.ShutdownGrace})
+	if err != nil {
+		return err
+	}
+	for i, j := range jobs {
+		if err := s.Register(j); err != nil {
+			return usageError("%s:%d: jobs[%d]: %w", f.Path, f.Jobs[i].Line, i, err)
+		}
+	}
+	if err := s.Start(a.ctx); err != nil {
+		return fmt.Errorf("starting the scheduler on %s: %w", db.where, err)
+	}
+	logger.Info("cronfence: serving", "config", f.Path, "jobs", len(jobs), "database", db.where)
+
+	<-a.ctx.Done()
+	logger.Info("cronfence: stopping; running commands have the shutdown grace to finish", "grace", c.ShutdownGrace)
+	if err := s.Stop(context.Background()); err != nil {
+		return fmt.Errorf("stopping the scheduler: %w", err)
+	}
+	logger.Info("cronfence: stopped")
+	return nil
+}
+
+// schedulerJob maps a config job to the scheduler's, with a handler that
+// runs its command.
+func schedulerJob(j config.Job, killGrace time.Duration) cronfence.Job {
+	return cronfence.Job{
+		Name:             j.Name,
+		Schedule:         j.Schedule,
+		TimeZone:         j.TimeZone,
+		Handler:          commandHandler(j, killGrace),
+		Timeout:          j.Timeout,
+		LeaseTTL:         j.LeaseTTL,
+		CatchUpWindow:    j.CatchUpWindow,
+		Overlap:          cronfence.Overlap(j.Overlap),
+		Deadline:         j.Deadline,
+		MaxAttempts:      j.MaxAttempts,
+		Disabled:         j.Disabled,
+		RunWhenStoreDown: j.RunWhenStoreDown,
+	}
+}
+
+// commandHandler runs the job's command in its own process group with the
+// run's facts in CRONFENCE_ variables, logs the tail of its output into the
+// run and fails the run when the command does not exit 0.
+func commandHandler(j config.Job, killGrace time.Duration) cronfence.Handler {
+	keys := make([]string, 0, len(j.Env))
+	for k := range j.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	base := make([]string, 0, len(keys))
+	for _, k := range keys {
+		base = append(base, k+"="+j.Env[k])
+	}
+	return func(ctx context.Context, run *cronfence.Run) error {
+		slot := ""
+		if !run.Slot.IsZero() {
+			slot = run.Slot.UTC().Format(time.RFC3339Nano)
+		}
+		// config rejects CRONFENCE_ keys in env; the run's own come last all the same.
+		env := append(append([]string(nil), base...),
+			"CRONFENCE_JOB="+run.Job,
+			"CRONFENCE_SLOT="+slot,
+			"CRONFENCE_GENERATION="+strconv.FormatInt(run.Generation, 10),
+			"CRONFENCE_ATTEMPT="+strconv.Itoa(run.Attempt),
+			"CRONFENCE_IDEMPOTENCY_KEY="+run.IdempotencyKey(),
+			"CRONFENCE_MANUAL="+strconv.FormatBool(run.Manual),
+		)
+		res := command.Run(ctx, command.Spec{
+			Argv:      j.Command,
+			Shell:     j.Shell,
+			Env:       env,
+			Dir:       j.Workdir,
+			KillGrace: killGrace,
+		})
+		for _, line := range res.Output {
+			run.Logger.Info(line)
+		}
+		if res.Err != nil {
+			return fmt.Errorf("job %q: %w", j.Name, res.Err)
+		}
+		return nil
+	}
+}
