@@ -77,6 +77,11 @@ type Config struct {
 	// measured. Defaults to DefaultClockCheckEvery (1 minute).
 	ClockCheckEvery time.Duration
 
+	// DisableTimers starts the scheduler without firing anything: the
+	// process serves manual runs (Trigger) and pauses (SetEnabled) while
+	// other replicas (workers) run the timers. Defaults to false.
+	DisableTimers bool
+
 	// ResumeEvery is how often this replica looks for slots whose run died
 	// mid-way and resumes them (one cheap query). Negative disables it.
 	// Defaults to DefaultResumeEvery (500ms).

@@ -115,6 +115,12 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	}
 	s.keeper = leasekeeper.New(s.store, leasekeeper.Options{Clock: s.cfg.Clock})
 	s.measureOffset(ctx)
+	if s.cfg.DisableTimers {
+		// An API-only process: manual runs and pauses, no timers.
+		s.loopCancel, s.loopDone = func() {}, make(chan struct{})
+		close(s.loopDone)
+		return nil
+	}
 
 	now := s.cfg.Clock.Now()
 	s.mu.Lock()
@@ -135,6 +141,28 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	go s.loop(loopCtx)
 	return nil
 }
+
+// JobInfo describes a registered job.
+type JobInfo struct {
+	Job  Job       // as registered, with defaults applied
+	Next time.Time // its next slot after now, in its zone; zero if none
+}
+
+// Jobs returns the registered jobs, by name.
+func (s *Scheduler) Jobs() []JobInfo {
+	now := s.cfg.Clock.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]JobInfo, 0, len(s.jobs))
+	for _, r := range s.jobs {
+		out = append(out, JobInfo{Job: r.Job, Next: r.sched.Next(now)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Job.Name < out[j].Job.Name })
+	return out
+}
+
+// Store returns the store the scheduler coordinates through.
+func (s *Scheduler) Store() store.Store { return s.store }
 
 // arm puts the job's next slot after now on the timer heap. Callers hold mu.
 func (s *Scheduler) arm(r *registered, now time.Time) {

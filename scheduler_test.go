@@ -487,3 +487,36 @@ func TestShutdownGraceCancelsStuckHandler(t *testing.T) {
 		}
 	})
 }
+
+// An API-only replica (timers disabled) fires nothing, but its Trigger meets
+// a worker's run, and its pause reaches the worker.
+func TestTimersDisabledReplicaServesManualRunsAndPauses(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		b := newBlocker()
+		job := Job{Name: "long", Schedule: "* * * * *", Handler: b.handler}
+		c.start("worker", 0, job)
+		api := c.startWith(Config{Owner: "api", Clock: offsetClock{c.db, 0}, Retention: -1, DisableTimers: true}, job)
+		c.db.Advance(time.Minute)
+		run := <-b.started
+		if run.Owner != "worker" {
+			t.Fatalf("run by %s, want the worker", run.Owner)
+		}
+		if _, err := api.Trigger(context.Background(), "long"); !errors.Is(err, ErrAlreadyExecuting) {
+			t.Fatalf("Trigger on the API replica during the worker's run: %v, want ErrAlreadyExecuting", err)
+		}
+		close(b.release)
+		c.settle()
+		if _, err := api.SetEnabled(context.Background(), "long", ptr(false), "ana", ""); err != nil {
+			t.Fatal(err)
+		}
+		c.advance(time.Minute, time.Minute)
+		select {
+		case r := <-b.started:
+			t.Fatalf("a paused job ran: %+v", r)
+		default:
+		}
+		if jobs := api.Jobs(); len(jobs) != 1 || jobs[0].Job.Name != "long" || jobs[0].Next.IsZero() {
+			t.Fatalf("Jobs() = %+v", jobs)
+		}
+	})
+}
