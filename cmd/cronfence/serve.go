@@ -19,6 +19,7 @@ type serveCmd struct {
 	LogFormat     string        `name:"log-format" enum:"text,json" default:"text" env:"CRONFENCE_LOG_FORMAT" help:"Log format on stderr: text or json."`
 	KillGrace     time.Duration `name:"kill-grace" default:"10s" help:"Time between SIGTERM and SIGKILL when a job's command is cancelled (lease lost, timeout, shutdown)."`
 	ShutdownGrace time.Duration `name:"shutdown-grace" default:"30s" help:"On SIGTERM or SIGINT, how long running commands may finish before they are cancelled."`
+	Scheduler     bool          `name:"scheduler" default:"true" env:"CRONFENCE_SCHEDULER" help:"Run the timers. --scheduler=false serves manual runs and pauses only, while other replicas (workers) fire the jobs."`
 }
 
 func (c *serveCmd) Help() string {
@@ -65,7 +66,7 @@ func (c *serveCmd) Run(a *app) error {
 	}
 	defer db.close()
 
-	s, err := cronfence.New(cronfence.Config{Store: db, Logger: logger, ShutdownGrace: c.ShutdownGrace})
+	s, err := cronfence.New(cronfence.Config{Store: db, Logger: logger, ShutdownGrace: c.ShutdownGrace, DisableTimers: !c.Scheduler})
 	if err != nil {
 		return err
 	}
@@ -77,7 +78,7 @@ func (c *serveCmd) Run(a *app) error {
 	if err := s.Start(a.ctx); err != nil {
 		return fmt.Errorf("starting the scheduler on %s: %w", db.where, err)
 	}
-	logger.Info("cronfence: serving", "config", f.Path, "jobs", len(jobs), "database", db.where)
+	logger.Info("cronfence: serving", "config", f.Path, "jobs", len(jobs), "database", db.where, "timers", c.Scheduler)
 
 	<-a.ctx.Done()
 	logger.Info("cronfence: stopping; running commands have the shutdown grace to finish", "grace", c.ShutdownGrace)
