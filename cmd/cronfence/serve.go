@@ -2,13 +2,17 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"sort"
 	"strconv"
 	"time"
 
 	"github.com/cronfence/cronfence"
+	"github.com/cronfence/cronfence/internal/adminapi"
 	"github.com/cronfence/cronfence/internal/command"
 	"github.com/cronfence/cronfence/internal/config"
 )
@@ -19,6 +23,7 @@ type serveCmd struct {
 	LogFormat     string        `name:"log-format" enum:"text,json" default:"text" env:"CRONFENCE_LOG_FORMAT" help:"Log format on stderr: text or json."`
 	KillGrace     time.Duration `name:"kill-grace" default:"10s" help:"Time between SIGTERM and SIGKILL when a job's command is cancelled (lease lost, timeout, shutdown)."`
 	ShutdownGrace time.Duration `name:"shutdown-grace" default:"30s" help:"On SIGTERM or SIGINT, how long running commands may finish before they are cancelled."`
+	Listen        string        `name:"listen" env:"CRONFENCE_LISTEN" placeholder:"ADDR" help:"Serve the admin REST API (/api/admin/cron), /healthz and /readyz on this address, e.g. 127.0.0.1:8080. Bearer tokens come from the file's tokens:."`
 	Scheduler     bool          `name:"scheduler" default:"true" env:"CRONFENCE_SCHEDULER" help:"Run the timers. --scheduler=false serves manual runs and pauses only, while other replicas (workers) fire the jobs."`
 }
 
@@ -78,10 +83,37 @@ func (c *serveCmd) Run(a *app) error {
 	if err := s.Start(a.ctx); err != nil {
 		return fmt.Errorf("starting the scheduler on %s: %w", db.where, err)
 	}
+	var srv *http.Server
+	if c.Listen != "" {
+		ln, err := net.Listen("tcp", c.Listen)
+		if err != nil {
+			_ = s.Stop(context.Background())
+			return fmt.Errorf("--listen %s: %w", c.Listen, err)
+		}
+		tokens := make([]adminapi.Token, len(f.Tokens))
+		for i, t := range f.Tokens {
+			tokens[i] = adminapi.Token{Name: t.Name, Role: t.Role, Secret: t.Token}
+		}
+		srv = &http.Server{
+			Handler:           adminapi.New(s, tokens, &adminapi.Options{Logger: logger}),
+			ReadHeaderTimeout: 10 * time.Second,
+		}
+		go func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				logger.Error("cronfence: the admin API stopped", "error", err)
+			}
+		}()
+		logger.Info("cronfence: admin API listening", "addr", ln.Addr().String(), "tokens", len(tokens))
+	}
 	logger.Info("cronfence: serving", "config", f.Path, "jobs", len(jobs), "database", db.where, "timers", c.Scheduler)
 
 	<-a.ctx.Done()
 	logger.Info("cronfence: stopping; running commands have the shutdown grace to finish", "grace", c.ShutdownGrace)
+	if srv != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = srv.Shutdown(sctx)
+		cancel()
+	}
 	if err := s.Stop(context.Background()); err != nil {
 		return fmt.Errorf("stopping the scheduler: %w", err)
 	}

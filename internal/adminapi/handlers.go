@@ -1,0 +1,385 @@
+package adminapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/cronfence/cronfence"
+	"github.com/cronfence/cronfence/store"
+)
+
+// apiError is the body of every error answer.
+type apiError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Details any    `json:"details"` // an object, or null
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	_ = enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string, details any) {
+	writeJSON(w, status, apiError{Code: code, Message: msg, Details: details})
+}
+
+// storeError answers a store failure: 400 for invalid input, 503 otherwise.
+func (a *api) storeError(w http.ResponseWriter, r *http.Request, op string, err error) {
+	if errors.Is(err, store.ErrInvalidArgument) {
+		writeError(w, http.StatusBadRequest, "INVALID_ARGUMENT", err.Error(), nil)
+		return
+	}
+	a.log.Error("adminapi: store unavailable", "op", op, "method", r.Method, "path", r.URL.Path, "error", err)
+	writeError(w, http.StatusServiceUnavailable, "STORE_UNAVAILABLE", op+": the store is unavailable: "+err.Error(), nil)
+}
+
+// timeOrNil formats t in RFC 3339 (UTC, with fractions), or null when zero.
+func timeOrNil(t time.Time) *string {
+	if t.IsZero() {
+		return nil
+	}
+	s := t.UTC().Format(time.RFC3339Nano)
+	return &s
+}
+
+// runResult is a run row's "result". It is always an object, also for a run
+// that was not skipped ({"skipped": false, "reason": ""}), so clients never
+// test for null.
+type runResult struct {
+	Skipped bool   `json:"skipped"`
+	Reason  string `json:"reason"`
+}
+
+// runView is a run row in the seed's shape. "slot" is null for a manual
+// run, "error" null for none, "logs" never null.
+type runView struct {
+	ID         int64     `json:"id"`
+	JobID      string    `json:"jobId"`
+	Slot       *string   `json:"slot"`
+	Manual     bool      `json:"manual"`
+	CatchUp    bool      `json:"catchUp"`
+	Owner      string    `json:"owner"`
+	Generation int64     `json:"generation"`
+	Attempt    int       `json:"attempt"`
+	StartedAt  *string   `json:"startedAt"`
+	FinishedAt *string   `json:"finishedAt"`
+	Success    bool      `json:"success"`
+	Result     runResult `json:"result"`
+	Error      *string   `json:"error"`
+	Logs       []string  `json:"logs"`
+}
+
+func viewRun(r store.Run) runView {
+	v := runView{
+		ID: r.ID, JobID: r.Job, Slot: timeOrNil(r.Slot), Manual: r.Manual, CatchUp: r.CatchUp,
+		Owner: r.Owner, Generation: r.Generation, Attempt: r.Attempt,
+		StartedAt: timeOrNil(r.StartedAt), FinishedAt: timeOrNil(r.FinishedAt), Success: r.Success,
+		Result: runResult{Skipped: r.Skipped, Reason: r.Reason}, Logs: r.Logs,
+	}
+	if r.Error != "" {
+		e := r.Error
+		v.Error = &e
+	}
+	if v.Logs == nil {
+		v.Logs = []string{}
+	}
+	return v
+}
+
+// overrideView is a job's override row; "enabled" null means the override
+// was removed (the row still says who removed it and when).
+type overrideView struct {
+	Enabled *bool   `json:"enabled"`
+	By      string  `json:"by"`
+	At      *string `json:"at"`
+	Note    string  `json:"note"`
+}
+
+// leaseView is the job's lease row as last written. A released or lapsed
+// lease stays (generations never go back): "active" says whether it is
+// still held, by the database clock.
+type leaseView struct {
+	Holder     string  `json:"holder"`
+	Generation int64   `json:"generation"`
+	AcquiredAt *string `json:"acquiredAt"`
+	ExpiresAt  *string `json:"expiresAt"`
+	Active     bool    `json:"active"`
+}
+
+// jobView is one job as GET answers it. "override" is null when no
+// override row exists; "enabled" is the effective value (the override's
+// when set, else the declared one). "lastRun" and "lease" may be null.
+type jobView struct {
+	Name            string        `json:"name"`
+	Schedule        string        `json:"schedule"`
+	TimeZone        string        `json:"timeZone"`
+	Overlap         string        `json:"overlap"`
+	Next            *string       `json:"next"`
+	DeclaredEnabled bool          `json:"declaredEnabled"`
+	Override        *overrideView `json:"override"`
+	Enabled         bool          `json:"enabled"`
+	LastRun         *runView      `json:"lastRun"`
+	Lease           *leaseView    `json:"lease"`
+}
+
+func baseView(info cronfence.JobInfo, st *store.JobState) jobView {
+	j := info.Job
+	tz := j.TimeZone
+	if tz == "" {
+		tz = "UTC"
+	}
+	v := jobView{
+		Name: j.Name, Schedule: j.Schedule, TimeZone: tz, Overlap: string(j.Overlap),
+		DeclaredEnabled: !j.Disabled, Enabled: !j.Disabled,
+	}
+	if !info.Next.IsZero() {
+		s := info.Next.Format(time.RFC3339)
+		v.Next = &s
+	}
+	if st != nil {
+		v.Override = &overrideView{Enabled: st.EnabledOverride, By: st.OverrideBy, At: timeOrNil(st.OverrideAt), Note: st.Note}
+		if st.EnabledOverride != nil {
+			v.Enabled = *st.EnabledOverride
+		}
+	}
+	return v
+}
+
+// findJob returns the registered job called name.
+func (a *api) findJob(name string) (cronfence.JobInfo, bool) {
+	for _, info := range a.sched.Jobs() {
+		if info.Job.Name == name {
+			return info, true
+		}
+	}
+	return cronfence.JobInfo{}, false
+}
+
+// views builds the full views of infos: one JobStateList, one Now, and per
+// job one RunList and one LeaseGet.
+func (a *api) views(ctx context.Context, infos []cronfence.JobInfo) ([]jobView, string, error) {
+	st := a.sched.Store()
+	states, err := st.JobStateList(ctx)
+	if err != nil {
+		return nil, "read job states", err
+	}
+	byJob := make(map[string]*store.JobState, len(states))
+	for i := range states {
+		byJob[states[i].Job] = &states[i]
+	}
+	now, err := st.Now(ctx)
+	if err != nil {
+		return nil, "read the database clock", err
+	}
+	out := make([]jobView, 0, len(infos))
+	for _, info := range infos {
+		v := baseView(info, byJob[info.Job.Name])
+		runs, err := st.RunList(ctx, store.RunListParams{Job: info.Job.Name, Limit: 1})
+		if err != nil {
+			return nil, "list runs", err
+		}
+		if len(runs) > 0 {
+			rv := viewRun(runs[0])
+			v.LastRun = &rv
+		}
+		l, err := st.LeaseGet(ctx, "job:"+info.Job.Name)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			return nil, "read lease", err
+		default:
+			v.Lease = &leaseView{
+				Holder: l.Owner, Generation: l.Generation, AcquiredAt: timeOrNil(l.AcquiredAt),
+				ExpiresAt: timeOrNil(l.ExpiresAt), Active: l.ExpiresAt.After(now),
+			}
+		}
+		out = append(out, v)
+	}
+	return out, "", nil
+}
+
+func (a *api) listJobs(w http.ResponseWriter, r *http.Request) {
+	vs, op, err := a.views(r.Context(), a.sched.Jobs())
+	if err != nil {
+		a.storeError(w, r, op, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"jobs": vs})
+}
+
+func unknownJob(w http.ResponseWriter, name string) {
+	writeError(w, http.StatusNotFound, "CRON_JOB_NOT_FOUND", fmt.Sprintf("no job named %q is registered", name), map[string]string{"jobId": name})
+}
+
+func (a *api) getJob(w http.ResponseWriter, r *http.Request, name string) {
+	info, ok := a.findJob(name)
+	if !ok {
+		unknownJob(w, name)
+		return
+	}
+	vs, op, err := a.views(r.Context(), []cronfence.JobInfo{info})
+	if err != nil {
+		a.storeError(w, r, op, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, vs[0])
+}
+
+// putBody is PUT /api/admin/cron/{job}'s body. Enabled is kept raw so an
+// absent key (nil) differs from null ("null").
+type putBody struct {
+	Enabled json.RawMessage `json:"enabled"`
+	Note    string          `json:"note"`
+}
+
+// decodeBody decodes exactly one JSON object into v, refusing unknown
+// fields, trailing data and a body over the limit; it answers the error
+// itself and returns false.
+func (a *api) decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, a.maxBody))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil {
+		if err2 := dec.Decode(&struct{}{}); err2 != io.EOF {
+			err = errors.New("trailing data after the JSON object")
+			if err2 != nil {
+				err = err2
+			}
+		}
+	}
+	if err == nil {
+		return true
+	}
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		writeError(w, http.StatusRequestEntityTooLarge, "BODY_TOO_LARGE",
+			fmt.Sprintf("the request body is over %d bytes", a.maxBody), map[string]int64{"limit": a.maxBody})
+	case errors.Is(err, io.EOF):
+		writeError(w, http.StatusBadRequest, "MALFORMED_BODY", "the request body is empty; expected a JSON object", nil)
+	default:
+		writeError(w, http.StatusBadRequest, "MALFORMED_BODY", "malformed request body: "+err.Error(), nil)
+	}
+	return false
+}
+
+// putJob sets or removes the job's override. It answers the job's state
+// (the view without lastRun and lease, which would need more round trips
+// after the change was saved: a 503 must mean nothing changed).
+func (a *api) putJob(w http.ResponseWriter, r *http.Request, by, name string) {
+	info, ok := a.findJob(name)
+	if !ok {
+		unknownJob(w, name)
+		return
+	}
+	var body putBody
+	if !a.decodeBody(w, r, &body) {
+		return
+	}
+	var enabled *bool
+	switch string(body.Enabled) {
+	case "":
+		writeError(w, http.StatusBadRequest, "MALFORMED_BODY", `"enabled" is required: true, false, or null to remove the override`, nil)
+		return
+	case "null":
+	case "true", "false":
+		b := string(body.Enabled) == "true"
+		enabled = &b
+	default:
+		writeError(w, http.StatusBadRequest, "MALFORMED_BODY", `"enabled" must be true, false or null, got `+string(body.Enabled), nil)
+		return
+	}
+	st, err := a.sched.SetEnabled(r.Context(), name, enabled, by, body.Note)
+	switch {
+	case errors.Is(err, cronfence.ErrUnknownJob):
+		unknownJob(w, name)
+		return
+	case err != nil:
+		a.storeError(w, r, "save the override", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, baseView(info, &st))
+}
+
+// runJob starts a manual run: 202 with the run, 409 when a run holds the
+// job's lease (details.log is the skip row recorded for the refusal).
+func (a *api) runJob(w http.ResponseWriter, r *http.Request, name string) {
+	run, err := a.sched.Trigger(r.Context(), name)
+	var busy *cronfence.AlreadyExecutingError
+	switch {
+	case err == nil:
+		writeJSON(w, http.StatusAccepted, map[string]any{
+			"jobId": run.Job, "generation": run.Generation, "owner": run.Owner, "startedAt": timeOrNil(run.StartedAt),
+		})
+	case errors.As(err, &busy):
+		skip := busy.Skip
+		if skip.ID == 0 { // the skip row could not be recorded: answer its shape all the same
+			skip.Job, skip.Manual, skip.Success, skip.Skipped = name, true, true, true
+			skip.Reason = string(store.ClaimHeld)
+			skip.Logs = []string{"Skipped: the previous run has not finished"}
+		}
+		writeError(w, http.StatusConflict, "CRON_JOB_ALREADY_EXECUTING",
+			fmt.Sprintf("job %q is already executing (lease held by %s at generation %d)", name, busy.Holder.Owner, busy.Holder.Generation),
+			map[string]any{"log": viewRun(skip)})
+	case errors.Is(err, cronfence.ErrUnknownJob):
+		unknownJob(w, name)
+	case errors.Is(err, cronfence.ErrNotStarted):
+		writeError(w, http.StatusServiceUnavailable, "SCHEDULER_NOT_RUNNING", "the scheduler is not running", nil)
+	default:
+		a.storeError(w, r, "trigger", err)
+	}
+}
+
+func (a *api) logs(w http.ResponseWriter, r *http.Request, name string) {
+	if _, ok := a.findJob(name); !ok {
+		unknownJob(w, name)
+		return
+	}
+	limit := DefaultLogsLimit
+	if q := r.URL.Query(); q.Has("limit") {
+		n, err := strconv.Atoi(q.Get("limit"))
+		if err != nil || n < 1 || n > MaxLogsLimit {
+			writeError(w, http.StatusBadRequest, "INVALID_LIMIT",
+				fmt.Sprintf("limit must be an integer from 1 to %d, got %q", MaxLogsLimit, q.Get("limit")), nil)
+			return
+		}
+		limit = n
+	}
+	runs, err := a.sched.Store().RunList(r.Context(), store.RunListParams{Job: name, Limit: limit})
+	if err != nil {
+		a.storeError(w, r, "list runs", err)
+		return
+	}
+	out := make([]runView, 0, len(runs))
+	for _, run := range runs {
+		out = append(out, viewRun(run))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"jobId": name, "logs": out})
+}
+
+// readyz answers 200 when the store answers and its schema is the one this
+// binary knows, else 503 with the reason.
+func (a *api) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	defer cancel()
+	db, bin, err := a.sched.Store().SchemaVersion(ctx)
+	switch {
+	case err != nil:
+		writeError(w, http.StatusServiceUnavailable, "STORE_UNAVAILABLE", "the store does not answer: "+err.Error(), nil)
+	case db != bin:
+		writeError(w, http.StatusServiceUnavailable, "SCHEMA_MISMATCH", (&store.SchemaVersionError{Database: db, Binary: bin}).Error(),
+			map[string]int{"database": db, "binary": bin})
+	default:
+		writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "schemaVersion": db})
+	}
+}
