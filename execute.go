@@ -72,16 +72,20 @@ func (s *Scheduler) execute(spec runSpec) {
 	}
 
 	err := callHandler(ctx, job.Handler, run)
+	// Why the run's context ended, if it did while the handler ran: read
+	// before stopping the lease's hold, which cancels it too.
+	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(err, cause) {
+		err = fmt.Errorf("%w (%w)", err, cause)
+	}
 	var lost error
 	if hold != nil {
 		lost = hold.Stop()
 	}
-	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(err, cause) && ctx.Err() != nil {
-		err = fmt.Errorf("%w (%w)", err, cause)
-	}
 	err = errors.Join(err, lost)
 	if err != nil {
-		logger.Error("cronfence: run failed", "error", err)
+		// The error goes into the run row's error; the scheduler's log gets
+		// it too, but not the run's own log lines.
+		s.log.Error("cronfence: run failed", append(attrs, "error", err)...)
 	}
 	s.finish(spec, err, logs.snapshot())
 }

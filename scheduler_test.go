@@ -520,3 +520,23 @@ func TestTimersDisabledReplicaServesManualRunsAndPauses(t *testing.T) {
 		}
 	})
 }
+
+// A handler's plain error is recorded as it is: not decorated with the
+// cancellation that ending the run's lease hold causes afterwards.
+func TestFailedRunRecordsTheHandlersError(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		job := Job{Name: "failing", Schedule: "* * * * * *", Handler: func(_ context.Context, run *Run) error {
+			run.Logger.Info("working")
+			return errors.New("exit status 3")
+		}}
+		s := c.start("a", 0, job)
+		c.advance(time.Second, time.Second)
+		runs, err := s.store.RunList(context.Background(), store.RunListParams{Job: "failing"})
+		if err != nil || len(runs) != 1 {
+			t.Fatalf("runs = %+v, %v", runs, err)
+		}
+		if r := runs[0]; r.Success || r.Error != "exit status 3" || len(r.Logs) != 1 || !strings.Contains(r.Logs[0], "working") {
+			t.Fatalf("run row = %+v; want the handler's error as is and only its own log line", r)
+		}
+	})
+}
