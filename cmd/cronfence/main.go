@@ -32,6 +32,12 @@ type cli struct {
 	Next    nextCmd    `cmd:"" help:"Print the next slot instants of a schedule, one a line (no database)."`
 	Lock    lockCmd    `cmd:"" help:"Run one command under a renewed cluster-wide lease; skip it while another owner holds the lease."`
 	Serve   serveCmd   `cmd:"" help:"Run the jobs of a YAML config file; every replica on the same database shares the slots."`
+	Jobs    jobsCmd    `cmd:"" help:"List the jobs: schedule, zone, enabled and override, next slot, last run, lease (--config FILE, or --server URL)."`
+	Pause   pauseCmd   `cmd:"" help:"Pause a job on every replica (override enabled=false)."`
+	Resume  resumeCmd  `cmd:"" help:"Resume a job on every replica (override enabled=true)."`
+	Unset   unsetCmd   `cmd:"" help:"Remove a job's override: it follows its config's enabled again."`
+	Trigger triggerCmd `cmd:"" help:"Start a manual run of a job now (needs --server); exit 3 when a run holds its lease."`
+	Logs    logsCmd    `cmd:"" help:"Show a job's runs, newest first."`
 }
 
 // app is what every command's Run gets: the context cancelled by SIGTERM or

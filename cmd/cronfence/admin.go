@@ -1,0 +1,534 @@
+package main
+
+// The admin commands: pause, resume, unset, logs, trigger and jobs. Each
+// works directly against the database (the global --database / --sqlite
+// flags) or, with --server, against a running `serve --listen` through its
+// admin REST API.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/cronfence/cronfence/internal/config"
+	"github.com/cronfence/cronfence/schedule"
+	"github.com/cronfence/cronfence/store"
+)
+
+// exitBusy is the exit status of `trigger` when a run holds the job's lease.
+const exitBusy = 3
+
+// httpTimeout bounds one request to a server.
+const httpTimeout = 30 * time.Second
+
+// serverFlags select server mode.
+type serverFlags struct {
+	Server string `name:"server" env:"CRONFENCE_SERVER" placeholder:"URL" help:"Base URL of a cronfence serve --listen process (http://host:port). Empty: work directly on the database."`
+	Token  string `name:"token" env:"CRONFENCE_TOKEN" placeholder:"TOKEN" help:"Bearer token for --server."`
+}
+
+// apiError is an error answer of the REST API.
+type apiError struct {
+	Status  int             `json:"-"`
+	Code    string          `json:"code"`
+	Message string          `json:"message"`
+	Details json.RawMessage `json:"details"`
+}
+
+func (e *apiError) Error() string { return e.Code + ": " + e.Message }
+
+// call sends one request to the server and decodes a 2xx answer into out.
+// A non-2xx answer is returned as *apiError.
+func (s *serverFlags) call(ctx context.Context, method, path string, body, out any) error {
+	if s.Token == "" {
+		return usageError("--server needs --token (or CRONFENCE_TOKEN)")
+	}
+	base, err := url.Parse(strings.TrimRight(s.Server, "/"))
+	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
+		return usageError("--server %q: not an http:// or https:// URL", s.Server)
+	}
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	ctx, cancel := context.WithTimeout(ctx, httpTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, base.String()+path, rd)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+s.Token)
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("contacting %s: %w", base.Host, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
+	if err != nil {
+		return fmt.Errorf("reading the answer of %s: %w", base.Host, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		ae := &apiError{Status: resp.StatusCode}
+		if json.Unmarshal(data, ae) != nil || ae.Code == "" {
+			ae.Code = strconv.Itoa(resp.StatusCode)
+			ae.Message = strings.TrimSpace(string(data))
+			if ae.Message == "" {
+				ae.Message = http.StatusText(resp.StatusCode)
+			}
+		}
+		return ae
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("%s %s: unexpected answer: %w", method, path, err)
+	}
+	return nil
+}
+
+func jobPath(job string) string { return "/api/admin/cron/" + url.PathEscape(job) }
+
+// The REST API's JSON shapes, as far as the CLI reads them.
+type (
+	apiRun struct {
+		ID         int64    `json:"id"`
+		JobID      string   `json:"jobId"`
+		Slot       *string  `json:"slot"`
+		Manual     bool     `json:"manual"`
+		CatchUp    bool     `json:"catchUp"`
+		Owner      string   `json:"owner"`
+		Generation int64    `json:"generation"`
+		Attempt    int      `json:"attempt"`
+		StartedAt  *string  `json:"startedAt"`
+		FinishedAt *string  `json:"finishedAt"`
+		Success    bool     `json:"success"`
+		Result     apiSkip  `json:"result"`
+		Error      *string  `json:"error"`
+		Logs       []string `json:"logs"`
+	}
+	apiSkip struct {
+		Skipped bool   `json:"skipped"`
+		Reason  string `json:"reason"`
+	}
+	apiOverride struct {
+		Enabled *bool   `json:"enabled"`
+		By      string  `json:"by"`
+		At      *string `json:"at"`
+		Note    string  `json:"note"`
+	}
+	apiLease struct {
+		Holder     string  `json:"holder"`
+		Generation int64   `json:"generation"`
+		AcquiredAt *string `json:"acquiredAt"`
+		ExpiresAt  *string `json:"expiresAt"`
+		Active     bool    `json:"active"`
+	}
+	apiJob struct {
+		Name            string       `json:"name"`
+		Schedule        string       `json:"schedule"`
+		TimeZone        string       `json:"timeZone"`
+		Overlap         string       `json:"overlap"`
+		Next            *string      `json:"next"`
+		DeclaredEnabled bool         `json:"declaredEnabled"`
+		Override        *apiOverride `json:"override"`
+		Enabled         bool         `json:"enabled"`
+		LastRun         *apiRun      `json:"lastRun"`
+		Lease           *apiLease    `json:"lease"`
+	}
+)
+
+func timeStr(t time.Time) *string {
+	if t.IsZero() {
+		return nil
+	}
+	s := t.UTC().Format(time.RFC3339Nano)
+	return &s
+}
+
+func runFromStore(r store.Run) apiRun {
+	v := apiRun{
+		ID: r.ID, JobID: r.Job, Slot: timeStr(r.Slot), Manual: r.Manual, CatchUp: r.CatchUp,
+		Owner: r.Owner, Generation: r.Generation, Attempt: r.Attempt,
+		StartedAt: timeStr(r.StartedAt), FinishedAt: timeStr(r.FinishedAt), Success: r.Success,
+		Result: apiSkip{Skipped: r.Skipped, Reason: r.Reason}, Logs: r.Logs,
+	}
+	if r.Error != "" {
+		e := r.Error
+		v.Error = &e
+	}
+	if v.Logs == nil {
+		v.Logs = []string{}
+	}
+	return v
+}
+
+// short formats an RFC 3339 string for a table, "-" when nil.
+func short(s *string) string {
+	if s == nil || *s == "" {
+		return "-"
+	}
+	t, err := time.Parse(time.RFC3339Nano, *s)
+	if err != nil {
+		return *s
+	}
+	return t.UTC().Format("2006-01-02T15:04:05Z")
+}
+
+func (r apiRun) resultText() string {
+	switch {
+	case r.Result.Skipped:
+		return "skipped: " + r.Result.Reason
+	case r.FinishedAt == nil && r.Error == nil && !r.Success:
+		return "running"
+	case r.Success:
+		return "ok"
+	case r.Error != nil:
+		return "FAILED: " + *r.Error
+	default:
+		return "FAILED"
+	}
+}
+
+func (r apiRun) slotText() string {
+	if r.Manual || r.Slot == nil {
+		return "manual"
+	}
+	return short(r.Slot)
+}
+
+// validJob checks a job name argument.
+func validJob(job string) error {
+	if err := store.ValidateName("job name", job); err != nil {
+		return usageError("%w", err)
+	}
+	return nil
+}
+
+// --- pause / resume / unset ---
+
+type pauseCmd struct {
+	serverFlags
+	Job  string `arg:"" help:"Job name."`
+	Note string `name:"note" help:"Why, recorded with the override."`
+	By   string `name:"by" help:"Who, recorded with the override (direct mode; a server records its token's name). Defaults to $USER, else \"cli\"."`
+}
+
+func (c *pauseCmd) Run(a *app) error {
+	f := false
+	return setOverride(a, &c.serverFlags, c.Job, &f, c.Note, c.By)
+}
+
+type resumeCmd struct {
+	serverFlags
+	Job  string `arg:"" help:"Job name."`
+	Note string `name:"note" help:"Why, recorded with the override."`
+	By   string `name:"by" help:"Who, recorded with the override (direct mode). Defaults to $USER, else \"cli\"."`
+}
+
+func (c *resumeCmd) Run(a *app) error {
+	t := true
+	return setOverride(a, &c.serverFlags, c.Job, &t, c.Note, c.By)
+}
+
+type unsetCmd struct {
+	serverFlags
+	Job  string `arg:"" help:"Job name."`
+	Note string `name:"note" help:"Why, recorded with the change."`
+	By   string `name:"by" help:"Who, recorded with the change (direct mode). Defaults to $USER, else \"cli\"."`
+}
+
+func (c *unsetCmd) Run(a *app) error {
+	return setOverride(a, &c.serverFlags, c.Job, nil, c.Note, c.By)
+}
+
+func overrideText(e *bool) string {
+	switch {
+	case e == nil:
+		return "none (follows the config)"
+	case *e:
+		return "enabled"
+	default:
+		return "paused"
+	}
+}
+
+func setOverride(a *app, s *serverFlags, job string, enabled *bool, note, by string) error {
+	if err := validJob(job); err != nil {
+		return err
+	}
+	if s.Server != "" {
+		var v apiJob
+		if err := s.call(a.ctx, http.MethodPut, jobPath(job), map[string]any{"enabled": enabled, "note": note}, &v); err != nil {
+			return err
+		}
+		o := apiOverride{}
+		if v.Override != nil {
+			o = *v.Override
+		}
+		fmt.Fprintf(a.stdout, "%s: override %s, effective %s, by %s at %s%s\n", v.Name, overrideText(o.Enabled),
+			enabledText(v.Enabled), orDash(o.By), short(o.At), noteText(o.Note))
+		return nil
+	}
+	if by == "" {
+		by = os.Getenv("USER")
+	}
+	if by == "" {
+		by = "cli"
+	}
+	db, err := a.globals.open(a.ctx, true)
+	if err != nil {
+		return err
+	}
+	defer db.close()
+	st, err := db.JobStateSet(a.ctx, store.JobStateSetParams{Job: job, Enabled: enabled, By: by, Note: note})
+	if err != nil {
+		return wrapInvalid(fmt.Errorf("saving the override of %s in %s: %w", job, db.where, err))
+	}
+	fmt.Fprintf(a.stdout, "%s: override %s, by %s at %s%s\n", st.Job, overrideText(st.EnabledOverride),
+		orDash(st.OverrideBy), short(timeStr(st.OverrideAt)), noteText(st.Note))
+	return nil
+}
+
+func enabledText(b bool) string {
+	if b {
+		return "enabled"
+	}
+	return "disabled"
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func noteText(n string) string {
+	if n == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (note: %q)", n)
+}
+
+// --- logs ---
+
+type logsCmd struct {
+	serverFlags
+	Job   string `arg:"" help:"Job name."`
+	Limit int    `name:"limit" short:"n" default:"20" help:"How many runs, newest first."`
+	JSON  bool   `name:"json" help:"Print one JSON object a line, in the REST API's shape."`
+}
+
+func (c *logsCmd) Run(a *app) error {
+	if err := validJob(c.Job); err != nil {
+		return err
+	}
+	if c.Limit < 1 || c.Limit > store.MaxRunListLimit {
+		return usageError("-n must be between 1 and %d, got %d", store.MaxRunListLimit, c.Limit)
+	}
+	var runs []apiRun
+	if c.Server != "" {
+		var out struct {
+			JobID string   `json:"jobId"`
+			Logs  []apiRun `json:"logs"`
+		}
+		if err := c.call(a.ctx, http.MethodGet, jobPath(c.Job)+"/logs?limit="+strconv.Itoa(c.Limit), nil, &out); err != nil {
+			return err
+		}
+		runs = out.Logs
+	} else {
+		db, err := a.globals.open(a.ctx, true)
+		if err != nil {
+			return err
+		}
+		defer db.close()
+		rs, err := db.RunList(a.ctx, store.RunListParams{Job: c.Job, Limit: c.Limit})
+		if err != nil {
+			return wrapInvalid(fmt.Errorf("listing the runs of %s in %s: %w", c.Job, db.where, err))
+		}
+		for _, r := range rs {
+			runs = append(runs, runFromStore(r))
+		}
+	}
+	if c.JSON {
+		enc := json.NewEncoder(a.stdout)
+		for _, r := range runs {
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if len(runs) == 0 {
+		fmt.Fprintf(a.stderr, "cronfence: no runs of %s\n", c.Job)
+		return nil
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "STARTED\tSLOT\tOWNER\tGEN\tATTEMPT\tRESULT")
+	for _, r := range runs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", short(r.StartedAt), r.slotText(), orDash(r.Owner), r.Generation, r.Attempt,
+			strings.ReplaceAll(r.resultText(), "\n", " "))
+	}
+	return tw.Flush()
+}
+
+// --- trigger ---
+
+type triggerCmd struct {
+	serverFlags
+	Job string `arg:"" help:"Job name."`
+}
+
+func (c *triggerCmd) Run(a *app) error {
+	if err := validJob(c.Job); err != nil {
+		return err
+	}
+	if c.Server == "" {
+		return usageError("trigger needs --server (or CRONFENCE_SERVER): a manual run needs the job's command, which only a running `cronfence serve --listen` has")
+	}
+	var out json.RawMessage
+	err := c.call(a.ctx, http.MethodPost, jobPath(c.Job)+"/run", nil, &out)
+	var ae *apiError
+	if errors.As(err, &ae) && ae.Status == http.StatusConflict {
+		return &exitError{code: exitBusy, err: ae}
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(a.stdout, string(bytes.TrimSpace(out)))
+	return nil
+}
+
+// --- jobs ---
+
+type jobsCmd struct {
+	serverFlags
+	Config string `name:"config" type:"path" placeholder:"FILE" help:"The serve config file, for the job list in direct mode (its database: and sqlite: apply unless --database is given)."`
+}
+
+func (c *jobsCmd) Run(a *app) error {
+	var jobs []apiJob
+	if c.Server != "" {
+		var out struct {
+			Jobs []apiJob `json:"jobs"`
+		}
+		if err := c.call(a.ctx, http.MethodGet, "/api/admin/cron", nil, &out); err != nil {
+			return err
+		}
+		jobs = out.Jobs
+	} else {
+		if c.Config == "" {
+			return usageError("jobs needs --config FILE (the job list) or --server URL")
+		}
+		var err error
+		if jobs, err = c.direct(a); err != nil {
+			return err
+		}
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "JOB\tSCHEDULE\tZONE\tENABLED\tOVERRIDE\tNEXT\tLAST RUN\tRESULT\tLEASE")
+	for _, j := range jobs {
+		ov := "-"
+		if o := j.Override; o != nil && o.Enabled != nil {
+			ov = fmt.Sprintf("%s by %s at %s", overrideText(o.Enabled), orDash(o.By), short(o.At))
+		}
+		last, result := "-", "-"
+		if r := j.LastRun; r != nil {
+			last, result = short(r.StartedAt), strings.ReplaceAll(r.resultText(), "\n", " ")
+		}
+		lease := "-"
+		if l := j.Lease; l != nil {
+			state := "free since" // released or lapsed
+			if l.Active {
+				state = "held until"
+			}
+			lease = fmt.Sprintf("%s gen %d %s %s", orDash(l.Holder), l.Generation, state, short(l.ExpiresAt))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.Name, j.Schedule, j.TimeZone, enabledText(j.Enabled),
+			ov, short(j.Next), last, result, lease)
+	}
+	return tw.Flush()
+}
+
+func (c *jobsCmd) direct(a *app) ([]apiJob, error) {
+	f, err := config.Load(c.Config)
+	if err != nil {
+		return nil, &exitError{code: exitUsage, err: err}
+	}
+	g := *a.globals
+	if g.Database == "" {
+		g.Database = f.Database
+	}
+	if g.Database == "" {
+		g.SQLite = f.SQLitePath
+	}
+	db, err := g.open(a.ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	defer db.close()
+	states, err := db.JobStateList(a.ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading job states in %s: %w", db.where, err)
+	}
+	byJob := make(map[string]store.JobState, len(states))
+	for _, s := range states {
+		byJob[s.Job] = s
+	}
+	now := time.Now()
+	out := make([]apiJob, 0, len(f.Jobs))
+	for _, j := range f.Jobs {
+		v := apiJob{Name: j.Name, Schedule: j.Schedule, TimeZone: j.TimeZone, Overlap: j.Overlap, DeclaredEnabled: !j.Disabled}
+		v.Enabled = v.DeclaredEnabled
+		if st, ok := byJob[j.Name]; ok {
+			v.Override = &apiOverride{Enabled: st.EnabledOverride, By: st.OverrideBy, At: timeStr(st.OverrideAt), Note: st.Note}
+			if st.EnabledOverride != nil {
+				v.Enabled = *st.EnabledOverride
+			}
+		}
+		if loc, err := time.LoadLocation(j.TimeZone); err == nil {
+			if s, err := schedule.Parse(j.Schedule, &schedule.Options{Location: loc}); err == nil {
+				v.Next = timeStr(s.Next(now))
+			}
+		}
+		runs, err := db.RunList(a.ctx, store.RunListParams{Job: j.Name, Limit: 1})
+		if err != nil {
+			return nil, fmt.Errorf("listing the runs of %s in %s: %w", j.Name, db.where, err)
+		}
+		if len(runs) > 0 {
+			r := runFromStore(runs[0])
+			v.LastRun = &r
+		}
+		l, err := db.LeaseGet(a.ctx, "job:"+j.Name)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			return nil, fmt.Errorf("reading the lease of %s in %s: %w", j.Name, db.where, err)
+		default:
+			// The local clock stands in for the database's here.
+			v.Lease = &apiLease{Holder: l.Owner, Generation: l.Generation, AcquiredAt: timeStr(l.AcquiredAt),
+				ExpiresAt: timeStr(l.ExpiresAt), Active: l.ExpiresAt.After(now)}
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
