@@ -20,6 +20,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/cronfence/cronfence"
+	"github.com/cronfence/cronfence/internal/adminapi"
 	"github.com/cronfence/cronfence/internal/config"
 	"github.com/cronfence/cronfence/schedule"
 	"github.com/cronfence/cronfence/store"
@@ -107,78 +109,12 @@ func (s *serverFlags) call(ctx context.Context, method, path string, body, out a
 
 func jobPath(job string) string { return "/api/admin/cron/" + url.PathEscape(job) }
 
-// The REST API's JSON shapes, as far as the CLI reads them.
-type (
-	apiRun struct {
-		ID         int64    `json:"id"`
-		JobID      string   `json:"jobId"`
-		Slot       *string  `json:"slot"`
-		Manual     bool     `json:"manual"`
-		CatchUp    bool     `json:"catchUp"`
-		Owner      string   `json:"owner"`
-		Generation int64    `json:"generation"`
-		Attempt    int      `json:"attempt"`
-		StartedAt  *string  `json:"startedAt"`
-		FinishedAt *string  `json:"finishedAt"`
-		Success    bool     `json:"success"`
-		Result     apiSkip  `json:"result"`
-		Error      *string  `json:"error"`
-		Logs       []string `json:"logs"`
-	}
-	apiSkip struct {
-		Skipped bool   `json:"skipped"`
-		Reason  string `json:"reason"`
-	}
-	apiOverride struct {
-		Enabled *bool   `json:"enabled"`
-		By      string  `json:"by"`
-		At      *string `json:"at"`
-		Note    string  `json:"note"`
-	}
-	apiLease struct {
-		Holder     string  `json:"holder"`
-		Generation int64   `json:"generation"`
-		AcquiredAt *string `json:"acquiredAt"`
-		ExpiresAt  *string `json:"expiresAt"`
-		Active     bool    `json:"active"`
-	}
-	apiJob struct {
-		Name            string       `json:"name"`
-		Schedule        string       `json:"schedule"`
-		TimeZone        string       `json:"timeZone"`
-		Overlap         string       `json:"overlap"`
-		Next            *string      `json:"next"`
-		DeclaredEnabled bool         `json:"declaredEnabled"`
-		Override        *apiOverride `json:"override"`
-		Enabled         bool         `json:"enabled"`
-		LastRun         *apiRun      `json:"lastRun"`
-		Lease           *apiLease    `json:"lease"`
-	}
-)
-
 func timeStr(t time.Time) *string {
 	if t.IsZero() {
 		return nil
 	}
 	s := t.UTC().Format(time.RFC3339Nano)
 	return &s
-}
-
-func runFromStore(r store.Run) apiRun {
-	v := apiRun{
-		ID: r.ID, JobID: r.Job, Slot: timeStr(r.Slot), Manual: r.Manual, CatchUp: r.CatchUp,
-		Owner: r.Owner, Generation: r.Generation, Attempt: r.Attempt,
-		StartedAt: timeStr(r.StartedAt), FinishedAt: timeStr(r.FinishedAt), Success: r.Success,
-		Result: apiSkip{Skipped: r.Skipped, Reason: r.Reason}, Logs: r.Logs,
-	}
-	if r.Error != "" {
-		e := r.Error
-		v.Error = &e
-	}
-	if v.Logs == nil {
-		v.Logs = []string{}
-	}
-	return v
 }
 
 // short formats an RFC 3339 string for a table, "-" when nil.
@@ -193,7 +129,8 @@ func short(s *string) string {
 	return t.UTC().Format("2006-01-02T15:04:05Z")
 }
 
-func (r apiRun) resultText() string {
+// resultText is a run's outcome for a table.
+func resultText(r adminapi.Run) string {
 	switch {
 	case r.Result.Skipped:
 		return "skipped: " + r.Result.Reason
@@ -208,7 +145,8 @@ func (r apiRun) resultText() string {
 	}
 }
 
-func (r apiRun) slotText() string {
+// slotText is a run's slot for a table, "manual" for a manual run.
+func slotText(r adminapi.Run) string {
 	if r.Manual || r.Slot == nil {
 		return "manual"
 	}
@@ -276,11 +214,11 @@ func setOverride(a *app, s *serverFlags, job string, enabled *bool, note, by str
 		return err
 	}
 	if s.Server != "" {
-		var v apiJob
+		var v adminapi.Job
 		if err := s.call(a.ctx, http.MethodPut, jobPath(job), map[string]any{"enabled": enabled, "note": note}, &v); err != nil {
 			return err
 		}
-		o := apiOverride{}
+		o := adminapi.Override{}
 		if v.Override != nil {
 			o = *v.Override
 		}
@@ -345,11 +283,11 @@ func (c *logsCmd) Run(a *app) error {
 	if c.Limit < 1 || c.Limit > store.MaxRunListLimit {
 		return usageError("-n must be between 1 and %d, got %d", store.MaxRunListLimit, c.Limit)
 	}
-	var runs []apiRun
+	var runs []adminapi.Run
 	if c.Server != "" {
 		var out struct {
-			JobID string   `json:"jobId"`
-			Logs  []apiRun `json:"logs"`
+			JobID string         `json:"jobId"`
+			Logs  []adminapi.Run `json:"logs"`
 		}
 		if err := c.call(a.ctx, http.MethodGet, jobPath(c.Job)+"/logs?limit="+strconv.Itoa(c.Limit), nil, &out); err != nil {
 			return err
@@ -366,7 +304,7 @@ func (c *logsCmd) Run(a *app) error {
 			return wrapInvalid(fmt.Errorf("listing the runs of %s in %s: %w", c.Job, db.where, err))
 		}
 		for _, r := range rs {
-			runs = append(runs, runFromStore(r))
+			runs = append(runs, adminapi.RunOf(r))
 		}
 	}
 	if c.JSON {
@@ -385,8 +323,8 @@ func (c *logsCmd) Run(a *app) error {
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "STARTED\tSLOT\tOWNER\tGEN\tATTEMPT\tRESULT")
 	for _, r := range runs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", short(r.StartedAt), r.slotText(), orDash(r.Owner), r.Generation, r.Attempt,
-			strings.ReplaceAll(r.resultText(), "\n", " "))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", short(r.StartedAt), slotText(r), orDash(r.Owner), r.Generation, r.Attempt,
+			strings.ReplaceAll(resultText(r), "\n", " "))
 	}
 	return tw.Flush()
 }
@@ -426,10 +364,10 @@ type jobsCmd struct {
 }
 
 func (c *jobsCmd) Run(a *app) error {
-	var jobs []apiJob
+	var jobs []adminapi.Job
 	if c.Server != "" {
 		var out struct {
-			Jobs []apiJob `json:"jobs"`
+			Jobs []adminapi.Job `json:"jobs"`
 		}
 		if err := c.call(a.ctx, http.MethodGet, "/api/admin/cron", nil, &out); err != nil {
 			return err
@@ -453,7 +391,7 @@ func (c *jobsCmd) Run(a *app) error {
 		}
 		last, result := "-", "-"
 		if r := j.LastRun; r != nil {
-			last, result = short(r.StartedAt), strings.ReplaceAll(r.resultText(), "\n", " ")
+			last, result = short(r.StartedAt), strings.ReplaceAll(resultText(*r), "\n", " ")
 		}
 		lease := "-"
 		if l := j.Lease; l != nil {
@@ -469,7 +407,7 @@ func (c *jobsCmd) Run(a *app) error {
 	return tw.Flush()
 }
 
-func (c *jobsCmd) direct(a *app) ([]apiJob, error) {
+func (c *jobsCmd) direct(a *app) ([]adminapi.Job, error) {
 	f, err := config.Load(c.Config)
 	if err != nil {
 		return nil, &exitError{code: exitUsage, err: err}
@@ -486,49 +424,24 @@ func (c *jobsCmd) direct(a *app) ([]apiJob, error) {
 		return nil, err
 	}
 	defer db.close()
-	states, err := db.JobStateList(a.ctx)
-	if err != nil {
-		return nil, fmt.Errorf("reading job states in %s: %w", db.where, err)
-	}
-	byJob := make(map[string]store.JobState, len(states))
-	for _, s := range states {
-		byJob[s.Job] = s
-	}
 	now := time.Now()
-	out := make([]apiJob, 0, len(f.Jobs))
-	for _, j := range f.Jobs {
-		v := apiJob{Name: j.Name, Schedule: j.Schedule, TimeZone: j.TimeZone, Overlap: j.Overlap, DeclaredEnabled: !j.Disabled}
-		v.Enabled = v.DeclaredEnabled
-		if st, ok := byJob[j.Name]; ok {
-			v.Override = &apiOverride{Enabled: st.EnabledOverride, By: st.OverrideBy, At: timeStr(st.OverrideAt), Note: st.Note}
-			if st.EnabledOverride != nil {
-				v.Enabled = *st.EnabledOverride
-			}
-		}
+	infos := make([]cronfence.JobInfo, len(f.Jobs))
+	for i, j := range f.Jobs {
+		info := cronfence.JobInfo{Job: cronfence.Job{
+			Name: j.Name, Schedule: j.Schedule, TimeZone: j.TimeZone, Overlap: cronfence.Overlap(j.Overlap), Disabled: j.Disabled,
+		}}
 		if loc, err := time.LoadLocation(j.TimeZone); err == nil {
 			if s, err := schedule.Parse(j.Schedule, &schedule.Options{Location: loc}); err == nil {
-				v.Next = timeStr(s.Next(now))
+				info.Next = s.Next(now)
 			}
 		}
-		runs, err := db.RunList(a.ctx, store.RunListParams{Job: j.Name, Limit: 1})
-		if err != nil {
-			return nil, fmt.Errorf("listing the runs of %s in %s: %w", j.Name, db.where, err)
-		}
-		if len(runs) > 0 {
-			r := runFromStore(runs[0])
-			v.LastRun = &r
-		}
-		l, err := db.LeaseGet(a.ctx, "job:"+j.Name)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-		case err != nil:
-			return nil, fmt.Errorf("reading the lease of %s in %s: %w", j.Name, db.where, err)
-		default:
-			// The local clock stands in for the database's here.
-			v.Lease = &apiLease{Holder: l.Owner, Generation: l.Generation, AcquiredAt: timeStr(l.AcquiredAt),
-				ExpiresAt: timeStr(l.ExpiresAt), Active: l.ExpiresAt.After(now)}
-		}
-		out = append(out, v)
+		infos[i] = info
 	}
-	return out, nil
+	// The same view the REST API builds, from the same store reads (the
+	// lease's state judged by the database clock).
+	jobs, op, err := adminapi.Jobs(a.ctx, db, infos)
+	if err != nil {
+		return nil, fmt.Errorf("%s in %s: %w", op, db.where, err)
+	}
+	return jobs, nil
 }

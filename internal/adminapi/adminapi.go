@@ -6,7 +6,7 @@
 // A "read" token may GET; writes (PUT, POST) need an "admin" token. Errors are
 // always JSON {"code", "message", "details"}.
 //
-//	GET  /api/admin/cron               every job (see jobView)
+//	GET  /api/admin/cron               every job (see Job)
 //	GET  /api/admin/cron/{job}         one job
 //	PUT  /api/admin/cron/{job}         {"enabled": true|false|null, "note": "…"}
 //	POST /api/admin/cron/{job}/run     manual run: 202, or 409 CRON_JOB_ALREADY_EXECUTING

@@ -52,17 +52,17 @@ func timeOrNil(t time.Time) *string {
 	return &s
 }
 
-// runResult is a run row's "result". It is always an object, also for a run
+// RunResult is a run row's "result". It is always an object, also for a run
 // that was not skipped ({"skipped": false, "reason": ""}), so clients never
 // test for null.
-type runResult struct {
+type RunResult struct {
 	Skipped bool   `json:"skipped"`
 	Reason  string `json:"reason"`
 }
 
-// runView is a run row in the seed's shape. "slot" is null for a manual
+// Run is a run row in the seed's shape. "slot" is null for a manual
 // run, "error" null for none, "logs" never null.
-type runView struct {
+type Run struct {
 	ID         int64     `json:"id"`
 	JobID      string    `json:"jobId"`
 	Slot       *string   `json:"slot"`
@@ -74,17 +74,18 @@ type runView struct {
 	StartedAt  *string   `json:"startedAt"`
 	FinishedAt *string   `json:"finishedAt"`
 	Success    bool      `json:"success"`
-	Result     runResult `json:"result"`
+	Result     RunResult `json:"result"`
 	Error      *string   `json:"error"`
 	Logs       []string  `json:"logs"`
 }
 
-func viewRun(r store.Run) runView {
-	v := runView{
+// RunOf is the API view of a run row.
+func RunOf(r store.Run) Run {
+	v := Run{
 		ID: r.ID, JobID: r.Job, Slot: timeOrNil(r.Slot), Manual: r.Manual, CatchUp: r.CatchUp,
 		Owner: r.Owner, Generation: r.Generation, Attempt: r.Attempt,
 		StartedAt: timeOrNil(r.StartedAt), FinishedAt: timeOrNil(r.FinishedAt), Success: r.Success,
-		Result: runResult{Skipped: r.Skipped, Reason: r.Reason}, Logs: r.Logs,
+		Result: RunResult{Skipped: r.Skipped, Reason: r.Reason}, Logs: r.Logs,
 	}
 	if r.Error != "" {
 		e := r.Error
@@ -96,19 +97,19 @@ func viewRun(r store.Run) runView {
 	return v
 }
 
-// overrideView is a job's override row; "enabled" null means the override
+// Override is a job's override row; "enabled" null means the override
 // was removed (the row still says who removed it and when).
-type overrideView struct {
+type Override struct {
 	Enabled *bool   `json:"enabled"`
 	By      string  `json:"by"`
 	At      *string `json:"at"`
 	Note    string  `json:"note"`
 }
 
-// leaseView is the job's lease row as last written. A released or lapsed
+// Lease is the job's lease row as last written. A released or lapsed
 // lease stays (generations never go back): "active" says whether it is
 // still held, by the database clock.
-type leaseView struct {
+type Lease struct {
 	Holder     string  `json:"holder"`
 	Generation int64   `json:"generation"`
 	AcquiredAt *string `json:"acquiredAt"`
@@ -116,29 +117,29 @@ type leaseView struct {
 	Active     bool    `json:"active"`
 }
 
-// jobView is one job as GET answers it. "override" is null when no
+// Job is one job as GET answers it. "override" is null when no
 // override row exists; "enabled" is the effective value (the override's
 // when set, else the declared one). "lastRun" and "lease" may be null.
-type jobView struct {
-	Name            string        `json:"name"`
-	Schedule        string        `json:"schedule"`
-	TimeZone        string        `json:"timeZone"`
-	Overlap         string        `json:"overlap"`
-	Next            *string       `json:"next"`
-	DeclaredEnabled bool          `json:"declaredEnabled"`
-	Override        *overrideView `json:"override"`
-	Enabled         bool          `json:"enabled"`
-	LastRun         *runView      `json:"lastRun"`
-	Lease           *leaseView    `json:"lease"`
+type Job struct {
+	Name            string    `json:"name"`
+	Schedule        string    `json:"schedule"`
+	TimeZone        string    `json:"timeZone"`
+	Overlap         string    `json:"overlap"`
+	Next            *string   `json:"next"`
+	DeclaredEnabled bool      `json:"declaredEnabled"`
+	Override        *Override `json:"override"`
+	Enabled         bool      `json:"enabled"`
+	LastRun         *Run      `json:"lastRun"`
+	Lease           *Lease    `json:"lease"`
 }
 
-func baseView(info cronfence.JobInfo, st *store.JobState) jobView {
+func baseView(info cronfence.JobInfo, st *store.JobState) Job {
 	j := info.Job
 	tz := j.TimeZone
 	if tz == "" {
 		tz = "UTC"
 	}
-	v := jobView{
+	v := Job{
 		Name: j.Name, Schedule: j.Schedule, TimeZone: tz, Overlap: string(j.Overlap),
 		DeclaredEnabled: !j.Disabled, Enabled: !j.Disabled,
 	}
@@ -147,7 +148,7 @@ func baseView(info cronfence.JobInfo, st *store.JobState) jobView {
 		v.Next = &s
 	}
 	if st != nil {
-		v.Override = &overrideView{Enabled: st.EnabledOverride, By: st.OverrideBy, At: timeOrNil(st.OverrideAt), Note: st.Note}
+		v.Override = &Override{Enabled: st.EnabledOverride, By: st.OverrideBy, At: timeOrNil(st.OverrideAt), Note: st.Note}
 		if st.EnabledOverride != nil {
 			v.Enabled = *st.EnabledOverride
 		}
@@ -165,10 +166,15 @@ func (a *api) findJob(name string) (cronfence.JobInfo, bool) {
 	return cronfence.JobInfo{}, false
 }
 
-// views builds the full views of infos: one JobStateList, one Now, and per
-// job one RunList and one LeaseGet.
-func (a *api) views(ctx context.Context, infos []cronfence.JobInfo) ([]jobView, string, error) {
-	st := a.sched.Store()
+func (a *api) views(ctx context.Context, infos []cronfence.JobInfo) ([]Job, string, error) {
+	return Jobs(ctx, a.sched.Store(), infos)
+}
+
+// Jobs builds the API's view of infos from the store: one JobStateList, one
+// Now, and per job one RunList and one LeaseGet. On failure it names the
+// operation that failed. The CLI's direct mode uses it too, so both show the
+// same facts.
+func Jobs(ctx context.Context, st store.Store, infos []cronfence.JobInfo) ([]Job, string, error) {
 	states, err := st.JobStateList(ctx)
 	if err != nil {
 		return nil, "read job states", err
@@ -181,7 +187,7 @@ func (a *api) views(ctx context.Context, infos []cronfence.JobInfo) ([]jobView, 
 	if err != nil {
 		return nil, "read the database clock", err
 	}
-	out := make([]jobView, 0, len(infos))
+	out := make([]Job, 0, len(infos))
 	for _, info := range infos {
 		v := baseView(info, byJob[info.Job.Name])
 		runs, err := st.RunList(ctx, store.RunListParams{Job: info.Job.Name, Limit: 1})
@@ -189,7 +195,7 @@ func (a *api) views(ctx context.Context, infos []cronfence.JobInfo) ([]jobView, 
 			return nil, "list runs", err
 		}
 		if len(runs) > 0 {
-			rv := viewRun(runs[0])
+			rv := RunOf(runs[0])
 			v.LastRun = &rv
 		}
 		l, err := st.LeaseGet(ctx, "job:"+info.Job.Name)
@@ -198,7 +204,7 @@ func (a *api) views(ctx context.Context, infos []cronfence.JobInfo) ([]jobView, 
 		case err != nil:
 			return nil, "read lease", err
 		default:
-			v.Lease = &leaseView{
+			v.Lease = &Lease{
 				Holder: l.Owner, Generation: l.Generation, AcquiredAt: timeOrNil(l.AcquiredAt),
 				ExpiresAt: timeOrNil(l.ExpiresAt), Active: l.ExpiresAt.After(now),
 			}
@@ -330,7 +336,7 @@ func (a *api) runJob(w http.ResponseWriter, r *http.Request, name string) {
 		}
 		writeError(w, http.StatusConflict, "CRON_JOB_ALREADY_EXECUTING",
 			fmt.Sprintf("job %q is already executing (lease held by %s at generation %d)", name, busy.Holder.Owner, busy.Holder.Generation),
-			map[string]any{"log": viewRun(skip)})
+			map[string]any{"log": RunOf(skip)})
 	case errors.Is(err, cronfence.ErrUnknownJob):
 		unknownJob(w, name)
 	case errors.Is(err, cronfence.ErrNotStarted):
@@ -360,9 +366,9 @@ func (a *api) logs(w http.ResponseWriter, r *http.Request, name string) {
 		a.storeError(w, r, "list runs", err)
 		return
 	}
-	out := make([]runView, 0, len(runs))
+	out := make([]Run, 0, len(runs))
 	for _, run := range runs {
-		out = append(out, viewRun(run))
+		out = append(out, RunOf(run))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"jobId": name, "logs": out})
 }
