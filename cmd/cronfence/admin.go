@@ -163,40 +163,27 @@ func validJob(job string) error {
 
 // --- pause / resume / unset ---
 
-type pauseCmd struct {
-	serverFlags
-	Job  string `arg:"" help:"Job name."`
-	Note string `name:"note" help:"Why, recorded with the override."`
-	By   string `name:"by" help:"Who, recorded with the override (direct mode; a server records its token's name). Defaults to $USER, else \"cli\"."`
-}
-
-func (c *pauseCmd) Run(a *app) error {
-	f := false
-	return setOverride(a, &c.serverFlags, c.Job, &f, c.Note, c.By)
-}
-
-type resumeCmd struct {
-	serverFlags
-	Job  string `arg:"" help:"Job name."`
-	Note string `name:"note" help:"Why, recorded with the override."`
-	By   string `name:"by" help:"Who, recorded with the override (direct mode). Defaults to $USER, else \"cli\"."`
-}
-
-func (c *resumeCmd) Run(a *app) error {
-	t := true
-	return setOverride(a, &c.serverFlags, c.Job, &t, c.Note, c.By)
-}
-
-type unsetCmd struct {
+// overrideArgs are what pause, resume and unset share.
+type overrideArgs struct {
 	serverFlags
 	Job  string `arg:"" help:"Job name."`
 	Note string `name:"note" help:"Why, recorded with the change."`
-	By   string `name:"by" help:"Who, recorded with the change (direct mode). Defaults to $USER, else \"cli\"."`
+	By   string `name:"by" help:"Who, recorded with the change (direct mode; a server records its token's name). Defaults to $USER, else \"cli\"."`
 }
 
-func (c *unsetCmd) Run(a *app) error {
-	return setOverride(a, &c.serverFlags, c.Job, nil, c.Note, c.By)
+func (o *overrideArgs) set(a *app, enabled *bool) error {
+	return setOverride(a, &o.serverFlags, o.Job, enabled, o.Note, o.By)
 }
+
+type (
+	pauseCmd  struct{ overrideArgs }
+	resumeCmd struct{ overrideArgs }
+	unsetCmd  struct{ overrideArgs }
+)
+
+func (c *pauseCmd) Run(a *app) error  { off := false; return c.set(a, &off) }
+func (c *resumeCmd) Run(a *app) error { on := true; return c.set(a, &on) }
+func (c *unsetCmd) Run(a *app) error  { return c.set(a, nil) }
 
 func overrideText(e *bool) string {
 	switch {
