@@ -37,6 +37,25 @@ func newQueries(schema string) queries {
 
 const leaseColumns = `name, owner, generation, acquired_at, renewed_at, expires_at`
 
+// leaseTakeover ends every lease acquisition (an INSERT … SELECT into the
+// leases table aliased t): the row is taken only when the lease expired or
+// its owner's process is gone (its liveness lock is free: the
+// transaction-level try-lock conflicts with the owner's session lock), and
+// the generation goes up by one. One text, so the plain acquisition and the
+// claim's cannot drift apart.
+const leaseTakeover = `
+    ON CONFLICT (name) DO UPDATE
+       SET owner       = EXCLUDED.owner,
+           generation  = t.generation + 1,
+           acquired_at = EXCLUDED.acquired_at,
+           renewed_at  = EXCLUDED.renewed_at,
+           expires_at  = EXCLUDED.expires_at,
+           live_key    = EXCLUDED.live_key
+     WHERE t.expires_at <= EXCLUDED.acquired_at
+        OR (t.live_key IS NOT NULL AND t.owner <> EXCLUDED.owner AND pg_try_advisory_xact_lock(t.live_key))
+    RETURNING t.name, t.owner, t.generation, t.acquired_at, t.renewed_at, t.expires_at
+`
+
 // leaseAcquireSQL takes the lease when it is free or expired, in one atomic
 // statement: concurrent contenders serialise on the primary key, and the
 // loser re-evaluates the WHERE on the winner's row, so exactly one gets each
@@ -50,17 +69,7 @@ WITH c AS (SELECT coalesce($4::timestamptz, now()) AS now),
 acquired AS (
     INSERT INTO {{schema}}.leases AS t (name, owner, generation, acquired_at, renewed_at, expires_at, live_key)
     SELECT $1, $2, 1, c.now, c.now, c.now + $3::bigint * interval '1 microsecond', nullif($5::bigint, 0) FROM c
-    ON CONFLICT (name) DO UPDATE
-       SET owner       = EXCLUDED.owner,
-           generation  = t.generation + 1,
-           acquired_at = EXCLUDED.acquired_at,
-           renewed_at  = EXCLUDED.renewed_at,
-           expires_at  = EXCLUDED.expires_at,
-           live_key    = EXCLUDED.live_key
-     WHERE t.expires_at <= EXCLUDED.acquired_at
-        OR (t.live_key IS NOT NULL AND t.owner <> EXCLUDED.owner AND pg_try_advisory_xact_lock(t.live_key))
-    RETURNING t.name, t.owner, t.generation, t.acquired_at, t.renewed_at, t.expires_at
-)
+` + leaseTakeover + `)
 SELECT true, ` + leaseColumns + ` FROM acquired
 UNION ALL
 SELECT false, ` + leaseColumns + ` FROM {{schema}}.leases
@@ -174,19 +183,7 @@ lease AS (
       FROM i
       JOIN gate g ON g.ord = i.ord AND g.refusal IS NULL
      CROSS JOIN c
-    ON CONFLICT (name) DO UPDATE
-       SET owner       = EXCLUDED.owner,
-           generation  = t.generation + 1,
-           acquired_at = EXCLUDED.acquired_at,
-           renewed_at  = EXCLUDED.renewed_at,
-           expires_at  = EXCLUDED.expires_at,
-           live_key    = EXCLUDED.live_key
-     WHERE t.expires_at <= EXCLUDED.acquired_at
-        -- The owner's process is gone: its liveness lock is free. The
-        -- transaction-level try-lock conflicts with the owner's session lock.
-        OR (t.live_key IS NOT NULL AND t.owner <> EXCLUDED.owner AND pg_try_advisory_xact_lock(t.live_key))
-    RETURNING t.name, t.owner, t.generation, t.acquired_at, t.renewed_at, t.expires_at
-),
+` + leaseTakeover + `),
 claim AS (
     INSERT INTO {{schema}}.slots AS s (job, slot, status, owner, lease_name, generation, attempts, started_at, finished_at)
     SELECT i.job, i.slot, 'running', l.owner, l.name, l.generation, coalesce(p.attempts, 0) + 1, l.acquired_at, NULL
