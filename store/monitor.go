@@ -1,0 +1,135 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// Monitor is implemented by stores that keep the replica registry and the
+// alerts of absence monitoring. Both stores in this module implement it; the
+// scheduler uses it when present (a type assertion, like Liveness), so a
+// third-party store can leave it out and lose only the monitoring.
+type Monitor interface {
+	// ReplicaHeartbeat records (inserts or updates) this replica, setting
+	// HeartbeatAt to the database clock, and StartedAt to it on the first
+	// heartbeat of an owner. It returns the row as stored.
+	ReplicaHeartbeat(ctx context.Context, r Replica) (Replica, error)
+
+	// ReplicaList returns every recorded replica, by owner. Callers judge
+	// liveness from HeartbeatAt against the database clock.
+	ReplicaList(ctx context.Context) ([]Replica, error)
+
+	// ReplicaRemove deletes the replica's row (on a graceful stop). Removing
+	// an unknown owner is not an error.
+	ReplicaRemove(ctx context.Context, owner string) error
+
+	// AlertRaise opens an alert of (Kind, Subject) unless one is already
+	// open, in one atomic statement: raised is true for exactly one caller
+	// however many replicas race. When one is open, its Message, Details
+	// and LastSeenAt are refreshed and raised is false.
+	AlertRaise(ctx context.Context, p AlertRaiseParams) (alert Alert, raised bool, err error)
+
+	// AlertResolve closes the open alert of (kind, subject), setting
+	// ResolvedAt to the database clock: resolved is true for exactly one
+	// caller; false, without error, when none was open.
+	AlertResolve(ctx context.Context, kind AlertKind, subject string) (alert Alert, resolved bool, err error)
+
+	// AlertList returns alerts, newest first.
+	AlertList(ctx context.Context, p AlertListParams) ([]Alert, error)
+}
+
+// Replica is one row of the replica registry.
+type Replica struct {
+	Owner       string // the scheduler's Config.Owner
+	Host        string
+	PID         int
+	Version     string
+	StartedAt   time.Time
+	HeartbeatAt time.Time
+	// ClockOffset is this replica's clock minus the database clock, as last
+	// measured (positive: ahead).
+	ClockOffset time.Duration
+	// Timers is false for a replica that serves manual runs and pauses
+	// only (Config.DisableTimers).
+	Timers bool
+	// Jobs are the jobs this replica registers, by name.
+	Jobs []ReplicaJob
+}
+
+// ReplicaJob is one job as a replica registered it: the settings that must
+// agree across replicas, and their hash.
+type ReplicaJob struct {
+	Name          string        `json:"name"`
+	Schedule      string        `json:"schedule"`
+	TimeZone      string        `json:"timeZone,omitempty"`
+	Timeout       time.Duration `json:"timeout,omitempty"`
+	LeaseTTL      time.Duration `json:"leaseTTL"`
+	CatchUpWindow time.Duration `json:"catchUpWindow,omitempty"`
+	Overlap       string        `json:"overlap"`
+	Deadline      time.Duration `json:"deadline,omitempty"`
+	MaxAttempts   int           `json:"maxAttempts"`
+	Disabled      bool          `json:"disabled,omitempty"`
+	// Hash is a digest of the settings above: two replicas registering
+	// the same job differently show different hashes.
+	Hash string `json:"hash"`
+}
+
+// AlertKind names one absence check.
+type AlertKind string
+
+const (
+	// AlertDeadlineMissed: a slot was not completed by the job's deadline
+	// after the slot instant. Subject: the job.
+	AlertDeadlineMissed AlertKind = "deadline_missed"
+	// AlertLeaseStuck: a lease held by one generation for longer than the
+	// job's timeout or longest known run, or not renewed for more than its
+	// TTL while not expired. Subject: the job.
+	AlertLeaseStuck AlertKind = "lease_stuck"
+	// AlertSkipStreak: more than the threshold of consecutive skips: the
+	// job outgrew its interval. Subject: the job.
+	AlertSkipStreak AlertKind = "skip_streak"
+	// AlertSlowRun: a run lasted more than half the schedule's interval.
+	// Subject: the job.
+	AlertSlowRun AlertKind = "slow_run"
+	// AlertConfigDrift: live replicas register one job with different
+	// settings. Subject: the job.
+	AlertConfigDrift AlertKind = "config_drift"
+	// AlertOrphanJob: a job in the database that no live replica
+	// registers. Subject: the job.
+	AlertOrphanJob AlertKind = "orphan_job"
+	// AlertClockOffset: a replica's clock is further from the database
+	// clock than the threshold. Subject: the replica's owner.
+	AlertClockOffset AlertKind = "clock_offset"
+)
+
+// Alert is one row of the alerts table: an absence noticed, open until
+// ResolvedAt is set.
+type Alert struct {
+	ID         int64
+	Kind       AlertKind
+	Subject    string // a job name or a replica owner, per Kind
+	Message    string
+	Details    map[string]string
+	RaisedBy   string // the owner whose check raised it
+	RaisedAt   time.Time
+	LastSeenAt time.Time
+	ResolvedAt time.Time // zero while open
+}
+
+// Open reports whether the alert is still open.
+func (a Alert) Open() bool { return a.ResolvedAt.IsZero() }
+
+// AlertRaiseParams are the arguments of Monitor.AlertRaise.
+type AlertRaiseParams struct {
+	Kind     AlertKind
+	Subject  string
+	Message  string
+	Details  map[string]string
+	RaisedBy string
+}
+
+// AlertListParams are the arguments of Monitor.AlertList.
+type AlertListParams struct {
+	OpenOnly bool // only alerts not resolved
+	Limit    int  // at most MaxRunListLimit; 0 means DefaultRunListLimit
+}
