@@ -9,14 +9,25 @@ import (
 // alerts of absence monitoring. Both stores in this module implement it; the
 // scheduler uses it when present (a type assertion, like Liveness), so a
 // third-party store can leave it out and lose only the monitoring.
+//
+// Every method is one round trip, validates its arguments first (an error
+// wrapping ErrInvalidArgument, nothing written) and returns ErrClosed after
+// Close. Store.Prune also deletes resolved alerts resolved before its
+// cutoff (open ones stay, however old) and replicas whose last heartbeat is
+// before it; PruneResult does not count them.
 type Monitor interface {
-	// ReplicaHeartbeat records (inserts or updates) this replica, setting
-	// HeartbeatAt to the database clock, and StartedAt to it on the first
-	// heartbeat of an owner. It returns the row as stored.
+	// ReplicaHeartbeat records (inserts or updates) this replica in one
+	// round trip, setting HeartbeatAt to the database clock, and StartedAt
+	// to it on the first heartbeat of an owner (later heartbeats keep it).
+	// The r.StartedAt and r.HeartbeatAt passed in are ignored. Every other
+	// field, Jobs included, replaces what was stored. It returns the row as
+	// stored.
 	ReplicaHeartbeat(ctx context.Context, r Replica) (Replica, error)
 
-	// ReplicaList returns every recorded replica, by owner. Callers judge
-	// liveness from HeartbeatAt against the database clock.
+	// ReplicaList returns every recorded replica, by owner (byte order).
+	// Callers judge liveness from HeartbeatAt against the database clock
+	// (Store.Now): a replica that crashed stays listed until Prune removes
+	// rows whose heartbeat is older than its cutoff.
 	ReplicaList(ctx context.Context) ([]Replica, error)
 
 	// ReplicaRemove deletes the replica's row (on a graceful stop). Removing
@@ -31,10 +42,14 @@ type Monitor interface {
 
 	// AlertResolve closes the open alert of (kind, subject), setting
 	// ResolvedAt to the database clock: resolved is true for exactly one
-	// caller; false, without error, when none was open.
+	// caller, which gets the closed alert; the others, and a call when none
+	// was open, get false, a zero Alert and no error. The closed row stays
+	// (listed with OpenOnly false) until Prune removes resolved alerts
+	// older than its cutoff; a later AlertRaise of the same (kind, subject)
+	// opens a new alert with a new ID.
 	AlertResolve(ctx context.Context, kind AlertKind, subject string) (alert Alert, resolved bool, err error)
 
-	// AlertList returns alerts, newest first.
+	// AlertList returns alerts, newest (highest ID) first.
 	AlertList(ctx context.Context, p AlertListParams) ([]Alert, error)
 }
 
@@ -52,7 +67,8 @@ type Replica struct {
 	// Timers is false for a replica that serves manual runs and pauses
 	// only (Config.DisableTimers).
 	Timers bool
-	// Jobs are the jobs this replica registers, by name.
+	// Jobs are the jobs this replica registers, by name (the caller
+	// sorts them; the store keeps the order). Nil when none.
 	Jobs []ReplicaJob
 }
 
@@ -119,17 +135,31 @@ type Alert struct {
 // Open reports whether the alert is still open.
 func (a Alert) Open() bool { return a.ResolvedAt.IsZero() }
 
-// AlertRaiseParams are the arguments of Monitor.AlertRaise.
+// AlertRaiseParams are the arguments of Monitor.AlertRaise. See
+// AlertRaiseParams.Validate for the bounds.
 type AlertRaiseParams struct {
-	Kind     AlertKind
-	Subject  string
-	Message  string
-	Details  map[string]string
+	// Kind is one of the Alert* constants or another lower-case
+	// identifier (see ValidateAlertKind). Required.
+	Kind AlertKind
+	// Subject is what the alert is about: a job or a replica's owner, per
+	// Kind. Required; a name (see ValidateName).
+	Subject string
+	// Message says what is wrong, for people: at most
+	// MaxAlertMessageBytes of UTF-8. It replaces the open alert's.
+	Message string
+	// Details are the facts behind the message, for machines and the
+	// dashboard: at most MaxAlertDetails entries and MaxAlertDetailsBytes
+	// of keys and values. They replace the open alert's.
+	Details map[string]string
+	// RaisedBy is the owner whose check raised it. Required. A refresh
+	// keeps the first raiser's.
 	RaisedBy string
 }
 
 // AlertListParams are the arguments of Monitor.AlertList.
 type AlertListParams struct {
-	OpenOnly bool // only alerts not resolved
-	Limit    int  // at most MaxRunListLimit; 0 means DefaultRunListLimit
+	OpenOnly bool      // only alerts not resolved
+	Kind     AlertKind // only this kind; empty for all
+	Subject  string    // only this subject; empty for all
+	Limit    int       // at most MaxRunListLimit; 0 means DefaultRunListLimit
 }

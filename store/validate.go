@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -309,4 +310,168 @@ func truncateUTF8(s string, n int) string {
 		n--
 	}
 	return s[:n]
+}
+
+// Bounds of the monitoring rows (Monitor). They keep one alert or replica
+// row small enough to list hundreds of on a dashboard.
+const (
+	// MaxAlertKindLength bounds an AlertKind, in bytes.
+	MaxAlertKindLength = 64
+	// MaxAlertMessageBytes bounds Alert.Message.
+	MaxAlertMessageBytes = 4 << 10
+	// MaxAlertDetails bounds the number of entries of Alert.Details, and
+	// MaxAlertDetailsBytes the sum of their keys' and values' lengths.
+	MaxAlertDetails      = 32
+	MaxAlertDetailsBytes = 8 << 10
+
+	// MaxReplicaTextBytes bounds Replica.Host and Replica.Version.
+	MaxReplicaTextBytes = 255
+	// MaxReplicaJobs bounds the jobs one replica registers, and
+	// MaxReplicaJobBytes the text of one job's Schedule, TimeZone, Overlap
+	// and Hash together.
+	MaxReplicaJobs     = 10_000
+	MaxReplicaJobBytes = 1 << 10
+)
+
+// ValidateAlertKind checks an alert kind: lower-case ASCII letters, digits
+// and underscores, starting with a letter, at most MaxAlertKindLength
+// bytes. Kinds beyond the Alert* constants are accepted, so a check can be
+// added without a store change.
+func ValidateAlertKind(kind AlertKind) error {
+	if kind == "" {
+		return invalid("alert kind must not be empty")
+	}
+	if len(kind) > MaxAlertKindLength {
+		return invalid("alert kind must be at most %d bytes, got %d", MaxAlertKindLength, len(kind))
+	}
+	for i, c := range []byte(kind) {
+		if !(c >= 'a' && c <= 'z' || i > 0 && (c >= '0' && c <= '9' || c == '_')) {
+			return invalid("alert kind must be lower-case letters, digits and underscores starting with a letter, got %q", kind)
+		}
+	}
+	return nil
+}
+
+// validText checks free text: valid UTF-8, no NUL bytes (which PostgreSQL
+// text cannot hold), at most max bytes.
+func validText(field, s string, max int) error {
+	switch {
+	case len(s) > max:
+		return invalid("%s must be at most %d bytes, got %d", field, max, len(s))
+	case !utf8.ValidString(s):
+		return invalid("%s must be valid UTF-8", field)
+	case strings.IndexByte(s, 0) >= 0:
+		return invalid("%s must not contain NUL bytes", field)
+	}
+	return nil
+}
+
+// Validate checks the arguments of AlertRaise.
+func (p AlertRaiseParams) Validate() error {
+	if err := ValidateAlertKind(p.Kind); err != nil {
+		return err
+	}
+	if err := ValidateName("alert subject", p.Subject); err != nil {
+		return err
+	}
+	if err := ValidateName("alert RaisedBy", p.RaisedBy); err != nil {
+		return err
+	}
+	if err := validText("alert message", p.Message, MaxAlertMessageBytes); err != nil {
+		return err
+	}
+	if len(p.Details) > MaxAlertDetails {
+		return invalid("alert details must have at most %d entries, got %d", MaxAlertDetails, len(p.Details))
+	}
+	size := 0
+	for k, v := range p.Details {
+		if err := ValidateName("alert details key", k); err != nil {
+			return err
+		}
+		if err := validText(fmt.Sprintf("alert details[%q]", k), v, MaxAlertDetailsBytes); err != nil {
+			return err
+		}
+		size += len(k) + len(v)
+	}
+	if size > MaxAlertDetailsBytes {
+		return invalid("alert details must be at most %d bytes of keys and values, got %d", MaxAlertDetailsBytes, size)
+	}
+	return nil
+}
+
+// ValidateAlertRef checks the arguments of AlertResolve.
+func ValidateAlertRef(kind AlertKind, subject string) error {
+	if err := ValidateAlertKind(kind); err != nil {
+		return err
+	}
+	return ValidateName("alert subject", subject)
+}
+
+// Validate checks the arguments of AlertList.
+func (p AlertListParams) Validate() error {
+	if p.Kind != "" {
+		if err := ValidateAlertKind(p.Kind); err != nil {
+			return err
+		}
+	}
+	if p.Subject != "" {
+		if err := ValidateName("alert subject", p.Subject); err != nil {
+			return err
+		}
+	}
+	if p.Limit < 0 || p.Limit > MaxRunListLimit {
+		return invalid("limit must be between 0 and %d, got %d", MaxRunListLimit, p.Limit)
+	}
+	return nil
+}
+
+// EffectiveLimit is the limit AlertList applies.
+func (p AlertListParams) EffectiveLimit() int {
+	if p.Limit == 0 {
+		return DefaultRunListLimit
+	}
+	return p.Limit
+}
+
+// Validate checks a replica row before ReplicaHeartbeat. StartedAt and
+// HeartbeatAt are not checked: the store sets them.
+func (r Replica) Validate() error {
+	if err := ValidateName("replica owner", r.Owner); err != nil {
+		return err
+	}
+	if err := validText("replica host", r.Host, MaxReplicaTextBytes); err != nil {
+		return err
+	}
+	if err := validText("replica version", r.Version, MaxReplicaTextBytes); err != nil {
+		return err
+	}
+	if r.PID < 0 || r.PID > math.MaxInt32 {
+		return invalid("replica PID must be between 0 and %d, got %d", math.MaxInt32, r.PID)
+	}
+	if len(r.Jobs) > MaxReplicaJobs {
+		return invalid("a replica must register at most %d jobs, got %d", MaxReplicaJobs, len(r.Jobs))
+	}
+	seen := make(map[string]bool, len(r.Jobs))
+	for i, j := range r.Jobs {
+		if err := ValidateName(fmt.Sprintf("replica job %d name", i), j.Name); err != nil {
+			return err
+		}
+		if seen[j.Name] {
+			return invalid("replica job %q appears twice", j.Name)
+		}
+		seen[j.Name] = true
+		size := 0
+		for _, f := range []struct{ field, text string }{
+			{"schedule", j.Schedule}, {"time zone", j.TimeZone}, {"overlap", j.Overlap}, {"hash", j.Hash},
+		} {
+			if err := validText(fmt.Sprintf("replica job %q %s", j.Name, f.field), f.text, MaxReplicaJobBytes); err != nil {
+				return err
+			}
+			size += len(f.text)
+		}
+		if size > MaxReplicaJobBytes {
+			return invalid("replica job %q: schedule, time zone, overlap and hash must be at most %d bytes together, got %d", j.Name, MaxReplicaJobBytes, size)
+		}
+	}
+	return nil
 }

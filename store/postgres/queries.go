@@ -6,6 +6,8 @@ type queries struct {
 	leaseAcquire, leaseRenew, leaseRenewBatch, leaseRelease, leaseGet, leaseFence string
 	slotClaim, slotFinish, slotGet, slotListInterrupted                           string
 	runInsert, runList, prune, jobStateSet, jobStateList                          string
+	replicaHeartbeat, replicaList, replicaRemove                                  string
+	alertRaise, alertResolve, alertList                                           string
 }
 
 func newQueries(schema string) queries {
@@ -25,10 +27,17 @@ func newQueries(schema string) queries {
 		runInsert:           runInsertSQL,
 		runList:             runListSQL,
 		prune:               pruneSQL,
+		replicaHeartbeat:    replicaHeartbeatSQL,
+		replicaList:         replicaListSQL,
+		replicaRemove:       replicaRemoveSQL,
+		alertRaise:          alertRaiseSQL,
+		alertResolve:        alertResolveSQL,
+		alertList:           alertListSQL,
 	}
 	for _, p := range []*string{
 		&q.leaseAcquire, &q.leaseRenew, &q.leaseRenewBatch, &q.jobStateSet, &q.jobStateList, &q.leaseRelease, &q.leaseGet, &q.leaseFence,
 		&q.slotClaim, &q.slotFinish, &q.slotGet, &q.slotListInterrupted, &q.runInsert, &q.runList, &q.prune,
+		&q.replicaHeartbeat, &q.replicaList, &q.replicaRemove, &q.alertRaise, &q.alertResolve, &q.alertList,
 	} {
 		*p = withSchema(schema, *p)
 	}
@@ -358,7 +367,10 @@ SELECT ` + runColumns + ` FROM {{schema}}.runs
 // pruneSQL keeps each job's latest claim whatever its age: it is the record
 // that the slot already ran, so a monthly job with a month-long catch-up
 // window is not run again by a deploy on the 10th. Likewise each job's
-// latest run stays for "last run" displays.
+// latest run stays for "last run" displays. Resolved alerts go by the time
+// they were resolved (an open alert stays, however old), and replicas by
+// their last heartbeat: a replica that stopped heartbeating that long ago
+// crashed without removing its row. Those two are not counted.
 //
 // $1 cutoff.
 const pruneSQL = `
@@ -373,5 +385,11 @@ dr AS (
      WHERE r.started_at < $1
        AND r.id < (SELECT max(m.id) FROM {{schema}}.runs m WHERE m.job = r.job)
     RETURNING 1
+),
+da AS (
+    DELETE FROM {{schema}}.alerts WHERE resolved_at < $1
+),
+dp AS (
+    DELETE FROM {{schema}}.replicas WHERE heartbeat_at < $1
 )
 SELECT (SELECT count(*) FROM ds), (SELECT count(*) FROM dr)`

@@ -66,7 +66,10 @@
 // The store's tables are cronfence_leases, cronfence_slots (with the
 // partial index cronfence_slots_buffered on buffered slots),
 // cronfence_job_state (the pause override of each job: 1, 0 or NULL to
-// follow the declared value, with who, when and a note), cronfence_runs and
+// follow the declared value, with who, when and a note), cronfence_runs,
+// cronfence_replicas (the replica registry, each replica's jobs a JSON
+// array), cronfence_alerts (with the partial unique index
+// cronfence_alerts_open: one open alert per kind and subject) and
 // cronfence_schema_migrations; every name it gives a schema object begins
 // with cronfence_, so a handler's own tables in the file (one called runs,
 // say) never collide with it. Leave that prefix to the store.

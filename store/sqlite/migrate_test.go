@@ -55,12 +55,23 @@ func schemaSnapshot(t *testing.T, db *sql.DB) []string {
 	return out
 }
 
+// mustBinaryVersion is the newest version the embedded migrations reach.
+func mustBinaryVersion(t *testing.T) int {
+	t.Helper()
+	v, err := binaryVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
 // TestMigrateConcurrently opens two Stores on a fresh file at once, as two
 // processes starting together would, and migrates from both many times at
 // once: every call succeeds and each migration is applied exactly once.
 func TestMigrateConcurrently(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
+	latest := mustBinaryVersion(t)
 	path := newFile(t)
 
 	stores := make([]*Store, 2)
@@ -102,16 +113,16 @@ func TestMigrateConcurrently(t *testing.T) {
 
 	for _, s := range stores {
 		database, binary, err := s.SchemaVersion(ctx)
-		if err != nil || database != binary || binary != 1 {
-			t.Errorf("SchemaVersion = %d, %d, %v; want 1, 1", database, binary, err)
+		if err != nil || database != binary || binary != latest {
+			t.Errorf("SchemaVersion = %d, %d, %v; want %d, %[4]d", database, binary, err, latest)
 		}
 	}
 	var applied int
 	if err := stores[0].DB().QueryRowContext(ctx, `SELECT count(*) FROM cronfence_schema_migrations`).Scan(&applied); err != nil {
 		t.Fatal(err)
 	}
-	if applied != 1 {
-		t.Errorf("cronfence_schema_migrations has %d rows, want 1", applied)
+	if applied != latest {
+		t.Errorf("cronfence_schema_migrations has %d rows, want %d", applied, latest)
 	}
 	if _, _, err := stores[1].LeaseAcquire(ctx, store.LeaseAcquireParams{Name: "n", Owner: "o", TTL: time.Minute}); err != nil {
 		t.Errorf("LeaseAcquire after migrating: %v", err)
@@ -124,6 +135,7 @@ func TestMigrateConcurrently(t *testing.T) {
 func TestMigrateRefusesNewerSchema(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
+	latest := mustBinaryVersion(t)
 	s := openStore(t, newFile(t), nil)
 	if _, err := s.DB().ExecContext(ctx, `
 		CREATE TABLE cronfence_schema_migrations (version INTEGER NOT NULL PRIMARY KEY, applied_at INTEGER NOT NULL) STRICT;
@@ -134,14 +146,14 @@ func TestMigrateRefusesNewerSchema(t *testing.T) {
 
 	err := s.Migrate(ctx)
 	var sv *store.SchemaVersionError
-	if !errors.Is(err, store.ErrSchemaTooNew) || !errors.As(err, &sv) || sv.Database != 99 || sv.Binary != 1 {
-		t.Fatalf("Migrate = %v, want a SchemaVersionError{99, 1} wrapping ErrSchemaTooNew", err)
+	if !errors.Is(err, store.ErrSchemaTooNew) || !errors.As(err, &sv) || sv.Database != 99 || sv.Binary != latest {
+		t.Fatalf("Migrate = %v, want a SchemaVersionError{99, %d} wrapping ErrSchemaTooNew", err, latest)
 	}
 	if diff := cmp.Diff(before, schemaSnapshot(t, s.DB())); diff != "" {
 		t.Errorf("Migrate changed the file (-before +after):\n%s", diff)
 	}
-	if database, binary, err := s.SchemaVersion(ctx); database != 99 || binary != 1 || err != nil {
-		t.Errorf("SchemaVersion = %d, %d, %v; want 99, 1", database, binary, err)
+	if database, binary, err := s.SchemaVersion(ctx); database != 99 || binary != latest || err != nil {
+		t.Errorf("SchemaVersion = %d, %d, %v; want 99, %d", database, binary, err, latest)
 	}
 }
 
@@ -151,6 +163,7 @@ func TestMigrateRefusesNewerSchema(t *testing.T) {
 func TestCallsBeforeMigrate(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
+	latest := mustBinaryVersion(t)
 	path := newFile(t)
 	s := openStore(t, path, nil)
 	slot := time.Date(2026, 9, 25, 0, 5, 0, 0, time.UTC)
@@ -220,16 +233,39 @@ func TestCallsBeforeMigrate(t *testing.T) {
 			_, err := s.Prune(ctx, store.PruneParams{Before: slot})
 			return err
 		},
+		"ReplicaHeartbeat": func() error {
+			_, err := s.ReplicaHeartbeat(ctx, store.Replica{Owner: "o"})
+			return err
+		},
+		"ReplicaList": func() error {
+			_, err := s.ReplicaList(ctx)
+			return err
+		},
+		"ReplicaRemove": func() error {
+			return s.ReplicaRemove(ctx, "o")
+		},
+		"AlertRaise": func() error {
+			_, _, err := s.AlertRaise(ctx, store.AlertRaiseParams{Kind: store.AlertSlowRun, Subject: "j", RaisedBy: "o"})
+			return err
+		},
+		"AlertResolve": func() error {
+			_, _, err := s.AlertResolve(ctx, store.AlertSlowRun, "j")
+			return err
+		},
+		"AlertList": func() error {
+			_, err := s.AlertList(ctx, store.AlertListParams{})
+			return err
+		},
 	}
 	for name, call := range calls {
 		err := call()
 		var sv *store.SchemaVersionError
-		if !errors.Is(err, store.ErrSchemaOutdated) || !errors.As(err, &sv) || sv.Database != 0 || sv.Binary != 1 {
-			t.Errorf("%s before Migrate = %v, want a SchemaVersionError{0, 1} wrapping ErrSchemaOutdated", name, err)
+		if !errors.Is(err, store.ErrSchemaOutdated) || !errors.As(err, &sv) || sv.Database != 0 || sv.Binary != latest {
+			t.Errorf("%s before Migrate = %v, want a SchemaVersionError{0, %d} wrapping ErrSchemaOutdated", name, err, latest)
 		}
 	}
-	if database, binary, err := s.SchemaVersion(ctx); database != 0 || binary != 1 || err != nil {
-		t.Errorf("SchemaVersion = %d, %d, %v; want 0, 1", database, binary, err)
+	if database, binary, err := s.SchemaVersion(ctx); database != 0 || binary != latest || err != nil {
+		t.Errorf("SchemaVersion = %d, %d, %v; want 0, %d", database, binary, err, latest)
 	}
 	if _, err := s.Now(ctx); err != nil {
 		t.Errorf("Now needs no schema, got %v", err)

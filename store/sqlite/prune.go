@@ -12,7 +12,8 @@ import (
 // (the greatest instant) and its latest run (the greatest id) however old:
 // the latest claim is the record that its slot already ran, so a catch-up
 // after a long stop does not run it again, and the latest run is the job's
-// "last run" on the dashboard.
+// "last run" on the dashboard. Resolved alerts and silent replicas older
+// than p.Before go too (see store.Monitor).
 func (s *Store) Prune(ctx context.Context, p store.PruneParams) (res store.PruneResult, err error) {
 	if err := p.Validate(); err != nil {
 		return store.PruneResult{}, err
@@ -43,7 +44,16 @@ func (s *Store) Prune(ctx context.Context, p store.PruneParams) (res store.Prune
 		if err != nil {
 			return err
 		}
-		res.Runs, err = runs.RowsAffected()
+		if res.Runs, err = runs.RowsAffected(); err != nil {
+			return err
+		}
+		// Resolved alerts go by when they were resolved (open ones stay
+		// however old); replicas by their last heartbeat: one silent that
+		// long crashed without removing its row. Neither is counted.
+		if _, err := tx.ExecContext(ctx, `DELETE FROM cronfence_alerts WHERE resolved_at < ?`, before); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM cronfence_replicas WHERE heartbeat_at < ?`, before)
 		return err
 	})
 	if err != nil {

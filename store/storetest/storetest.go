@@ -49,6 +49,7 @@ func Run(t *testing.T, newBundle func(t *testing.T) Bundle) {
 		{"Prune", pruneTests},
 		{"Input", inputTests},
 		{"Race", raceTests},
+		{"Monitor", monitorTests},
 	} {
 		t.Run(group.name, func(t *testing.T) {
 			for _, tt := range group.tests {

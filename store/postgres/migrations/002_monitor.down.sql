@@ -1,0 +1,2 @@
+DROP TABLE IF EXISTS {{schema}}.alerts;
+DROP TABLE IF EXISTS {{schema}}.replicas;

@@ -1,0 +1,53 @@
+package postgres_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cronfence/cronfence/store"
+)
+
+// TestMigrateVersion1To2: a schema at version 1, with data in it, migrates
+// to version 2 (and the down file of 2 leaves version 1 intact on the way).
+func TestMigrateVersion1To2(t *testing.T) {
+	t.Parallel()
+	s, schema := newStore(t)
+	if err := s.MigrateDown(ctx(t), 1); err != nil {
+		t.Fatalf("MigrateDown(1): %v", err)
+	}
+	if db, bin, err := s.SchemaVersion(ctx(t)); err != nil || db != 1 || bin != 2 {
+		t.Fatalf("SchemaVersion after MigrateDown(1) = %d, %d, %v; want 1, 2", db, bin, err)
+	}
+	for _, table := range []string{"alerts", "replicas"} {
+		var exists bool
+		if err := s.Pool().QueryRow(ctx(t), `SELECT to_regclass($1) IS NOT NULL`, pgx.Identifier{schema, table}.Sanitize()).Scan(&exists); err != nil || exists {
+			t.Fatalf("table %s at version 1: exists %v, %v", table, exists, err)
+		}
+	}
+	l, ok, err := s.LeaseAcquire(ctx(t), store.LeaseAcquireParams{Name: "job:x", Owner: "o", TTL: time.Minute})
+	if err != nil || !ok {
+		t.Fatalf("LeaseAcquire at version 1: %v, %v", ok, err)
+	}
+	if _, err := s.AlertList(ctx(t), store.AlertListParams{}); !errors.Is(err, store.ErrSchemaOutdated) {
+		t.Fatalf("AlertList at version 1 = %v, want ErrSchemaOutdated", err)
+	}
+
+	if err := openOn(t, schema).Migrate(ctx(t)); err != nil {
+		t.Fatalf("Migrate from version 1: %v", err)
+	}
+	if db, bin, err := s.SchemaVersion(ctx(t)); err != nil || db != 2 || bin != 2 {
+		t.Fatalf("SchemaVersion after Migrate = %d, %d, %v; want 2, 2", db, bin, err)
+	}
+	if got, err := s.LeaseGet(ctx(t), l.Name); err != nil || got.Generation != l.Generation {
+		t.Fatalf("the version 1 lease after migrating = %+v, %v; want %+v", got, err, l)
+	}
+	if _, raised, err := s.AlertRaise(ctx(t), store.AlertRaiseParams{Kind: store.AlertSlowRun, Subject: "x", RaisedBy: "o"}); err != nil || !raised {
+		t.Fatalf("AlertRaise after Migrate = %v, %v", raised, err)
+	}
+	if _, err := s.ReplicaHeartbeat(ctx(t), store.Replica{Owner: "o", Host: "h"}); err != nil {
+		t.Fatalf("ReplicaHeartbeat after Migrate: %v", err)
+	}
+}

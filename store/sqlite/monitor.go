@@ -1,0 +1,269 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/cronfence/cronfence/store"
+)
+
+var _ store.Monitor = (*Store)(nil)
+
+const replicaColumns = `owner, host, pid, version, started_at, heartbeat_at, clock_offset_ns, timers, jobs`
+
+func scanReplica(row interface{ Scan(...any) error }) (store.Replica, error) {
+	var (
+		r                  store.Replica
+		started, heartbeat int64
+		offsetNS           int64
+		jobs               string
+	)
+	if err := row.Scan(&r.Owner, &r.Host, &r.PID, &r.Version, &started, &heartbeat, &offsetNS, &r.Timers, &jobs); err != nil {
+		return store.Replica{}, err
+	}
+	r.StartedAt, r.HeartbeatAt, r.ClockOffset = fromMicros(started), fromMicros(heartbeat), time.Duration(offsetNS)
+	if err := json.Unmarshal([]byte(jobs), &r.Jobs); err != nil {
+		return store.Replica{}, fmt.Errorf("replica %q: jobs: %w", r.Owner, err)
+	}
+	if len(r.Jobs) == 0 {
+		r.Jobs = nil
+	}
+	return r, nil
+}
+
+// ReplicaHeartbeat records this replica, keeping started_at from its first
+// heartbeat; see store.Monitor.
+func (s *Store) ReplicaHeartbeat(ctx context.Context, r store.Replica) (store.Replica, error) {
+	if err := r.Validate(); err != nil {
+		return store.Replica{}, err
+	}
+	if s.closed.Load() {
+		return store.Replica{}, closedError("replica heartbeat")
+	}
+	jobs := []byte("[]")
+	if len(r.Jobs) > 0 {
+		var err error
+		if jobs, err = json.Marshal(r.Jobs); err != nil {
+			return store.Replica{}, fmt.Errorf("sqlite: heartbeat of replica %q: %w", r.Owner, err)
+		}
+	}
+	now := micros(s.now(time.Time{}))
+	var stored store.Replica
+	err := s.inTx(ctx, func(tx *sql.Tx) (err error) {
+		stored, err = scanReplica(tx.QueryRowContext(ctx, `
+			INSERT INTO cronfence_replicas (`+replicaColumns+`)
+			VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6, ?7, ?8)
+			ON CONFLICT (owner) DO UPDATE SET
+				host            = excluded.host,
+				pid             = excluded.pid,
+				version         = excluded.version,
+				heartbeat_at    = excluded.heartbeat_at,
+				clock_offset_ns = excluded.clock_offset_ns,
+				timers          = excluded.timers,
+				jobs            = excluded.jobs
+			RETURNING `+replicaColumns,
+			r.Owner, r.Host, r.PID, r.Version, now, int64(r.ClockOffset), r.Timers, string(jobs),
+		))
+		return err
+	})
+	if err != nil {
+		return store.Replica{}, s.errorf(err, "heartbeat of replica %q", r.Owner)
+	}
+	return stored, nil
+}
+
+// ReplicaList returns every recorded replica, by owner; see store.Monitor.
+func (s *Store) ReplicaList(ctx context.Context) ([]store.Replica, error) {
+	if s.closed.Load() {
+		return nil, closedError("list replicas")
+	}
+	if err := s.checkSchema(ctx, s.db); err != nil {
+		return nil, s.errorf(err, "list replicas")
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT `+replicaColumns+` FROM cronfence_replicas ORDER BY owner`)
+	if err != nil {
+		return nil, s.errorf(err, "list replicas")
+	}
+	defer rows.Close()
+	var replicas []store.Replica
+	for rows.Next() {
+		r, err := scanReplica(rows)
+		if err != nil {
+			return nil, s.errorf(err, "list replicas")
+		}
+		replicas = append(replicas, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.errorf(err, "list replicas")
+	}
+	return replicas, nil
+}
+
+// ReplicaRemove deletes the replica's row; see store.Monitor.
+func (s *Store) ReplicaRemove(ctx context.Context, owner string) error {
+	if err := store.ValidateName("replica owner", owner); err != nil {
+		return err
+	}
+	if s.closed.Load() {
+		return closedError("remove replica")
+	}
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `DELETE FROM cronfence_replicas WHERE owner = ?`, owner)
+		return err
+	})
+	if err != nil {
+		return s.errorf(err, "remove replica %q", owner)
+	}
+	return nil
+}
+
+const alertColumns = `id, kind, subject, message, details, raised_by, raised_at, last_seen_at, resolved_at`
+
+func scanAlert(row interface{ Scan(...any) error }) (store.Alert, error) {
+	var (
+		a                store.Alert
+		kind, details    string
+		raised, lastSeen int64
+		resolved         sql.NullInt64
+	)
+	if err := row.Scan(&a.ID, &kind, &a.Subject, &a.Message, &details, &a.RaisedBy, &raised, &lastSeen, &resolved); err != nil {
+		return store.Alert{}, err
+	}
+	a.Kind = store.AlertKind(kind)
+	a.RaisedAt, a.LastSeenAt, a.ResolvedAt = fromMicros(raised), fromMicros(lastSeen), fromNullMicros(resolved)
+	if err := json.Unmarshal([]byte(details), &a.Details); err != nil {
+		return store.Alert{}, fmt.Errorf("alert %d: details: %w", a.ID, err)
+	}
+	if len(a.Details) == 0 {
+		a.Details = nil
+	}
+	return a, nil
+}
+
+// AlertRaise opens or refreshes the alert of (p.Kind, p.Subject); see
+// store.Monitor. The immediate transaction holds the file's write lock, so
+// the probe for an open alert and the upsert are one step against every
+// other writer: the probe says whether the upsert inserts.
+func (s *Store) AlertRaise(ctx context.Context, p store.AlertRaiseParams) (alert store.Alert, raised bool, err error) {
+	if err := p.Validate(); err != nil {
+		return store.Alert{}, false, err
+	}
+	if s.closed.Load() {
+		return store.Alert{}, false, closedError("raise alert")
+	}
+	details := []byte("{}")
+	if len(p.Details) > 0 {
+		if details, err = json.Marshal(p.Details); err != nil {
+			return store.Alert{}, false, fmt.Errorf("sqlite: raise alert %s %q: %w", p.Kind, p.Subject, err)
+		}
+	}
+	now := micros(s.now(time.Time{}))
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		var open int
+		if err := tx.QueryRowContext(ctx,
+			`SELECT count(*) FROM cronfence_alerts WHERE kind = ? AND subject = ? AND resolved_at IS NULL`,
+			string(p.Kind), p.Subject).Scan(&open); err != nil {
+			return err
+		}
+		raised = open == 0
+		alert, err = scanAlert(tx.QueryRowContext(ctx, `
+			INSERT INTO cronfence_alerts (kind, subject, message, details, raised_by, raised_at, last_seen_at)
+			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)
+			ON CONFLICT (kind, subject) WHERE resolved_at IS NULL DO UPDATE SET
+				message      = excluded.message,
+				details      = excluded.details,
+				last_seen_at = excluded.last_seen_at
+			RETURNING `+alertColumns,
+			string(p.Kind), p.Subject, p.Message, string(details), p.RaisedBy, now,
+		))
+		return err
+	})
+	if err != nil {
+		return store.Alert{}, false, s.errorf(err, "raise alert %s %q", p.Kind, p.Subject)
+	}
+	return alert, raised, nil
+}
+
+// AlertResolve closes the open alert of (kind, subject); see store.Monitor.
+func (s *Store) AlertResolve(ctx context.Context, kind store.AlertKind, subject string) (alert store.Alert, resolved bool, err error) {
+	if err := store.ValidateAlertRef(kind, subject); err != nil {
+		return store.Alert{}, false, err
+	}
+	if s.closed.Load() {
+		return store.Alert{}, false, closedError("resolve alert")
+	}
+	now := micros(s.now(time.Time{}))
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		alert, err = scanAlert(tx.QueryRowContext(ctx, `
+			UPDATE cronfence_alerts SET resolved_at = ?
+			WHERE kind = ? AND subject = ? AND resolved_at IS NULL
+			RETURNING `+alertColumns,
+			now, string(kind), subject,
+		))
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil // none open: nothing to resolve
+		}
+		resolved = err == nil
+		return err
+	})
+	if err != nil {
+		return store.Alert{}, false, s.errorf(err, "resolve alert %s %q", kind, subject)
+	}
+	return alert, resolved, nil
+}
+
+// AlertList returns alerts newest (highest id) first; see store.Monitor.
+// Like RunList, the query holds only the conditions in use.
+func (s *Store) AlertList(ctx context.Context, p store.AlertListParams) ([]store.Alert, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if s.closed.Load() {
+		return nil, closedError("list alerts")
+	}
+	if err := s.checkSchema(ctx, s.db); err != nil {
+		return nil, s.errorf(err, "list alerts")
+	}
+	var (
+		where []string
+		args  []any
+	)
+	if p.OpenOnly {
+		where = append(where, "resolved_at IS NULL")
+	}
+	if p.Kind != "" {
+		where, args = append(where, "kind = ?"), append(args, string(p.Kind))
+	}
+	if p.Subject != "" {
+		where, args = append(where, "subject = ?"), append(args, p.Subject)
+	}
+	query := `SELECT ` + alertColumns + ` FROM cronfence_alerts`
+	if len(where) > 0 {
+		query += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	query += ` ORDER BY id DESC LIMIT ?`
+	args = append(args, p.EffectiveLimit())
+
+	rows, err := s.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, s.errorf(err, "list alerts")
+	}
+	defer rows.Close()
+	var alerts []store.Alert
+	for rows.Next() {
+		a, err := scanAlert(rows)
+		if err != nil {
+			return nil, s.errorf(err, "list alerts")
+		}
+		alerts = append(alerts, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.errorf(err, "list alerts")
+	}
+	return alerts, nil
+}
