@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io/fs"
+	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -124,6 +126,10 @@ func (s *Store) migrateNext(ctx context.Context) (applied bool, err error) {
 	if current > latestVersion() {
 		return false, fmt.Errorf("postgres: schema %q: %w", s.schema, &store.SchemaVersionError{Database: current, Binary: latestVersion()})
 	}
+	// A damaged schema is refused before a migration is applied over it.
+	if err := s.checkTables(ctx, tx, current); err != nil {
+		return false, err
+	}
 	if current == latestVersion() {
 		return false, tx.Commit(ctx)
 	}
@@ -167,7 +173,48 @@ func (s *Store) SchemaVersion(ctx context.Context) (database, binary int, err er
 		return 0, latestVersion(), nil
 	}
 	v, err := s.versionIn(ctx, s.pool)
+	if err == nil && v <= latestVersion() {
+		err = s.checkTables(ctx, s.pool, v)
+	}
 	return v, latestVersion(), err
+}
+
+// tableStmt finds the tables a migration creates or drops.
+var tableStmt = regexp.MustCompile(`(?i)\b(CREATE|DROP)\s+TABLE\s+(?:IF\s+(?:NOT\s+)?EXISTS\s+)?\{\{schema\}\}\.(\w+)`)
+
+// tables returns the tables the embedded migrations up to version leave in
+// the schema: each one created and not dropped by a later migration.
+func tables(version int) []string {
+	var out []string
+	for _, m := range migrations[:min(version, len(migrations))] {
+		for _, st := range tableStmt.FindAllStringSubmatch(m.up, -1) {
+			out = slices.DeleteFunc(out, func(t string) bool { return t == st[2] })
+			if strings.EqualFold(st[1], "CREATE") {
+				out = append(out, st[2])
+			}
+		}
+	}
+	return out
+}
+
+// checkTables returns an error naming the tables of the migrations up to
+// version that the schema lacks. SchemaVersion and Migrate check, so a schema with a table
+// dropped by hand is refused at start-up instead of failing on every write
+// while the process looks healthy.
+func (s *Store) checkTables(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, version int) error {
+	var missing []string
+	err := q.QueryRow(ctx, `SELECT coalesce(array_agg(t), '{}') FROM unnest($2::text[]) AS t
+		WHERE to_regclass(quote_ident($1) || '.' || quote_ident(t)) IS NULL`, s.schema, tables(version)).Scan(&missing)
+	if err != nil {
+		return s.translate("look for the tables", err)
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("postgres: schema %q is at version %d but lacks table(s) %s: it was changed outside cronfence; restore it from a backup",
+			s.schema, version, strings.Join(missing, ", "))
+	}
+	return nil
 }
 
 // MigrateDown reverts the schema to version target (0 removes every table

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -130,7 +132,11 @@ func (s *Store) migrateOne(ctx context.Context, ms []migration) (done bool, err 
 	case current > latest:
 		return false, &store.SchemaVersionError{Database: current, Binary: latest}
 	case current == latest:
-		return true, nil
+		return true, checkTables(ctx, tx, current)
+	}
+	// A damaged file is refused before a migration is applied over it.
+	if err := checkTables(ctx, tx, current); err != nil {
+		return false, err
 	}
 	m := ms[current] // versions are contiguous from 1
 	if _, err := tx.ExecContext(ctx, m.up); err != nil {
@@ -158,10 +164,56 @@ func (s *Store) SchemaVersion(ctx context.Context) (database, binary int, err er
 		return 0, 0, err
 	}
 	database, err = recordedVersion(ctx, s.db)
+	if err == nil && database <= binary {
+		err = checkTables(ctx, s.db, database)
+	}
 	if err != nil {
 		return 0, 0, s.errorf(err, "schema version")
 	}
 	return database, binary, nil
+}
+
+// tableStmt finds the tables a migration creates or drops.
+var tableStmt = regexp.MustCompile(`(?i)\b(CREATE|DROP)\s+TABLE\s+(?:IF\s+(?:NOT\s+)?EXISTS\s+)?"?(\w+)"?`)
+
+// tables returns the tables the embedded migrations up to version leave:
+// each one created and not dropped by a later migration.
+func tables(version int) ([]string, error) {
+	ms, err := migrations()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, m := range ms[:min(version, len(ms))] {
+		for _, st := range tableStmt.FindAllStringSubmatch(m.up, -1) {
+			out = slices.DeleteFunc(out, func(t string) bool { return t == st[2] })
+			if strings.EqualFold(st[1], "CREATE") {
+				out = append(out, st[2])
+			}
+		}
+	}
+	return out, nil
+}
+
+// checkTables returns an error naming the first table of the migrations up
+// to version that the file lacks. SchemaVersion and Migrate check, so a
+// file with a table dropped by hand is refused at start-up instead of
+// failing on every write while the process looks healthy.
+func checkTables(ctx context.Context, q querier, version int) error {
+	ts, err := tables(version)
+	if err != nil {
+		return err
+	}
+	for _, t := range ts {
+		var n int
+		if err := q.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?`, t).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("schema version %d is recorded but table %s is missing: the file was changed outside cronfence; restore it from a backup", version, t)
+		}
+	}
+	return nil
 }
 
 // recordedVersion reads the newest version in cronfence_schema_migrations, 0
