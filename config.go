@@ -39,6 +39,21 @@ const (
 	ClockOffsetWarning = time.Second
 )
 
+// Defaults of the absence checks (see docs/alerts.md).
+const (
+	// DefaultCheckEvery is how often one replica runs the absence checks.
+	DefaultCheckEvery = 15 * time.Second
+	// DefaultSkipStreak is how many skips in a row a job may have before
+	// more raise a skip_streak alert.
+	DefaultSkipStreak = 3
+	// DefaultClockOffsetAlert is how far a replica's clock may be from the
+	// database clock before a clock_offset alert.
+	DefaultClockOffsetAlert = 2 * time.Second
+	// DefaultOrphanWindow is how recent a run of a job no live replica
+	// registers must be for an orphan_job alert.
+	DefaultOrphanWindow = 24 * time.Hour
+)
+
 // Config configures a Scheduler. Store is required; every other field has a
 // default.
 type Config struct {
@@ -86,6 +101,63 @@ type Config struct {
 	// mid-way and resumes them (one cheap query). Negative disables it.
 	// Defaults to DefaultResumeEvery (500ms).
 	ResumeEvery time.Duration
+
+	// HeartbeatEvery is how often this replica records itself in the
+	// replica registry, when the store keeps one (implements
+	// store.Monitor): host, PID, Version, start time, clock offset and its
+	// jobs with a hash of their settings, for the API, the dashboard and
+	// the config drift check. The heartbeat is also sent at Start and
+	// after Register adds a job, from the scheduler's loop on Clock (a
+	// replica with DisableTimers runs that loop too, for this and the
+	// clock check only); Stop removes the row. Negative disables the registry for this
+	// replica. Defaults to DefaultHeartbeatEvery (10s).
+	HeartbeatEvery time.Duration
+
+	// Version is this replica's version as the replica registry shows it.
+	// Defaults to the main module's version from the build information,
+	// or "devel+" and the VCS revision for a build from a source tree.
+	Version string
+
+	// Observer is told of claims, runs, skips, lost leases, fence
+	// refusals, clock measurements and alerts as they happen, for metrics
+	// and alert delivery (see Observer). It is called synchronously from
+	// the scheduler's goroutines and must not block. Defaults to nil:
+	// nothing is observed.
+	Observer Observer
+
+	// CheckEvery is how often the absence checks run (docs/alerts.md): a
+	// slot that missed its deadline, a stuck lease, a streak of skips, a
+	// slow run, config drift, an orphan job, a skewed clock. One replica at
+	// a time runs them, under the lease "cronfence:monitor"; the alerts are
+	// kept in the store, so every replica and the API see the same. Only
+	// for stores that implement store.Monitor, on replicas with a registry
+	// row (HeartbeatEvery not negative) and timers. Negative disables the
+	// checks on this replica. Defaults to DefaultCheckEvery (15s).
+	CheckEvery time.Duration
+
+	// Alerts tunes the absence checks. Zero fields take their defaults.
+	Alerts AlertThresholds
+}
+
+// AlertThresholds tune the absence checks (docs/alerts.md).
+type AlertThresholds struct {
+	// SkipStreak: a job whose newest runs are more than this many skips in
+	// a row raises skip_streak. Negative disables the check. Defaults to
+	// DefaultSkipStreak (3).
+	SkipStreak int
+	// ClockOffset: a live replica whose clock was measured further than
+	// this from the database clock raises clock_offset. Negative disables
+	// the check. Defaults to DefaultClockOffsetAlert (2s).
+	ClockOffset time.Duration
+	// ReplicaStale: a replica whose last heartbeat is older than this is
+	// not live: its jobs count neither for drift nor against orphans, and
+	// its clock is not judged. Defaults to three heartbeat periods.
+	ReplicaStale time.Duration
+	// OrphanWindow: a job no live replica registers raises orphan_job while
+	// its latest run started within this window (or while its pause
+	// override is set). Negative judges overrides only. Defaults to
+	// DefaultOrphanWindow (24h).
+	OrphanWindow time.Duration
 }
 
 func (c *Config) withDefaults() Config {
@@ -117,6 +189,16 @@ func (c *Config) withDefaults() Config {
 	if out.ResumeEvery == 0 {
 		out.ResumeEvery = DefaultResumeEvery
 	}
+	if out.HeartbeatEvery == 0 {
+		out.HeartbeatEvery = DefaultHeartbeatEvery
+	}
+	if out.Version == "" {
+		out.Version = buildVersion()
+	}
+	if out.CheckEvery == 0 {
+		out.CheckEvery = DefaultCheckEvery
+	}
+	out.Alerts = out.Alerts.withDefaults(out)
 	return out
 }
 
@@ -132,6 +214,15 @@ func (c *Config) validate() error {
 		return errInvalid(fmt.Sprintf("Config.MaxSleep must not be negative, got %s", c.MaxSleep))
 	case c.ClockCheckEvery < 0:
 		return errInvalid(fmt.Sprintf("Config.ClockCheckEvery must not be negative, got %s", c.ClockCheckEvery))
+	case len(c.Version) > store.MaxReplicaTextBytes:
+		return errInvalid(fmt.Sprintf("Config.Version must be at most %d bytes, got %d", store.MaxReplicaTextBytes, len(c.Version)))
+	case c.CheckEvery > 0 && c.CheckEvery < time.Second:
+		return errInvalid(fmt.Sprintf("Config.CheckEvery must be at least 1s (or negative to disable), got %s", c.CheckEvery))
+	case c.CheckEvery > store.MaxTTL/2:
+		// The checks' lease lasts two periods and no lease may outlast MaxTTL.
+		return errInvalid(fmt.Sprintf("Config.CheckEvery must be at most %s, got %s", store.MaxTTL/2, c.CheckEvery))
+	case c.Alerts.ReplicaStale < 0:
+		return errInvalid(fmt.Sprintf("Config.Alerts.ReplicaStale must not be negative, got %s", c.Alerts.ReplicaStale))
 	}
 	if c.Owner != "" {
 		if err := store.ValidateName("Config.Owner", c.Owner); err != nil {

@@ -44,7 +44,10 @@ func (s *Scheduler) execute(spec runSpec) {
 	ctx := s.runsCtx
 	var hold *leasekeeper.Hold
 	if spec.lease.Generation > 0 {
-		hold = s.keeper.Hold(s.runsCtx, spec.lease, job.LeaseTTL, spec.sent)
+		lease := spec.lease
+		hold = s.keeper.HoldFunc(s.runsCtx, lease, job.LeaseTTL, spec.sent, func(error) {
+			s.observe(LeaseLostEvent{Job: job.Name, Lease: lease.Name, Generation: lease.Generation})
+		})
 		ctx = hold.Context()
 	}
 	if job.Timeout > 0 {
@@ -69,9 +72,20 @@ func (s *Scheduler) execute(spec runSpec) {
 	run := &Run{
 		Job: job.Name, Slot: spec.slot, Generation: spec.lease.Generation, Attempt: spec.attempt,
 		Manual: spec.manual, CatchUp: spec.catchUp, Owner: s.cfg.Owner, Logger: logger, lease: lease, logs: logs,
+		observe: s.observe,
 	}
 
+	started := s.cfg.Clock.Now()
+	var latency time.Duration
+	if !spec.slot.IsZero() {
+		latency = started.Sub(spec.slot)
+	}
+	s.observe(RunStartEvent{
+		Job: job.Name, Slot: spec.slot, Lease: spec.lease.Name, Generation: spec.lease.Generation, Attempt: spec.attempt,
+		Manual: spec.manual, CatchUp: spec.catchUp, Latency: latency,
+	})
 	err := callHandler(ctx, job.Handler, run)
+	duration := s.cfg.Clock.Now().Sub(started)
 	// Why the run's context ended, if it did while the handler ran: read
 	// before stopping the lease's hold, which cancels it too.
 	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(err, cause) {
@@ -87,19 +101,29 @@ func (s *Scheduler) execute(spec runSpec) {
 		// it too, but not the run's own log lines.
 		s.log.Error("cronfence: run failed", append(attrs, "error", err)...)
 	}
-	s.finish(spec, err, logs.snapshot())
+	outcome, recorded, buffered := s.finish(spec, err, logs.snapshot())
+	s.observe(RunEndEvent{
+		Job: job.Name, Slot: spec.slot, Lease: spec.lease.Name, Generation: spec.lease.Generation, Attempt: spec.attempt,
+		Manual: spec.manual, CatchUp: spec.catchUp, Outcome: outcome, Duration: duration, Recorded: recorded,
+	})
+	if !buffered.IsZero() && job.Overlap == OverlapBufferOne {
+		s.runBuffered(job, buffered)
+	}
 }
 
-// finish ends the run in one round trip, and starts a buffered slot that
-// was waiting for it.
-func (s *Scheduler) finish(spec runSpec, runErr error, logs []string) {
+// finish ends the run in one round trip. It returns how the run ended,
+// whether the store recorded it, and the job's buffered slot that waits for
+// this run to end, if any.
+func (s *Scheduler) finish(spec runSpec, runErr error, logs []string) (outcome RunOutcome, recorded bool, buffered time.Time) {
 	job := spec.job
 	row := store.Run{
 		Manual: spec.manual, CatchUp: spec.catchUp, Attempt: spec.attempt, Success: runErr == nil, Logs: logs,
 		StartedAt: spec.lease.AcquiredAt,
 	}
+	outcome = RunSucceeded
 	if runErr != nil {
 		row.Error = runErr.Error()
+		outcome = RunFailed
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), finishTimeout)
 	defer cancel()
@@ -109,8 +133,9 @@ func (s *Scheduler) finish(spec runSpec, runErr error, logs []string) {
 		row.Job, row.Slot, row.Owner, row.StartedAt = job.Name, spec.slot, s.cfg.Owner, time.Time{}
 		if _, err := s.store.RunInsert(ctx, row); err != nil {
 			s.log.Warn("cronfence: could not record a run made without a lease", "job", job.Name, "error", err)
+			return outcome, false, time.Time{}
 		}
-		return
+		return outcome, true, time.Time{}
 	}
 	if runErr != nil && !spec.slot.IsZero() && s.runsCtx.Err() != nil {
 		// Cut short by a shutdown: leave the slot running and hand the lease
@@ -123,8 +148,9 @@ func (s *Scheduler) finish(spec runSpec, runErr error, logs []string) {
 		row.Error = "interrupted by shutdown, left for another replica to resume: " + row.Error
 		if _, err := s.store.RunInsert(ctx, row); err != nil {
 			s.log.Warn("cronfence: could not record a run cut short by shutdown", "job", job.Name, "error", err)
+			return RunInterrupted, false, time.Time{}
 		}
-		return
+		return RunInterrupted, true, time.Time{}
 	}
 	status := store.SlotCompleted
 	if runErr != nil {
@@ -136,15 +162,14 @@ func (s *Scheduler) finish(spec runSpec, runErr error, logs []string) {
 	})
 	if err != nil {
 		s.log.Error("cronfence: could not record the end of a run; its lease expires at its TTL", "job", job.Name, "error", err)
-		return
+		return outcome, false, time.Time{}
 	}
 	if !spec.slot.IsZero() && !res.SlotUpdated {
 		s.log.Warn("cronfence: the slot was taken over before this run ended; its result was not recorded on the slot",
 			"job", job.Name, "slot", spec.slot, "generation", spec.lease.Generation)
+		return outcome, false, res.Buffered
 	}
-	if !res.Buffered.IsZero() && job.Overlap == OverlapBufferOne {
-		s.runBuffered(job, res.Buffered)
-	}
+	return outcome, true, res.Buffered
 }
 
 // runBuffered claims and starts the slot that waited for the run that just
@@ -160,10 +185,12 @@ func (s *Scheduler) runBuffered(job *registered, slot time.Time) {
 	defer cancel()
 	sent := s.cfg.Clock.Now()
 	r, err := s.store.SlotClaim(ctx, job.claimParams(slot, s.cfg.Owner, s.liveKey, false))
-	if err != nil || !r.Claimed {
-		if err != nil {
-			s.log.Warn("cronfence: could not claim the buffered slot", "job", job.Name, "slot", slot, "error", err)
-		}
+	if err != nil {
+		s.log.Warn("cronfence: could not claim the buffered slot", "job", job.Name, "slot", slot, "error", err)
+		return
+	}
+	s.observeClaim(job.Name, slot, r, claimBuffered)
+	if !r.Claimed {
 		return
 	}
 	s.startRun(job, r, sent, false, fmt.Sprintf("Buffered run for slot %s, after the overlapping run ended", slot.UTC().Format(time.RFC3339)))
@@ -242,6 +269,7 @@ func (s *Scheduler) Trigger(ctx context.Context, name string) (ManualRun, error)
 		if err != nil {
 			s.log.Warn("cronfence: could not record a refused manual run", "job", name, "error", err)
 		}
+		s.observe(SkipEvent{Job: name, Reason: string(store.ClaimHeld), Holder: lease.Owner, Manual: true})
 		return ManualRun{}, &AlreadyExecutingError{Job: name, Holder: lease, Skip: skip}
 	}
 	s.start(runSpec{job: r, lease: lease, attempt: 1, manual: true, sent: sent})

@@ -88,11 +88,12 @@ type registered struct {
 }
 
 func (j Job) prepare() (*registered, error) {
+	// The shorter limit first, so a long name is told the limit that applies.
+	if len(j.Name) > MaxJobNameLength {
+		return nil, errInvalid(fmt.Sprintf("job name must be at most %d bytes, got %d", MaxJobNameLength, len(j.Name)))
+	}
 	if err := store.ValidateName("job name", j.Name); err != nil {
 		return nil, fmt.Errorf("cronfence: %w", err)
-	}
-	if len(j.Name) > MaxJobNameLength {
-		return nil, errInvalid(fmt.Sprintf("job %q: name must be at most %d bytes", j.Name, MaxJobNameLength))
 	}
 	if j.Handler == nil {
 		return nil, errInvalid(fmt.Sprintf("job %q: Handler is required", j.Name))

@@ -1,6 +1,7 @@
 package cronfence
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/cronfence/cronfence/store"
@@ -27,7 +28,8 @@ func (f ObserverFunc) Observe(e Event) { f(e) }
 // new event types may be added, so keep a default case.
 type Event interface{ event() }
 
-// ClaimEvent: this replica tried to claim a slot.
+// ClaimEvent: this replica tried to claim a slot, and the store answered
+// (a claim that could not reach the store is no event).
 type ClaimEvent struct {
 	Job     string
 	Slot    time.Time
@@ -35,12 +37,20 @@ type ClaimEvent struct {
 	Refusal store.ClaimRefusal // why not, when !Won
 	CatchUp bool               // a claim by catch-up
 	Resume  bool               // a claim of an interrupted run
+	// Buffered: a claim of the slot that waited, buffered, for the
+	// overlapping run to end (overlap policy buffer-one).
+	Buffered bool
+	// Recorded is what this claim recorded on a slot overlapped by another
+	// run (store.SlotSkipped, followed by a SkipEvent, or
+	// store.SlotBuffered); empty otherwise.
+	Recorded store.SlotStatus
 }
 
 // RunStartEvent: a handler started on this replica.
 type RunStartEvent struct {
 	Job        string
 	Slot       time.Time // zero for a manual run
+	Lease      string    // the lease the run holds; empty without one
 	Generation int64     // zero for a run without a lease (RunWhenStoreDown)
 	Attempt    int
 	Manual     bool
@@ -64,6 +74,7 @@ const (
 type RunEndEvent struct {
 	Job        string
 	Slot       time.Time
+	Lease      string
 	Generation int64
 	Attempt    int
 	Manual     bool
@@ -123,3 +134,48 @@ func (LeaseLostEvent) event()    {}
 func (FenceRefusedEvent) event() {}
 func (ClockOffsetEvent) event()  {}
 func (AlertEvent) event()        {}
+
+// observe hands e to the configured Observer, if any. Callers never hold
+// s.mu: an observer may take its own locks, and a slow one must not stall
+// Register or Jobs. A panicking observer is logged, never allowed to take a
+// firing or running goroutine down with it.
+func (s *Scheduler) observe(e Event) {
+	if s.cfg.Observer == nil {
+		return
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("cronfence: the observer panicked; the event is dropped", "event", fmt.Sprintf("%T", e), "panic", p)
+		}
+	}()
+	s.cfg.Observer.Observe(e)
+}
+
+// claimKind says which path of the scheduler made a claim.
+type claimKind int
+
+const (
+	claimFire claimKind = iota
+	claimCatchUp
+	claimResume
+	claimBuffered
+)
+
+// observeClaim reports the store's answer to one claim and, when this
+// replica recorded the slot as skipped, the skip.
+func (s *Scheduler) observeClaim(job string, slot time.Time, r store.SlotClaimResult, kind claimKind) {
+	if s.cfg.Observer == nil {
+		return
+	}
+	s.observe(ClaimEvent{
+		Job: job, Slot: slot, Won: r.Claimed, Refusal: r.Refusal, Recorded: r.Recorded,
+		CatchUp: kind == claimCatchUp, Resume: kind == claimResume, Buffered: kind == claimBuffered,
+	})
+	if r.Recorded == store.SlotSkipped {
+		reason := r.SkipRun.Reason
+		if reason == "" {
+			reason = string(r.Refusal)
+		}
+		s.observe(SkipEvent{Job: job, Slot: slot, Reason: reason, Holder: r.Lease.Owner})
+	}
+}

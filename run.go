@@ -2,6 +2,7 @@ package cronfence
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -25,8 +26,9 @@ type Run struct {
 	// newest lines, bounded), where operators see them with the run.
 	Logger *slog.Logger
 
-	lease *Lease
-	logs  *logBuffer
+	lease   *Lease
+	logs    *logBuffer
+	observe func(Event) // the scheduler's; nil outside one
 }
 
 // Fence checks, inside the caller's transaction tx, that this run still
@@ -37,7 +39,11 @@ func (r *Run) Fence(ctx context.Context, tx any) error {
 	if r.lease == nil {
 		return errInvalid("run of job " + r.Job + " holds no lease to fence with (the store was unreachable when it started)")
 	}
-	return r.lease.Fence(ctx, tx)
+	err := r.lease.Fence(ctx, tx)
+	if errors.Is(err, ErrLeaseLost) && r.observe != nil {
+		r.observe(FenceRefusedEvent{Job: r.Job, Lease: r.lease.Name, Generation: r.Generation})
+	}
+	return err
 }
 
 // IdempotencyKey derives a key for this run's effects from the job and the

@@ -40,6 +40,7 @@ type Scheduler struct {
 	down                      bool                 // the last claim failed: the store is unreachable
 	nextPrune, nextClockCheck time.Time
 	nextResume                time.Time
+	monitor                   monitorState // the absence checks (monitor.go)
 
 	wake       chan struct{}
 	loopCancel context.CancelFunc
@@ -49,6 +50,7 @@ type Scheduler struct {
 	runs       sync.WaitGroup
 	busy       atomic.Int64 // fires and runs in progress; for tests
 	offset     atomic.Int64 // this clock minus the database clock, in ns
+	reg        registry     // this replica's row in the replica registry (registry.go)
 }
 
 // New returns a Scheduler. It does no I/O.
@@ -78,7 +80,8 @@ func (s *Scheduler) Register(job Job) error {
 		return errInvalid(fmt.Sprintf("job %q is already registered", r.Name))
 	}
 	s.jobs[r.Name] = r
-	if s.started && !s.stopped {
+	s.jobsChanged()
+	if s.started && !s.stopped && !s.cfg.DisableTimers {
 		s.arm(r, s.cfg.Clock.Now())
 		s.poke()
 	}
@@ -115,26 +118,26 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	}
 	s.keeper = leasekeeper.New(s.store, leasekeeper.Options{Clock: s.cfg.Clock})
 	s.measureOffset(ctx)
-	if s.cfg.DisableTimers {
-		// An API-only process: manual runs and pauses, no timers.
-		s.loopCancel, s.loopDone = func() {}, make(chan struct{})
-		close(s.loopDone)
-		return nil
-	}
-
+	s.heartbeat(ctx, s.cfg.Clock.Now())
 	now := s.cfg.Clock.Now()
 	s.mu.Lock()
-	for _, r := range s.jobs {
-		s.arm(r, now)
-	}
-	s.nextPrune = now // the first prune soon after start, by whichever replica gets there
 	s.nextClockCheck = now.Add(s.cfg.ClockCheckEvery)
-	latest := map[string]time.Time{}
-	for name, r := range s.jobs {
-		latest[name] = r.sched.Prev(now)
+	if s.cfg.DisableTimers {
+		// An API-only process: manual runs and pauses, no timers. Its loop
+		// only measures the clock offset and keeps its registry row fresh.
+		s.mu.Unlock()
+	} else {
+		for _, r := range s.jobs {
+			s.arm(r, now)
+		}
+		s.nextPrune = now // the first prune soon after start, by whichever replica gets there
+		latest := map[string]time.Time{}
+		for name, r := range s.jobs {
+			latest[name] = r.sched.Prev(now)
+		}
+		s.mu.Unlock()
+		s.runCatchUp(ctx, now, latest)
 	}
-	s.mu.Unlock()
-	s.runCatchUp(ctx, now, latest)
 
 	loopCtx, cancel := context.WithCancel(context.Background())
 	s.loopCancel, s.loopDone = cancel, make(chan struct{})
@@ -185,6 +188,8 @@ func (s *Scheduler) poke() {
 // that a suspended host or a clock jump is noticed, and fires.
 func (s *Scheduler) loop(ctx context.Context) {
 	defer close(s.loopDone)
+	defer s.removeReplica() // after the last tick, so no heartbeat follows it
+	defer s.stopMonitor()   // after the last tick, so no pass follows it
 	for {
 		s.mu.Lock()
 		now := s.cfg.Clock.Now()
@@ -192,7 +197,7 @@ func (s *Scheduler) loop(ctx context.Context) {
 		if s.heap.Len() > 0 {
 			wait = min(wait, max(s.heap[0].fireAt.Sub(now), 0))
 		}
-		if s.cfg.ResumeEvery > 0 {
+		if s.cfg.ResumeEvery > 0 && !s.cfg.DisableTimers {
 			wait = min(wait, max(s.nextResume.Sub(now), 0))
 		}
 		s.mu.Unlock()
@@ -220,11 +225,14 @@ func (s *Scheduler) tick(ctx context.Context) {
 	if checkClock {
 		s.nextClockCheck = now.Add(s.cfg.ClockCheckEvery)
 	}
-	prune := s.cfg.Retention > 0 && !now.Before(s.nextPrune)
+	// An API-only replica (DisableTimers) leaves pruning, resuming and the
+	// absence checks to the replicas that fire.
+	timers := !s.cfg.DisableTimers
+	prune := timers && s.cfg.Retention > 0 && !now.Before(s.nextPrune)
 	if prune {
 		s.nextPrune = now.Add(s.cfg.PruneEvery)
 	}
-	resume := s.cfg.ResumeEvery > 0 && !now.Before(s.nextResume) && !s.down
+	resume := timers && s.cfg.ResumeEvery > 0 && !now.Before(s.nextResume) && !s.down
 	if resume {
 		s.nextResume = now.Add(s.cfg.ResumeEvery)
 	}
@@ -258,12 +266,16 @@ func (s *Scheduler) tick(ctx context.Context) {
 	if prune {
 		s.prune(ctx)
 	}
+	if timers {
+		s.checkAbsence(ctx, now)
+	}
 	if resume {
 		s.resumeInterrupted(ctx)
 	}
 	if len(due) > 0 {
 		s.fire(ctx, due, now)
 	}
+	s.heartbeatIfDue(ctx, now)
 }
 
 // fire claims every due entry in one round trip and starts the winners.
@@ -304,6 +316,7 @@ func (s *Scheduler) fire(ctx context.Context, due []*entry, now time.Time) {
 	s.storeUp()
 	for i, r := range results {
 		e := due[i]
+		s.observeClaim(e.job.Name, e.slot, r, claimFire)
 		switch {
 		case r.Claimed:
 			s.startRun(e.job, r, sent, false, "")
@@ -406,6 +419,7 @@ func (s *Scheduler) runCatchUp(ctx context.Context, now time.Time, candidates ma
 		return
 	}
 	for i, r := range results {
+		s.observeClaim(jobs[i].Name, items[i].Slot, r, claimCatchUp)
 		if !r.Claimed {
 			continue
 		}
@@ -456,6 +470,7 @@ func (s *Scheduler) resumeInterrupted(ctx context.Context) {
 		return
 	}
 	for i, r := range results {
+		s.observeClaim(jobs[i].Name, items[i].Slot, r, claimResume)
 		if r.Claimed {
 			first := fmt.Sprintf("Resuming slot %s: its previous run was interrupted (attempt %d of %d)",
 				items[i].Slot.UTC().Format(time.RFC3339), r.Slot.Attempts, jobs[i].MaxAttempts)
@@ -477,6 +492,7 @@ func (s *Scheduler) measureOffset(ctx context.Context) {
 	after := s.cfg.Clock.Now()
 	offset := before.Add(after.Sub(before) / 2).Sub(db)
 	s.offset.Store(int64(offset))
+	s.observe(ClockOffsetEvent{Offset: offset})
 	if offset > ClockOffsetWarning || offset < -ClockOffsetWarning {
 		s.log.Warn("cronfence: this replica's clock is off the database clock; the database decides", "offset", offset)
 	}

@@ -113,11 +113,6 @@ func (c *cluster) startWith(cfg Config, jobs ...Job) *Scheduler {
 	if err := s.Start(context.Background()); err != nil {
 		c.t.Fatal(err)
 	}
-	if cfg.DisableTimers {
-		// No loop, so nothing to settle: not one of the firing replicas.
-		c.t.Cleanup(func() { _ = s.Stop(context.Background()) })
-		return s
-	}
 	c.replicas = append(c.replicas, s)
 	c.t.Cleanup(func() {
 		// A handler still blocked at the end is cancelled, not waited for.

@@ -63,6 +63,7 @@ type Hold struct {
 	ttl    time.Duration
 	ctx    context.Context
 	cancel context.CancelCauseFunc
+	onLost func(error) // may be nil
 
 	// guarded by k.mu
 	lease        store.Lease
@@ -90,10 +91,19 @@ func New(r Renewer, opts Options) *Keeper {
 // (on the keeper's clock; zero means now). The Hold's Context is the one
 // the work must use: it ends when ctx does or when the lease is lost.
 func (k *Keeper) Hold(ctx context.Context, lease store.Lease, ttl time.Duration, sent time.Time) *Hold {
+	return k.HoldFunc(ctx, lease, ttl, sent, nil)
+}
+
+// HoldFunc is Hold, and calls onLost (when not nil) once if the lease is
+// lost while held, right after the Hold's context is cancelled, with the
+// cause (wrapping store.ErrLeaseLost). It is called from the keeper's
+// goroutine, without the keeper's lock, and must not block. Stop and Close
+// are not losses.
+func (k *Keeper) HoldFunc(ctx context.Context, lease store.Lease, ttl time.Duration, sent time.Time, onLost func(error)) *Hold {
 	if sent.IsZero() {
 		sent = k.opts.Clock.Now()
 	}
-	h := &Hold{k: k, ttl: ttl, lease: lease, nextRenewal: sent.Add(ttl / 3), trustedUntil: sent.Add(ttl)}
+	h := &Hold{k: k, ttl: ttl, lease: lease, nextRenewal: sent.Add(ttl / 3), trustedUntil: sent.Add(ttl), onLost: onLost}
 	h.ctx, h.cancel = context.WithCancelCause(ctx)
 	k.mu.Lock()
 	if k.closed {
@@ -161,12 +171,16 @@ func (h *Hold) Stop() error {
 
 func (h *Hold) lose(err error) {
 	h.k.mu.Lock()
-	if h.lost == nil {
+	first := h.lost == nil
+	if first {
 		h.lost = err
 	}
 	delete(h.k.held, h)
 	h.k.mu.Unlock()
 	h.cancel(err)
+	if first && h.onLost != nil && errors.Is(err, store.ErrLeaseLost) {
+		h.onLost(err)
+	}
 }
 
 func (k *Keeper) poke() {

@@ -3,6 +3,8 @@ package leasekeeper_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -270,5 +272,49 @@ func TestBatchRenewalLosesOnlyTheStolenLease(t *testing.T) {
 	}
 	if len(batches) != 1 || batches[0] != 2 {
 		t.Fatalf("renewal round trips renewed %v, want one round trip renewing 2", batches)
+	}
+}
+
+// HoldFunc tells its caller once, and only of a real loss: a takeover, not
+// Stop, Close or the parent's end.
+func TestHoldFuncReportsOnlyALoss(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	k := leasekeeper.New(b.store, leasekeeper.Options{Clock: b.clock})
+	lost := make(chan error, 10)
+	hold := func(name string, ctx context.Context) *leasekeeper.Hold {
+		l, ok, err := b.store.LeaseAcquire(context.Background(), store.LeaseAcquireParams{Name: name, Owner: "a", TTL: ttl})
+		if err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+		return k.HoldFunc(ctx, l, ttl, b.clock.Now(), func(err error) { lost <- fmt.Errorf("%s: %w", name, err) })
+	}
+	stolen := hold("stolen", context.Background())
+	stopped := hold("stopped", context.Background())
+	parent, cancel := context.WithCancel(context.Background())
+	ended := hold("ended", parent)
+	closed := hold("closed", context.Background())
+	if _, ok, err := b.store.LeaseAcquire(context.Background(), store.LeaseAcquireParams{Name: "stolen", Owner: "z", TTL: ttl, Now: stolen.Lease().ExpiresAt}); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	_ = stopped.Stop()
+	cancel()
+	<-ended.Context().Done()
+	b.tick(t, ttl/3)
+	<-stolen.Context().Done()
+	select {
+	case err := <-lost:
+		if !errors.Is(err, store.ErrLeaseLost) || !strings.HasPrefix(err.Error(), "stolen: ") {
+			t.Fatalf("onLost got %v, want the stolen lease's ErrLeaseLost", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("onLost was not called for the stolen lease")
+	}
+	_ = stolen.Stop()
+	_ = ended.Stop()
+	k.Close()
+	<-closed.Context().Done()
+	if len(lost) != 0 {
+		t.Fatalf("onLost called again: %v", <-lost)
 	}
 }

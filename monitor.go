@@ -1,0 +1,320 @@
+package cronfence
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"sync"
+	"time"
+
+	"github.com/cronfence/cronfence/internal/absence"
+	"github.com/cronfence/cronfence/store"
+)
+
+// The absence monitor: every CheckEvery, one replica at a time (the holder
+// of the lease monitorLease) gathers a snapshot of the replica registry and
+// of each registered job's lease, latest claim and recent runs, evaluates
+// the checks of package absence on it, and reconciles their verdict with
+// the alerts open in the store: AlertRaise for each alert that should be
+// open, AlertResolve for each open one that should not. Both are atomic in
+// the store, so an alert is raised once and resolved once however many
+// replicas check, and only the replica whose call changed it logs it and
+// tells its Observer. docs/alerts.md describes the checks.
+
+// monitorLease is held by the replica that runs the checks. Its holder
+// keeps it from pass to pass (renewing it each pass, with a TTL of two
+// passes), so the checks run once per CheckEvery across the cluster, and
+// another replica takes over within two passes of the holder's death.
+const monitorLease = "cronfence:monitor"
+
+// Bounds of what one pass reads. Run rows carry their logs (up to
+// store.MaxRunLogBytes each), so these stay small.
+const (
+	// monitorRecentRuns is how many of the newest run rows of all jobs the
+	// orphan check reads.
+	monitorRecentRuns = 500
+	// monitorJobRuns is how many run rows per job are read at least: enough
+	// for the skip streak (the threshold + 1) and a view of recent
+	// durations.
+	monitorJobRuns = 10
+	// alertRefreshEvery is how often an open alert that the checks still
+	// find, unchanged, has its LastSeenAt refreshed: each refresh is a
+	// committed write, and hundreds of alerts open at once (an outage)
+	// should not cost hundreds of writes every pass.
+	alertRefreshEvery = time.Minute
+)
+
+// errNotRegistered: this replica is not live in the replica registry yet
+// (no heartbeat recorded), so the registry it reads may be incomplete and
+// its verdicts on drift and orphans unsafe.
+var errNotRegistered = errors.New("this replica is not in the replica registry yet")
+
+// monitorState is the monitor's part of a Scheduler.
+type monitorState struct {
+	mu      sync.Mutex
+	next    time.Time // next pass, on this replica's clock
+	running bool      // a pass is in progress
+	passes  sync.WaitGroup
+	// Only the pass in progress (one at a time), and stopMonitor after the
+	// last, touch what follows.
+	lease  store.Lease // monitorLease while this replica holds it
+	scheds absence.Schedules
+}
+
+// checkAbsence starts a pass of the absence checks when one is due, in a
+// goroutine of its own so that a slow pass never delays a fire. A store
+// without store.Monitor has no monitoring.
+func (s *Scheduler) checkAbsence(ctx context.Context, now time.Time) {
+	mon, ok := s.store.(store.Monitor)
+	if !ok || s.cfg.CheckEvery < 0 || s.cfg.HeartbeatEvery < 0 {
+		// Without a registry row of its own, a replica's checks would all
+		// wait for it (see errNotRegistered).
+		return
+	}
+	m := &s.monitor
+	m.mu.Lock()
+	// A next pass further away than CheckEvery means this clock went back:
+	// the pass is due now rather than after the jump.
+	if m.running || (now.Before(m.next) && m.next.Sub(now) <= s.cfg.CheckEvery) {
+		m.mu.Unlock()
+		return
+	}
+	m.next, m.running = now.Add(s.cfg.CheckEvery), true
+	m.mu.Unlock()
+	// Counted as a run, so Stop waits for it (it ends at once: ctx is the
+	// loop's, cancelled first), and as busy for the test harness.
+	s.busy.Add(1)
+	s.runs.Add(1)
+	m.passes.Add(1)
+	go func() {
+		defer s.runs.Done()
+		defer s.busy.Add(-1)
+		defer m.passes.Done()
+		defer func() { m.mu.Lock(); m.running = false; m.mu.Unlock() }()
+		s.monitorPass(ctx, mon)
+	}()
+}
+
+// monitorPass is one pass: lease, snapshot, evaluation, reconciliation. A
+// snapshot that could not be read whole changes nothing: no evidence is
+// not evidence of health.
+func (s *Scheduler) monitorPass(ctx context.Context, mon store.Monitor) {
+	now, ok := s.monitorLeaseHeld(ctx)
+	if !ok {
+		return
+	}
+	th := s.cfg.Alerts.absence()
+	snap, open, err := s.monitorSnapshot(ctx, mon, now, th)
+	if errors.Is(err, errNotRegistered) {
+		// Hand the checks to a replica that is registered, rather than
+		// hold them here.
+		s.log.Debug("cronfence: absence checks wait for this replica's heartbeat")
+		s.releaseMonitorLease(ctx)
+		return
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("cronfence: absence checks skipped: could not read their snapshot", "error", err)
+		}
+		return
+	}
+	s.reconcileAlerts(ctx, mon, now, absence.Evaluate(snap, th), open)
+}
+
+// monitorLeaseHeld renews monitorLease, or takes it when free, and returns
+// the database clock as the lease saw it; false when another replica holds
+// it or the store cannot be reached.
+func (s *Scheduler) monitorLeaseHeld(ctx context.Context) (time.Time, bool) {
+	m := &s.monitor
+	ttl := 2 * s.cfg.CheckEvery
+	if m.lease.Generation != 0 {
+		l, err := s.store.LeaseRenew(ctx, store.LeaseRenewParams{LeaseRef: m.lease.Ref(), TTL: ttl})
+		if err == nil {
+			m.lease = l
+			return l.RenewedAt, true
+		}
+		if !errors.Is(err, store.ErrLeaseLost) {
+			if ctx.Err() == nil {
+				s.log.Warn("cronfence: could not renew the monitor lease", "error", err)
+			}
+			return time.Time{}, false
+		}
+		s.log.Info("cronfence: lost the monitor lease; another replica runs the absence checks", "generation", m.lease.Generation)
+		m.lease = store.Lease{}
+	}
+	l, ok, err := s.store.LeaseAcquire(ctx, store.LeaseAcquireParams{Name: monitorLease, Owner: s.cfg.Owner, TTL: ttl, LiveKey: s.liveKey})
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("cronfence: could not take the monitor lease", "error", err)
+		}
+		return time.Time{}, false
+	}
+	if !ok {
+		return time.Time{}, false
+	}
+	m.lease = l
+	s.log.Info("cronfence: this replica runs the absence checks", "generation", l.Generation, "every", s.cfg.CheckEvery)
+	return l.AcquiredAt, true
+}
+
+// stopMonitor waits for a pass in progress and gives monitorLease up, so
+// another replica takes the checks over at its next pass rather than after
+// the lease's TTL. The loop calls it as it ends: no pass starts after.
+func (s *Scheduler) stopMonitor() {
+	s.monitor.passes.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), removeTimeout)
+	defer cancel()
+	s.releaseMonitorLease(ctx)
+}
+
+// releaseMonitorLease gives monitorLease up, when held.
+func (s *Scheduler) releaseMonitorLease(ctx context.Context) {
+	m := &s.monitor
+	if m.lease.Generation == 0 {
+		return
+	}
+	if _, err := s.store.LeaseRelease(context.WithoutCancel(ctx), m.lease.Ref()); err != nil {
+		s.log.Warn("cronfence: could not release the monitor lease; it expires at its TTL", "error", err)
+	}
+	m.lease = store.Lease{}
+}
+
+// monitorSnapshot reads what the checks judge, and the open alerts. Round
+// trips: 4 (replicas, job states, recent runs, open alerts), then per job
+// the live replicas register 1 (its runs) + 1 (its lease, unless its
+// overlap is "allow") + 1 (the claim of its deadline slot, for jobs with a
+// deadline).
+func (s *Scheduler) monitorSnapshot(ctx context.Context, mon store.Monitor, now time.Time, th absence.Thresholds) (absence.Snapshot, []store.Alert, error) {
+	var snap absence.Snapshot
+	replicas, err := mon.ReplicaList(ctx)
+	if err != nil {
+		return snap, nil, err
+	}
+	reg := absence.NewRegistry(replicas, now, th.ReplicaStale, &s.monitor.scheds)
+	if !reg.IsLive(s.cfg.Owner) {
+		return snap, nil, errNotRegistered
+	}
+	snap.Registry = reg
+	if snap.States, err = s.store.JobStateList(ctx); err != nil {
+		return snap, nil, err
+	}
+	if snap.Recent, err = s.store.RunList(ctx, store.RunListParams{Limit: monitorRecentRuns}); err != nil {
+		return snap, nil, err
+	}
+	open, err := mon.AlertList(ctx, store.AlertListParams{OpenOnly: true, Limit: store.MaxRunListLimit})
+	if err != nil {
+		return snap, nil, err
+	}
+	perJob := min(max(th.SkipStreak+1, monitorJobRuns), store.MaxRunListLimit)
+	snap.Jobs = make(map[string]absence.JobData, len(reg.Jobs))
+	for _, name := range reg.Names() {
+		j := reg.Jobs[name]
+		var d absence.JobData
+		if d.Runs, err = s.store.RunList(ctx, store.RunListParams{Job: name, Limit: perJob}); err != nil {
+			return snap, nil, err
+		}
+		if lease := j.LeaseName(); lease != "" {
+			if d.Lease, err = s.store.LeaseGet(ctx, lease); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return snap, nil, err
+			}
+		}
+		if slot := j.DeadlineSlot(now); !slot.IsZero() {
+			if d.DeadlineSlot, err = s.store.SlotGet(ctx, name, slot); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return snap, nil, err
+			}
+		}
+		snap.Jobs[name] = d
+	}
+	return snap, open, nil
+}
+
+// reconcileAlerts raises what should be open (refreshing the message and
+// last-seen time of what already is, when they changed or every
+// alertRefreshEvery) and resolves what no longer should be, among the open
+// alerts the checks could judge. One round trip per alert raised,
+// refreshed or resolved. now is the database clock of the pass.
+func (s *Scheduler) reconcileAlerts(ctx context.Context, mon store.Monitor, now time.Time, res absence.Result, open []store.Alert) {
+	opened := make(map[absence.Key]store.Alert, len(open))
+	for _, a := range open {
+		opened[absence.Key{Kind: a.Kind, Subject: a.Subject}] = a
+	}
+	want := make(map[absence.Key]bool, len(res.Alerts))
+	for _, a := range res.Alerts {
+		want[a.Key()] = true
+		if cur, ok := opened[a.Key()]; ok && cur.Message == a.Message && maps.Equal(cur.Details, a.Details) &&
+			now.Sub(cur.LastSeenAt) < alertRefreshEvery {
+			continue
+		}
+		alert, raised, err := mon.AlertRaise(ctx, store.AlertRaiseParams{
+			Kind: a.Kind, Subject: a.Subject, Message: a.Message, Details: a.Details, RaisedBy: s.cfg.Owner,
+		})
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Warn("cronfence: could not raise an alert", "kind", a.Kind, "subject", a.Subject, "error", err)
+			}
+			continue
+		}
+		if raised {
+			s.log.Warn("cronfence: alert raised: "+a.Message, "kind", a.Kind, "subject", a.Subject,
+				"alert_id", alert.ID, "details", a.Details)
+			s.emitAlert(alert, true)
+		}
+	}
+	for _, a := range open {
+		if want[absence.Key{Kind: a.Kind, Subject: a.Subject}] || !res.Judged(a.Kind, a.Subject) {
+			continue
+		}
+		alert, resolved, err := mon.AlertResolve(ctx, a.Kind, a.Subject)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Warn("cronfence: could not resolve an alert", "kind", a.Kind, "subject", a.Subject, "error", err)
+			}
+			continue
+		}
+		if resolved {
+			s.log.Info("cronfence: alert resolved", "kind", a.Kind, "subject", a.Subject, "alert_id", alert.ID,
+				"raised_at", alert.RaisedAt, "message", alert.Message)
+			s.emitAlert(alert, false)
+		}
+	}
+}
+
+// emitAlert tells the Observer of an alert this replica raised or
+// resolved: the one place AlertEvents come from.
+func (s *Scheduler) emitAlert(a store.Alert, raised bool) {
+	s.observe(AlertEvent{Alert: a, Raised: raised})
+}
+
+// absence converts the thresholds, with defaults applied, to the checks':
+// a negative threshold turns its check off (zero there).
+func (t AlertThresholds) absence() absence.Thresholds {
+	return absence.Thresholds{
+		SkipStreak:   max(t.SkipStreak, 0),
+		ClockOffset:  max(t.ClockOffset, 0),
+		ReplicaStale: t.ReplicaStale,
+		OrphanWindow: max(t.OrphanWindow, 0),
+	}
+}
+
+// withDefaults fills the zero thresholds.
+func (t AlertThresholds) withDefaults(c Config) AlertThresholds {
+	if t.SkipStreak == 0 {
+		t.SkipStreak = DefaultSkipStreak
+	}
+	if t.ClockOffset == 0 {
+		t.ClockOffset = DefaultClockOffsetAlert
+	}
+	if t.ReplicaStale == 0 {
+		// A replica without a registry row (HeartbeatEvery negative) runs
+		// no checks, so any positive period will do for it.
+		every := c.HeartbeatEvery
+		if every <= 0 {
+			every = DefaultHeartbeatEvery
+		}
+		t.ReplicaStale = 3 * every
+	}
+	if t.OrphanWindow == 0 {
+		t.OrphanWindow = DefaultOrphanWindow
+	}
+	return t
+}

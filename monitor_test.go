@@ -1,0 +1,723 @@
+package cronfence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/cronfence/cronfence/internal/clock"
+	"github.com/cronfence/cronfence/internal/pgtest"
+	"github.com/cronfence/cronfence/store"
+	"github.com/cronfence/cronfence/store/postgres"
+	"github.com/cronfence/cronfence/store/sqlite"
+)
+
+// The absence checks provoked for real on three replicas over both stores,
+// with time moved by hand: each alert must be raised once and resolved once
+// across the cluster, seen both as AlertEvents (counted on every replica's
+// Observer) and as rows in the store.
+
+// alertKey names one alert.
+type alertKey struct {
+	kind    store.AlertKind
+	subject string
+}
+
+// alertLog counts the AlertEvents of every replica.
+type alertLog struct {
+	mu       sync.Mutex
+	raised   map[alertKey][]string // the replicas that reported raising it
+	resolved map[alertKey][]string
+}
+
+func newAlertLog() *alertLog {
+	return &alertLog{raised: map[alertKey][]string{}, resolved: map[alertKey][]string{}}
+}
+
+// observer is the Observer of replica owner.
+func (l *alertLog) observer(owner string) Observer {
+	return ObserverFunc(func(e Event) {
+		ev, ok := e.(AlertEvent)
+		if !ok {
+			return
+		}
+		k := alertKey{ev.Alert.Kind, ev.Alert.Subject}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if ev.Raised {
+			l.raised[k] = append(l.raised[k], owner)
+		} else {
+			l.resolved[k] = append(l.resolved[k], owner)
+		}
+	})
+}
+
+func (l *alertLog) counts(k alertKey) (raised, resolved int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.raised[k]), len(l.resolved[k])
+}
+
+// wantOnly checks that exactly the alerts in want were raised, as often as
+// each says (and resolved as often as each says), and nothing else; slack
+// names alerts that may have been raised along the way as a side effect,
+// provided each was raised and resolved at most once.
+func (l *alertLog) wantOnly(t *testing.T, want map[alertKey][2]int, slack ...alertKey) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	keys := map[alertKey]bool{}
+	for k := range l.raised {
+		keys[k] = true
+	}
+	for k := range l.resolved {
+		keys[k] = true
+	}
+	for k := range want {
+		keys[k] = true
+	}
+	for k := range keys {
+		got := [2]int{len(l.raised[k]), len(l.resolved[k])}
+		if w, ok := want[k]; ok {
+			if got != w {
+				t.Errorf("%s %s: raised %d times (by %v), resolved %d times (by %v); want %d and %d",
+					k.kind, k.subject, got[0], l.raised[k], got[1], l.resolved[k], w[0], w[1])
+			}
+			continue
+		}
+		isSlack := false
+		for _, s := range slack {
+			isSlack = isSlack || s == k
+		}
+		if !isSlack || got[0] > 1 || got[1] > got[0] {
+			t.Errorf("unexpected alert %s %s: raised by %v, resolved by %v", k.kind, k.subject, l.raised[k], l.resolved[k])
+		}
+	}
+}
+
+// monitored is a cluster of replicas whose alerts are counted.
+type monitored struct {
+	*cluster
+	log *alertLog
+	mon store.Monitor // a store of its own, for the test's reads
+
+	held, heldTimers int // see hold
+}
+
+func newMonitored(t *testing.T, c *cluster) *monitored {
+	st := c.open(t)
+	mon, ok := st.(store.Monitor)
+	if !ok {
+		t.Fatalf("the %s store does not implement store.Monitor", c.kind)
+	}
+	m := &monitored{cluster: c, log: newAlertLog(), mon: mon}
+	t.Cleanup(func() {
+		if t.Failed() {
+			m.dumpAlerts()
+		}
+	})
+	return m
+}
+
+// start starts a replica with the default monitoring settings, on clk (nil:
+// the cluster's clock).
+func (m *monitored) start(name string, clk Clock, jobs ...Job) *Scheduler {
+	m.t.Helper()
+	if clk == nil {
+		clk = offsetClock{m.db, 0}
+	}
+	return m.startWith(Config{Owner: name, Clock: clk, Retention: -1, Observer: m.log.observer(name)}, jobs...)
+}
+
+// hold says what settled looks like while handlers are deliberately
+// blocked: busy of them, keeping timers timers (a renewal each, and one
+// more while a job's timeout is pending).
+func (m *monitored) hold(busy, timers int) { m.held, m.heldTimers = busy, timers }
+
+// settle waits until every replica is idle but for the held handlers (see
+// cluster.settleHolding).
+func (m *monitored) settle() {
+	m.t.Helper()
+	idle := func() bool {
+		var busy int64
+		for _, s := range m.replicas {
+			busy += s.busy.Load()
+		}
+		return busy == int64(m.held) && m.db.Timers() == len(m.replicas)+m.heldTimers
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if idle() {
+			time.Sleep(time.Millisecond)
+			if idle() {
+				return
+			}
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+	m.t.Fatalf("replicas did not settle: %d timers for %d replicas and %d held runs with %d timers",
+		m.db.Timers(), len(m.replicas), m.held, m.heldTimers)
+}
+
+// advanceUntil advances time in steps until cond holds, failing after
+// limit.
+func (m *monitored) advanceUntil(what string, limit, step time.Duration, cond func() bool) {
+	m.t.Helper()
+	for passed := time.Duration(0); !cond(); passed += step {
+		if passed >= limit {
+			m.t.Fatalf("%s: not within %s (now %s)", what, limit, m.db.Now().Format(time.TimeOnly))
+		}
+		m.db.Advance(step)
+		m.settle()
+	}
+}
+
+// advance advances d in steps.
+func (m *monitored) advance(d, step time.Duration) {
+	m.t.Helper()
+	for ; d > 0; d -= step {
+		m.db.Advance(min(step, d))
+		m.settle()
+	}
+}
+
+func (m *monitored) raised(k alertKey) bool   { r, _ := m.log.counts(k); return r > 0 }
+func (m *monitored) resolved(k alertKey) bool { _, r := m.log.counts(k); return r > 0 }
+
+// wantRows checks the store's rows of k: exactly one alert, open or not.
+func (m *monitored) wantRows(k alertKey, open bool) store.Alert {
+	m.t.Helper()
+	rows, err := m.mon.AlertList(context.Background(), store.AlertListParams{Kind: k.kind, Subject: k.subject})
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].Open() != open {
+		m.t.Fatalf("%s %s: %d alert rows (%+v), want one, open=%v", k.kind, k.subject, len(rows), rows, open)
+	}
+	return rows[0]
+}
+
+func (m *monitored) dumpAlerts() {
+	rows, _ := m.mon.AlertList(context.Background(), store.AlertListParams{})
+	for _, a := range rows {
+		m.t.Logf("alert %d %s %s by %s raised %s resolved %s: %s %v", a.ID, a.Kind, a.Subject, a.RaisedBy,
+			a.RaisedAt.Format(time.TimeOnly), a.ResolvedAt.Format(time.TimeOnly), a.Message, a.Details)
+	}
+}
+
+// A job whose handler starts failing stops completing its slots: the first
+// slot not completed by its deadline raises deadline_missed, once across
+// the replicas, and the first slot completed again after the handler
+// recovers resolves it.
+func TestAlertDeadlineMissedRaisedOnceAndResolved(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		m := newMonitored(t, c)
+		var failing atomic.Bool
+		job := Job{Name: "report", Schedule: "@every 1m", Deadline: 30 * time.Second,
+			Handler: func(ctx context.Context, run *Run) error {
+				if failing.Load() {
+					return errors.New("the report service is down")
+				}
+				return nil
+			}}
+		for i := range 3 {
+			m.start(fmt.Sprintf("replica-%d", i), nil, job)
+		}
+		key := alertKey{store.AlertDeadlineMissed, "report"}
+		// Healthy for three minutes: several passes, no alert.
+		m.advance(3*time.Minute, time.Second)
+		m.log.wantOnly(t, nil)
+
+		failing.Store(true) // from the slot of 12:04 on
+		m.advanceUntil("deadline_missed raised", 2*time.Minute, time.Second, func() bool { return m.raised(key) })
+		if now := m.db.Now(); now.Before(time.Date(2026, 3, 1, 12, 4, 30, 0, time.UTC)) {
+			t.Fatalf("raised at %s, before the deadline of the first failed slot (12:04:30)", now.Format(time.TimeOnly))
+		}
+		a := m.wantRows(key, true)
+		if a.Details["status"] != string(store.SlotFailed) {
+			t.Errorf("details %v, want status failed", a.Details)
+		}
+		// Slots keep failing: the alert stays open, raised once.
+		m.advance(3*time.Minute, time.Second)
+		m.wantRows(key, true)
+
+		failing.Store(false)
+		m.advanceUntil("deadline_missed resolved", 2*time.Minute, time.Second, func() bool { return m.resolved(key) })
+		m.advance(time.Minute, time.Second)
+		m.wantRows(key, false)
+		m.log.wantOnly(t, map[alertKey][2]int{key: {1, 1}})
+		c.wantNeverDown()
+	})
+}
+
+// A handler that blocks for longer than several intervals makes its job
+// skip slot after slot: more than three skips in a row raise skip_streak,
+// and the first run after the handler returns resolves it.
+func TestAlertSkipStreakRaisedOnceAndResolved(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		m := newMonitored(t, c)
+		release := make(chan struct{})
+		var first atomic.Bool
+		job := Job{Name: "sync", Schedule: "@every 10s", Handler: func(ctx context.Context, run *Run) error {
+			if first.CompareAndSwap(false, true) {
+				<-release
+			}
+			return nil
+		}}
+		for i := range 3 {
+			m.start(fmt.Sprintf("replica-%d", i), nil, job)
+		}
+		t.Cleanup(func() {
+			select {
+			case <-release:
+			default:
+				close(release)
+			}
+		})
+		m.advance(9*time.Second, time.Second)
+		m.hold(1, 1) // from the run of 12:00:10 on: blocked, its lease renewed
+		m.advance(time.Second, time.Second)
+		key := alertKey{store.AlertSkipStreak, "sync"}
+		m.advanceUntil("skip_streak raised", 2*time.Minute, time.Second, func() bool { return m.raised(key) })
+		if a := m.wantRows(key, true); a.Details["reason"] != "already_executing" {
+			t.Errorf("details %v, want reason already_executing", a.Details)
+		}
+		m.advance(30*time.Second, time.Second)
+		m.wantRows(key, true)
+
+		close(release)
+		m.hold(0, 0)
+		m.advanceUntil("skip_streak resolved", time.Minute, time.Second, func() bool { return m.resolved(key) })
+		m.advance(time.Minute, time.Second)
+		m.wantRows(key, false)
+		// The blocked run lasted far more than half of its 10 s interval:
+		// slow_run may be raised by a pass that sees it as the latest run,
+		// and is resolved by the next fast one.
+		m.log.wantOnly(t, map[alertKey][2]int{key: {1, 1}}, alertKey{store.AlertSlowRun, "sync"})
+		c.wantNeverDown()
+	})
+}
+
+// Two replicas register a job with one schedule and a third with another,
+// as in a rolling deploy: config_drift is raised once, and resolved when
+// the odd replica is stopped (its registry row goes with it).
+func TestAlertConfigDriftRaisedOnceAndResolved(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		m := newMonitored(t, c)
+		noop := func(ctx context.Context, run *Run) error { return nil }
+		m.start("replica-0", nil, Job{Name: "sync", Schedule: "@every 1m", Handler: noop})
+		m.start("replica-1", nil, Job{Name: "sync", Schedule: "@every 1m", Handler: noop})
+		odd := m.start("replica-2", nil, Job{Name: "sync", Schedule: "@every 2m", Handler: noop})
+		key := alertKey{store.AlertConfigDrift, "sync"}
+		m.advanceUntil("config_drift raised", time.Minute, time.Second, func() bool { return m.raised(key) })
+		a := m.wantRows(key, true)
+		if a.Details["replica-2"] == "" || a.Details["replica-0"] == a.Details["replica-2"] || a.Details["differences"] != "schedule" {
+			t.Errorf("details %v: want each replica's hash and schedule, differing in the schedule", a.Details)
+		}
+		m.advance(time.Minute, time.Second)
+		m.wantRows(key, true)
+
+		m.stop(odd)
+		m.advanceUntil("config_drift resolved", 2*time.Minute, time.Second, func() bool { return m.resolved(key) })
+		m.advance(time.Minute, time.Second)
+		m.wantRows(key, false)
+		m.log.wantOnly(t, map[alertKey][2]int{key: {1, 1}})
+	})
+}
+
+// A job that only a replica now stopped registers, with recent runs, is an
+// orphan until a replica registers it again.
+func TestAlertOrphanJobRaisedOnceAndResolved(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		m := newMonitored(t, c)
+		noop := func(ctx context.Context, run *Run) error { return nil }
+		syncJob := Job{Name: "sync", Schedule: "@every 1m", Handler: noop}
+		extra := Job{Name: "extra", Schedule: "@every 1m", Handler: noop}
+		m.start("replica-0", nil, syncJob)
+		m.start("replica-1", nil, syncJob)
+		old := m.start("replica-2", nil, syncJob, extra)
+		m.advance(90*time.Second, time.Second) // extra runs at 12:01
+		m.stop(old)
+		key := alertKey{store.AlertOrphanJob, "extra"}
+		m.advanceUntil("orphan_job raised", time.Minute, time.Second, func() bool { return m.raised(key) })
+		m.wantRows(key, true)
+
+		m.start("replica-3", nil, syncJob, extra)
+		m.advanceUntil("orphan_job resolved", time.Minute, time.Second, func() bool { return m.resolved(key) })
+		m.advance(time.Minute, time.Second)
+		m.wantRows(key, false)
+		m.log.wantOnly(t, map[alertKey][2]int{key: {1, 1}})
+	})
+}
+
+// skewClock is the cluster clock seen by a replica whose clock can be set
+// off, and back, while it runs.
+type skewClock struct {
+	base   *clock.Fake
+	offset atomic.Int64
+}
+
+func (s *skewClock) Now() time.Time                       { return s.base.Now().Add(time.Duration(s.offset.Load())) }
+func (s *skewClock) NewTimer(d time.Duration) clock.Timer { return s.base.NewTimer(d) }
+
+// A replica whose clock runs three minutes ahead raises clock_offset with
+// itself as the subject; once its clock is set right, its next measurement
+// and heartbeat resolve it.
+func TestAlertClockOffsetRaisedOnceAndResolved(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		m := newMonitored(t, c)
+		job := Job{Name: "sync", Schedule: "@every 1m", Handler: func(ctx context.Context, run *Run) error { return nil }}
+		m.start("replica-0", nil, job)
+		m.start("replica-1", nil, job)
+		skewed := &skewClock{base: c.db}
+		skewed.offset.Store(int64(3 * time.Minute))
+		m.start("replica-2", skewed, job)
+		key := alertKey{store.AlertClockOffset, "replica-2"}
+		m.advanceUntil("clock_offset raised", time.Minute, time.Second, func() bool { return m.raised(key) })
+		if a := m.wantRows(key, true); a.Details["offset"] != "3m0s" {
+			t.Errorf("details %v, want offset 3m0s", a.Details)
+		}
+		m.advance(time.Minute, time.Second)
+		m.wantRows(key, true)
+
+		skewed.offset.Store(0)
+		// The next measurement is due a ClockCheckEvery after the last, on
+		// the replica's clock, which just went back three minutes.
+		m.advanceUntil("clock_offset resolved", 6*time.Minute, time.Second, func() bool { return m.resolved(key) })
+		m.advance(time.Minute, time.Second)
+		m.wantRows(key, false)
+		m.log.wantOnly(t, map[alertKey][2]int{key: {1, 1}})
+		c.wantNeverDown()
+	})
+}
+
+// A process that took a job's lease and stopped renewing it (as a paused
+// owner would) raises lease_stuck once two renewals are missed, and the
+// lease's expiry resolves it.
+func TestAlertLeaseStuckUnrenewedRaisedOnceAndResolved(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		m := newMonitored(t, c)
+		job := Job{Name: "sync", Schedule: "@every 1m", Handler: func(ctx context.Context, run *Run) error { return nil }}
+		for i := range 3 {
+			m.start(fmt.Sprintf("replica-%d", i), nil, job)
+		}
+		m.advance(5*time.Second, time.Second)
+		intruder := c.open(t)
+		l, ok, err := intruder.LeaseAcquire(context.Background(), store.LeaseAcquireParams{Name: "job:sync", Owner: "paused-owner", TTL: DefaultLeaseTTL})
+		if err != nil || !ok {
+			t.Fatalf("take the job's lease: acquired %v, %v", ok, err)
+		}
+		key := alertKey{store.AlertLeaseStuck, "sync"}
+		m.advanceUntil("lease_stuck raised", 2*time.Minute, time.Second, func() bool { return m.raised(key) })
+		if unrenewed := c.db.Now().Sub(l.RenewedAt); unrenewed <= 2*DefaultLeaseTTL/3 {
+			t.Fatalf("raised after %s unrenewed, not more than 2/3 of the TTL", unrenewed)
+		}
+		if a := m.wantRows(key, true); a.Details["reason"] != "not_renewed" || a.Details["owner"] != "paused-owner" {
+			t.Errorf("details %v, want reason not_renewed and owner paused-owner", a.Details)
+		}
+		m.advanceUntil("lease_stuck resolved", time.Minute, time.Second, func() bool { return m.resolved(key) })
+		if !c.db.Now().After(l.ExpiresAt) {
+			t.Fatalf("resolved at %s, before the lease expired at %s", c.db.Now().Format(time.TimeOnly), l.ExpiresAt.Format(time.TimeOnly))
+		}
+		m.advance(time.Minute, time.Second)
+		m.wantRows(key, false)
+		m.log.wantOnly(t, map[alertKey][2]int{key: {1, 1}})
+	})
+}
+
+// A handler that ignores its context's cancellation at the job's timeout
+// keeps the lease, renewed by its replica, for longer than the timeout:
+// lease_stuck is raised once, and resolved when the handler returns.
+func TestAlertLeaseStuckHeldTooLongRaisedOnceAndResolved(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		m := newMonitored(t, c)
+		release := make(chan struct{})
+		job := Job{Name: "export", Schedule: "@every 10m", Timeout: 30 * time.Second, Handler: func(ctx context.Context, run *Run) error {
+			<-release // ignores ctx
+			return nil
+		}}
+		for i := range 3 {
+			m.start(fmt.Sprintf("replica-%d", i), nil, job)
+		}
+		t.Cleanup(func() {
+			select {
+			case <-release:
+			default:
+				close(release)
+			}
+		})
+		m.advance(10*time.Minute-time.Second, 5*time.Second)
+		m.hold(1, 2) // the run of 12:10 blocks: its renewal and its timeout pending
+		m.advance(time.Second, time.Second)
+		started := c.db.Now()
+		m.advance(29*time.Second, time.Second)
+		m.hold(1, 1) // the timeout passed, ignored
+		m.advance(time.Second, time.Second)
+		key := alertKey{store.AlertLeaseStuck, "export"}
+		m.advanceUntil("lease_stuck raised", 2*time.Minute, time.Second, func() bool { return m.raised(key) })
+		if held := c.db.Now().Sub(started); held <= 30*time.Second+DefaultLeaseTTL/3 {
+			t.Fatalf("raised after %s, not more than the timeout plus a renewal period", held)
+		}
+		if a := m.wantRows(key, true); a.Details["reason"] != "held_too_long" {
+			t.Errorf("details %v, want reason held_too_long", a.Details)
+		}
+		m.advance(time.Minute, time.Second)
+		m.wantRows(key, true)
+
+		close(release)
+		m.hold(0, 0)
+		m.advanceUntil("lease_stuck resolved", time.Minute, time.Second, func() bool { return m.resolved(key) })
+		m.advance(time.Minute, time.Second)
+		m.wantRows(key, false)
+		m.log.wantOnly(t, map[alertKey][2]int{key: {1, 1}})
+	})
+}
+
+// A store without store.Monitor has no monitoring, and says nothing about
+// it: the scheduler runs as before.
+func TestMonitorNeedsStoreMonitor(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		m := newMonitored(t, c)
+		l := newLedger()
+		job := Job{Name: "sync", Schedule: "@every 10s", Handler: l.handler(c.db)}
+		st := c.open(t)
+		s, err := New(Config{Owner: "plain", Store: plainStore{st}, Clock: offsetClock{c.db, 0}, Retention: -1, Logger: quiet, Observer: m.log.observer("plain")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Register(job); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		c.replicas = append(c.replicas, s)
+		t.Cleanup(func() { _ = s.Stop(context.Background()) })
+		c.advance(time.Minute, time.Second)
+		if n := l.ran("sync", time.Date(2026, 3, 1, 12, 0, 50, 0, time.UTC)); n != 1 {
+			t.Fatalf("slot 12:00:50 ran %d times, want once", n)
+		}
+		if _, err := m.mon.AlertList(context.Background(), store.AlertListParams{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := st.LeaseAcquire(context.Background(), store.LeaseAcquireParams{Name: monitorLease, Owner: "probe", TTL: time.Second}); err != nil {
+			t.Fatal(err)
+		}
+		if lease, err := st.LeaseGet(context.Background(), monitorLease); err != nil || lease.Owner != "probe" || lease.Generation != 1 {
+			t.Fatalf("the monitor lease was taken before (%+v, %v): a store without Monitor ran checks", lease, err)
+		}
+	})
+}
+
+// plainStore hides a store's optional interfaces (Monitor, Liveness).
+type plainStore struct{ store.Store }
+
+// BenchmarkMonitorPass measures one pass of the absence checks over 300
+// jobs registered by one replica, each with a deadline and ten run rows:
+// its duration and, on PostgreSQL, its round trips counted at the driver.
+// "quiet": every deadline slot completed, nothing to raise; "alerting":
+// none was, so each pass refreshes 300 open deadline_missed alerts.
+//
+//	go test -run '^$' -bench MonitorPass -benchtime 20x .
+func BenchmarkMonitorPass(b *testing.B) {
+	const jobs = 300
+	now := time.Date(2026, 3, 1, 12, 0, 30, 0, time.UTC)
+	bench := func(b *testing.B, open func(b *testing.B, db *clock.Fake) (store.Store, *benchTrips), alerting bool) {
+		ctx := b.Context()
+		// The database clock reads an hour earlier at the first heartbeat,
+		// so every job's deadline slot (12:00:00) is judged.
+		db := clock.NewFake(now.Add(-time.Hour))
+		st, trips := open(b, db)
+		s, err := New(Config{Store: st, Owner: "bench", Logger: quiet, Clock: db})
+		if err != nil {
+			b.Fatal(err)
+		}
+		noop := func(context.Context, *Run) error { return nil }
+		slot := now.Truncate(time.Minute)
+		for i := range jobs {
+			name := fmt.Sprintf("job-%03d", i)
+			if err := s.Register(Job{Name: name, Schedule: "@every 1m", Deadline: 20 * time.Second, Handler: noop}); err != nil {
+				b.Fatal(err)
+			}
+			for k := range 10 {
+				sl := slot.Add(-time.Duration(k+1) * time.Minute)
+				if _, err := st.RunInsert(ctx, store.Run{Job: name, Slot: sl, Owner: "bench", Attempt: 1, Success: true,
+					StartedAt: sl, FinishedAt: sl.Add(time.Second), Logs: []string{"one line of output"}}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		s.heartbeat(ctx, db.Now())
+		db.Advance(time.Hour)
+		if !alerting {
+			for i := range jobs {
+				name := fmt.Sprintf("job-%03d", i)
+				r, err := st.SlotClaim(ctx, store.SlotClaimParams{Job: name, Slot: slot, LeaseName: "job:" + name, Owner: "bench", TTL: time.Minute, MaxAttempts: 1})
+				if err != nil || !r.Claimed {
+					b.Fatalf("claim %s: %+v, %v", name, r, err)
+				}
+				if _, err := st.SlotFinish(ctx, store.SlotFinishParams{Job: name, Slot: slot, LeaseName: r.Lease.Name, Owner: "bench",
+					Generation: r.Lease.Generation, Status: store.SlotCompleted, Run: store.Run{Attempt: 1, Success: true, StartedAt: r.Lease.AcquiredAt}}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		s.heartbeat(ctx, db.Now())
+		mon := st.(store.Monitor)
+		s.monitorPass(ctx, mon) // takes the lease, prepares the statements
+		if s.monitor.lease.Generation == 0 {
+			b.Fatal("the pass did not take the monitor lease")
+		}
+		openAlerts, err := mon.AlertList(ctx, store.AlertListParams{OpenOnly: true, Limit: 1000})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if want := map[bool]int{false: 0, true: jobs}[alerting]; len(openAlerts) != want {
+			b.Fatalf("%d open alerts, want %d", len(openAlerts), want)
+		}
+		var rt int64
+		for b.Loop() {
+			var t0 int64
+			if trips != nil {
+				t0 = trips.total()
+			}
+			s.monitorPass(ctx, mon)
+			if trips != nil {
+				rt += trips.total() - t0
+			}
+		}
+		if trips != nil {
+			b.ReportMetric(float64(rt)/float64(b.N), "rt/pass")
+		}
+	}
+	openPostgres := func(b *testing.B, db *clock.Fake) (store.Store, *benchTrips) {
+		base, schema := pgtest.Schema(b)
+		trips := &benchTrips{}
+		cfg := base.Config()
+		cfg.ConnConfig.Tracer = trips
+		cfg.ShouldPing = trips.shouldPing
+		pool, err := pgxpool.NewWithConfig(b.Context(), cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(pool.Close)
+		st, err := postgres.New(pool, &postgres.Config{Schema: schema, NowFunc: db.Now})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := st.Migrate(b.Context()); err != nil {
+			b.Fatal(err)
+		}
+		return st, trips
+	}
+	openSQLite := func(b *testing.B, db *clock.Fake) (store.Store, *benchTrips) {
+		st, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "bench.db"), &sqlite.Config{NowFunc: db.Now})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = st.Close() })
+		if err := st.Migrate(b.Context()); err != nil {
+			b.Fatal(err)
+		}
+		return st, nil
+	}
+	for _, alerting := range []bool{false, true} {
+		name := map[bool]string{false: "quiet", true: "alerting"}[alerting]
+		b.Run("postgres/"+name, func(b *testing.B) { bench(b, openPostgres, alerting) })
+		b.Run("sqlite/"+name, func(b *testing.B) { bench(b, openSQLite, alerting) })
+	}
+}
+
+func TestAlertThresholdDefaultsAndValidation(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name       string
+		cfg        Config
+		wantEvery  time.Duration
+		wantAlerts AlertThresholds
+		wantErr    string
+	}{
+		{name: "defaults", wantEvery: 15 * time.Second,
+			wantAlerts: AlertThresholds{SkipStreak: 3, ClockOffset: 2 * time.Second, ReplicaStale: 30 * time.Second, OrphanWindow: 24 * time.Hour}},
+		{name: "stale follows the heartbeat", cfg: Config{HeartbeatEvery: 2 * time.Second}, wantEvery: 15 * time.Second,
+			wantAlerts: AlertThresholds{SkipStreak: 3, ClockOffset: 2 * time.Second, ReplicaStale: 6 * time.Second, OrphanWindow: 24 * time.Hour}},
+		{name: "set and disabled", cfg: Config{CheckEvery: -1, Alerts: AlertThresholds{SkipStreak: -1, ClockOffset: time.Minute, ReplicaStale: time.Minute, OrphanWindow: -1}},
+			wantEvery: -1, wantAlerts: AlertThresholds{SkipStreak: -1, ClockOffset: time.Minute, ReplicaStale: time.Minute, OrphanWindow: -1}},
+		{name: "too frequent", cfg: Config{CheckEvery: 500 * time.Millisecond}, wantErr: "Config.CheckEvery must be at least 1s"},
+		{name: "longer than a lease may last", cfg: Config{CheckEvery: 85 * time.Hour}, wantErr: "Config.CheckEvery must be at most 84h0m0s"},
+		{name: "negative staleness", cfg: Config{Alerts: AlertThresholds{ReplicaStale: -time.Second}}, wantErr: "Config.Alerts.ReplicaStale must not be negative"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := tc.cfg
+			cfg.Store = plainStore{}
+			s, err := New(cfg)
+			if tc.wantErr != "" {
+				if err == nil || !errors.Is(err, store.ErrInvalidArgument) || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("New: %v, want an error containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.cfg.CheckEvery != tc.wantEvery || s.cfg.Alerts != tc.wantAlerts {
+				t.Fatalf("CheckEvery %s, Alerts %+v; want %s, %+v", s.cfg.CheckEvery, s.cfg.Alerts, tc.wantEvery, tc.wantAlerts)
+			}
+		})
+	}
+	// The checks' own thresholds: a negative one is off (zero).
+	got := AlertThresholds{SkipStreak: -1, ClockOffset: -1, ReplicaStale: time.Minute, OrphanWindow: -1}.absence()
+	if got.SkipStreak != 0 || got.ClockOffset != 0 || got.OrphanWindow != 0 || got.ReplicaStale != time.Minute {
+		t.Fatalf("absence thresholds %+v: want the negative ones off (zero)", got)
+	}
+}
+
+// One replica runs the checks, keeping the monitor lease from pass to pass;
+// its Stop gives the lease up, and another replica takes the checks over at
+// its next pass instead of after the lease's TTL.
+func TestMonitorLeaseHeldAcrossPassesAndReleasedAtStop(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		m := newMonitored(t, c)
+		job := Job{Name: "sync", Schedule: "@every 1m", Handler: func(ctx context.Context, run *Run) error { return nil }}
+		a := m.start("replica-0", nil, job)
+		b := m.start("replica-1", nil, job)
+		st := c.open(t)
+		lease := func() store.Lease {
+			l, err := st.LeaseGet(context.Background(), monitorLease)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return l
+		}
+		first := lease()
+		m.advance(time.Minute, time.Second)
+		l := lease()
+		if l.Generation != first.Generation || !l.RenewedAt.After(first.RenewedAt) {
+			t.Fatalf("monitor lease %+v after a minute, first %+v: want the same generation, renewed", l, first)
+		}
+		holder, other := a, b
+		if l.Owner == b.cfg.Owner {
+			holder, other = b, a
+		}
+		m.stop(holder)
+		if l := lease(); l.ExpiresAt.After(c.db.Now()) {
+			t.Fatalf("monitor lease %+v still held after its holder stopped at %s", l, c.db.Now())
+		}
+		// The other replica tries at each of its passes, every CheckEvery.
+		m.advanceUntil("the other replica takes the checks over", DefaultCheckEvery, time.Second, func() bool {
+			return lease().Owner == other.cfg.Owner
+		})
+		if l := lease(); l.Generation != first.Generation+1 {
+			t.Fatalf("monitor lease %+v after the stop: want generation %d", l, first.Generation+1)
+		}
+	})
+}

@@ -1,0 +1,229 @@
+package cronfence
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"runtime/debug"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/cronfence/cronfence/store"
+)
+
+// DefaultHeartbeatEvery is how often a replica records itself in the
+// replica registry when Config.HeartbeatEvery is zero.
+const DefaultHeartbeatEvery = 10 * time.Second
+
+// removeTimeout bounds the round trip that removes this replica's row at
+// Stop, so a store that went away does not hold up shutdown for long.
+const removeTimeout = 5 * time.Second
+
+// registry is this replica's side of the replica registry (store.Monitor):
+// a heartbeat at Start, after Register adds a job, and every
+// Config.HeartbeatEvery, all from the scheduler's tick on its clock, and the
+// row's removal at Stop. A replica whose store lacks Monitor, or whose
+// HeartbeatEvery is negative, keeps no row.
+//
+// The heartbeat is sent from Start and from the loop goroutine only, and
+// the removal runs after that loop ended, so a late heartbeat can never
+// write the row back after its removal.
+type registry struct {
+	mu      sync.Mutex
+	next    time.Time // when the next heartbeat is due; zero: at the next tick
+	dirty   bool      // a job was registered since the last heartbeat
+	failing bool      // the last heartbeat failed; warned once per streak
+}
+
+// replicaMonitor returns the store's Monitor when this replica keeps a registry
+// row.
+func (s *Scheduler) replicaMonitor() (store.Monitor, bool) {
+	if s.cfg.HeartbeatEvery < 0 {
+		return nil, false
+	}
+	m, ok := s.store.(store.Monitor)
+	return m, ok
+}
+
+// jobsChanged marks the registry row stale after Register: the next tick
+// sends it again.
+func (s *Scheduler) jobsChanged() {
+	s.reg.mu.Lock()
+	s.reg.dirty = true
+	s.reg.mu.Unlock()
+}
+
+// heartbeatIfDue sends the heartbeat when it is due or the jobs changed.
+// Called from tick with the replica's clock.
+func (s *Scheduler) heartbeatIfDue(ctx context.Context, now time.Time) {
+	if _, ok := s.replicaMonitor(); !ok {
+		return
+	}
+	s.reg.mu.Lock()
+	due := s.reg.dirty || !now.Before(s.reg.next)
+	s.reg.mu.Unlock()
+	if due {
+		s.heartbeat(ctx, now)
+	}
+}
+
+// heartbeat records this replica. A failure is logged (once until the next
+// success) and retried at the next tick, since the next heartbeat stays
+// due.
+func (s *Scheduler) heartbeat(ctx context.Context, now time.Time) {
+	m, ok := s.replicaMonitor()
+	if !ok {
+		return
+	}
+	s.reg.mu.Lock()
+	s.reg.dirty = false // a Register from here on marks it again
+	s.reg.mu.Unlock()
+	_, err := m.ReplicaHeartbeat(ctx, s.replicaRow())
+
+	s.reg.mu.Lock()
+	defer s.reg.mu.Unlock()
+	if err != nil {
+		s.reg.dirty = true // retry at the next tick, whatever the interval
+		if !s.reg.failing && ctx.Err() == nil {
+			s.log.Warn("cronfence: replica heartbeat failed; retrying at the next tick", "error", err)
+		}
+		s.reg.failing = true
+		return
+	}
+	if s.reg.failing {
+		s.log.Info("cronfence: replica heartbeat recorded again")
+	}
+	s.reg.failing = false
+	s.reg.next = now.Add(s.cfg.HeartbeatEvery)
+}
+
+// removeReplica deletes this replica's row at Stop. A failure only leaves
+// the row to age: readers judge liveness by HeartbeatAt, and Prune removes
+// it after the retention.
+func (s *Scheduler) removeReplica() {
+	m, ok := s.replicaMonitor()
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), removeTimeout)
+	defer cancel()
+	if err := m.ReplicaRemove(ctx, s.cfg.Owner); err != nil {
+		s.log.Warn("cronfence: could not remove this replica from the registry; its row ages out", "error", err)
+	}
+}
+
+// replicaRow is this replica as the registry records it.
+func (s *Scheduler) replicaRow() store.Replica {
+	s.mu.Lock()
+	jobs := make([]store.ReplicaJob, 0, len(s.jobs))
+	for _, r := range s.jobs {
+		jobs = append(jobs, replicaJob(r.Job))
+	}
+	s.mu.Unlock()
+	sort.Slice(jobs, func(i, j int) bool { return jobs[i].Name < jobs[j].Name })
+	return store.Replica{
+		Owner:       s.cfg.Owner,
+		Host:        hostname(),
+		PID:         os.Getpid(),
+		Version:     s.cfg.Version,
+		ClockOffset: s.ClockOffset(),
+		Timers:      !s.cfg.DisableTimers,
+		Jobs:        jobs,
+	}
+}
+
+// replicaJob is a registered job's settings, as every replica must
+// declare them alike, with their hash. A zone left empty is UTC, so a
+// replica that spells it out does not differ from one that does not.
+func replicaJob(j Job) store.ReplicaJob {
+	zone := j.TimeZone
+	if zone == "" {
+		zone = "UTC"
+	}
+	rj := store.ReplicaJob{
+		Name: j.Name, Schedule: j.Schedule, TimeZone: zone, Timeout: j.Timeout, LeaseTTL: j.LeaseTTL,
+		CatchUpWindow: j.CatchUpWindow, Overlap: string(j.Overlap), Deadline: j.Deadline,
+		MaxAttempts: j.MaxAttempts, Disabled: j.Disabled,
+	}
+	rj.Hash = settingsHash(rj)
+	return rj
+}
+
+// settingsHash is the first 16 hex digits of the SHA-256 of the settings'
+// JSON (Hash left empty). encoding/json writes struct fields in declaration
+// order, so equal settings give equal bytes on every replica of one build.
+func settingsHash(rj store.ReplicaJob) string {
+	rj.Hash = ""
+	b, err := json.Marshal(rj)
+	if err != nil {
+		// Strings, durations, ints and bools always encode.
+		panic(fmt.Sprintf("cronfence: encoding job settings: %v", err))
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])[:16]
+}
+
+// Replicas returns the replica registry: every replica that recorded
+// itself, by owner, with its last heartbeat (by the database clock: compare
+// with Store().Now, not this replica's clock). A replica that crashed stays
+// listed, its heartbeat ageing, until pruned. The error wraps
+// errors.ErrUnsupported when the store keeps no registry (does not
+// implement store.Monitor).
+func (s *Scheduler) Replicas(ctx context.Context) ([]store.Replica, error) {
+	m, ok := s.store.(store.Monitor)
+	if !ok {
+		return nil, fmt.Errorf("cronfence: the store (%T) keeps no replica registry: %w", s.store, errors.ErrUnsupported)
+	}
+	replicas, err := m.ReplicaList(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cronfence: list replicas: %w", err)
+	}
+	return replicas, nil
+}
+
+var hostname = sync.OnceValue(func() string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return "unknown-host"
+	}
+	if len(h) > store.MaxReplicaTextBytes {
+		h = h[:store.MaxReplicaTextBytes]
+	}
+	return h
+})
+
+// buildVersion is the main module's version from the build info; for a
+// build from a source tree, "devel" and the VCS revision.
+var buildVersion = sync.OnceValue(func() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	var rev, modified string
+	for _, st := range bi.Settings {
+		switch st.Key {
+		case "vcs.revision":
+			rev = st.Value
+		case "vcs.modified":
+			modified = st.Value
+		}
+	}
+	if rev == "" {
+		return "devel"
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if modified == "true" {
+		rev += "-dirty"
+	}
+	return "devel+" + rev
+})

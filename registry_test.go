@@ -1,0 +1,248 @@
+package cronfence
+
+import (
+	"context"
+	"errors"
+	"os"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cronfence/cronfence/store"
+	"github.com/cronfence/cronfence/store/postgres"
+	"github.com/cronfence/cronfence/store/sqlite"
+)
+
+func nopHandler(context.Context, *Run) error { return nil }
+
+// replicaRows lists the registry through s and indexes it by owner.
+func replicaRows(t *testing.T, s *Scheduler) map[string]store.Replica {
+	t.Helper()
+	list, err := s.Replicas(context.Background())
+	if err != nil {
+		t.Fatalf("Replicas: %v", err)
+	}
+	rows := map[string]store.Replica{}
+	for i, r := range list {
+		if i > 0 && list[i-1].Owner >= r.Owner {
+			t.Fatalf("Replicas not by owner: %q before %q", list[i-1].Owner, r.Owner)
+		}
+		rows[r.Owner] = r
+	}
+	return rows
+}
+
+// jobHashes maps each job of a replica row to its settings hash.
+func jobHashes(r store.Replica) map[string]string {
+	out := map[string]string{}
+	for _, j := range r.Jobs {
+		out[j.Name] = j.Hash
+	}
+	return out
+}
+
+var hashPattern = regexp.MustCompile(`^[0-9a-f]{16}$`)
+
+func TestReplicaRegistry(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		report := Job{Name: "report", Schedule: "30 * * * *", TimeZone: "America/Sao_Paulo", Deadline: time.Hour, Handler: nopHandler}
+		tick := Job{Name: "tick", Schedule: "@every 10s", Handler: nopHandler}
+		drifted := report
+		drifted.Schedule = "0 * * * *" // a rolling deploy half done
+		start := c.db.Now()
+		a := c.start("replica-a", 0, report, tick)
+		c.start("replica-b", 0, report, tick)
+		c.startWith(Config{Owner: "replica-c", Clock: offsetClock{c.db, 0}, Retention: -1, Version: "v9.9.9"}, drifted, tick)
+
+		rows := replicaRows(t, a)
+		if len(rows) != 3 {
+			t.Fatalf("registry has %d replicas, want 3: %+v", len(rows), rows)
+		}
+		for owner, r := range rows {
+			if r.Host != hostname() || r.PID != os.Getpid() || r.Version == "" || !r.Timers {
+				t.Errorf("replica %s: host %q, pid %d, version %q, timers %v", owner, r.Host, r.PID, r.Version, r.Timers)
+			}
+			if !r.StartedAt.Equal(start) || !r.HeartbeatAt.Equal(start) {
+				t.Errorf("replica %s: started %s, heartbeat %s; want both the database clock at start, %s", owner, r.StartedAt, r.HeartbeatAt, start)
+			}
+			if len(r.Jobs) != 2 || r.Jobs[0].Name != "report" || r.Jobs[1].Name != "tick" {
+				t.Fatalf("replica %s registers %+v, want report and tick", owner, r.Jobs)
+			}
+			for _, j := range r.Jobs {
+				if !hashPattern.MatchString(j.Hash) {
+					t.Errorf("replica %s job %s: hash %q, want 16 hex digits", owner, j.Name, j.Hash)
+				}
+			}
+		}
+		if v := rows["replica-c"].Version; v != "v9.9.9" {
+			t.Errorf("replica-c version %q, want Config.Version v9.9.9", v)
+		}
+		got := rows["replica-a"].Jobs[0]
+		want := store.ReplicaJob{Name: "report", Schedule: "30 * * * *", TimeZone: "America/Sao_Paulo", LeaseTTL: DefaultLeaseTTL,
+			Overlap: "skip", Deadline: time.Hour, MaxAttempts: DefaultMaxAttempts, Hash: got.Hash}
+		if got != want {
+			t.Errorf("replica-a's report job = %+v, want %+v", got, want)
+		}
+		if rows["replica-a"].Jobs[1].TimeZone != "UTC" {
+			t.Errorf("a job without a zone registers zone %q, want UTC", rows["replica-a"].Jobs[1].TimeZone)
+		}
+		ha, hb, hc := jobHashes(rows["replica-a"]), jobHashes(rows["replica-b"]), jobHashes(rows["replica-c"])
+		if ha["report"] != hb["report"] || ha["tick"] != hb["tick"] || ha["tick"] != hc["tick"] {
+			t.Errorf("replicas registering the same settings show different hashes: a %v, b %v, c %v", ha, hb, hc)
+		}
+		if ha["report"] == hc["report"] {
+			t.Errorf("replica-c registers report with another schedule but the same hash %s", hc["report"])
+		}
+
+		// Heartbeats follow the (fake) clock: every HeartbeatEvery, not
+		// every tick; StartedAt stays.
+		c.advance(DefaultHeartbeatEvery, time.Second)
+		for owner, r := range replicaRows(t, a) {
+			if !r.HeartbeatAt.Equal(start.Add(DefaultHeartbeatEvery)) || !r.StartedAt.Equal(start) {
+				t.Errorf("after %s, replica %s: heartbeat %s, started %s; want %s and %s", DefaultHeartbeatEvery, owner,
+					r.HeartbeatAt, r.StartedAt, start.Add(DefaultHeartbeatEvery), start)
+			}
+		}
+		c.advance(5*time.Second, time.Second)
+		if r := replicaRows(t, a)["replica-b"]; !r.HeartbeatAt.Equal(start.Add(DefaultHeartbeatEvery)) {
+			t.Errorf("5s after a heartbeat, replica-b's heartbeat is %s, want it unchanged at %s", r.HeartbeatAt, start.Add(DefaultHeartbeatEvery))
+		}
+
+		// A job registered after Start goes out at the next tick, ahead of
+		// the interval.
+		if err := a.Register(Job{Name: "late", Schedule: "@daily", Handler: nopHandler}); err != nil {
+			t.Fatal(err)
+		}
+		c.advance(time.Second, time.Second)
+		r := replicaRows(t, a)["replica-a"]
+		if _, ok := jobHashes(r)["late"]; !ok || !r.HeartbeatAt.Equal(c.db.Now()) {
+			t.Errorf("a tick after Register, replica-a registers %v at heartbeat %s; want late included at %s", jobHashes(r), r.HeartbeatAt, c.db.Now())
+		}
+
+		// Stop removes the row.
+		c.stop(c.replicas[1])
+		rows = replicaRows(t, a)
+		if _, ok := rows["replica-b"]; ok || len(rows) != 2 {
+			t.Fatalf("after replica-b stopped, the registry lists %v", rows)
+		}
+		c.wantNeverDown()
+	})
+}
+
+// A heartbeat that fails (here: the table is renamed away under the
+// replica) is retried at the next tick, not a whole interval later.
+func TestReplicaHeartbeatRetriedNextTick(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		a := c.start("replica-a", 0, Job{Name: "tick", Schedule: "@every 10s", Handler: nopHandler})
+		start := c.db.Now()
+		renameTable := func(from, to string) {
+			t.Helper()
+			var err error
+			switch st := a.store.(type) {
+			case *sqlite.Store:
+				_, err = st.DB().Exec(`ALTER TABLE ` + from + ` RENAME TO ` + to)
+			case *postgres.Store:
+				_, err = st.Pool().Exec(context.Background(),
+					`ALTER TABLE `+pgx.Identifier{st.Schema(), from}.Sanitize()+` RENAME TO `+pgx.Identifier{to}.Sanitize())
+			default:
+				t.Fatalf("store %T", st)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		table := "replicas"
+		if c.kind == "sqlite" {
+			table = "cronfence_replicas"
+		}
+		renameTable(table, "replicas_away")
+		c.advance(DefaultHeartbeatEvery, time.Second) // this heartbeat fails
+		renameTable("replicas_away", table)
+		if r := replicaRows(t, a)["replica-a"]; !r.HeartbeatAt.Equal(start) {
+			t.Fatalf("heartbeat at %s while the table was away, want it still at %s", r.HeartbeatAt, start)
+		}
+		c.advance(time.Second, time.Second)
+		if r := replicaRows(t, a)["replica-a"]; !r.HeartbeatAt.Equal(c.db.Now()) {
+			t.Fatalf("a tick after the failure, heartbeat at %s; want it retried at %s", r.HeartbeatAt, c.db.Now())
+		}
+	})
+}
+
+// A replica with timers disabled is listed with Timers false and removed at
+// Stop; one with HeartbeatEvery negative is not listed; a store without
+// Monitor makes Replicas say so.
+func TestReplicaRegistryOptions(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		job := Job{Name: "tick", Schedule: "@every 10s", Handler: nopHandler}
+		worker := c.start("worker", 0, job)
+		api := c.startWith(Config{Owner: "api", Clock: offsetClock{c.db, 0}, Retention: -1, DisableTimers: true}, job)
+		c.startWith(Config{Owner: "unlisted", Clock: offsetClock{c.db, 0}, Retention: -1, HeartbeatEvery: -1}, job)
+
+		rows := replicaRows(t, worker)
+		if len(rows) != 2 || !rows["worker"].Timers || rows["api"].Timers || len(rows["api"].Jobs) != 1 {
+			t.Fatalf("registry = %+v; want worker (timers) and api (no timers) only", rows)
+		}
+		// The API replica has no timers but keeps its row fresh, so it never
+		// looks dead while it serves.
+		first := rows["api"].HeartbeatAt
+		c.advance(30*time.Second, 5*time.Second)
+		if hb := replicaRows(t, worker)["api"].HeartbeatAt; hb.Sub(first) < 20*time.Second {
+			t.Fatalf("API replica's heartbeat moved from %s to %s over 30s; want it renewed every 10s", first, hb)
+		}
+		c.stop(api)
+		if rows := replicaRows(t, worker); len(rows) != 1 || rows["worker"].Owner != "worker" {
+			t.Fatalf("after the API replica stopped, registry = %+v; want the worker only", rows)
+		}
+
+		bare, err := New(Config{Store: struct{ store.Store }{c.open(t)}, Logger: quiet, Clock: offsetClock{c.db, 0}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := bare.Replicas(context.Background()); !errors.Is(err, errors.ErrUnsupported) {
+			t.Fatalf("Replicas on a store without Monitor = %v, want errors.ErrUnsupported", err)
+		}
+	})
+}
+
+// The hash depends on every setting and on nothing else.
+func TestSettingsHash(t *testing.T) {
+	t.Parallel()
+	base := Job{Name: "j", Schedule: "0 2 * * *", LeaseTTL: time.Minute, Overlap: OverlapSkip, MaxAttempts: 3}
+	h := replicaJob(base).Hash
+	if !hashPattern.MatchString(h) {
+		t.Fatalf("hash %q, want 16 hex digits", h)
+	}
+	if replicaJob(base).Hash != h {
+		t.Fatal("the hash of one job differs between calls")
+	}
+	utc := base
+	utc.TimeZone = "UTC"
+	if replicaJob(utc).Hash != h {
+		t.Error("an empty zone and UTC hash differently")
+	}
+	handler := base
+	handler.Handler, handler.RunWhenStoreDown = nopHandler, true
+	if replicaJob(handler).Hash != h {
+		t.Error("the handler or RunWhenStoreDown changed the hash; only the registered settings should")
+	}
+	for name, mut := range map[string]func(*Job){
+		"name":      func(j *Job) { j.Name = "k" },
+		"schedule":  func(j *Job) { j.Schedule = "0 3 * * *" },
+		"zone":      func(j *Job) { j.TimeZone = "Europe/Lisbon" },
+		"timeout":   func(j *Job) { j.Timeout = time.Hour },
+		"lease TTL": func(j *Job) { j.LeaseTTL = 2 * time.Minute },
+		"catch-up":  func(j *Job) { j.CatchUpWindow = time.Hour },
+		"overlap":   func(j *Job) { j.Overlap = OverlapBufferOne },
+		"deadline":  func(j *Job) { j.Deadline = time.Hour },
+		"attempts":  func(j *Job) { j.MaxAttempts = 1 },
+		"disabled":  func(j *Job) { j.Disabled = true },
+	} {
+		j := base
+		mut(&j)
+		if replicaJob(j).Hash == h {
+			t.Errorf("changing the %s kept the hash %s", name, h)
+		}
+	}
+}
