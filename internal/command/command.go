@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -63,6 +64,17 @@ type Spec struct {
 	// Inherit gives the command this process's stdout and stderr instead
 	// of capturing them; Result.Output is then empty. Defaults to false.
 	Inherit bool
+	// Supervisor is the argv of a program that calls Supervise with the
+	// arguments Run appends (the running binary re-executed, as
+	// SelfSupervisor returns). The supervisor reaps and kills every
+	// descendant of the command, including those that left its group, and
+	// kills them all when this process dies. Linux only. Defaults to none:
+	// the command is this process's child and only its group is covered.
+	Supervisor []string
+	// KillNow, closed after ctx ended, cuts KillGrace short: everything of
+	// the command gets SIGKILL at once (a second SIGINT, say). Defaults to
+	// nil: the whole grace.
+	KillNow <-chan struct{}
 }
 
 // Result is how a run ended.
@@ -87,7 +99,9 @@ type Result struct {
 
 // Run runs spec's command in a process group of its own and waits for it.
 // When ctx ends the group gets SIGTERM, then SIGKILL after spec.KillGrace;
-// when the command exits, whatever is left of its group gets SIGKILL.
+// when the command exits, whatever is left of its group gets SIGKILL. With
+// spec.Supervisor set, a supervisor process does the same for every
+// descendant, in the group or not (see the package documentation).
 func Run(ctx context.Context, spec Spec) Result {
 	cmd, err := build(spec)
 	if err != nil {
@@ -107,6 +121,7 @@ func Run(ctx context.Context, spec Spec) Result {
 
 	var (
 		r     *os.File
+		w     *os.File
 		tail  = newTail(maxOut)
 		drain = make(chan struct{})
 	)
@@ -114,7 +129,6 @@ func Run(ctx context.Context, spec Spec) Result {
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 		close(drain)
 	} else {
-		var w *os.File
 		r, w, err = os.Pipe()
 		if err != nil {
 			return Result{ExitCode: exitNotStarted, Err: fmt.Errorf("command: %s: output pipe: %w", describe(spec), err)}
@@ -123,31 +137,87 @@ func Run(ctx context.Context, spec Spec) Result {
 		defer r.Close()
 		defer w.Close() // after Start, the child holds its own copy
 	}
-
-	// The parent-death signal (dieWithParent) follows the OS thread that
-	// forks: keep this goroutine on it until the command is reaped, so no
-	// other goroutine can lock the thread and end it while the command runs.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	if err := cmd.Start(); err != nil {
-		return Result{ExitCode: exitNotStarted, Err: fmt.Errorf("command: start %s: %w", describe(spec), err)}
-	}
-	if r != nil {
-		_ = cmd.Stdout.(*os.File).Close() // only the child writes now: EOF when the group is gone
+	onStart := func() {
+		if r == nil {
+			return
+		}
+		_ = w.Close() // only the child writes now: EOF when the last holder is gone
 		go func() {
 			defer close(drain)
 			_, _ = io.Copy(tail, r)
 		}()
 	}
-	pgid := cmd.Process.Pid
 
+	// The parent-death signal (Pdeathsig) follows the OS thread that forks:
+	// keep this goroutine on it until the child is reaped, so no other
+	// goroutine can lock the thread and end it while the child runs.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var o outcome
+	if len(spec.Supervisor) > 0 {
+		o = runSupervised(ctx, spec, cmd, grace, onStart)
+	} else {
+		o = runDirect(ctx, spec, cmd, grace, onStart)
+	}
+	if o.startErr != nil {
+		return Result{ExitCode: exitNotStarted, Err: o.startErr}
+	}
+
+	if r != nil {
+		select {
+		case <-drain:
+		case <-time.After(drainTimeout):
+			// A descendant out of reach holds the pipe open.
+			_ = r.SetReadDeadline(time.Now())
+			<-drain
+		}
+	}
+	res := Result{ExitCode: o.code, Output: tail.lines()}
+	var errs []error
+	switch {
+	case o.signal != 0:
+		res.Signaled = true
+		res.ExitCode = 128 + int(o.signal)
+		errs = append(errs, fmt.Errorf("command: %s killed by signal %s", describe(spec), o.signal))
+	case o.code != 0:
+		errs = append(errs, fmt.Errorf("command: %s exited with status %d", describe(spec), o.code))
+	case o.waitErr != nil:
+		errs = append(errs, fmt.Errorf("command: %s: %w", describe(spec), o.waitErr))
+	}
+	if o.note != nil {
+		errs = append(errs, o.note)
+	}
+	if o.cancelled {
+		errs = append(errs, fmt.Errorf("command: %s cancelled: %w", describe(spec), context.Cause(ctx)))
+	}
+	res.Err = errors.Join(errs...)
+	return res
+}
+
+// outcome is how a started (or not started) command ended, whichever way
+// it was run.
+type outcome struct {
+	startErr  error          // the command never started
+	code      int            // its exit status when it exited
+	signal    syscall.Signal // the signal that killed it, or 0
+	waitErr   error          // waiting for it failed
+	note      error          // something else worth reporting (a dead supervisor)
+	cancelled bool           // ctx ended before it exited
+}
+
+// runDirect runs cmd as a child of this process, leading its own group.
+func runDirect(ctx context.Context, spec Spec, cmd *exec.Cmd, grace time.Duration, onStart func()) outcome {
+	if err := cmd.Start(); err != nil {
+		return outcome{startErr: fmt.Errorf("command: start %s: %w", describe(spec), err)}
+	}
+	onStart()
+	pgid := cmd.Process.Pid
 	exited := make(chan struct{})
 	var (
-		wg        sync.WaitGroup
-		cancelled bool // written by the goroutine, read after wg.Wait
+		wg sync.WaitGroup
+		o  outcome // cancelled is written by the goroutine, read after wg.Wait
 	)
-	wg.Go(func() { cancelled = signalOnCancel(ctx, pgid, grace, exited) })
-
+	wg.Go(func() { o.cancelled = signalOnCancel(ctx, pgid, grace, spec.KillNow, exited) })
 	reaped, waitErr := waitExit(cmd)
 	close(exited)
 	wg.Wait()
@@ -157,41 +227,18 @@ func Run(ctx context.Context, spec Spec) Result {
 	if !reaped {
 		waitErr = cmd.Wait()
 	}
-
-	if r != nil {
-		select {
-		case <-drain:
-		case <-time.After(drainTimeout):
-			// A descendant that left the group holds the pipe open.
-			_ = r.SetReadDeadline(time.Now())
-			<-drain
-		}
-	}
-
-	res := Result{ExitCode: cmd.ProcessState.ExitCode(), Output: tail.lines()}
+	o.code = cmd.ProcessState.ExitCode()
+	o.waitErr = waitErr
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		res.Signaled = true
-		res.ExitCode = 128 + int(ws.Signal())
+		o.signal = ws.Signal()
 	}
-	var errs []error
-	switch {
-	case res.Signaled:
-		errs = append(errs, fmt.Errorf("command: %s killed by signal %s", describe(spec), cmd.ProcessState.Sys().(syscall.WaitStatus).Signal()))
-	case res.ExitCode != 0:
-		errs = append(errs, fmt.Errorf("command: %s exited with status %d", describe(spec), res.ExitCode))
-	case waitErr != nil:
-		errs = append(errs, fmt.Errorf("command: %s: %w", describe(spec), waitErr))
-	}
-	if cancelled {
-		errs = append(errs, fmt.Errorf("command: %s cancelled: %w", describe(spec), context.Cause(ctx)))
-	}
-	res.Err = errors.Join(errs...)
-	return res
+	return o
 }
 
 // signalOnCancel sends SIGTERM to the group when ctx ends, then SIGKILL
-// after grace, until exited is closed. It reports whether ctx ended first.
-func signalOnCancel(ctx context.Context, pgid int, grace time.Duration, exited <-chan struct{}) (cancelled bool) {
+// after grace or as soon as killNow is closed, until exited is closed. It
+// reports whether ctx ended first.
+func signalOnCancel(ctx context.Context, pgid int, grace time.Duration, killNow <-chan struct{}, exited <-chan struct{}) (cancelled bool) {
 	select {
 	case <-exited:
 		return false
@@ -203,6 +250,8 @@ func signalOnCancel(ctx context.Context, pgid int, grace time.Duration, exited <
 	select {
 	case <-exited:
 	case <-t.C:
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	case <-killNow:
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	}
 	return true
@@ -221,6 +270,10 @@ func build(spec Spec) (*exec.Cmd, error) {
 		return nil, fmt.Errorf("%w: KillGrace must not be negative, got %s", ErrInvalid, spec.KillGrace)
 	case spec.MaxOutput < 0:
 		return nil, fmt.Errorf("%w: MaxOutput must not be negative, got %d", ErrInvalid, spec.MaxOutput)
+	case len(spec.Supervisor) > 0 && !supervisorSupported:
+		return nil, fmt.Errorf("%w: Supervisor needs Linux (PR_SET_CHILD_SUBREAPER), this is %s", ErrInvalid, runtime.GOOS)
+	case len(spec.Supervisor) > 0 && spec.Supervisor[0] == "":
+		return nil, fmt.Errorf("%w: Supervisor[0], the supervisor program, is empty", ErrInvalid)
 	}
 	if spec.Dir != "" {
 		fi, err := os.Stat(spec.Dir)
@@ -239,6 +292,18 @@ func build(spec Spec) (*exec.Cmd, error) {
 	}
 	if cmd.Err != nil {
 		return nil, fmt.Errorf("command: start %s: %w", describe(spec), cmd.Err)
+	}
+	if len(spec.Supervisor) > 0 {
+		// The supervisor starts the program; what a direct start would
+		// report (not found, not executable) is checked here, where the
+		// error keeps its type.
+		path := cmd.Path
+		if spec.Dir != "" && !filepath.IsAbs(path) {
+			path = filepath.Join(spec.Dir, path)
+		}
+		if _, err := exec.LookPath(path); err != nil {
+			return nil, fmt.Errorf("command: start %s: %w", describe(spec), err)
+		}
 	}
 	cmd.Env = append(os.Environ(), spec.Env...)
 	cmd.Dir = spec.Dir

@@ -17,7 +17,45 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	// The test binary is its own supervisor (SelfSupervisor re-executes it).
+	if len(os.Args) > 1 && os.Args[1] == SuperviseArg {
+		os.Exit(Supervise(os.Args[2:]))
+	}
+	// Built with -race, a supervisor would sleep 1s at exit by default.
+	_ = os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	goleak.VerifyTestMain(m)
+}
+
+// modes are the two ways Run runs a command: as this process's child, or
+// under a supervisor process (Linux only).
+func modes() []struct {
+	name       string
+	supervisor []string
+} {
+	ms := []struct {
+		name       string
+		supervisor []string
+	}{{"direct", nil}}
+	if sup := SelfSupervisor(); sup != nil {
+		ms = append(ms, struct {
+			name       string
+			supervisor []string
+		}{"supervised", sup})
+	}
+	return ms
+}
+
+// forEachMode runs test as a parallel subtest in every mode.
+func forEachMode(t *testing.T, test func(t *testing.T, supervisor []string)) {
+	t.Helper()
+	for _, m := range modes() {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			test(t, m.supervisor)
+		})
+	}
+}
 
 func TestRunExitStatusAndOutput(t *testing.T) {
 	t.Parallel()
@@ -36,31 +74,37 @@ func TestRunExitStatusAndOutput(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			res := Run(context.Background(), tt.spec)
-			if res.ExitCode != tt.code || res.Signaled {
-				t.Fatalf("exit %d signaled %v (err %v), want %d", res.ExitCode, res.Signaled, res.Err, tt.code)
-			}
-			if (res.Err == nil) != (tt.code == 0) {
-				t.Errorf("err = %v with exit %d", res.Err, tt.code)
-			}
-			if fmt.Sprint(res.Output) != fmt.Sprint(tt.output) {
-				t.Errorf("output %q, want %q", res.Output, tt.output)
-			}
+			forEachMode(t, func(t *testing.T, supervisor []string) {
+				spec := tt.spec
+				spec.Supervisor = supervisor
+				res := Run(context.Background(), spec)
+				if res.ExitCode != tt.code || res.Signaled {
+					t.Fatalf("exit %d signaled %v (err %v), want %d", res.ExitCode, res.Signaled, res.Err, tt.code)
+				}
+				if (res.Err == nil) != (tt.code == 0) {
+					t.Errorf("err = %v with exit %d", res.Err, tt.code)
+				}
+				if fmt.Sprint(res.Output) != fmt.Sprint(tt.output) {
+					t.Errorf("output %q, want %q", res.Output, tt.output)
+				}
+			})
 		})
 	}
 }
 
 func TestRunDir(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	res := Run(context.Background(), Spec{Argv: []string{"pwd", "-P"}, Dir: dir})
-	want, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Err != nil || len(res.Output) != 1 || res.Output[0] != want {
-		t.Fatalf("pwd in %s: %q, %v", want, res.Output, res.Err)
-	}
+	forEachMode(t, func(t *testing.T, supervisor []string) {
+		dir := t.TempDir()
+		res := Run(context.Background(), Spec{Supervisor: supervisor, Argv: []string{"pwd", "-P"}, Dir: dir})
+		want, err := filepath.EvalSymlinks(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Err != nil || len(res.Output) != 1 || res.Output[0] != want {
+			t.Fatalf("pwd in %s: %q, %v", want, res.Output, res.Err)
+		}
+	})
 }
 
 func TestRunEnvOverridesProcessEnv(t *testing.T) {
@@ -97,16 +141,20 @@ func TestRunRefusesBadSpecs(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			res := Run(context.Background(), tt.spec)
-			if res.Err == nil || res.ExitCode != -1 {
-				t.Fatalf("got exit %d err %v, want -1 and an error", res.ExitCode, res.Err)
-			}
-			if errors.Is(res.Err, ErrInvalid) != tt.invalid {
-				t.Errorf("errors.Is(%v, ErrInvalid) = %v, want %v", res.Err, !tt.invalid, tt.invalid)
-			}
-			if !strings.Contains(res.Err.Error(), tt.want) {
-				t.Errorf("error %q does not contain %q", res.Err, tt.want)
-			}
+			forEachMode(t, func(t *testing.T, supervisor []string) {
+				spec := tt.spec
+				spec.Supervisor = supervisor
+				res := Run(context.Background(), spec)
+				if res.Err == nil || res.ExitCode != -1 {
+					t.Fatalf("got exit %d err %v, want -1 and an error", res.ExitCode, res.Err)
+				}
+				if errors.Is(res.Err, ErrInvalid) != tt.invalid {
+					t.Errorf("errors.Is(%v, ErrInvalid) = %v, want %v", res.Err, !tt.invalid, tt.invalid)
+				}
+				if !strings.Contains(res.Err.Error(), tt.want) {
+					t.Errorf("error %q does not contain %q", res.Err, tt.want)
+				}
+			})
 		})
 	}
 }
@@ -179,81 +227,99 @@ func TestTail(t *testing.T) {
 // child too, and nothing survives.
 func TestRunCancelKillsWholeGroup(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan Result, 1)
-	go func() {
-		done <- Run(ctx, Spec{Shell: "sleep 100 & echo $! > child.pid; wait", Dir: dir, KillGrace: 5 * time.Second})
-	}()
-	child := waitForPID(t, filepath.Join(dir, "child.pid"))
-	start := time.Now()
-	cancel()
-	res := <-done
-	if !res.Signaled || res.ExitCode != 128+int(syscall.SIGTERM) {
-		t.Errorf("exit %d signaled %v, want killed by SIGTERM", res.ExitCode, res.Signaled)
-	}
-	if !errors.Is(res.Err, context.Canceled) {
-		t.Errorf("err %v does not wrap context.Canceled", res.Err)
-	}
-	if d := time.Since(start); d > 3*time.Second {
-		t.Errorf("took %s after cancel; SIGTERM should end it at once", d)
-	}
-	waitGone(t, child)
+	forEachMode(t, func(t *testing.T, supervisor []string) {
+		dir := t.TempDir()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		done := make(chan Result, 1)
+		go func() {
+			done <- Run(ctx, Spec{Supervisor: supervisor, Shell: "sleep 100 & echo $! > child.pid; wait", Dir: dir, KillGrace: 5 * time.Second})
+		}()
+		child := waitForPID(t, filepath.Join(dir, "child.pid"))
+		start := time.Now()
+		cancel()
+		res := <-done
+		if !res.Signaled || res.ExitCode != 128+int(syscall.SIGTERM) {
+			t.Errorf("exit %d signaled %v, want killed by SIGTERM", res.ExitCode, res.Signaled)
+		}
+		if !errors.Is(res.Err, context.Canceled) {
+			t.Errorf("err %v does not wrap context.Canceled", res.Err)
+		}
+		if d := time.Since(start); d > 3*time.Second {
+			t.Errorf("took %s after cancel; SIGTERM should end it at once", d)
+		}
+		waitGone(t, child)
+	})
 }
 
 // TestRunKillsStragglersAfterLeaderExits: a child left in the background by
 // a shell that exits at once does not survive the run, nor hold it up.
 func TestRunKillsStragglersAfterLeaderExits(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	start := time.Now()
-	res := Run(context.Background(), Spec{Shell: "sleep 100 & echo $! > child.pid; echo bye", Dir: dir})
-	if res.Err != nil || res.ExitCode != 0 || fmt.Sprint(res.Output) != "[bye]" {
-		t.Fatalf("exit %d err %v output %q", res.ExitCode, res.Err, res.Output)
-	}
-	if d := time.Since(start); d > drainTimeout {
-		t.Errorf("took %s; the straggler held the output pipe", d)
-	}
-	waitGone(t, readPID(t, filepath.Join(dir, "child.pid")))
+	forEachMode(t, func(t *testing.T, supervisor []string) {
+		dir := t.TempDir()
+		start := time.Now()
+		res := Run(context.Background(), Spec{Supervisor: supervisor, Shell: "sleep 100 & echo $! > child.pid; echo bye", Dir: dir})
+		if res.Err != nil || res.ExitCode != 0 || fmt.Sprint(res.Output) != "[bye]" {
+			t.Fatalf("exit %d err %v output %q", res.ExitCode, res.Err, res.Output)
+		}
+		child := readPID(t, filepath.Join(dir, "child.pid"))
+		if supervisor != nil {
+			// The supervisor reaps every descendant before it exits: no
+			// time bound needed (its start-up is slow under -race and load).
+			if alive(child) {
+				_ = syscall.Kill(child, syscall.SIGKILL)
+				t.Fatalf("straggler %d alive after the run", child)
+			}
+			return
+		}
+		if d := time.Since(start); d > drainTimeout {
+			t.Errorf("took %s; the straggler held the output pipe", d)
+		}
+		waitGone(t, child)
+	})
 }
 
 // TestRunSIGKILLAfterGrace: a group that ignores SIGTERM is killed after
 // KillGrace.
 func TestRunSIGKILLAfterGrace(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan Result, 1)
-	const grace = 300 * time.Millisecond
-	go func() {
-		// An ignored signal stays ignored across exec: sleep ignores it too.
-		done <- Run(ctx, Spec{Shell: `trap "" TERM; sleep 100 & echo $! > child.pid; wait; wait`, Dir: dir, KillGrace: grace})
-	}()
-	child := waitForPID(t, filepath.Join(dir, "child.pid"))
-	start := time.Now()
-	cancel()
-	res := <-done
-	d := time.Since(start)
-	if !res.Signaled || res.ExitCode != 128+int(syscall.SIGKILL) {
-		t.Errorf("exit %d signaled %v err %v, want killed by SIGKILL", res.ExitCode, res.Signaled, res.Err)
-	}
-	if d < grace || d > grace+3*time.Second {
-		t.Errorf("ended %s after cancel, want just after the %s grace", d, grace)
-	}
-	waitGone(t, child)
+	forEachMode(t, func(t *testing.T, supervisor []string) {
+		dir := t.TempDir()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		done := make(chan Result, 1)
+		const grace = 300 * time.Millisecond
+		go func() {
+			// An ignored signal stays ignored across exec: sleep ignores it too.
+			done <- Run(ctx, Spec{Supervisor: supervisor, Shell: `trap "" TERM; sleep 100 & echo $! > child.pid; wait; wait`, Dir: dir, KillGrace: grace})
+		}()
+		child := waitForPID(t, filepath.Join(dir, "child.pid"))
+		start := time.Now()
+		cancel()
+		res := <-done
+		d := time.Since(start)
+		if !res.Signaled || res.ExitCode != 128+int(syscall.SIGKILL) {
+			t.Errorf("exit %d signaled %v err %v, want killed by SIGKILL", res.ExitCode, res.Signaled, res.Err)
+		}
+		if d < grace || d > grace+3*time.Second {
+			t.Errorf("ended %s after cancel, want just after the %s grace", d, grace)
+		}
+		waitGone(t, child)
+	})
 }
 
 func TestRunCancelCause(t *testing.T) {
 	t.Parallel()
-	lost := errors.New("lease lost")
-	ctx, cancel := context.WithCancelCause(context.Background())
-	time.AfterFunc(50*time.Millisecond, func() { cancel(lost) })
-	res := Run(ctx, Spec{Argv: []string{"sleep", "100"}})
-	if !errors.Is(res.Err, lost) || !res.Signaled {
-		t.Fatalf("err %v signaled %v, want the cause and a signal", res.Err, res.Signaled)
-	}
+	forEachMode(t, func(t *testing.T, supervisor []string) {
+		lost := errors.New("lease lost")
+		ctx, cancel := context.WithCancelCause(context.Background())
+		time.AfterFunc(50*time.Millisecond, func() { cancel(lost) })
+		res := Run(ctx, Spec{Supervisor: supervisor, Argv: []string{"sleep", "100"}})
+		if !errors.Is(res.Err, lost) || !res.Signaled {
+			t.Fatalf("err %v signaled %v, want the cause and a signal", res.Err, res.Signaled)
+		}
+	})
 }
 
 // waitForPID waits for a shell to write a pid into path.

@@ -22,11 +22,10 @@ func waitExit(cmd *exec.Cmd) (reaped bool, err error) {
 }
 
 // dieWithParent has the kernel send SIGKILL to the command when this
-// process dies, even by SIGKILL, so a supervisor killed with -9 does not
-// leave its command running without a lease. Only the group leader gets
-// it: a background child of a shell command survives such a death (a
-// limit the caller must document; the clean paths kill the whole group).
+// process dies, even by SIGKILL, so a process killed with -9 does not
+// leave its command running without a lease. Only the command gets it,
+// not its children: that is what the supervisor (Spec.Supervisor) adds.
 // The signal follows the OS thread that forked, which Run keeps locked to
-// its goroutine until the command is reaped: Go ends a thread only when a
+// its goroutine until the child is reaped: Go ends a thread only when a
 // goroutine that locked it exits still locked.
 func dieWithParent(attr *syscall.SysProcAttr) { attr.Pdeathsig = syscall.SIGKILL }
