@@ -1,5 +1,6 @@
 // Package config loads and validates the YAML file that `cronfence serve`
-// runs: the database, the API tokens and the shell-command jobs.
+// runs: the database, the API tokens, the shell-command jobs, the alert
+// webhook and the absence monitoring.
 //
 // Everything is checked at load, and every problem is reported at once
 // (joined with errors.Join), each as an *Error naming the file, the line and
@@ -16,6 +17,14 @@
 // (the default is used when VAR is unset or empty). $VAR without braces is
 // left alone, so `shell: echo $CRONFENCE_SLOT` reaches the shell as
 // written; write $${VAR} for a literal ${VAR}.
+//
+// # Monitoring
+//
+// The monitor: section tunes the replica registry and the absence checks
+// (docs/alerts.md): heartbeat_every and check_every are periods (at least
+// 1s) or off; skip_streak, clock_offset, replica_stale and orphan_window
+// are alert thresholds. Left out, each takes the cronfence package's
+// default (see Monitor).
 //
 // # Defaults
 //
@@ -77,6 +86,11 @@ type File struct {
 	Tokens []Token
 	// Jobs are the jobs, in file order.
 	Jobs []Job
+	// Webhook is where alerts are POSTed; nil when webhook: is not given.
+	Webhook *Webhook
+	// Monitor tunes the replica registry and the absence checks; the
+	// defaults when monitor: is not given.
+	Monitor Monitor
 }
 
 // Token is an API bearer token.

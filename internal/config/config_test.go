@@ -99,6 +99,7 @@ jobs:
 			Shell: "echo hello >> /tmp/x", Env: map[string]string{"A": "1", "B": "2"},
 			Workdir: "/etc/cronfence/data", Line: 29,
 		}},
+		Monitor: defaultMonitor(),
 	}
 	if diff := cmp.Diff(want, f); diff != "" {
 		t.Fatalf("File (-want +got):\n%s", diff)

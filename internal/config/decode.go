@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cronfence/cronfence/schedule"
 	"github.com/cronfence/cronfence/store"
@@ -27,7 +28,7 @@ type decoder struct {
 
 // Known keys, in the order messages list them.
 var (
-	fileKeys  = []string{"database", "sqlite", "tokens", "defaults", "jobs"}
+	fileKeys  = []string{"database", "sqlite", "tokens", "defaults", "jobs", "webhook", "monitor"}
 	tokenKeys = []string{"name", "role", "token"}
 	// jobFieldKeys are the fields defaults: may set too.
 	jobFieldKeys = []string{"schedule", "time_zone", "env", "workdir", "timeout", "lease_ttl",
@@ -45,7 +46,7 @@ func (d *decoder) file(data []byte) *File {
 			d.errorf(0, "", "empty file; expected a mapping with jobs:")
 			return nil
 		}
-		d.yamlError(err)
+		d.yamlError(err, data)
 		return nil
 	}
 	var extra yaml.Node
@@ -53,7 +54,7 @@ func (d *decoder) file(data []byte) *File {
 		d.errorf(extra.Line, "", "more than one YAML document; put everything in one")
 		return nil
 	} else if !errors.Is(err, io.EOF) {
-		d.yamlError(err)
+		d.yamlError(err, data)
 		return nil
 	}
 	root := &doc
@@ -64,7 +65,7 @@ func (d *decoder) file(data []byte) *File {
 		}
 		root = root.Content[0]
 	}
-	f := &File{Path: d.name, Dir: d.dir}
+	f := &File{Path: d.name, Dir: d.dir, Monitor: defaultMonitor()}
 	if isNull(root) {
 		d.errorf(root.Line, "", "empty file; expected a mapping with jobs:")
 		return nil
@@ -90,6 +91,10 @@ func (d *decoder) file(data []byte) *File {
 			defaults = d.fields(v, "defaults", jobFieldKeys)
 		case "jobs":
 			jobs = v
+		case "webhook":
+			f.Webhook = d.webhook(k, v)
+		case "monitor":
+			f.Monitor = d.monitor(k, v)
 		}
 	})
 	if f.Database != "" {
@@ -107,11 +112,11 @@ func (d *decoder) file(data []byte) *File {
 	return f
 }
 
-func (d *decoder) yamlError(err error) {
+func (d *decoder) yamlError(err error, data []byte) {
 	var te *yaml.TypeError
 	if errors.As(err, &te) {
 		for _, e := range te.Errors {
-			d.yamlError(errors.New(e))
+			d.yamlError(errors.New(e), data)
 		}
 		return
 	}
@@ -121,7 +126,24 @@ func (d *decoder) yamlError(err error) {
 		d.errorf(line, "", "YAML: %s", m[2])
 		return
 	}
-	d.errorf(0, "", "YAML: %s", strings.TrimPrefix(msg, "yaml: "))
+	d.errorf(problemLine(data), "", "YAML: %s", strings.TrimPrefix(msg, "yaml: "))
+}
+
+// problemLine is the line of a YAML error that gives none: yaml.v3 leaves
+// the line out of a problem on line 1, and its reader's errors (control
+// characters, bad UTF-8) carry only an offset. It is the line of the first
+// character YAML does not allow, else 1.
+func problemLine(data []byte) int {
+	for i := 0; i < len(data); {
+		r, size := utf8.DecodeRune(data[i:])
+		allowed := r == '\t' || r == '\n' || r == '\r' || (r >= 0x20 && r <= 0x7E) || r == 0x85 ||
+			(r >= 0xA0 && r <= 0xD7FF) || (r >= 0xE000 && r <= 0xFFFD && (r != 0xFEFF || i == 0)) || r >= 0x10000
+		if (r == utf8.RuneError && size == 1) || !allowed {
+			return bytes.Count(data[:i], []byte("\n")) + 1
+		}
+		i += size
+	}
+	return 1
 }
 
 func (d *decoder) database(s string, root *yaml.Node) {
@@ -604,11 +626,11 @@ func (d *decoder) jobs(n *yaml.Node, defaults fields) []Job {
 				nameSeen = true
 				s, ok := d.str(v, kp)
 				if ok {
-					if err := store.ValidateName("name", s); err != nil {
-						d.errorf(v.Line, kp, "%s", storeMessage(err))
-						ok = false
-					} else if len(s) > MaxJobNameLength {
+					if len(s) > MaxJobNameLength { // the shorter limit first
 						d.errorf(v.Line, kp, "must be at most %d bytes, got %d", MaxJobNameLength, len(s))
+						ok = false
+					} else if err := store.ValidateName("name", s); err != nil {
+						d.errorf(v.Line, kp, "%s", storeMessage(err))
 						ok = false
 					} else if first, dup := names[s]; dup {
 						d.errorf(v.Line, kp, "%q is already the name of %s", s, first)

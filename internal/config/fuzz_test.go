@@ -19,6 +19,7 @@ func FuzzParse(f *testing.F) {
 		"", "jobs: []", "jobs:\n  - name: a\n    schedule: '* * * * *'\n    shell: x\n",
 		"defaults: {timeout: 1m, env: {A: '${N:-x}'}}\njobs: [{name: a, schedule: '@every 1s', command: [a, 1]}]",
 		"tokens: [{name: a, role: admin, token: t}]", "a: &x [*x]", "jobs: [{<<: {}}]", "database: ${",
+		"monitor: {heartbeat_every: 1s, check_every: off, skip_streak: 4, clock_offset: 1s, replica_stale: 3s, orphan_window: 1h}",
 	} {
 		f.Add([]byte(s))
 	}
@@ -34,6 +35,10 @@ func FuzzParse(f *testing.F) {
 		if err == nil {
 			if file == nil {
 				t.Fatal("nil file without error")
+			}
+			if m := file.Monitor; (m.HeartbeatEvery > 0 && m.HeartbeatEvery < MinMonitorEvery) || (m.CheckEvery > 0 && m.CheckEvery < MinMonitorEvery) ||
+				m.HeartbeatEvery == 0 || m.CheckEvery == 0 || m.SkipStreak < 1 || m.ClockOffset <= 0 || m.ReplicaStale <= 0 || m.OrphanWindow <= 0 {
+				t.Fatalf("invalid monitor: accepted: %+v", m)
 			}
 			for _, j := range file.Jobs {
 				if j.Name == "" || j.Schedule == "" || (j.Shell == "") == (j.Command == nil) || j.MaxAttempts < 1 {
