@@ -11,19 +11,24 @@
 //	PUT  /api/admin/cron/{job}         {"enabled": true|false|null, "note": "…"}
 //	POST /api/admin/cron/{job}/run     manual run: 202, or 409 CRON_JOB_ALREADY_EXECUTING
 //	GET  /api/admin/cron/{job}/logs    ?limit=N (default 50, at most 1000), newest first
+//	GET  /api/admin/cron/alerts        ?open=true, ?kind=, ?subject=, ?limit=N (default 50, at most 1000), newest first
+//	GET  /api/admin/cron/replicas      the replica registry, each with "live"
 //	GET  /healthz                      200 "ok" while the process serves
 //	GET  /readyz                       200 when the store answers and its schema is current
 //
-// A job name containing "/" is sent escaped (%2F) in the path.
+// A job name containing "/" is sent escaped (%2F) in the path. A job named
+// "alerts" or "replicas" is read with its name percent-escaped
+// (/api/admin/cron/%61lerts): the literal segment is the endpoint (see
+// match). The alerts and replicas endpoints answer 501 MONITOR_UNSUPPORTED
+// over a store that does not implement store.Monitor.
 package adminapi
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/cronfence/cronfence"
 )
@@ -67,24 +72,24 @@ type Options struct {
 	// MaxBodyBytes bounds a request body; a larger one is answered 413.
 	// Defaults to DefaultMaxBodyBytes (64 KiB).
 	MaxBodyBytes int64
-}
-
-type tokenDigest struct {
-	name, role string
-	sum        [sha256.Size]byte
+	// ReplicaLiveFor is how recent a replica's last heartbeat must be, by
+	// the database clock, for GET /api/admin/cron/replicas to call it live.
+	// Defaults to DefaultReplicaLiveFor (30s).
+	ReplicaLiveFor time.Duration
 }
 
 type api struct {
 	sched   *cronfence.Scheduler
-	tokens  []tokenDigest
+	tokens  *Tokens
 	log     *slog.Logger
 	maxBody int64
+	liveFor time.Duration
 }
 
 // New returns the handler of the admin API, /healthz and /readyz over sched.
 // tokens are copied; with none, every admin request is answered 401.
 func New(sched *cronfence.Scheduler, tokens []Token, opts *Options) http.Handler {
-	a := &api{sched: sched, log: slog.Default(), maxBody: DefaultMaxBodyBytes}
+	a := &api{sched: sched, log: slog.Default(), maxBody: DefaultMaxBodyBytes, liveFor: DefaultReplicaLiveFor}
 	if opts != nil {
 		if opts.Logger != nil {
 			a.log = opts.Logger
@@ -92,49 +97,37 @@ func New(sched *cronfence.Scheduler, tokens []Token, opts *Options) http.Handler
 		if opts.MaxBodyBytes > 0 {
 			a.maxBody = opts.MaxBodyBytes
 		}
-	}
-	for _, t := range tokens {
-		if t.Secret == "" {
-			continue
+		if opts.ReplicaLiveFor > 0 {
+			a.liveFor = opts.ReplicaLiveFor
 		}
-		a.tokens = append(a.tokens, tokenDigest{name: t.Name, role: t.Role, sum: sha256.Sum256([]byte(t.Secret))})
 	}
+	a.tokens = NewTokens(tokens)
 	return a
-}
-
-// authenticate returns the token the request carries in its Authorization
-// header, or nil. Secrets are compared as SHA-256 digests in constant time
-// against every configured token, so neither which token matched nor a
-// secret's length shows in the timing.
-func (a *api) authenticate(r *http.Request) *tokenDigest {
-	h := r.Header.Get("Authorization")
-	scheme, secret, ok := strings.Cut(h, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return nil
-	}
-	secret = strings.TrimSpace(secret)
-	if secret == "" {
-		return nil
-	}
-	sum := sha256.Sum256([]byte(secret))
-	var found *tokenDigest
-	for i := range a.tokens {
-		if subtle.ConstantTimeCompare(sum[:], a.tokens[i].sum[:]) == 1 && found == nil {
-			found = &a.tokens[i]
-		}
-	}
-	return found
 }
 
 // route is a matched admin path.
 type route struct {
-	kind  string // "list", "job", "run", "logs"
+	kind  string // "list", "job", "run", "logs", "alerts", "replicas"
 	job   string
 	allow string // the methods the path accepts
 }
 
-// match parses an admin path; ok is false for a path the API does not have.
-func match(escaped string) (route, bool) {
+// Segments under Prefix that name an endpoint rather than a job.
+const (
+	alertsSegment   = "alerts"
+	replicasSegment = "replicas"
+)
+
+// match parses an admin path (escaped, as sent); ok is false for a path
+// the API does not have.
+//
+// "alerts" and "replicas" are also valid job names. The literal segment,
+// read with GET or HEAD, is the endpoint; a job of that name is read with
+// any percent-escaped spelling of its name (/api/admin/cron/%61lerts), and
+// its PUT, /run and /logs, which the endpoints do not have, work as
+// written. The escaped path is what tells them apart, so no job name is
+// refused.
+func match(escaped, method string) (route, bool) {
 	rest, ok := strings.CutPrefix(escaped, Prefix)
 	if !ok {
 		return route{}, false
@@ -149,6 +142,14 @@ func match(escaped string) (route, bool) {
 	name, err := url.PathUnescape(parts[0])
 	if err != nil || name == "" {
 		return route{}, false
+	}
+	if len(parts) == 1 && (method == http.MethodGet || method == http.MethodHead) {
+		switch parts[0] {
+		case alertsSegment:
+			return route{kind: "alerts", allow: "GET, HEAD"}, true
+		case replicasSegment:
+			return route{kind: "replicas", allow: "GET, HEAD"}, true
+		}
 	}
 	switch {
 	case len(parts) == 1:
@@ -185,13 +186,13 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// Authenticate before anything else so an anonymous caller learns
 	// nothing, not even which paths exist.
-	tok := a.authenticate(r)
-	if tok == nil || (tok.role != RoleAdmin && tok.role != RoleRead) {
+	tok, ok := a.tokens.Bearer(r)
+	if !ok || !tok.CanRead() {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="cronfence"`)
 		writeError(w, http.StatusUnauthorized, "UNAUTHORIZED", "a valid bearer token is required in the Authorization header", nil)
 		return
 	}
-	rt, ok := match(path)
+	rt, ok := match(path, r.Method)
 	if !ok {
 		writeError(w, http.StatusNotFound, "NOT_FOUND", "no such path: "+r.URL.Path, nil)
 		return
@@ -200,8 +201,8 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	write := r.Method != http.MethodGet && r.Method != http.MethodHead
-	if write && tok.role != RoleAdmin {
-		writeError(w, http.StatusForbidden, "FORBIDDEN", "token "+tok.name+" may only read; this needs an admin token", nil)
+	if write && tok.Role != RoleAdmin {
+		writeError(w, http.StatusForbidden, "FORBIDDEN", "token "+tok.Name+" may only read; this needs an admin token", nil)
 		return
 	}
 	switch rt.kind {
@@ -209,7 +210,7 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.listJobs(w, r)
 	case "job":
 		if r.Method == http.MethodPut {
-			a.putJob(w, r, tok.name, rt.job)
+			a.putJob(w, r, tok.Name, rt.job)
 		} else {
 			a.getJob(w, r, rt.job)
 		}
@@ -217,6 +218,10 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.runJob(w, r, rt.job)
 	case "logs":
 		a.logs(w, r, rt.job)
+	case "alerts":
+		a.alerts(w, r)
+	case "replicas":
+		a.replicas(w, r)
 	}
 }
 

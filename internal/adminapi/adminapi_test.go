@@ -380,12 +380,21 @@ func TestTriggerConflictAndLogs(t *testing.T) {
 		Code    string `json:"code"`
 		Message string `json:"message"`
 		Details struct {
-			Log runJSON `json:"log"`
+			Log    runJSON `json:"log"`
+			Holder struct {
+				Owner      string  `json:"owner"`
+				Generation int64   `json:"generation"`
+				AcquiredAt *string `json:"acquiredAt"`
+				ExpiresAt  *string `json:"expiresAt"`
+			} `json:"holder"`
 		} `json:"details"`
 	}
 	resp := b.do(t, "POST", "/api/admin/cron/slow/run", adminSecret, "", &conflict)
 	if resp.StatusCode != 409 || conflict.Code != "CRON_JOB_ALREADY_EXECUTING" || !strings.Contains(conflict.Message, "replica-1") {
 		t.Fatalf("second POST: %d %+v", resp.StatusCode, conflict)
+	}
+	if h := conflict.Details.Holder; h.Owner != "replica-1" || h.Generation != int64(run["generation"].(float64)) || h.AcquiredAt == nil || h.ExpiresAt == nil {
+		t.Fatalf("details.holder: %+v", h)
 	}
 	skip := conflict.Details.Log
 	if skip.ID == 0 || skip.JobID != "slow" || !skip.Success || skip.Result == nil || !skip.Result.Skipped ||

@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/cronfence/cronfence"
@@ -252,6 +252,15 @@ type putBody struct {
 // fields, trailing data and a body over the limit; it answers the error
 // itself and returns false.
 func (a *api) decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	// A body sent as another type (a form, text) is refused rather than
+	// read as JSON; no Content-Type at all is taken for JSON.
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+			writeError(w, http.StatusUnsupportedMediaType, "UNSUPPORTED_MEDIA_TYPE",
+				fmt.Sprintf("Content-Type %q is not supported: send the body as application/json", ct), nil)
+			return false
+		}
+	}
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, a.maxBody))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
@@ -336,7 +345,7 @@ func (a *api) runJob(w http.ResponseWriter, r *http.Request, name string) {
 		}
 		writeError(w, http.StatusConflict, "CRON_JOB_ALREADY_EXECUTING",
 			fmt.Sprintf("job %q is already executing (lease held by %s at generation %d)", name, busy.Holder.Owner, busy.Holder.Generation),
-			map[string]any{"log": RunOf(skip)})
+			map[string]any{"log": RunOf(skip), "holder": holderOf(busy.Holder)})
 	case errors.Is(err, cronfence.ErrUnknownJob):
 		unknownJob(w, name)
 	case errors.Is(err, cronfence.ErrNotStarted):
@@ -351,15 +360,9 @@ func (a *api) logs(w http.ResponseWriter, r *http.Request, name string) {
 		unknownJob(w, name)
 		return
 	}
-	limit := DefaultLogsLimit
-	if q := r.URL.Query(); q.Has("limit") {
-		n, err := strconv.Atoi(q.Get("limit"))
-		if err != nil || n < 1 || n > MaxLogsLimit {
-			writeError(w, http.StatusBadRequest, "INVALID_LIMIT",
-				fmt.Sprintf("limit must be an integer from 1 to %d, got %q", MaxLogsLimit, q.Get("limit")), nil)
-			return
-		}
-		limit = n
+	limit, ok := queryLimit(w, r, DefaultLogsLimit, MaxLogsLimit)
+	if !ok {
+		return
 	}
 	runs, err := a.sched.Store().RunList(r.Context(), store.RunListParams{Job: name, Limit: limit})
 	if err != nil {
@@ -388,4 +391,17 @@ func (a *api) readyz(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "schemaVersion": db})
 	}
+}
+
+// Holder is the lease holder a 409 names: who runs the job, under which
+// generation, since when. Fields are empty or null when it was not seen.
+type Holder struct {
+	Owner      string  `json:"owner"`
+	Generation int64   `json:"generation"`
+	AcquiredAt *string `json:"acquiredAt"`
+	ExpiresAt  *string `json:"expiresAt"`
+}
+
+func holderOf(l store.Lease) Holder {
+	return Holder{Owner: l.Owner, Generation: l.Generation, AcquiredAt: timeOrNil(l.AcquiredAt), ExpiresAt: timeOrNil(l.ExpiresAt)}
 }

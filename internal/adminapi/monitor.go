@@ -1,0 +1,265 @@
+package adminapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/cronfence/cronfence"
+	"github.com/cronfence/cronfence/store"
+)
+
+// DefaultReplicaLiveFor is Options.ReplicaLiveFor's default: a replica
+// whose last heartbeat is older than this, by the database clock, is not
+// live. Three heartbeat periods, as the absence checks' default
+// (cronfence.AlertThresholds.ReplicaStale), so the API, the dashboard and
+// the checks agree on which replicas are live, and one slow round trip does
+// not flap it.
+const DefaultReplicaLiveFor = 3 * cronfence.DefaultHeartbeatEvery
+
+// MonitorLease is the lease the replica running the absence checks holds
+// and renews on every pass (the scheduler's "cronfence:monitor"): its
+// renewal time is when the checks last ran.
+const MonitorLease = "cronfence:monitor"
+
+// Default and maximum ?limit= of the alerts endpoint.
+const (
+	DefaultAlertsLimit = 50
+	MaxAlertsLimit     = 1000
+)
+
+// ErrNoMonitor is returned by Alerts and Replicas for a store that does not
+// implement store.Monitor: it keeps no alerts and no replica registry.
+var ErrNoMonitor = errors.New("adminapi: the store does not keep alerts or replicas (it does not implement store.Monitor)")
+
+// Alert is one alert as the API answers it. "details" is never null;
+// "resolvedAt" is null while the alert is open.
+type Alert struct {
+	ID         int64             `json:"id"`
+	Kind       string            `json:"kind"`
+	Subject    string            `json:"subject"`
+	Message    string            `json:"message"`
+	Details    map[string]string `json:"details"`
+	RaisedBy   string            `json:"raisedBy"`
+	RaisedAt   *string           `json:"raisedAt"`
+	LastSeenAt *string           `json:"lastSeenAt"`
+	ResolvedAt *string           `json:"resolvedAt"`
+	Open       bool              `json:"open"`
+}
+
+// AlertOf is the API view of an alert row.
+func AlertOf(a store.Alert) Alert {
+	v := Alert{
+		ID: a.ID, Kind: string(a.Kind), Subject: a.Subject, Message: a.Message, Details: a.Details,
+		RaisedBy: a.RaisedBy, RaisedAt: timeOrNil(a.RaisedAt), LastSeenAt: timeOrNil(a.LastSeenAt),
+		ResolvedAt: timeOrNil(a.ResolvedAt), Open: a.Open(),
+	}
+	if v.Details == nil {
+		v.Details = map[string]string{}
+	}
+	return v
+}
+
+// ReplicaJob is one job as a replica registered it. Durations are Go
+// duration strings ("1m30s"), as in the config file.
+type ReplicaJob struct {
+	Name          string `json:"name"`
+	Schedule      string `json:"schedule"`
+	TimeZone      string `json:"timeZone"`
+	Timeout       string `json:"timeout"`
+	LeaseTTL      string `json:"leaseTTL"`
+	CatchUpWindow string `json:"catchUpWindow"`
+	Overlap       string `json:"overlap"`
+	Deadline      string `json:"deadline"`
+	MaxAttempts   int    `json:"maxAttempts"`
+	Disabled      bool   `json:"disabled"`
+	Hash          string `json:"hash"`
+}
+
+// Replica is one row of the replica registry. "live" says whether its last
+// heartbeat is within ReplicaLiveFor of the database clock, and
+// "heartbeatAge" how old it is; "clockOffset" is the replica's clock minus
+// the database clock as it last measured it (positive: ahead).
+type Replica struct {
+	Owner        string       `json:"owner"`
+	Host         string       `json:"host"`
+	PID          int          `json:"pid"`
+	Version      string       `json:"version"`
+	StartedAt    *string      `json:"startedAt"`
+	HeartbeatAt  *string      `json:"heartbeatAt"`
+	HeartbeatAge string       `json:"heartbeatAge"`
+	Live         bool         `json:"live"`
+	ClockOffset  string       `json:"clockOffset"`
+	Timers       bool         `json:"timers"`
+	Jobs         []ReplicaJob `json:"jobs"`
+}
+
+// ReplicaList is GET /api/admin/cron/replicas's answer: the replicas, the
+// database clock they were judged by, the bound used, and the replica
+// running the absence checks ("monitor", null when none ever has).
+type ReplicaList struct {
+	Now      *string       `json:"now"`
+	LiveFor  string        `json:"liveFor"`
+	Replicas []Replica     `json:"replicas"`
+	Monitor  *MonitorState `json:"monitor"`
+}
+
+// MonitorState is the lease of the absence checks: who runs them, and when
+// they last ran (the lease's last renewal). "active" is false when the
+// lease expired: no replica runs the checks now.
+type MonitorState struct {
+	Holder     string  `json:"holder"`
+	Generation int64   `json:"generation"`
+	LastPassAt *string `json:"lastPassAt"`
+	ExpiresAt  *string `json:"expiresAt"`
+	Active     bool    `json:"active"`
+}
+
+// Live counts the live replicas.
+func (l ReplicaList) Live() int {
+	n := 0
+	for _, r := range l.Replicas {
+		if r.Live {
+			n++
+		}
+	}
+	return n
+}
+
+// ReplicaOf is the API view of a replica row, judged live against now (the
+// database clock).
+func ReplicaOf(r store.Replica, now time.Time, liveFor time.Duration) Replica {
+	age := now.Sub(r.HeartbeatAt)
+	v := Replica{
+		Owner: r.Owner, Host: r.Host, PID: r.PID, Version: r.Version,
+		StartedAt: timeOrNil(r.StartedAt), HeartbeatAt: timeOrNil(r.HeartbeatAt),
+		HeartbeatAge: age.Round(time.Millisecond).String(), Live: !r.HeartbeatAt.IsZero() && age <= liveFor,
+		ClockOffset: r.ClockOffset.String(), Timers: r.Timers, Jobs: make([]ReplicaJob, 0, len(r.Jobs)),
+	}
+	for _, j := range r.Jobs {
+		v.Jobs = append(v.Jobs, ReplicaJob{
+			Name: j.Name, Schedule: j.Schedule, TimeZone: j.TimeZone, Timeout: j.Timeout.String(),
+			LeaseTTL: j.LeaseTTL.String(), CatchUpWindow: j.CatchUpWindow.String(), Overlap: j.Overlap,
+			Deadline: j.Deadline.String(), MaxAttempts: j.MaxAttempts, Disabled: j.Disabled, Hash: j.Hash,
+		})
+	}
+	return v
+}
+
+// Alerts lists alerts from st, newest first. It returns ErrNoMonitor when
+// st keeps none.
+func Alerts(ctx context.Context, st store.Store, p store.AlertListParams) ([]Alert, error) {
+	m, ok := st.(store.Monitor)
+	if !ok {
+		return nil, ErrNoMonitor
+	}
+	rows, err := m.AlertList(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Alert, 0, len(rows))
+	for _, a := range rows {
+		out = append(out, AlertOf(a))
+	}
+	return out, nil
+}
+
+// Replicas reads the replica registry from st and judges each replica live
+// against the database clock. On failure it names the operation that
+// failed; it returns ErrNoMonitor when st keeps no registry.
+func Replicas(ctx context.Context, st store.Store, liveFor time.Duration) (ReplicaList, string, error) {
+	m, ok := st.(store.Monitor)
+	if !ok {
+		return ReplicaList{}, "list replicas", ErrNoMonitor
+	}
+	now, err := st.Now(ctx)
+	if err != nil {
+		return ReplicaList{}, "read the database clock", err
+	}
+	rows, err := m.ReplicaList(ctx)
+	if err != nil {
+		return ReplicaList{}, "list replicas", err
+	}
+	l := ReplicaList{Now: timeOrNil(now), LiveFor: liveFor.String(), Replicas: make([]Replica, 0, len(rows))}
+	for _, r := range rows {
+		l.Replicas = append(l.Replicas, ReplicaOf(r, now, liveFor))
+	}
+	ml, err := st.LeaseGet(ctx, MonitorLease)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return ReplicaList{}, "read the monitor lease", err
+	default:
+		last := ml.RenewedAt
+		if ml.AcquiredAt.After(last) {
+			last = ml.AcquiredAt
+		}
+		l.Monitor = &MonitorState{Holder: ml.Owner, Generation: ml.Generation, LastPassAt: timeOrNil(last),
+			ExpiresAt: timeOrNil(ml.ExpiresAt), Active: ml.ExpiresAt.After(now)}
+	}
+	return l, "", nil
+}
+
+// monitorError answers a failure of Alerts or Replicas.
+func (a *api) monitorError(w http.ResponseWriter, r *http.Request, op string, err error) {
+	if errors.Is(err, ErrNoMonitor) {
+		writeError(w, http.StatusNotImplemented, "MONITOR_UNSUPPORTED",
+			fmt.Sprintf("%s: the store (%T) keeps no alerts or replica registry: it does not implement store.Monitor", op, a.sched.Store()), nil)
+		return
+	}
+	a.storeError(w, r, op, err)
+}
+
+// queryLimit parses ?limit= (1 to max, def when absent); it answers 400
+// itself and returns false on a bad value.
+func queryLimit(w http.ResponseWriter, r *http.Request, def, max int) (int, bool) {
+	q := r.URL.Query()
+	if !q.Has("limit") {
+		return def, true
+	}
+	n, err := strconv.Atoi(q.Get("limit"))
+	if err != nil || n < 1 || n > max {
+		writeError(w, http.StatusBadRequest, "INVALID_LIMIT",
+			fmt.Sprintf("limit must be an integer from 1 to %d, got %q", max, q.Get("limit")), nil)
+		return 0, false
+	}
+	return n, true
+}
+
+// alerts answers GET /api/admin/cron/alerts: ?open=true for open alerts
+// only, ?kind= and ?subject= to filter, ?limit=.
+func (a *api) alerts(w http.ResponseWriter, r *http.Request) {
+	limit, ok := queryLimit(w, r, DefaultAlertsLimit, MaxAlertsLimit)
+	if !ok {
+		return
+	}
+	q := r.URL.Query()
+	p := store.AlertListParams{Limit: limit, Kind: store.AlertKind(q.Get("kind")), Subject: q.Get("subject")}
+	if q.Has("open") {
+		open, err := strconv.ParseBool(q.Get("open"))
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "INVALID_PARAMETER", fmt.Sprintf("open must be true or false, got %q", q.Get("open")), nil)
+			return
+		}
+		p.OpenOnly = open
+	}
+	list, err := Alerts(r.Context(), a.sched.Store(), p)
+	if err != nil {
+		a.monitorError(w, r, "list alerts", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"alerts": list})
+}
+
+// replicas answers GET /api/admin/cron/replicas.
+func (a *api) replicas(w http.ResponseWriter, r *http.Request) {
+	l, op, err := Replicas(r.Context(), a.sched.Store(), a.liveFor)
+	if err != nil {
+		a.monitorError(w, r, op, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, l)
+}
