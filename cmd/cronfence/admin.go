@@ -12,9 +12,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -320,7 +322,16 @@ func (c *logsCmd) Run(a *app) error {
 
 type triggerCmd struct {
 	serverFlags
-	Job string `arg:"" help:"Job name."`
+	Job       string        `arg:"" help:"Job name."`
+	Config    string        `name:"config" type:"path" placeholder:"FILE" help:"The serve config file holding the job's command, for direct mode (its database: and sqlite: apply unless --database is given)."`
+	KillGrace time.Duration `name:"kill-grace" default:"10s" help:"Direct mode: time between SIGTERM and SIGKILL when the command is cancelled (timeout, lease lost, SIGTERM or SIGINT to trigger)."`
+}
+
+func (c *triggerCmd) Help() string {
+	return "Direct mode (no --server) runs the job's command here, under the job's lease like any run, and waits for it: " +
+		"exit 0 when it succeeded, 1 when it failed, 3 when another run holds the lease (the refusal is recorded as a skipped run). " +
+		"The tail of its output is in the run's logs (cronfence logs JOB). " +
+		"With --server, the server starts the run and trigger prints it without waiting; 3 likewise when a run holds the lease."
 }
 
 func (c *triggerCmd) Run(a *app) error {
@@ -328,7 +339,7 @@ func (c *triggerCmd) Run(a *app) error {
 		return err
 	}
 	if c.Server == "" {
-		return usageError("trigger needs --server (or CRONFENCE_SERVER): a manual run needs the job's command, which only a running `cronfence serve --listen` has")
+		return c.direct(a)
 	}
 	var out json.RawMessage
 	err := c.call(a.ctx, http.MethodPost, jobPath(c.Job)+"/run", nil, &out)
@@ -341,6 +352,103 @@ func (c *triggerCmd) Run(a *app) error {
 	}
 	fmt.Fprintln(a.stdout, string(bytes.TrimSpace(out)))
 	return nil
+}
+
+// direct runs the job on this process: a scheduler without timers on the
+// replicas' store, with only this job, mapped exactly as serve maps it, so
+// the run takes the same lease and leaves the same rows as one by serve.
+func (c *triggerCmd) direct(a *app) error {
+	if c.Config == "" {
+		return usageError("trigger %q needs --config FILE (the job's command) to run it directly on the database, or --server URL to ask a running serve", c.Job)
+	}
+	if c.KillGrace <= 0 {
+		return usageError("--kill-grace must be positive, got %s", c.KillGrace)
+	}
+	f, err := config.Load(c.Config)
+	if err != nil {
+		return &exitError{code: exitUsage, err: err}
+	}
+	i := slices.IndexFunc(f.Jobs, func(j config.Job) bool { return j.Name == c.Job })
+	if i < 0 {
+		return usageError("trigger: job %q is not in %s", c.Job, f.Path)
+	}
+	db, err := configGlobals(a.globals, f).open(a.ctx, true)
+	if err != nil {
+		return err
+	}
+	defer db.close()
+
+	// The end of the one run this scheduler can start: no timers, one job.
+	ended := make(chan cronfence.RunEndEvent, 1)
+	observer := cronfence.ObserverFunc(func(e cronfence.Event) {
+		if end, ok := e.(cronfence.RunEndEvent); ok && end.Job == c.Job && end.Manual {
+			select {
+			case ended <- end:
+			default:
+			}
+		}
+	})
+	// Warnings and the run's error on stderr; the command's output lines
+	// (logged at info) go to the run row only.
+	logger := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	s, err := cronfence.New(cronfence.Config{Store: db.Store, Observer: observer, Logger: logger, DisableTimers: true})
+	if err != nil {
+		return err
+	}
+	if err := s.Register(schedulerJob(f.Jobs[i], c.KillGrace)); err != nil {
+		return usageError("%s:%d: jobs[%d]: %w", f.Path, f.Jobs[i].Line, i, err)
+	}
+	if err := s.Start(a.ctx); err != nil {
+		return fmt.Errorf("starting the scheduler on %s: %w", db.where, err)
+	}
+	run, err := s.Trigger(a.ctx, c.Job)
+	if err != nil {
+		_ = s.Stop(context.Background()) // nothing runs
+		var busy *cronfence.AlreadyExecutingError
+		if errors.As(err, &busy) {
+			// The same exit status as a 409 from a server.
+			return &exitError{code: exitBusy, err: fmt.Errorf("trigger: job %q is already executing (lease held by %s at generation %d); not run, the refusal is recorded as a skipped run",
+				c.Job, orDash(busy.Holder.Owner), busy.Holder.Generation)}
+		}
+		return wrapInvalid(fmt.Errorf("trigger %q in %s: %w", c.Job, db.where, err))
+	}
+
+	var end cronfence.RunEndEvent
+	select {
+	case end = <-ended:
+		_ = s.Stop(context.Background()) // the run has ended: releases the liveness lock
+	case <-a.ctx.Done():
+		fmt.Fprintf(a.stderr, "cronfence: trigger %q: interrupted; cancelling the run\n", c.Job)
+		cancelled, cancel := context.WithCancel(context.Background())
+		cancel()
+		_ = s.Stop(cancelled) // cancels the run at once and waits for its end
+		end = <-ended
+	}
+	recorded := ""
+	if !end.Recorded {
+		recorded = "; the store could not record its end"
+	}
+	if end.Outcome != cronfence.RunSucceeded {
+		return &exitError{code: exitFailure, err: fmt.Errorf("trigger %q: the run (owner %s, generation %d) failed after %s%s; its output and error are in the run's logs",
+			c.Job, run.Owner, run.Generation, end.Duration.Round(time.Millisecond), recorded)}
+	}
+	fmt.Fprintf(a.stdout, "%s: the run (owner %s, generation %d) succeeded in %s%s\n",
+		c.Job, run.Owner, run.Generation, end.Duration.Round(time.Millisecond), recorded)
+	return nil
+}
+
+// configGlobals returns the global flags with the database of config file
+// f, the one its serve replicas use: --database when given, else the file's
+// database:, else its sqlite: file.
+func configGlobals(g *Globals, f *config.File) *Globals {
+	c := *g
+	if c.Database == "" {
+		c.Database = f.Database
+	}
+	if c.Database == "" {
+		c.SQLite = f.SQLitePath
+	}
+	return &c
 }
 
 // --- jobs ---
@@ -399,14 +507,7 @@ func (c *jobsCmd) direct(a *app) ([]adminapi.Job, error) {
 	if err != nil {
 		return nil, &exitError{code: exitUsage, err: err}
 	}
-	g := *a.globals
-	if g.Database == "" {
-		g.Database = f.Database
-	}
-	if g.Database == "" {
-		g.SQLite = f.SQLitePath
-	}
-	db, err := g.open(a.ctx, true)
+	db, err := configGlobals(a.globals, f).open(a.ctx, true)
 	if err != nil {
 		return nil, err
 	}

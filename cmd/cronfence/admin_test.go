@@ -9,46 +9,98 @@ import (
 	"time"
 )
 
-// pause / resume / unset directly on a SQLite file, then `jobs --config`
-// shows the override and who set it.
-func TestAdminOverrideDirect(t *testing.T) {
+// TestAdminDirect runs the admin commands straight on the database, on
+// SQLite and on PostgreSQL: pause / resume / unset and jobs showing the
+// override; logs (table and JSON) and jobs' last run after a short serve
+// on the same database; trigger without --config or --server refused.
+func TestAdminDirect(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	cfg := writeConfig(t, dir, `jobs:
+	forEachStore(t, func(t *testing.T, db []string) {
+		if db[0] == "--sqlite" {
+			db = nil // cronfence.db in the working directory: the config's default beside it
+		}
+		dir := t.TempDir()
+		slots := filepath.Join(dir, "slots.txt")
+		cfg := writeConfig(t, dir, `jobs:
   - name: nightly
     schedule: "0 3 * * *"
     time_zone: Europe/Lisbon
     shell: "true"
+  - name: tick
+    schedule: "*/1 * * * * *"
+    shell: echo "$CRONFENCE_SLOT" >> `+slots+`; echo tick-output
 `)
-	code, out, errOut := runCLI(t, dir, "pause", "nightly", "--note", "maintenance", "--by", "alice")
-	if code != 0 || !strings.Contains(out, "nightly: override paused, by alice") || !strings.Contains(out, `"maintenance"`) {
-		t.Fatalf("pause: %d %q %q", code, out, errOut)
-	}
-	code, out, errOut = runCLI(t, dir, "jobs", "--config", cfg)
-	if code != 0 || !strings.Contains(out, "nightly") || !strings.Contains(out, "Europe/Lisbon") ||
-		!strings.Contains(out, "disabled") || !strings.Contains(out, "paused by alice") {
-		t.Fatalf("jobs after pause: %d %q %q", code, out, errOut)
-	}
-	if code, out, errOut = runCLI(t, dir, "resume", "nightly", "--by", "bob"); code != 0 || !strings.Contains(out, "override enabled, by bob") {
-		t.Fatalf("resume: %d %q %q", code, out, errOut)
-	}
-	if code, out, errOut = runCLI(t, dir, "unset", "nightly"); code != 0 || !strings.Contains(out, "override none") {
-		t.Fatalf("unset: %d %q %q", code, out, errOut)
-	}
-	code, out, _ = runCLI(t, dir, "jobs", "--config", cfg)
-	if code != 0 || strings.Contains(out, "paused") || !strings.Contains(out, "enabled") {
-		t.Fatalf("jobs after unset: %d %q", code, out)
-	}
-	// Usage errors.
-	if code, _, errOut = runCLI(t, dir, "jobs"); code != exitUsage || !strings.Contains(errOut, "--config") {
-		t.Fatalf("jobs without --config: %d %q", code, errOut)
-	}
-	if code, _, errOut = runCLI(t, dir, "trigger", "nightly"); code != exitUsage || !strings.Contains(errOut, "--server") {
-		t.Fatalf("trigger without --server: %d %q", code, errOut)
-	}
-	if code, _, errOut = runCLI(t, dir, "logs", "nightly", "-n", "0"); code != exitUsage {
-		t.Fatalf("logs -n 0: %d %q", code, errOut)
-	}
+		cli := func(a ...string) (int, string, string) {
+			t.Helper()
+			return runCLI(t, dir, args(db, a...)...)
+		}
+		code, out, errOut := cli("pause", "nightly", "--note", "maintenance", "--by", "alice")
+		if code != 0 || !strings.Contains(out, "nightly: override paused, by alice") || !strings.Contains(out, `"maintenance"`) {
+			t.Fatalf("pause: %d %q %q", code, out, errOut)
+		}
+		code, out, errOut = cli("jobs", "--config", cfg)
+		if code != 0 || !strings.Contains(out, "nightly") || !strings.Contains(out, "Europe/Lisbon") ||
+			!strings.Contains(out, "disabled") || !strings.Contains(out, "paused by alice") {
+			t.Fatalf("jobs after pause: %d %q %q", code, out, errOut)
+		}
+		if code, out, errOut = cli("resume", "nightly", "--by", "bob"); code != 0 || !strings.Contains(out, "override enabled, by bob") {
+			t.Fatalf("resume: %d %q %q", code, out, errOut)
+		}
+		if code, out, errOut = cli("unset", "nightly"); code != 0 || !strings.Contains(out, "override none") {
+			t.Fatalf("unset: %d %q %q", code, out, errOut)
+		}
+		code, out, _ = cli("jobs", "--config", cfg)
+		if code != 0 || strings.Contains(out, "paused") || !strings.Contains(out, "enabled") {
+			t.Fatalf("jobs after unset: %d %q", code, out)
+		}
+		if code, out, errOut = cli("logs", "tick"); code != 0 || out != "" || !strings.Contains(errOut, "no runs of tick") {
+			t.Fatalf("logs before any run: %d %q %q", code, out, errOut)
+		}
+
+		// Runs to show: serve on the same database for a few slots.
+		p := start(t, dir, args(db, "serve", "--config", cfg)...)
+		waitForSlots(t, slots, 2, 20*time.Second, p)
+		stopServe(t, p)
+		code, out, errOut = cli("logs", "tick", "-n", "5")
+		if code != 0 || !strings.HasPrefix(out, "STARTED") || !strings.Contains(out, " ok") {
+			t.Fatalf("logs: %d %q %q", code, out, errOut)
+		}
+		code, out, errOut = cli("logs", "tick", "--json")
+		if code != 0 {
+			t.Fatalf("logs --json: %d %q", code, errOut)
+		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if len(lines) < 2 {
+			t.Fatalf("logs --json: %d runs, want at least 2: %q", len(lines), out)
+		}
+		for _, line := range lines {
+			var run map[string]any
+			if err := json.Unmarshal([]byte(line), &run); err != nil {
+				t.Fatalf("logs --json line %q: %v", line, err)
+			}
+			logs, _ := json.Marshal(run["logs"])
+			if run["jobId"] != "tick" || run["manual"] != false || run["slot"] == nil || run["generation"] == nil ||
+				(run["success"] == true && !strings.Contains(string(logs), "tick-output")) {
+				t.Errorf("run row %v", run)
+			}
+		}
+		code, out, errOut = cli("jobs", "--config", cfg)
+		// The last run's result and the lease's holder and generation.
+		if code != 0 || !strings.Contains(out, "*/1 * * * * *") || !strings.Contains(out, " ok ") || !strings.Contains(out, " gen ") {
+			t.Fatalf("jobs after runs: %d %q %q", code, out, errOut)
+		}
+
+		// Usage errors.
+		if code, _, errOut = cli("jobs"); code != exitUsage || !strings.Contains(errOut, "--config") {
+			t.Fatalf("jobs without --config: %d %q", code, errOut)
+		}
+		if code, _, errOut = cli("trigger", "tick"); code != exitUsage || !strings.Contains(errOut, "--config") || !strings.Contains(errOut, "--server") {
+			t.Fatalf("trigger without --config or --server: %d %q", code, errOut)
+		}
+		if code, _, errOut = cli("logs", "tick", "-n", "0"); code != exitUsage {
+			t.Fatalf("logs -n 0: %d %q", code, errOut)
+		}
+	})
 }
 
 // Server mode against a real `serve --listen`: pause, jobs, trigger (202
@@ -161,7 +213,8 @@ jobs:
 	stopServe(t, srv)
 
 	// Direct mode on the same SQLite file (beside the config, the cwd).
-	code, out, errOut = runCLI(t, dir, "logs", "long", "-n", "5")
+	// Every second of the run added a skipped row: look past them.
+	code, out, errOut = runCLI(t, dir, "logs", "long", "-n", "100")
 	if code != 0 || !strings.Contains(out, "skipped: already_executing") || !strings.Contains(out, "manual") {
 		t.Fatalf("logs direct: %d %q %q", code, out, errOut)
 	}

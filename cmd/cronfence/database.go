@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cronfence/cronfence/store"
@@ -21,6 +22,9 @@ type Globals struct {
 	Database string `name:"database" env:"CRONFENCE_DATABASE_URL" placeholder:"URL" help:"PostgreSQL URL (postgres://…). Empty: the SQLite file of --sqlite."`
 	SQLite   string `name:"sqlite" type:"path" default:"cronfence.db" placeholder:"PATH" help:"SQLite database file, used when --database is empty."`
 	Schema   string `name:"schema" hidden:"" env:"CRONFENCE_SCHEMA" help:"PostgreSQL schema holding cronfence's tables. Defaults to cronfence."`
+
+	// tracer, when set (serve's metrics), times every PostgreSQL query.
+	tracer pgx.QueryTracer
 }
 
 // database is an open store and what it is, for messages.
@@ -63,6 +67,7 @@ func (g *Globals) connect(ctx context.Context) (*database, error) {
 		return nil, usageError("--database is not a valid PostgreSQL URL (postgres://user@host:5432/db)")
 	}
 	cfg.MaxConns = 4
+	cfg.ConnConfig.Tracer = g.tracer
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
 	// The pool connects lazily: the schema is checked before any I/O.

@@ -29,7 +29,7 @@ type lockCmd struct {
 	Name         string        `arg:"" help:"Lease name, the same on every host that runs this command."`
 	TTL          time.Duration `name:"ttl" default:"90s" help:"Lease time to live; renewed every TTL/3 while the command runs, taken over by another host within TTL if this one dies."`
 	BusyExitCode int           `name:"busy-exit-code" default:"0" help:"Exit status when another owner holds the lease and the command is not run."`
-	KillGrace    time.Duration `name:"kill-grace" default:"10s" help:"Time between SIGTERM and SIGKILL when the command is cancelled (lease lost, SIGTERM or SIGINT to lock)."`
+	KillGrace    time.Duration `name:"kill-grace" default:"10s" help:"Time between SIGTERM and SIGKILL when the command is cancelled (lease lost, SIGTERM or SIGINT to lock); a second SIGTERM or SIGINT cuts it short."`
 	Command      []string      `arg:"" passthrough:"" name:"command" help:"The command and its arguments, after --."`
 }
 
@@ -63,14 +63,21 @@ func (c *lockCmd) Run(a *app) error {
 
 	var res command.Result
 	ran, err := cronfence.Lock(a.ctx, db, c.Name, c.TTL, func(ctx context.Context, lease *cronfence.Lease) error {
+		// A second signal skips what is left of the kill grace.
+		stop := a.onForce(func() {
+			fmt.Fprintf(a.stderr, "cronfence: lock %q: second signal; killing %q now\n", c.Name, c.Command[0])
+		})
+		defer stop()
 		res = command.Run(ctx, command.Spec{
 			Argv: c.Command,
 			Env: []string{
 				"CRONFENCE_LEASE=" + lease.Name,
 				"CRONFENCE_GENERATION=" + strconv.FormatInt(lease.Generation, 10),
 			},
-			KillGrace: c.KillGrace,
-			Inherit:   true,
+			KillGrace:  c.KillGrace,
+			Inherit:    true,
+			Supervisor: command.SelfSupervisor(),
+			KillNow:    a.force,
 		})
 		return nil
 	})

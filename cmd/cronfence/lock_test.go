@@ -306,25 +306,3 @@ func TestLockErrors(t *testing.T) {
 		})
 	}
 }
-
-// TestLockKilledTakesCommandWithIt: kill -9 of lock kills its command (the
-// leader of the command's group) too. A shell's background children are
-// not covered (see internal/command).
-func TestLockKilledTakesCommandWithIt(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	p := start(t, dir, "--sqlite", filepath.Join(dir, "cronfence.db"), "lock", "k", "--", "/bin/sh", "-c", `echo $$ > cmd.pid; sleep 100; true`)
-	leader := int(atoi(t, waitForFile(t, filepath.Join(dir, "cmd.pid"), p)))
-	t.Cleanup(func() { _ = syscall.Kill(-leader, syscall.SIGKILL) })
-	if err := p.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	p.wait(t, 20*time.Second)
-	deadline := time.Now().Add(10 * time.Second)
-	for processAlive(leader) {
-		if time.Now().After(deadline) {
-			t.Fatalf("command %d still alive after lock was killed", leader)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}

@@ -7,14 +7,17 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"sort"
 	"strconv"
 	"time"
 
 	"github.com/cronfence/cronfence"
 	"github.com/cronfence/cronfence/internal/adminapi"
+	"github.com/cronfence/cronfence/internal/clock"
 	"github.com/cronfence/cronfence/internal/command"
 	"github.com/cronfence/cronfence/internal/config"
+	"github.com/cronfence/cronfence/internal/dashboard"
 )
 
 // serveCmd is `cronfence serve`.
@@ -22,8 +25,8 @@ type serveCmd struct {
 	Config        string        `name:"config" short:"c" required:"" type:"path" placeholder:"FILE" help:"The YAML file of jobs (see examples/cronfence.yaml)."`
 	LogFormat     string        `name:"log-format" enum:"text,json" default:"text" env:"CRONFENCE_LOG_FORMAT" help:"Log format on stderr: text or json."`
 	KillGrace     time.Duration `name:"kill-grace" default:"10s" help:"Time between SIGTERM and SIGKILL when a job's command is cancelled (lease lost, timeout, shutdown)."`
-	ShutdownGrace time.Duration `name:"shutdown-grace" default:"30s" help:"On SIGTERM or SIGINT, how long running commands may finish before they are cancelled."`
-	Listen        string        `name:"listen" env:"CRONFENCE_LISTEN" placeholder:"ADDR" help:"Serve the admin REST API (/api/admin/cron), /healthz and /readyz on this address, e.g. 127.0.0.1:8080. Bearer tokens come from the file's tokens:."`
+	ShutdownGrace time.Duration `name:"shutdown-grace" default:"30s" help:"On SIGTERM or SIGINT, how long running commands may finish before they are cancelled; a second SIGTERM or SIGINT cancels them at once."`
+	Listen        string        `name:"listen" env:"CRONFENCE_LISTEN" placeholder:"ADDR" help:"Serve the dashboard (/), the admin REST API (/api/admin/cron), /healthz, /readyz and Prometheus /metrics on this address, e.g. 127.0.0.1:8080. Bearer tokens come from the file's tokens:; /metrics needs none, as Prometheus expects."`
 	Scheduler     bool          `name:"scheduler" default:"true" env:"CRONFENCE_SCHEDULER" help:"Run the timers. --scheduler=false serves manual runs and pauses only, while other replicas (workers) fire the jobs."`
 }
 
@@ -65,13 +68,23 @@ func (c *serveCmd) Run(a *app) error {
 	if g.Database == "" {
 		g.SQLite = f.SQLitePath
 	}
+	obs, err := newObservability(f, logger)
+	if err != nil {
+		return err
+	}
+	defer obs.close(logger)
+	g.tracer = obs.tracer()
 	db, err := g.open(a.ctx, true)
 	if err != nil {
 		return err
 	}
 	defer db.close()
 
-	s, err := cronfence.New(cronfence.Config{Store: db, Logger: logger, ShutdownGrace: c.ShutdownGrace, DisableTimers: !c.Scheduler})
+	clk, err := testClockOffset()
+	if err != nil {
+		return err
+	}
+	s, err := cronfence.New(withMonitor(cronfence.Config{Store: obs.instrument(db.Store), Observer: obs.observer(), Logger: logger, ShutdownGrace: c.ShutdownGrace, DisableTimers: !c.Scheduler, Clock: clk}, f.Monitor))
 	if err != nil {
 		return err
 	}
@@ -95,9 +108,13 @@ func (c *serveCmd) Run(a *app) error {
 			tokens[i] = adminapi.Token{Name: t.Name, Role: t.Role, Secret: t.Token}
 		}
 		srv = &http.Server{
-			Handler:           adminapi.New(s, tokens, &adminapi.Options{Logger: logger}),
+			// The REST API under /api/, the dashboard at / (same tokens).
+			// Replicas are live by the checks' own bound, monitor.replica_stale.
+			Handler: dashboard.Mount(adminapi.New(s, tokens, &adminapi.Options{Logger: logger, ReplicaLiveFor: f.Monitor.ReplicaStale}),
+				dashboard.New(s, tokens, &dashboard.Options{Logger: logger, ReplicaLiveFor: f.Monitor.ReplicaStale})),
 			ReadHeaderTimeout: 10 * time.Second,
 		}
+		srv.Handler = obs.mount(srv.Handler) // GET /metrics, without a token
 		go func() {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				logger.Error("cronfence: the admin API stopped", "error", err)
@@ -114,11 +131,46 @@ func (c *serveCmd) Run(a *app) error {
 		_ = srv.Shutdown(sctx)
 		cancel()
 	}
-	if err := s.Stop(context.Background()); err != nil {
+	// A second signal cancels the running commands without waiting out the grace.
+	stopCtx, stopForce := a.forceContext(func() { logger.Warn("cronfence: second signal; cancelling running commands now") })
+	defer stopForce()
+	if err := s.Stop(stopCtx); err != nil {
 		return fmt.Errorf("stopping the scheduler: %w", err)
 	}
 	logger.Info("cronfence: stopped")
 	return nil
+}
+
+// testClockOffsetEnv shifts the scheduler's clock by a duration ("-3m").
+// Test-only: the chaos suite (e2e/chaos) uses it to run a replica whose host
+// clock is wrong. Leases and claims are judged by the database clock either
+// way, which is what the test shows. Never set it in production.
+const testClockOffsetEnv = "CRONFENCE_TEST_CLOCK_OFFSET"
+
+// testClockOffset returns the clock testClockOffsetEnv asks for, or nil (the
+// process clock) when it is unset.
+func testClockOffset() (cronfence.Clock, error) {
+	v := os.Getenv(testClockOffsetEnv)
+	if v == "" {
+		return nil, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return nil, usageError("%s=%q is not a duration (e.g. -3m): %w", testClockOffsetEnv, v, err)
+	}
+	return clock.Offset{By: d}, nil
+}
+
+// withMonitor sets the scheduler's replica registry and absence checks from
+// the file's monitor: section. Every field is copied, defaults included (they
+// are the library's), and config's Off is negative, which the library reads
+// as disabled.
+func withMonitor(cfg cronfence.Config, m config.Monitor) cronfence.Config {
+	cfg.HeartbeatEvery, cfg.CheckEvery = m.HeartbeatEvery, m.CheckEvery
+	cfg.Alerts = cronfence.AlertThresholds{
+		SkipStreak: m.SkipStreak, ClockOffset: m.ClockOffset, ReplicaStale: m.ReplicaStale, OrphanWindow: m.OrphanWindow,
+	}
+	return cfg
 }
 
 // schedulerJob maps a config job to the scheduler's, with a handler that
@@ -173,6 +225,8 @@ func commandHandler(j config.Job, killGrace time.Duration) cronfence.Handler {
 			Env:       env,
 			Dir:       j.Workdir,
 			KillGrace: killGrace,
+			// Every descendant dies with the run, and with this process.
+			Supervisor: command.SelfSupervisor(),
 		})
 		for _, line := range res.Output {
 			run.Logger.Info(line)

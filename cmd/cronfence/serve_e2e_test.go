@@ -179,15 +179,15 @@ func TestServeE2EKillReplicaRunningLongJob(t *testing.T) {
 	pidStr, _, _ := strings.Cut(line, " ")
 	pid := int(atoi(t, pidStr))
 
-	// The replica whose child the command is.
+	// The replica running the command: its supervisor's parent.
 	var victim, survivor *proc
-	switch parent := ppid(pid); parent {
+	switch parent := ppid(ppid(pid)); parent {
 	case a.cmd.Process.Pid:
 		victim, survivor = a, b
 	case b.cmd.Process.Pid:
 		victim, survivor = b, a
 	default:
-		t.Fatalf("command %d has parent %d, neither replica (%d, %d)", pid, parent, a.cmd.Process.Pid, b.cmd.Process.Pid)
+		t.Fatalf("command %d has grandparent %d, neither replica (%d, %d)", pid, parent, a.cmd.Process.Pid, b.cmd.Process.Pid)
 	}
 
 	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {

@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/cronfence/cronfence/internal/metrics/scrape"
+	"github.com/cronfence/cronfence/store"
+	"github.com/cronfence/cronfence/store/postgres"
+	"github.com/cronfence/cronfence/store/sqlite"
+)
+
+// openArgs opens the store that the db arguments of forEachStore name, to
+// read what serve recorded.
+func openArgs(t *testing.T, db []string) store.Store {
+	t.Helper()
+	ctx := context.Background()
+	switch db[0] {
+	case "--sqlite":
+		s, err := sqlite.Open(ctx, db[1], nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	case "--database":
+		pool, err := pgxpool.New(ctx, db[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(pool.Close)
+		s, err := postgres.New(pool, &postgres.Config{Schema: db[3]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	t.Fatalf("no store in %v", db)
+	return nil
+}
+
+// TestServeMetricsMatchWhatRan runs a real `serve --listen` with three
+// jobs every second (one succeeds, one fails, one outlasts its interval
+// and is skipped), pauses them through the REST API, and scrapes the real
+// /metrics without a token: promlint finds nothing, and the values equal
+// what the commands wrote and what the store recorded.
+func TestServeMetricsMatchWhatRan(t *testing.T) {
+	t.Parallel()
+	forEachStore(t, func(t *testing.T, db []string) {
+		dir := t.TempDir()
+		if db[0] == "--sqlite" {
+			// serve's SQLite file is the config's: cronfence.db beside it.
+			db = []string{"--sqlite", filepath.Join(dir, "cronfence.db")}
+		}
+		serveDB := db
+		if db[0] == "--sqlite" {
+			serveDB = nil
+		}
+		ok, failed := filepath.Join(dir, "ok.txt"), filepath.Join(dir, "failed.txt")
+		cfg := writeConfig(t, dir, `tokens:
+  - name: ops
+    role: admin
+    token: s3cret
+defaults:
+  schedule: "* * * * * *"
+  lease_ttl: 5s
+jobs:
+  - name: ok
+    shell: echo "$CRONFENCE_SLOT" >> `+ok+`
+  - name: failing
+    max_attempts: 1
+    shell: echo "$CRONFENCE_SLOT" >> `+failed+`; exit 3
+  - name: slow
+    shell: sleep 2.5
+`)
+		addr := freeAddr(t)
+		p := start(t, dir, args(serveDB, "serve", "--config", cfg, "--listen", addr, "--shutdown-grace", "1s", "--kill-grace", "500ms")...)
+		url := "http://" + addr + "/metrics"
+		get := func() *scrape.Page {
+			t.Helper()
+			deadline := time.Now().Add(20 * time.Second)
+			for {
+				page, err := scrape.Get(url) // no Authorization header
+				if err == nil {
+					return page
+				}
+				select {
+				case <-p.done:
+					t.Fatalf("serve exited with %d; stderr:\n%s", p.code, p.stderr.String())
+				default:
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("GET /metrics: %v", err)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+		waitForSlots(t, ok, 3, 30*time.Second, p)
+		deadline := time.Now().Add(30 * time.Second)
+		for s := get().Sum("cronfence_skips_total", "job", "slow"); s < 1; s = get().Sum("cronfence_skips_total", "job", "slow") {
+			if time.Now().After(deadline) {
+				t.Fatal("no skip of the slow job after 30s")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		for _, job := range []string{"ok", "failing", "slow"} {
+			if code, body := apiPut(t, p, "http://"+addr+"/api/admin/cron/"+job, `{"enabled": false}`); code != http.StatusOK {
+				t.Fatalf("pause %s: %d %v", job, code, body)
+			}
+		}
+		// Quiet: every job has had a claim refused as paused (later claims
+		// are refused too), and every claim won has ended (its handler
+		// starts on a goroutine of its own, maybe after the next claim).
+		var page *scrape.Page
+		for deadline := time.Now().Add(30 * time.Second); ; {
+			page = get()
+			quiet := len(page.Families["cronfence_lease_age_seconds"].GetMetric()) == 0
+			for _, job := range []string{"ok", "failing", "slow"} {
+				paused, _ := page.Value("cronfence_claims_total", "job", job, "result", "paused")
+				won, _ := page.Value("cronfence_claims_total", "job", job, "result", "won")
+				if paused < 1 || won != page.Sum("cronfence_runs_total", "job", job) {
+					quiet = false
+				}
+			}
+			if quiet {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("serve never went quiet after the pause:\n%s", page.Text)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+
+		if problems, err := page.Lint(); err != nil || len(problems) > 0 {
+			t.Fatalf("promlint (promtool check metrics) on the real /metrics: %v %v\n%s", err, strings.Join(problems, "\n"), page.Text)
+		}
+		value := func(name string, labels ...string) float64 {
+			v, _ := page.Value(name, labels...)
+			return v
+		}
+		okSlots, failedSlots := slotLines(ok), slotLines(failed)
+		runs, err := openArgs(t, db).RunList(context.Background(), store.RunListParams{Job: "slow", Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var slowRuns, slowSkips float64
+		for _, r := range runs {
+			if r.Skipped {
+				slowSkips++
+			} else {
+				slowRuns++
+			}
+		}
+		lastOK, err := time.Parse(time.RFC3339, okSlots[len(okSlots)-1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			what      string
+			got, want float64
+		}{
+			{"runs_total{ok,success} = lines the ok job wrote", value("cronfence_runs_total", "job", "ok", "outcome", "success"), float64(len(okSlots))},
+			{"runs_total{ok,failure}", value("cronfence_runs_total", "job", "ok", "outcome", "failure"), 0},
+			{"runs_total{failing,failure} = lines the failing job wrote", value("cronfence_runs_total", "job", "failing", "outcome", "failure"), float64(len(failedSlots))},
+			{"runs_total{failing,success}", value("cronfence_runs_total", "job", "failing", "outcome", "success"), 0},
+			{"runs_total{slow,success} = run rows", value("cronfence_runs_total", "job", "slow", "outcome", "success"), slowRuns},
+			{"skips_total{slow} = skip rows", page.Sum("cronfence_skips_total", "job", "slow"), slowSkips},
+			{"claims_total{ok,won} = runs", value("cronfence_claims_total", "job", "ok", "result", "won"), float64(len(okSlots))},
+			{"fire_latency count{ok} = runs", value("cronfence_fire_latency_seconds", "job", "ok"), float64(len(okSlots))},
+			{"fire_latency count{failing} = runs", value("cronfence_fire_latency_seconds", "job", "failing"), float64(len(failedSlots))},
+			{"run_duration count{slow} = run rows", value("cronfence_run_duration_seconds", "job", "slow"), slowRuns},
+			{"last_completed_slot{ok} = the last slot written", value("cronfence_last_completed_slot_timestamp_seconds", "job", "ok"), float64(lastOK.Unix())},
+		} {
+			if c.got != c.want {
+				t.Errorf("%s: got %v, want %v", c.what, c.got, c.want)
+			}
+		}
+		if len(okSlots) < 3 || len(failedSlots) < 1 || slowSkips < 1 {
+			t.Errorf("the run was too short to mean much: %d ok, %d failed, %v skips", len(okSlots), len(failedSlots), slowSkips)
+		}
+		// The failing job never completes a slot.
+		if _, ok := page.Value("cronfence_last_completed_slot_timestamp_seconds", "job", "failing"); ok {
+			t.Error("last_completed_slot_timestamp_seconds set for a job that never succeeded")
+		}
+		for _, op := range []string{"SlotClaimBatch", "SlotFinish"} {
+			if n := value("cronfence_store_round_trip_seconds", "op", op); n < 1 {
+				t.Errorf("store_round_trip_seconds{op=%s} count %v, want round trips timed", op, n)
+			}
+		}
+		if _, ok := page.Value("cronfence_clock_offset_seconds"); !ok {
+			t.Error("clock_offset_seconds missing")
+		}
+		if _, ok := page.Value("process_start_time_seconds"); !ok {
+			t.Error("the process collector is missing")
+		}
+		t.Logf("%d ok, %d failed, %v slow runs, %v skips; %s", len(okSlots), len(failedSlots), slowRuns, slowSkips,
+			fmt.Sprint(len(page.Families), " families"))
+	})
+}
