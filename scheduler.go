@@ -197,7 +197,9 @@ func (s *Scheduler) loop(ctx context.Context) {
 		if s.heap.Len() > 0 {
 			wait = min(wait, max(s.heap[0].fireAt.Sub(now), 0))
 		}
-		if s.cfg.ResumeEvery > 0 && !s.cfg.DisableTimers {
+		// While the store is down the resume scan is not done and
+		// nextResume stays in the past: waiting for it would spin.
+		if s.cfg.ResumeEvery > 0 && !s.cfg.DisableTimers && !s.down {
 			wait = min(wait, max(s.nextResume.Sub(now), 0))
 		}
 		s.mu.Unlock()
