@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cronfence/cronfence/internal/pgtest"
 	"github.com/cronfence/cronfence/store"
 	"github.com/cronfence/cronfence/store/postgres"
 )
@@ -126,5 +127,68 @@ func TestLeaseAcquireWithLiveKey(t *testing.T) {
 	l, ok, err := other.LeaseAcquire(ctx(t), store.LeaseAcquireParams{Name: "job:x", Owner: "replica-b", TTL: time.Hour})
 	if err != nil || !ok || l.Generation != 2 {
 		t.Fatalf("takeover after the owner's liveness lock went = %+v, %v, %v", l, ok, err)
+	}
+}
+
+// A liveness connection that breaks while its process lives (a network
+// cut, a database restart, a terminated backend) is noticed and the lock
+// taken again on a new connection: otherwise every later claim of this
+// owner would look like a dead owner's and be taken over at once.
+func TestLivenessRetakenAfterItsConnectionBreaks(t *testing.T) {
+	t.Parallel()
+	pool, schema := pgtest.Schema(t)
+	s, err := postgres.New(pool, &postgres.Config{Schema: schema, LivenessCheckEvery: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Migrate(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	other := openOn(t, schema)
+	key, release, err := s.LivenessHold(ctx(t), "replica-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	// holder returns the backend pid holding the liveness lock, 0 if none.
+	holder := func() int {
+		t.Helper()
+		var pid int
+		err := other.Pool().QueryRow(ctx(t), `
+			SELECT coalesce(max(pid), 0) FROM pg_locks
+			 WHERE locktype = 'advisory' AND objsubid = 1 AND granted
+			   AND ((classid::bigint << 32) | objid::bigint) = ($1::bigint & x'ffffffffffffffff'::bigint)`, key).Scan(&pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pid
+	}
+	first := holder()
+	if first == 0 {
+		t.Fatal("the liveness lock is not held after LivenessHold")
+	}
+	var terminated bool
+	if err := other.Pool().QueryRow(ctx(t), `SELECT pg_terminate_backend($1, 10000)`, first).Scan(&terminated); err != nil || !terminated {
+		t.Fatalf("terminating the liveness session: %v, %v", terminated, err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if pid := holder(); pid != 0 && pid != first {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the liveness lock was not taken again within 10s of its session's end")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// Held again: another session cannot take it.
+	var locked bool
+	if err := other.Pool().QueryRow(ctx(t), `SELECT pg_try_advisory_lock($1)`, key).Scan(&locked); err != nil || locked {
+		t.Fatalf("pg_try_advisory_lock by another session = %v, %v; want false (held again by the owner)", locked, err)
+	}
+	// release frees it.
+	release()
+	if pid := holder(); pid != 0 {
+		t.Fatalf("after release the liveness lock is still held by pid %d", pid)
 	}
 }

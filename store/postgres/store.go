@@ -42,13 +42,25 @@ type Config struct {
 	// move a whole cluster's time by hand; production leaves it nil, and the
 	// database clock decides. Defaults to nil.
 	NowFunc func() time.Time
+
+	// LivenessCheckEvery is how often a liveness hold (LivenessHold)
+	// checks its connection, without a round trip, and takes its lock
+	// again on a new connection when the old one broke. Defaults to
+	// DefaultLivenessCheckEvery (1s).
+	LivenessCheckEvery time.Duration
 }
+
+// DefaultLivenessCheckEvery is the default of Config.LivenessCheckEvery.
+const DefaultLivenessCheckEvery = time.Second
 
 var schemaPattern = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
 func (c *Config) validate() error {
 	if !schemaPattern.MatchString(c.Schema) {
 		return fmt.Errorf("postgres: Schema must be lower-case letters, digits and underscores, starting with a letter or underscore, at most 63 bytes, got %q: %w", c.Schema, store.ErrInvalidArgument)
+	}
+	if c.LivenessCheckEvery < time.Millisecond {
+		return fmt.Errorf("postgres: LivenessCheckEvery must be at least 1ms, got %s: %w", c.LivenessCheckEvery, store.ErrInvalidArgument)
 	}
 	return nil
 }
@@ -60,6 +72,8 @@ type Store struct {
 	q      queries
 	nowFn  func() time.Time
 	closed atomic.Bool
+
+	livenessCheckEvery time.Duration
 }
 
 var _ store.Store = (*Store)(nil)
@@ -77,10 +91,13 @@ func New(pool *pgxpool.Pool, cfg *Config) (*Store, error) {
 	if c.Schema == "" {
 		c.Schema = DefaultSchema
 	}
+	if c.LivenessCheckEvery == 0 {
+		c.LivenessCheckEvery = DefaultLivenessCheckEvery
+	}
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	return &Store{pool: pool, schema: c.Schema, q: newQueries(c.Schema), nowFn: c.NowFunc}, nil
+	return &Store{pool: pool, schema: c.Schema, q: newQueries(c.Schema), nowFn: c.NowFunc, livenessCheckEvery: c.LivenessCheckEvery}, nil
 }
 
 // Schema returns the schema the store works in.
