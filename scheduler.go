@@ -82,7 +82,7 @@ func (s *Scheduler) Register(job Job) error {
 	s.jobs[r.Name] = r
 	s.jobsChanged()
 	if s.started && !s.stopped && !s.cfg.DisableTimers {
-		s.arm(r, s.cfg.Clock.Now())
+		s.arm(r, s.scheduleNow())
 		s.poke()
 	}
 	return nil
@@ -118,8 +118,8 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	}
 	s.keeper = leasekeeper.New(s.store, leasekeeper.Options{Clock: s.cfg.Clock})
 	s.measureOffset(ctx)
-	s.heartbeat(ctx, s.cfg.Clock.Now())
-	now := s.cfg.Clock.Now()
+	now := s.scheduleNow()
+	s.heartbeat(ctx, now)
 	s.mu.Lock()
 	s.nextClockCheck = now.Add(s.cfg.ClockCheckEvery)
 	if s.cfg.DisableTimers {
@@ -153,7 +153,7 @@ type JobInfo struct {
 
 // Jobs returns the registered jobs, by name.
 func (s *Scheduler) Jobs() []JobInfo {
-	now := s.cfg.Clock.Now()
+	now := s.scheduleNow()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]JobInfo, 0, len(s.jobs))
@@ -192,7 +192,7 @@ func (s *Scheduler) loop(ctx context.Context) {
 	defer s.stopMonitor()   // after the last tick, so no pass follows it
 	for {
 		s.mu.Lock()
-		now := s.cfg.Clock.Now()
+		now := s.scheduleNow()
 		wait := s.cfg.MaxSleep
 		if s.heap.Len() > 0 {
 			wait = min(wait, max(s.heap[0].fireAt.Sub(now), 0))
@@ -221,7 +221,7 @@ func (s *Scheduler) loop(ctx context.Context) {
 
 // tick does what is due: clock check, catch-up, pruning and fires.
 func (s *Scheduler) tick(ctx context.Context) {
-	now := s.cfg.Clock.Now()
+	now := s.scheduleNow()
 	s.mu.Lock()
 	checkClock := !now.Before(s.nextClockCheck)
 	if checkClock {
@@ -323,9 +323,10 @@ func (s *Scheduler) fire(ctx context.Context, due []*entry, now time.Time) {
 		case r.Claimed:
 			s.startRun(e.job, r, sent, false, "")
 		case r.Refusal == store.ClaimNotDue:
-			// This replica's clock runs ahead of the database's: try the
-			// same slot again once the database agrees it is due.
-			s.retryLater(e, time.Duration(s.offset.Load()))
+			// The slot fired a little early by the database clock (the
+			// offset moved since it was last measured, or the measurement
+			// is off by part of a round trip): try it again shortly.
+			s.retryLater(e, 0)
 		case r.Recorded == store.SlotSkipped:
 			s.log.Info("cronfence: slot skipped: the previous run has not finished", "job", e.job.Name, "slot", e.slot,
 				"holder", r.Lease.Owner, "generation", r.Lease.Generation)
@@ -343,7 +344,7 @@ func (s *Scheduler) fire(ctx context.Context, due []*entry, now time.Time) {
 func (s *Scheduler) retryLater(e *entry, wait time.Duration) {
 	wait = min(max(wait+20*time.Millisecond, 20*time.Millisecond), s.cfg.MaxSleep)
 	s.mu.Lock()
-	heap.Push(&s.heap, &entry{job: e.job, slot: e.slot, fireAt: s.cfg.Clock.Now().Add(wait), retry: true})
+	heap.Push(&s.heap, &entry{job: e.job, slot: e.slot, fireAt: s.scheduleNow().Add(wait), retry: true})
 	s.mu.Unlock()
 }
 
@@ -498,6 +499,16 @@ func (s *Scheduler) measureOffset(ctx context.Context) {
 	if offset > ClockOffsetWarning || offset < -ClockOffsetWarning {
 		s.log.Warn("cronfence: this replica's clock is off the database clock; the database decides", "offset", offset)
 	}
+}
+
+// scheduleNow is the time slots are judged by: this replica's clock
+// corrected by its last measured offset from the database clock, so a
+// replica whose clock is minutes off still fires each slot when the
+// database says it is due (neither early, to be refused as not due, nor
+// late) and arms from the database's now at start-up. Timers still run on
+// Clock: only durations are taken from it.
+func (s *Scheduler) scheduleNow() time.Time {
+	return s.cfg.Clock.Now().Add(-time.Duration(s.offset.Load()))
 }
 
 // ClockOffset returns the last measured offset of this replica's clock from
