@@ -29,7 +29,8 @@
 //     the job has a CatchUpWindow: only the most recent one; history is not
 //     replayed.
 //   - G6: pause and resume (SetEnabled) reach every replica at its next
-//     fire and survive restarts; a paused job does not spend its slot.
+//     fire and survive restarts; a slot that comes due while its job is
+//     paused is settled as skipped and never runs, even after the resume.
 //   - G7: overlap is visible: a slot that comes due while a run holds the
 //     job's lease is recorded as a skipped run naming the holder, once
 //     across replicas; Trigger meets ErrAlreadyExecuting.

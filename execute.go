@@ -78,7 +78,7 @@ func (s *Scheduler) execute(spec runSpec) {
 	started := s.cfg.Clock.Now()
 	var latency time.Duration
 	if !spec.slot.IsZero() {
-		latency = started.Sub(spec.slot)
+		latency = s.scheduleNow().Sub(spec.slot)
 	}
 	s.observe(RunStartEvent{
 		Job: job.Name, Slot: spec.slot, Lease: spec.lease.Name, Generation: spec.lease.Generation, Attempt: spec.attempt,
@@ -167,7 +167,8 @@ func (s *Scheduler) finish(spec runSpec, runErr error, logs []string) (outcome R
 	if !spec.slot.IsZero() && !res.SlotUpdated {
 		s.log.Warn("cronfence: the slot was taken over before this run ended; its result was not recorded on the slot",
 			"job", job.Name, "slot", spec.slot, "generation", spec.lease.Generation)
-		return outcome, false, res.Buffered
+		// A failure whatever the handler returned: the run row says so too.
+		return RunFailed, false, res.Buffered
 	}
 	return outcome, true, res.Buffered
 }

@@ -34,13 +34,20 @@
 // named, never the time a run started). Its claim row:
 //
 //	(none) ──SlotClaim──▶ running ──SlotFinish──▶ completed   (final)
-//	                        │   ▲        │
-//	                        │   │        └──────▶ failed
-//	       lease expired ───┘   └── SlotClaim while attempts < MaxAttempts
+//	  │                     │   ▲        │
+//	  │                     │   │        └──────▶ failed
+//	  │    lease expired ───┘   └── SlotClaim while attempts < MaxAttempts
+//	  │
+//	  ├──SlotClaim, lease held by another run──▶ skipped (final) or buffered
+//	  └──SlotClaim, job paused──────────────────▶ skipped (final)
 //
 // SlotClaim takes the guarding lease and the slot in one statement; a running
 // slot whose lease has expired (its owner died or paused) and a failed slot
-// may be claimed again with one more attempt, a completed one never.
-// SlotFinish marks the slot, releases the lease and writes the run row in one
-// round trip, all conditioned on the claim's owner and generation.
+// may be claimed again with one more attempt, a completed one never. A slot
+// that comes due while its job is paused is settled as skipped by the first
+// claim that sees the pause, so it cannot run after the resume, whichever
+// replica's claim arrives late. SlotFinish marks the slot, releases the
+// lease and writes the run row in one round trip, all conditioned on the
+// claim's owner and generation; the run row of a generation whose slot was
+// taken over says so (not successful) rather than passing for its result.
 package store

@@ -65,6 +65,13 @@ type Store interface {
 	// is never claimed again; an interrupted, failed or buffered one can be,
 	// with attempts + 1, while attempts stay below p.MaxAttempts.
 	//
+	// A due slot of a paused job is refused with ClaimPaused and, in the same
+	// statement, settled: when it has no row yet it is recorded skipped (no
+	// run row), so a claim that arrives after the resume (a replica whose
+	// clock runs behind, a retry, catch-up) is refused with ClaimSkipped
+	// instead of running a slot that came due during the pause. An existing
+	// row is left as it is.
+	//
 	// When the lease is held by another run (an overlap: the previous slot's
 	// run or a manual run), the slot is recorded once across replicas
 	// according to p.Overlap: skipped, with a skip run row naming the holder,
@@ -82,7 +89,10 @@ type Store interface {
 	// SlotFinish ends a claimed run in one round trip: the slot is marked
 	// completed or failed (only if p.Owner still holds it at p.Generation),
 	// the lease is released (under the same condition) and the run row is
-	// written whatever happened, since it records a fact. With a zero
+	// written whatever happened, since it records a fact. When the slot was
+	// not marked (SlotUpdated false: it was taken over), the row says so
+	// instead of passing for the slot's result: Success false, and an error
+	// naming the takeover, followed by p.Run.Error if any. With a zero
 	// p.Slot it ends a manual run: lease and run row only. The result names
 	// the job's buffered slot, if one waits for this run to end.
 	SlotFinish(ctx context.Context, p SlotFinishParams) (SlotFinishResult, error)
@@ -175,7 +185,8 @@ const (
 	// attempts remain.
 	SlotFailed SlotStatus = "failed"
 	// SlotSkipped: the slot came due while another run held the job's lease
-	// and the job's overlap policy is to skip. Final, like completed.
+	// and the job's overlap policy is to skip, or while the job was paused.
+	// Final, like completed.
 	SlotSkipped SlotStatus = "skipped"
 	// SlotBuffered: the slot came due during another run and waits to run
 	// when that run ends (overlap policy buffer-one). Claimable.
@@ -220,7 +231,8 @@ type SlotClaimParams struct {
 
 	// DeclaredDisabled is a job declared with enabled = false. The job's
 	// override (JobStateSet), when set, decides instead. A disabled job is
-	// refused with ClaimPaused before anything is written.
+	// refused with ClaimPaused; a due slot of it that has no row yet is
+	// recorded skipped, and nothing else is written (no lease, no run row).
 	DeclaredDisabled bool
 	// Overlap is what to record when the lease is held by another run.
 	// Empty means OverlapSkip.
@@ -242,8 +254,8 @@ const (
 	ClaimHeld              ClaimRefusal = "already_executing"  // the lease is held by another owner
 	ClaimAttemptsExhausted ClaimRefusal = "attempts_exhausted" // no attempts left
 	ClaimNotDue            ClaimRefusal = "not_due"            // the slot is in the future by the database clock
-	ClaimPaused            ClaimRefusal = "paused"             // the job is disabled (override or declared)
-	ClaimSkipped           ClaimRefusal = "skipped"            // the slot was already recorded as skipped
+	ClaimPaused            ClaimRefusal = "paused"             // the job is disabled (override or declared); the slot is settled as skipped
+	ClaimSkipped           ClaimRefusal = "skipped"            // the slot was already recorded as skipped (an overlap, or due while paused)
 )
 
 // SlotClaimResult is what Store.SlotClaim returns.
@@ -257,8 +269,9 @@ type SlotClaimResult struct {
 	// as last seen.
 	Lease Lease
 	// Recorded is the slot's new status when this call recorded an overlap
-	// (SlotSkipped or SlotBuffered); empty otherwise. Exactly one replica
-	// records each overlapped slot.
+	// (SlotSkipped or SlotBuffered); empty otherwise, also when a ClaimPaused
+	// refusal settled the slot as skipped. Exactly one replica records each
+	// overlapped slot.
 	Recorded SlotStatus
 	// SkipRun is the skip run row this call wrote, when Recorded is
 	// SlotSkipped.
@@ -279,7 +292,7 @@ type SlotFinishParams struct {
 
 // SlotFinishResult is what Store.SlotFinish returns.
 type SlotFinishResult struct {
-	SlotUpdated   bool // false when the slot was no longer this owner's
+	SlotUpdated   bool // false when the slot was no longer this owner's; Run then records the takeover, not success
 	LeaseReleased bool // false when the lease was no longer this owner's
 	Run           Run  // the row written
 	// Buffered is the job's earliest buffered slot (overlap policy

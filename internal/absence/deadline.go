@@ -53,7 +53,7 @@ func describeClaim(c store.Slot) string {
 	case store.SlotFailed:
 		return fmt.Sprintf("it failed (attempt %d, on %s)", c.Attempts, c.Owner)
 	case store.SlotSkipped:
-		return "it was skipped: a previous run still held the job's lease"
+		return "it was skipped: a previous run still held the job's lease, or the job was paused when it came due"
 	case store.SlotBuffered:
 		return "it is buffered behind a previous run that has not ended"
 	default:

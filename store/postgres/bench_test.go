@@ -443,6 +443,8 @@ func BenchmarkLeaseFence(b *testing.B) {
 //     lease: refused, already_executing, and recorded: the slot row is
 //     written as skipped with a skip run row naming the holder.
 //   - late: a slot another replica already completed: refused, completed.
+//   - paused: a fresh slot of a paused job: refused, paused, and settled:
+//     the slot row is written as skipped (no run row).
 func BenchmarkSlotClaim(b *testing.B) {
 	b.Run("won", func(b *testing.B) {
 		s, trips := benchStore(b)
@@ -497,6 +499,19 @@ func BenchmarkSlotClaim(b *testing.B) {
 		measure(b, trips, benchCall{
 			call: func(ctx context.Context, _ int) error {
 				return claimRefused(ctx, s, benchOwner, 0, store.ClaimCompleted)
+			},
+		})
+	})
+	b.Run("paused", func(b *testing.B) {
+		s, trips := benchStore(b)
+		off := false
+		if _, err := s.JobStateSet(b.Context(), store.JobStateSetParams{Job: benchJob, Enabled: &off, By: "bench"}); err != nil {
+			b.Fatal(err)
+		}
+		measure(b, trips, benchCall{
+			call: func(ctx context.Context, i int) error {
+				// A fresh slot per call, so each one is settled.
+				return claimRefused(ctx, s, benchOwner, i, store.ClaimPaused)
 			},
 		})
 	})

@@ -137,7 +137,8 @@ const slotColumns = `job, slot, status, owner, lease_name, generation, attempts,
 //   - gate refuses from the snapshot: a slot not yet due by the database
 //     clock, a paused job (override, else the declared value), a completed
 //     or skipped slot, one still running under a live lease, or one out of
-//     attempts. A refused item touches nothing.
+//     attempts. A refused item touches nothing, except that a paused one
+//     is settled (see settle).
 //   - lease is the acquisition of leaseAcquireSQL, the point where
 //     contenders serialise; only its winners go on. A lease whose owner's
 //     liveness lock is free (its process is gone) is taken over at once.
@@ -148,6 +149,20 @@ const slotColumns = `job, slot, status, owner, lease_name, generation, attempts,
 //   - mark records an overlap (gate passed, lease held by another run) as
 //     skipped or buffered, and skip writes the skip run row naming the
 //     holder. ON CONFLICT DO NOTHING makes exactly one replica record it.
+//   - settle records a due slot of a paused job that has no row yet as
+//     skipped, without a run row (the job's pause is what operators see,
+//     and a paused every-second job would otherwise write a row a second).
+//     The slot is then final: a replica whose claim arrives after the
+//     resume (its clock runs behind, a not_due retry, a catch-up) finds it
+//     skipped instead of running it. An existing row is never touched, and
+//     ON CONFLICT DO NOTHING makes concurrent refusals write one row. The
+//     refusal stays paused; a later claim of the slot is refused skipped.
+//     settle is the one slot write not preceded by its lease's row lock (a
+//     paused item takes no lease). Two batches could then lock two slots
+//     in opposite orders only if each saw a different job of the two
+//     paused (pause and resume committed between their snapshots, at the
+//     same slot instant); PostgreSQL would detect that deadlock and fail
+//     one statement, which the scheduler handles as an unreachable store.
 //
 // $1 jobs, $2 slots, $3 lease names, $4 declared disabled, $5 overlap
 // policies, $6 max attempts, $7 TTLs in µs, $8 catch-up flags, $9 owner,
@@ -248,6 +263,17 @@ skip AS (
       LEFT JOIN {{schema}}.leases h ON h.name = i.lease_name
      WHERE m.status = 'skipped'
     RETURNING job, slot, id, started_at, logs
+),
+settle AS (
+    INSERT INTO {{schema}}.slots AS s (job, slot, status, owner, lease_name, generation, attempts, started_at, finished_at)
+    SELECT i.job, i.slot, 'skipped', $9, i.lease_name, 0, 0, c.now, c.now
+      FROM i
+      JOIN gate g ON g.ord = i.ord AND g.refusal = 'paused'
+     CROSS JOIN c
+     WHERE NOT EXISTS (SELECT 1 FROM prev p WHERE p.ord = i.ord)
+       -- Lock order, as in mark: the batch's lease rows first.
+       AND (SELECT count(*) FROM lease) >= 0
+    ON CONFLICT (job, slot) DO NOTHING
 )
 SELECT g.refusal,
        cl.status, cl.owner, cl.lease_name, cl.generation, cl.attempts, cl.started_at,
@@ -270,12 +296,15 @@ SELECT g.refusal,
 
 // slotFinishSQL ends a run in one round trip: slot marked and lease
 // released, both only for the claim's owner and generation, and the run row
-// written whatever they did.
+// written whatever they did. When a slot was given but not marked (the
+// generation no longer held it: it was taken over), the run row records
+// that, not the handler's verdict: success false, and $18 (the error,
+// prefixed with the takeover; see takenOverError) as its error.
 //
 // $1 job, $2 slot, $3 lease name, $4 owner, $5 generation, $6 status,
 // $7 pinned now or NULL, $8 manual, $9 catch-up, $10 attempt,
 // $11 started_at or NULL, $12 finished_at or NULL, $13 success,
-// $14 skipped, $15 reason, $16 error, $17 logs.
+// $14 skipped, $15 reason, $16 error, $17 logs, $18 error if taken over.
 const slotFinishSQL = `
 WITH c AS (SELECT coalesce($7::timestamptz, now()) AS now),
 l AS (
@@ -295,13 +324,17 @@ s AS (
        AND (SELECT count(*) FROM l) >= 0
     RETURNING t.started_at
 ),
+fate AS (
+    SELECT $2::timestamptz IS NOT NULL AND NOT EXISTS (SELECT 1 FROM s) AS taken_over
+),
 r AS (
     INSERT INTO {{schema}}.runs (job, slot, manual, catch_up, owner, generation, attempt,
                                  started_at, finished_at, success, skipped, reason, error, logs)
     SELECT $1, $2, $8, $9, $4, $5, $10,
            coalesce($11::timestamptz, (SELECT started_at FROM s), c.now),
-           coalesce($12::timestamptz, c.now), $13, $14, $15, $16, $17
-      FROM c
+           coalesce($12::timestamptz, c.now), $13 AND NOT fate.taken_over, $14, $15,
+           CASE WHEN fate.taken_over THEN $18::text ELSE $16 END, $17
+      FROM c CROSS JOIN fate
     RETURNING ` + runColumns + `
 )
 SELECT EXISTS (SELECT 1 FROM s), EXISTS (SELECT 1 FROM l),

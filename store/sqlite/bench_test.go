@@ -319,6 +319,8 @@ func BenchmarkLeaseFence(b *testing.B) {
 //   - overlap: a fresh slot while the previous run holds the lease: refused
 //     and recorded as skipped (a slot row and a skip run row).
 //   - late: a slot another replica already completed: refused.
+//   - paused: a fresh slot of a paused job: refused and settled as skipped
+//     (a slot row, no run row).
 func BenchmarkSlotClaim(b *testing.B) {
 	b.Run("won", func(b *testing.B) {
 		s := benchStore(b)
@@ -373,6 +375,19 @@ func BenchmarkSlotClaim(b *testing.B) {
 		measure(b, benchCall{
 			call: func(ctx context.Context, _ int) error {
 				return claimRefused(ctx, s, benchOwner, 0, store.ClaimCompleted)
+			},
+		})
+	})
+	b.Run("paused", func(b *testing.B) {
+		s := benchStore(b)
+		off := false
+		if _, err := s.JobStateSet(b.Context(), store.JobStateSetParams{Job: benchJob, Enabled: &off, By: "bench"}); err != nil {
+			b.Fatal(err)
+		}
+		measure(b, benchCall{
+			call: func(ctx context.Context, i int) error {
+				// A fresh slot per call, so each one is settled.
+				return claimRefused(ctx, s, benchOwner, i, store.ClaimPaused)
 			},
 		})
 	})

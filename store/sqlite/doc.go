@@ -49,8 +49,12 @@
 // buffer-one and the job has no buffered slot yet, else skipped, with a skip
 // run row naming the holder. A skipped slot is final; a buffered one waits
 // until SlotFinish of the run that held the lease reports it, to be claimed
-// then. SlotFinish with a zero slot ends a manual run: lease and run row
-// only. The transaction holds the write lock from BEGIN, so no finisher can
+// then. A due slot of a paused job is refused paused and, when it has no
+// row yet, recorded skipped without a run row, so a claim arriving after
+// the resume is refused skipped instead of running it. SlotFinish with a
+// zero slot ends a manual run: lease and run row only; a finish whose slot
+// was taken over writes its run row with success false and the takeover in
+// its error. The transaction holds the write lock from BEGIN, so no finisher can
 // slip in between a claim's reads and its writes, and a claim never gives a
 // lease back.
 //

@@ -87,11 +87,12 @@ func (s *Store) SlotClaimBatch(ctx context.Context, items []store.SlotClaimParam
 // claimSlot claims one item inside the caller's immediate transaction, in
 // the order of the PostgreSQL store's slotClaimSQL:
 //
-//  1. The gate refuses, writing nothing: a slot not yet due by the database
-//     clock (not_due); a paused job, by its override or else its declared
-//     value (paused); a completed or skipped slot (final); a running slot
-//     whose guarding lease holding is still live (already_executing, naming
-//     that holding); a slot out of attempts.
+//  1. The gate refuses, writing nothing but a paused slot's settlement: a
+//     slot not yet due by the database clock (not_due); a paused job, by its
+//     override or else its declared value (paused, and the slot settled:
+//     see settlePaused); a completed or skipped slot (final); a running
+//     slot whose guarding lease holding is still live (already_executing,
+//     naming that holding); a slot out of attempts.
 //  2. The lease is taken as LeaseAcquire takes it.
 //  3. Taken: the slot is inserted at attempt 1, or a failed, buffered or
 //     interrupted one is taken over with one more attempt.
@@ -119,6 +120,11 @@ func claimSlot(ctx context.Context, tx *sql.Tx, p store.SlotClaimParams, slot, n
 		return store.SlotClaimResult{}, err
 	}
 	if !enabled {
+		if !found {
+			if err := settlePaused(ctx, tx, p, slot, now); err != nil {
+				return store.SlotClaimResult{}, err
+			}
+		}
 		return refuse(store.ClaimPaused, store.Lease{})
 	}
 	if found {
@@ -189,6 +195,23 @@ func jobEnabled(ctx context.Context, q querier, job string, declared bool) (bool
 		return override.Bool, nil
 	}
 	return declared, nil
+}
+
+// settlePaused records a due slot of a paused job, which has no row yet, as
+// skipped (owned by p.Owner at generation 0, attempts 0), so it is final: a
+// claim that arrives after the resume (from a replica whose clock runs
+// behind, a not_due retry, a catch-up) is refused skipped instead of running
+// a slot that came due during the pause. No run row is written: the job's
+// pause is what operators see, and a paused every-second job would
+// otherwise write a row a second.
+func settlePaused(ctx context.Context, tx *sql.Tx, p store.SlotClaimParams, slot, now time.Time) error {
+	_, err := tx.ExecContext(ctx, `
+		INSERT INTO cronfence_slots (job, slot, status, owner, lease_name, generation, attempts, started_at, finished_at)
+		VALUES (?, ?, 'skipped', ?, ?, 0, 0, ?, ?)
+		ON CONFLICT (job, slot) DO NOTHING`,
+		p.Job, micros(slot), p.Owner, p.LeaseName, micros(now), micros(now),
+	)
+	return err
 }
 
 // recordOverlap answers a claim whose gate passed but whose lease is held by
@@ -262,9 +285,11 @@ func skipLine(leaseName string, holder store.Lease) string {
 // SlotFinish marks the claim p.Status, releases its lease and writes the run
 // row, in one immediate transaction. The first two are conditioned on the
 // claim's owner and generation; the run row is written whatever they did,
-// since it records what happened. A zero p.Slot is a manual run: there is no
-// slot to mark, and the run row has no slot. The result names the job's
-// earliest buffered slot, read in the same transaction.
+// since it records what happened, but when the slot was not marked (taken
+// over) it says so: success false, the takeover prefixed to its error. A
+// zero p.Slot is a manual run: there is no slot to mark, and the run row
+// has no slot. The result names the job's earliest buffered slot, read in
+// the same transaction.
 func (s *Store) SlotFinish(ctx context.Context, p store.SlotFinishParams) (res store.SlotFinishResult, err error) {
 	if err := p.Validate(); err != nil {
 		return store.SlotFinishResult{}, err
@@ -301,6 +326,10 @@ func (s *Store) SlotFinish(ctx context.Context, p store.SlotFinishParams) (res s
 				}
 			case !errors.Is(err, sql.ErrNoRows):
 				return err
+			default:
+				// Taken over: the row records that, not the handler's
+				// verdict, which no longer counts for the slot.
+				run.Success, run.Error = false, takenOverError(p.Generation, run.Error)
 			}
 		}
 		var err error
@@ -330,6 +359,18 @@ func (s *Store) SlotFinish(ctx context.Context, p store.SlotFinishParams) (res s
 		return store.SlotFinishResult{}, s.errorf(err, "finish slot %s of job %q", slot.Format(time.RFC3339Nano), p.Job)
 	}
 	return res, nil
+}
+
+// takenOverError is the error of a run row whose slot this generation no
+// longer held when the run ended (SlotFinish did not mark it): the row must
+// not pass for the slot's result. runErr, the run's own error, follows. The
+// PostgreSQL store words it the same.
+func takenOverError(generation int64, runErr string) string {
+	msg := fmt.Sprintf("the slot was taken over (generation %d no longer held it) before this run ended; its result was not recorded on the slot", generation)
+	if runErr != "" {
+		msg += ": " + runErr
+	}
+	return store.Run{Error: msg}.Bounded().Error
 }
 
 // SlotGet returns the claim of (job, slot) or store.ErrNotFound.

@@ -30,23 +30,6 @@ var jobStateTests = []namedTest{
 			t.Fatalf("clearing the override = %+v, %v", js, err)
 		}
 	}},
-	{name: "PausedJobDoesNotSpendItsSlot", fn: func(t *testing.T, b Bundle) {
-		now := dbNow(t, b.Store)
-		if _, err := b.Store.JobStateSet(ctx(t), store.JobStateSetParams{Job: "report", Enabled: ptr(false), By: "ana"}); err != nil {
-			t.Fatal(err)
-		}
-		slot := now.Add(-time.Second)
-		wantRefusal(t, b.Open(t), claimParams(slot, "a", now), store.ClaimPaused)
-		if _, err := b.Store.SlotGet(ctx(t), "report", slot); !errors.Is(err, store.ErrNotFound) {
-			t.Fatalf("a paused claim wrote the slot: %v", err)
-		}
-		wantNotFoundLease(t, b.Store, "job:report")
-		// Resumed: the same slot is still there to claim.
-		if _, err := b.Store.JobStateSet(ctx(t), store.JobStateSetParams{Job: "report", Enabled: ptr(true), By: "ana"}); err != nil {
-			t.Fatal(err)
-		}
-		mustClaim(t, b.Store, claimParams(slot, "a", now))
-	}},
 	{name: "OverrideBeatsDeclaration", fn: func(t *testing.T, b Bundle) {
 		now := dbNow(t, b.Store)
 		declaredOff := func(slot time.Time) store.SlotClaimParams {

@@ -50,6 +50,7 @@ func Run(t *testing.T, newBundle func(t *testing.T) Bundle) {
 		{"Input", inputTests},
 		{"Race", raceTests},
 		{"Monitor", monitorTests},
+		{"Settle", settleTests},
 	} {
 		t.Run(group.name, func(t *testing.T) {
 			for _, tt := range group.tests {
