@@ -3,12 +3,13 @@
 GO      ?= go
 PKGS    ?= ./...
 BENCH   ?= .
+FUZZTIME ?= 30s
 
 .DEFAULT_GOAL := help
 
 .PHONY: help
 help: ## Show this help.
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: run
 run: ## Serve the example jobs on the embedded SQLite default (the README's first command).
@@ -19,8 +20,9 @@ quickstart: ## Three replicas of the library in one process, one SQLite file, ea
 	$(GO) run ./examples/quickstart
 
 .PHONY: test
-test: lint ## Lint, then run every test with the race detector (needs PostgreSQL; see docs/development.md).
+test: lint ## Lint, then every test: the module's with the race detector, the short chaos suite and the browser tests (needs PostgreSQL, chromium, sqlite3; see docs/development.md).
 	$(GO) test -race -count=1 $(PKGS)
+	$(MAKE) e2e browser
 
 .PHONY: test-short
 test-short: ## Run the tests fast: no race detector, database tests skipped when no PostgreSQL answers.
@@ -31,11 +33,33 @@ lint: ## Check formatting (gofmt), go vet and that go.mod is tidy.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) mod tidy -diff
+	cd e2e && $(GO) vet ./... && $(GO) mod tidy -diff
 
 .PHONY: bench
 bench: ## Run the benchmarks: round trips per store operation and per fire, latencies, memory.
 	$(GO) test -p 1 -run '^$$' -bench '$(BENCH)' -benchtime 5000x ./store/postgres/ ./store/sqlite/
 	$(GO) test -run '^$$' -bench 'Scheduler' -benchtime 1x .
+
+.PHONY: e2e
+e2e: ## Chaos suite, short: real serve processes, faults, checker; PostgreSQL and SQLite (~5 min; CHAOS_SEED=N replays).
+	cd e2e && $(GO) test -count=1 -v -timeout 30m -run 'TestChecker|TestChaosShort|TestChaosCatchesBrokenFencing|TestChaosSQLite' ./chaos/
+
+.PHONY: browser
+browser: ## Dashboard tests in headless Chromium (/usr/bin/chromium; .ci/run installs it); screenshots go to $ARTIFACTS or a printed temp dir.
+	cd e2e && $(GO) test -count=1 -v -timeout 10m ./browser/
+
+.PHONY: soak
+soak: ## Chaos soak run for CHAOS_DURATION (default 30m); prints the figures for docs/reliability.md.
+	cd e2e && CHAOS_DURATION=$${CHAOS_DURATION:-30m} $(GO) test -count=1 -v -timeout 0 -run 'TestChaosSoak' ./chaos/
+
+.PHONY: fuzz
+fuzz: ## Fuzz each Fuzz target (cron parser, config loader, admin API payloads) for FUZZTIME (default 30s).
+	@set -e; for f in $$(grep -l '^func Fuzz' $$(find . -name '*_test.go' -not -path './e2e/*' | sort)); do \
+		for t in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$f); do \
+			echo "== $$(dirname $$f) $$t"; \
+			$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) ./$$(dirname $$f); \
+		done; \
+	done
 
 .PHONY: cover
 cover: ## Run the tests with coverage and print the total.

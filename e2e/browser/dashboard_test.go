@@ -1,0 +1,305 @@
+package browser
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+const (
+	adminToken = "browser-admin-s3cret"
+	readToken  = "browser-read-s3cret"
+)
+
+// browser starts headless Chromium with a fresh profile and returns a tab.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	needChromium(t)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(chromiumPath),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1400, 1000),
+	)
+	ctx, cancelTab := chromedp.NewContext(actx)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 3*time.Minute)
+	t.Cleanup(func() {
+		cancelTimeout()
+		cancelTab()
+		cancelAlloc()
+	})
+	// Start the browser now, so a missing library fails here, clearly.
+	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatalf("starting %s: %v", chromiumPath, err)
+	}
+	return ctx
+}
+
+// screenshot saves the whole page as dir/name.png.
+func screenshot(t *testing.T, ctx context.Context, dir, name string) {
+	t.Helper()
+	buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	path := filepath.Join(dir, name+".png")
+	if err := os.WriteFile(path, buf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("saved %s", path)
+}
+
+// reloadUntil loads url until the JavaScript predicate is true, within
+// timeout. The dashboard is server-rendered: fresh state needs a reload.
+func reloadUntil(t *testing.T, ctx context.Context, url, predicate string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
+			t.Fatalf("navigate %s: %v", url, err)
+		}
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](predicate))
+		if err != nil {
+			t.Fatalf("evaluate %s: %v", predicate, err)
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			body, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("body")))
+			t.Fatalf("%s: %s still false after %s; the page says:\n%s", url, predicate, timeout, body)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// waitText waits until the element's text contains want and returns it.
+func waitText(t *testing.T, ctx context.Context, sel, want string, timeout time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		text, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(
+			`(function(){ var e = document.querySelector(%q); return e ? e.textContent : ""; })()`, sel)))
+		if err != nil {
+			t.Fatalf("reading %s: %v", sel, err)
+		}
+		if strings.Contains(text, want) {
+			return text
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s says %q, want it to contain %q", sel, text, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+type jobJSON struct {
+	Name     string `json:"name"`
+	Enabled  bool   `json:"enabled"`
+	Override *struct {
+		By string  `json:"by"`
+		At *string `json:"at"`
+	} `json:"override"`
+}
+
+type logsJSON struct {
+	Logs []struct {
+		StartedAt *string `json:"startedAt"`
+		Result    struct {
+			Skipped bool `json:"skipped"`
+		} `json:"result"`
+	} `json:"logs"`
+}
+
+// Two replicas on one SQLite file; the browser talks to the second. The
+// jobs table shows a run the first may have made, a pause from the page
+// stops the job on both, and a trigger while a long run holds the lease
+// shows the 409 as a message naming the holder.
+func TestDashboardTwoReplicas(t *testing.T) {
+	t.Parallel()
+	ctx := browser(t)
+	shots := artifacts(t)
+	bin := binary(t)
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "long-started")
+	config := filepath.Join(dir, "cronfence.yaml")
+	if err := os.WriteFile(config, []byte(`sqlite: `+filepath.Join(dir, "cronfence.db")+`
+tokens:
+  - name: ops
+    role: admin
+    token: `+adminToken+`
+  - name: viewer
+    role: read
+    token: `+readToken+`
+jobs:
+  - name: tick
+    schedule: "* * * * * *"
+    shell: echo tick
+  - name: long
+    schedule: "0 0 1 1 *"
+    shell: echo started > `+marker+`; sleep 60
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := startReplica(t, bin, dir, config)
+	b := startReplica(t, bin, dir, config)
+
+	// Pages ask for Basic credentials whose password is a token; the
+	// browser keeps them for the origin, as after its own prompt.
+	base := strings.Replace(b.url, "http://", "http://viewer:"+readToken+"@", 1)
+
+	// 1. The jobs table renders the live state: tick's last run appears.
+	reloadUntil(t, ctx, base+"/",
+		`document.querySelector('tr[data-name="tick"] .last-run .outcome.ok') !== null`, 30*time.Second)
+	waitText(t, ctx, `tr[data-name="tick"] .enabled`, "enabled", 5*time.Second)
+	waitText(t, ctx, `tr[data-name="long"] .lease`, "never taken", 5*time.Second)
+	screenshot(t, ctx, shots, "01-jobs")
+
+	// 2. The operator types an admin token: kept in sessionStorage, never
+	// in a cookie.
+	if err := chromedp.Do(ctx,
+		chromedp.SendKeys(chromedp.ID("token"), adminToken),
+		chromedp.SendKeys(chromedp.ID("note"), "paused from the browser test"),
+		chromedp.Click(chromedp.CSS(`#token-form button[type="submit"]`)),
+	); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "#token-state", "A token is set", 5*time.Second)
+	cookies, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.cookie`))
+	if err != nil || cookies != "" {
+		t.Fatalf("document.cookie = %q (%v), want none", cookies, err)
+	}
+
+	// 3. Pause tick from the page.
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`tr[data-name="tick"] button[data-action="pause"]`))); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "#flash", "Paused tick on every replica", 10*time.Second)
+	waitText(t, ctx, `tr[data-name="tick"] .enabled`, "override paused by ops", 5*time.Second)
+	waitText(t, ctx, `tr[data-name="tick"] .enabled`, "paused from the browser test", 5*time.Second)
+	screenshot(t, ctx, shots, "02-paused")
+
+	// Both replicas' APIs show it paused, by the token's holder.
+	var pausedAt time.Time
+	for _, r := range []*replica{a, b} {
+		var j jobJSON
+		if code := r.api(t, "GET", "/api/admin/cron/tick", readToken, "", &j); code != 200 || j.Enabled || j.Override == nil || j.Override.By != "ops" || j.Override.At == nil {
+			t.Fatalf("%s: tick after the pause: %d %+v", r.url, code, j)
+		}
+		pausedAt, err = time.Parse(time.RFC3339Nano, *j.Override.At)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// And tick stops running on both: no run starts after the pause (a
+	// second of slack for a slot claimed just before it).
+	quiet := time.Now().Add(3 * time.Second)
+	for time.Now().Before(quiet) {
+		var logs logsJSON
+		a.api(t, "GET", "/api/admin/cron/tick/logs?limit=5", readToken, "", &logs)
+		for _, run := range logs.Logs {
+			if run.StartedAt == nil {
+				continue
+			}
+			started, _ := time.Parse(time.RFC3339Nano, *run.StartedAt)
+			if started.After(pausedAt.Add(time.Second)) {
+				t.Fatalf("tick ran at %s, after its pause at %s", started, pausedAt)
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	// 4. A long run holds the lease on replica a; triggering it from the
+	// page on replica b shows the 409 as a message naming the holder.
+	var started struct {
+		Owner      string `json:"owner"`
+		Generation int64  `json:"generation"`
+	}
+	if code := a.api(t, "POST", "/api/admin/cron/long/run", adminToken, "", &started); code != 202 || started.Owner == "" {
+		t.Fatalf("POST long/run on a: %d %+v", code, started)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := os.Stat(marker); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the long job did not start")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	reloadUntil(t, ctx, base+"/", `document.querySelector('tr[data-name="long"] .lease .held') !== null`, 10*time.Second)
+	waitText(t, ctx, `tr[data-name="long"] .lease`, started.Owner, 5*time.Second)
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`tr[data-name="long"] button[data-action="trigger"]`))); err != nil {
+		t.Fatal(err)
+	}
+	msg := waitText(t, ctx, "#flash", "already executing on "+started.Owner+" since ", 10*time.Second)
+	if !strings.Contains(msg, " UTC") || !strings.Contains(msg, fmt.Sprintf("generation %d", started.Generation)) {
+		t.Fatalf("409 message %q lacks the time or the generation", msg)
+	}
+	class, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("flash").className`))
+	if err != nil || class != "conflict" {
+		t.Fatalf("flash class %q (%v), want conflict", class, err)
+	}
+	screenshot(t, ctx, shots, "03-conflict")
+
+	// 5. The job page: tick's runs with their logs; long's refused trigger
+	// is recorded as a skip.
+	reloadUntil(t, ctx, base+"/job?name=tick", `document.querySelector('#runs tr.run.ok') !== null`, 5*time.Second)
+	screenshot(t, ctx, shots, "04-job-tick")
+	reloadUntil(t, ctx, base+"/job?name=long", `document.querySelector('#runs tr.run.skipped') !== null`, 5*time.Second)
+	waitText(t, ctx, `#runs tr.run.skipped`, "already_executing", 5*time.Second)
+	screenshot(t, ctx, shots, "05-job-long")
+}
+
+// A read-only token on the page: the write is refused by the API with 403,
+// and the page says so; nothing changes.
+func TestDashboardReadTokenCannotWrite(t *testing.T) {
+	t.Parallel()
+	ctx := browser(t)
+	shots := artifacts(t)
+	bin := binary(t)
+	dir := t.TempDir()
+	config := filepath.Join(dir, "cronfence.yaml")
+	if err := os.WriteFile(config, []byte(`sqlite: `+filepath.Join(dir, "cronfence.db")+`
+tokens:
+  - name: viewer
+    role: read
+    token: `+readToken+`
+jobs:
+  - name: yearly
+    schedule: "0 0 1 1 *"
+    shell: "true"
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := startReplica(t, bin, dir, config)
+	base := strings.Replace(r.url, "http://", "http://viewer:"+readToken+"@", 1)
+	reloadUntil(t, ctx, base+"/", `document.querySelector('tr[data-name="yearly"]') !== null`, 10*time.Second)
+	if err := chromedp.Do(ctx,
+		chromedp.SendKeys(chromedp.ID("token"), readToken),
+		chromedp.Click(chromedp.CSS(`#token-form button[type="submit"]`)),
+		chromedp.Click(chromedp.CSS(`tr[data-name="yearly"] button[data-action="pause"]`)),
+	); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "#flash", "may only read (403)", 10*time.Second)
+	screenshot(t, ctx, shots, "01-read-token-refused")
+	var j jobJSON
+	if code := r.api(t, "GET", "/api/admin/cron/yearly", readToken, "", &j); code != 200 || !j.Enabled || j.Override != nil {
+		t.Fatalf("yearly after a refused pause: %d %+v", code, j)
+	}
+}

@@ -1,0 +1,59 @@
+package browser
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
+)
+
+// With scripts disabled the pages still show everything: the jobs table
+// with the last run, the job page with its runs; the buttons stay hidden
+// (they would do nothing) and a notice points to the CLI.
+func TestDashboardWithoutJavaScript(t *testing.T) {
+	t.Parallel()
+	ctx := browser(t)
+	shots := artifacts(t)
+	bin := binary(t)
+	dir := t.TempDir()
+	config := filepath.Join(dir, "cronfence.yaml")
+	if err := os.WriteFile(config, []byte(`sqlite: `+filepath.Join(dir, "cronfence.db")+`
+tokens:
+  - name: viewer
+    role: read
+    token: `+readToken+`
+jobs:
+  - name: tick
+    schedule: "* * * * * *"
+    time_zone: America/New_York
+    shell: echo tick
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := startReplica(t, bin, dir, config)
+	if _, err := chromedp.Call(ctx, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true}); err != nil {
+		t.Fatal(err)
+	}
+	base := strings.Replace(r.url, "http://", "http://viewer:"+readToken+"@", 1)
+	// The predicates below run through DevTools, which script blocking
+	// does not stop; the page's own script does not run.
+	reloadUntil(t, ctx, base+"/", `document.querySelector('tr[data-name="tick"] .last-run .outcome.ok') !== null`, 30*time.Second)
+	for _, check := range []string{
+		`document.getElementById("controls").hidden === true`,
+		`document.querySelector('tr[data-name="tick"] .actions').hidden === true`,
+		`document.querySelector('tr[data-name="tick"]').textContent.includes("America/New_York")`,
+		`document.querySelector('tr[data-name="tick"] .last-run').textContent.includes(" UTC")`,
+	} {
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](check))
+		if err != nil || !ok {
+			t.Fatalf("without JavaScript: %s is %v (%v)", check, ok, err)
+		}
+	}
+	screenshot(t, ctx, shots, "01-jobs-no-js")
+	reloadUntil(t, ctx, base+"/job?name=tick", `document.querySelectorAll('#runs tr.run.ok').length > 0`, 5*time.Second)
+	screenshot(t, ctx, shots, "02-job-no-js")
+}

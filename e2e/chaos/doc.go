@@ -1,0 +1,30 @@
+// Package chaos is cronfence's multi-process chaos suite: real `cronfence
+// serve` processes built from the tree, a throwaway PostgreSQL cluster, an
+// in-process toxiproxy between each replica and the database, faults on a
+// seeded random schedule, and a checker that reads what actually happened.
+//
+// Each job's command is a shell script that logs its start to a file of its
+// replica, then writes its effect into a ledger table in one transaction
+// fenced by cronfence.fence(lease, generation). The checker compares the
+// ledger, cronfence's slots and runs, a lease history recorded by a trigger,
+// the start logs and the fault timeline, and fails the test on any duplicate
+// effect, slot completed twice, commit by a superseded generation, fence
+// refusal without a lease loss, run of a paused job, missed slot while a
+// healthy replica could reach the database, or process left behind.
+//
+//	go test ./chaos -run TestChaosShort -v            # ~2-3 minutes: a fixed seed and a random one
+//	CHAOS_SEED=42 go test ./chaos -run TestChaosShort  # replay a seed (replaces the random one)
+//	CHAOS_DURATION=30m go test ./chaos -run TestChaosSoak -timeout 0 -v
+//	go test ./chaos -run TestChaosSQLite -v             # replicas sharing one SQLite file
+//	go test ./chaos -run TestChaosCatchesBrokenFencing # the checker must catch a build without fencing
+//	CHAOS_COMPARE=1 go test ./chaos -run TestChaosCompareDesigns -v -timeout 30m
+//	go test -short ./chaos                             # the checker's own tests only
+//
+// Other knobs: CHAOS_REPLICAS (default 3), CHAOS_SHORT_DURATION (50s per
+// seed), CHAOS_BIN (a prebuilt cronfence instead of building the tree),
+// CHAOS_KEEP=1 (keep the run's logs and config for a post-mortem).
+//
+// The tests need the PostgreSQL server binaries (initdb, pg_ctl) and psql.
+// The machine's own PostgreSQL is never touched: every fault hits the
+// throwaway cluster.
+package chaos

@@ -1,0 +1,304 @@
+package chaos
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/cronfence/cronfence/e2e/internal/pgcluster"
+)
+
+// harness is one chaos run's world: the cluster, the binary, the proxies and
+// the replicas.
+type harness struct {
+	t            *testing.T
+	dir          string
+	bin          string
+	config       string
+	runID        string // in every process's environment, to find leftovers
+	breakFencing bool
+	cluster      *pgcluster.Cluster // nil on SQLite
+	proxies      []*toxiproxy.Proxy // one per replica; nil on SQLite
+	sqlite       string             // the SQLite file, or "" on PostgreSQL
+	guard        string             // weakcron's guard, or "" for cronfence
+	weakBin      string             // weakcron, when guard is set
+	plainInsert  bool               // the job inserts without its idempotency guard
+	replicas     []*replica
+}
+
+var (
+	buildOnce sync.Once
+	builtBin  string
+	buildErr  error
+	buildDir  string
+)
+
+var (
+	weakOnce sync.Once
+	weakBin  string
+	weakErr  error
+)
+
+// weakBinary builds e2e/internal/weakcron once per test process.
+func weakBinary(t *testing.T) string {
+	t.Helper()
+	weakOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "cronfence-chaos-weak-")
+		if err != nil {
+			weakErr = err
+			return
+		}
+		weakBin = filepath.Join(dir, "weakcron")
+		cmd := exec.Command("go", "build", "-o", weakBin, "./internal/weakcron")
+		cmd.Dir = ".."
+		if out, err := cmd.CombinedOutput(); err != nil {
+			weakErr = fmt.Errorf("go build ./internal/weakcron: %w\n%s", err, out)
+		}
+	})
+	if weakErr != nil {
+		t.Fatal(weakErr)
+	}
+	return weakBin
+}
+
+// TestMain removes the binary built for the package's tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	if weakBin != "" {
+		os.RemoveAll(filepath.Dir(weakBin))
+	}
+	os.Exit(code)
+}
+
+// binary builds cmd/cronfence from the tree once per test process, or
+// returns CHAOS_BIN, a binary built beforehand (to soak a release build).
+func binary(t *testing.T) string {
+	t.Helper()
+	if bin := os.Getenv("CHAOS_BIN"); bin != "" {
+		return bin
+	}
+	buildOnce.Do(func() {
+		root, err := filepath.Abs("../..")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		if buildDir, buildErr = os.MkdirTemp("", "cronfence-chaos-bin-"); buildErr != nil {
+			return
+		}
+		builtBin = filepath.Join(buildDir, "cronfence")
+		cmd := exec.Command("go", "build", "-o", builtBin, "./cmd/cronfence")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build ./cmd/cronfence in %s: %w\n%s", root, err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return builtBin
+}
+
+// harnessOpts chooses the world of a run.
+type harnessOpts struct {
+	replicas     int
+	breakFencing bool // the job skips its fence (CHAOS_BREAK_FENCING=1)
+	sqlite       bool // one SQLite file instead of PostgreSQL behind proxies
+	// guard runs weakcron with this guard ("advisory", "release-at-end")
+	// instead of cronfence; "" is cronfence.
+	guard       string
+	plainInsert bool // the job inserts without its idempotency guard
+}
+
+// newHarness starts the database (a throwaway PostgreSQL cluster with a
+// proxy per replica, or a SQLite file), migrates it, installs the chaos
+// schema, and starts the replicas.
+func newHarness(t *testing.T, o harnessOpts) *harness {
+	t.Helper()
+	h := &harness{t: t, dir: runDir(t), bin: binary(t), runID: randomID(), breakFencing: o.breakFencing,
+		guard: o.guard, plainInsert: o.plainInsert}
+	if o.guard != "" {
+		h.weakBin = weakBinary(t)
+	}
+	var err error
+	if o.sqlite {
+		err = h.setUpSQLite()
+	} else {
+		err = h.setUpPostgres(o.replicas)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range o.replicas {
+		name := fmt.Sprintf("r%d", i)
+		listen, err := freeAddr()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := &replica{h: h, name: name, listen: listen, log: filepath.Join(h.dir, name+".log")}
+		if h.proxies != nil {
+			r.proxy = h.proxies[i]
+		}
+		h.replicas = append(h.replicas, r)
+	}
+	// Stop every replica even when the test fails half-way; the run itself
+	// stops them first and checks nothing is left.
+	t.Cleanup(func() {
+		for _, r := range h.replicas {
+			_ = r.term(10 * time.Second)
+		}
+	})
+	for _, r := range h.replicas {
+		if err := r.start(0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return h
+}
+
+func (h *harness) setUpPostgres(replicas int) error {
+	if _, err := exec.LookPath("psql"); err != nil {
+		return errors.New("the chaos jobs need psql: apt-get install postgresql-client")
+	}
+	h.cluster = pgcluster.New(h.t)
+	if out, err := exec.Command(h.bin, "migrate", "--database", h.cluster.URL()).CombinedOutput(); err != nil {
+		return fmt.Errorf("cronfence migrate: %w\n%s", err, out)
+	}
+	if err := h.exec(context.Background(), chaosSchema); err != nil {
+		return fmt.Errorf("creating the chaos schema: %w", err)
+	}
+	var err error
+	if h.config, err = writeConfig(h.dir, jobScript); err != nil {
+		return err
+	}
+	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
+	for i := range replicas {
+		p := toxiproxy.NewProxy(srv, fmt.Sprintf("r%d", i), "127.0.0.1:0", h.cluster.Addr())
+		if err := p.Start(); err != nil {
+			return fmt.Errorf("proxy r%d: %w", i, err)
+		}
+		h.t.Cleanup(p.Stop)
+		h.proxies = append(h.proxies, p)
+	}
+	return nil
+}
+
+// exec runs SQL on the cluster directly (not through a proxy).
+func (h *harness) exec(ctx context.Context, sql string) error {
+	conn, err := pgx.Connect(ctx, h.cluster.URL())
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(ctx, sql)
+	return err
+}
+
+// stopAll stops every replica with SIGTERM and waits for each.
+func (h *harness) stopAll() error {
+	var errs []error
+	for _, r := range h.replicas {
+		errs = append(errs, r.term(15*time.Second))
+	}
+	return errors.Join(errs...)
+}
+
+// byOwner finds the running replica whose pid appears in a lease owner id
+// (host:pid:random).
+func (h *harness) byPid(pid int) *replica {
+	for _, r := range h.replicas {
+		if p, ok := r.running(); ok && p == pid {
+			return r
+		}
+	}
+	return nil
+}
+
+func randomID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// query runs sql on the cluster directly and calls row for every row.
+func (h *harness) query(ctx context.Context, sql string, row func(scan func(...any) error) error, args ...any) error {
+	conn, err := pgx.Connect(ctx, h.cluster.URL())
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(ctx, sql, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := row(rows.Scan); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// leaseOwners lists the owners of the live job leases.
+func (h *harness) leaseOwners(ctx context.Context) ([]string, error) {
+	var owners []string
+	if h.sqlite != "" {
+		rows, err := h.sqliteQuery(ctx, `SELECT owner FROM cronfence_leases WHERE expires_at > `+sqliteNowMicros+` AND name LIKE 'job:%' ORDER BY name`)
+		for _, row := range rows {
+			owners = append(owners, row.str("owner"))
+		}
+		return owners, err
+	}
+	err := h.query(ctx, `SELECT owner FROM cronfence.leases WHERE expires_at > now() AND name LIKE 'job:%' ORDER BY name`, func(scan func(...any) error) error {
+		var o string
+		if err := scan(&o); err != nil {
+			return err
+		}
+		owners = append(owners, o)
+		return nil
+	})
+	return owners, err
+}
+
+// runDir holds the run's config, job script, logs and the replicas'
+// stderr: a test temp directory, or with CHAOS_KEEP=1 one that is kept
+// for a post-mortem.
+func runDir(t *testing.T) string {
+	t.Helper()
+	if os.Getenv("CHAOS_KEEP") != "1" {
+		return t.TempDir()
+	}
+	dir, err := os.MkdirTemp("", "cronfence-chaos-run-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("CHAOS_KEEP=1: the run's files stay in %s", dir)
+	return dir
+}
