@@ -20,8 +20,9 @@ quickstart: ## Three replicas of the library in one process, one SQLite file, ea
 	$(GO) run ./examples/quickstart
 
 .PHONY: test
-test: lint ## Lint, then every test: the module's with the race detector, the short chaos suite and the browser tests (needs PostgreSQL, chromium, sqlite3; see docs/development.md).
+test: lint ## Lint, then every test: the module's with the race detector, each fuzz target for 5s, the short chaos suite and the browser tests (needs PostgreSQL, chromium, sqlite3; see docs/development.md).
 	$(GO) test -race -count=1 $(PKGS)
+	$(MAKE) fuzz FUZZTIME=5s
 	$(MAKE) e2e browser
 
 .PHONY: test-short
