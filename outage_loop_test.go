@@ -59,3 +59,36 @@ func TestStoreOutageDoesNotSpinTheLoop(t *testing.T) {
 		c.advance(2*time.Second, time.Second)
 	})
 }
+
+// flakyStore fails the next n claims, as a pooled connection a database
+// restart killed fails the first statement sent on it.
+type flakyStore struct {
+	store.Store
+	failNext *atomic.Int64
+}
+
+func (f *flakyStore) SlotClaimBatch(ctx context.Context, items []store.SlotClaimParams) ([]store.SlotClaimResult, error) {
+	if f.failNext.Add(-1) >= 0 {
+		return nil, errCut
+	}
+	return f.Store.SlotClaimBatch(ctx, items)
+}
+
+// One failed claim does not lose the slot: the replica tries once more at
+// once, and only a second failure leaves the slot to catch-up.
+func TestOneFailedClaimIsRetried(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		var failNext atomic.Int64
+		open := c.open
+		c.open = func(t *testing.T) store.Store { return &flakyStore{Store: open(t), failNext: &failNext} }
+		l := newLedger()
+		job := Job{Name: "tick", Schedule: "* * * * * *", Handler: l.handler(c.db)}
+		start := c.db.Now()
+		c.start("replica", 0, job)
+		c.advance(3*time.Second, time.Second)
+		failNext.Store(1)
+		c.advance(3*time.Second, time.Second)
+		l.wantEachOnce(t, "tick", start.Add(time.Second), start.Add(7*time.Second), time.Second)
+		c.wantNeverDown()
+	})
+}

@@ -311,6 +311,16 @@ func (s *Scheduler) fire(ctx context.Context, due []*entry, now time.Time) {
 	due = claimed
 	sent := s.cfg.Clock.Now()
 	results, err := s.store.SlotClaimBatch(ctx, items)
+	if err != nil && ctx.Err() == nil && !s.isDown() {
+		// Once more at once before leaving the slots to catch-up: after a
+		// database restart the first statement sent on a pooled connection
+		// fails, and the pool hands out a fresh one. Safe even when the
+		// first claim committed and only its answer was lost: the lease is
+		// then this owner's, the retry is refused, and the interrupted-run
+		// scan resumes the slot once that lease expires.
+		s.log.Warn("cronfence: a claim failed; trying once more", "error", err)
+		results, err = s.store.SlotClaimBatch(ctx, items)
+	}
 	if err != nil {
 		s.storeDown(err, due)
 		return
@@ -370,6 +380,13 @@ func (s *Scheduler) storeDown(err error, due []*entry) {
 			s.startRun(e.job, store.SlotClaimResult{Slot: store.Slot{Job: e.job.Name, Slot: e.slot, Attempts: 1}}, time.Time{}, false, "")
 		}
 	}
+}
+
+// isDown reports whether the last claim could not reach the store.
+func (s *Scheduler) isDown() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.down
 }
 
 // storeUp notes a round trip that reached the store; after an outage it
