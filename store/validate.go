@@ -187,10 +187,7 @@ func (p JobStateSetParams) Validate() error {
 	if err := ValidateName("who (By)", p.By); err != nil {
 		return err
 	}
-	if len(p.Note) > MaxNoteLength || !utf8.ValidString(p.Note) || strings.IndexByte(p.Note, 0) >= 0 {
-		return invalid("note must be valid UTF-8 without NUL bytes, at most %d bytes", MaxNoteLength)
-	}
-	return nil
+	return validText("note", p.Note, MaxNoteLength)
 }
 
 // Validate checks the arguments of SlotFinish. A zero Slot is a manual run.
@@ -259,6 +256,18 @@ func (p PruneParams) Validate() error {
 		return invalid("prune cutoff (Before) must be set")
 	}
 	return nil
+}
+
+// TakenOverError is the error of a run row whose slot generation no longer
+// held when the run ended (SlotFinish did not mark it): the row must not pass
+// for the slot's result. runErr, the run's own error, follows. Every store
+// records exactly this, bounded as Bounded bounds it.
+func TakenOverError(generation int64, runErr string) string {
+	msg := fmt.Sprintf("the slot was taken over (generation %d no longer held it) before this run ended; its result was not recorded on the slot", generation)
+	if runErr != "" {
+		msg += ": " + runErr
+	}
+	return Run{Error: msg}.Bounded().Error
 }
 
 // Bounded returns the run with its logs and error cut to the store's bounds,

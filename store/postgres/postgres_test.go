@@ -72,6 +72,7 @@ func TestConformance(t *testing.T) {
 				}
 				return n == 1
 			},
+			Dump: func(t *testing.T) string { return dumpSchema(t, s, schema) },
 		}
 	})
 }

@@ -299,7 +299,7 @@ SELECT g.refusal,
 // written whatever they did. When a slot was given but not marked (the
 // generation no longer held it: it was taken over), the run row records
 // that, not the handler's verdict: success false, and $18 (the error,
-// prefixed with the takeover; see takenOverError) as its error.
+// prefixed with the takeover; see store.TakenOverError) as its error.
 //
 // $1 job, $2 slot, $3 lease name, $4 owner, $5 generation, $6 status,
 // $7 pinned now or NULL, $8 manual, $9 catch-up, $10 attempt,

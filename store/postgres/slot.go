@@ -185,7 +185,7 @@ func (s *Store) SlotFinish(ctx context.Context, p store.SlotFinishParams) (store
 	row := s.pool.QueryRow(ctx, s.q.slotFinish,
 		p.Job, nullTime(run.Slot), p.LeaseName, p.Owner, p.Generation, string(p.Status), s.nowArg(p.Now),
 		run.Manual, run.CatchUp, run.Attempt, nullTime(run.StartedAt), nullTime(run.FinishedAt),
-		run.Success, run.Skipped, run.Reason, run.Error, logsArg(run.Logs), takenOverError(p.Generation, run.Error))
+		run.Success, run.Skipped, run.Reason, run.Error, logsArg(run.Logs), store.TakenOverError(p.Generation, run.Error))
 	var sr scannedRun
 	var buffered *time.Time
 	if err := row.Scan(append([]any{&res.SlotUpdated, &res.LeaseReleased, &buffered}, sr.dest()...)...); err != nil {
@@ -196,18 +196,6 @@ func (s *Store) SlotFinish(ctx context.Context, p store.SlotFinishParams) (store
 		res.Buffered = buffered.UTC()
 	}
 	return res, nil
-}
-
-// takenOverError is the error of a run row whose slot this generation no
-// longer held when the run ended (SlotFinish did not mark it): the row must
-// not pass for the slot's result. runErr, the run's own error, follows. The
-// SQLite store words it the same.
-func takenOverError(generation int64, runErr string) string {
-	msg := fmt.Sprintf("the slot was taken over (generation %d no longer held it) before this run ended; its result was not recorded on the slot", generation)
-	if runErr != "" {
-		msg += ": " + runErr
-	}
-	return store.Run{Error: msg}.Bounded().Error
 }
 
 // SlotListInterrupted returns running slots whose run is dead. See

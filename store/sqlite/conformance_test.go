@@ -42,6 +42,7 @@ func TestConformance(t *testing.T) {
 				}
 				return n == 1
 			},
+			Dump: func(t *testing.T) string { return dumpTables(t, s.DB()) },
 		}
 	})
 }

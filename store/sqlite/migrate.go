@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"embed"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"path"
@@ -195,23 +196,26 @@ func tables(version int) ([]string, error) {
 	return out, nil
 }
 
-// checkTables returns an error naming the first table of the migrations up
-// to version that the file lacks. SchemaVersion and Migrate check, so a
-// file with a table dropped by hand is refused at start-up instead of
-// failing on every write while the process looks healthy.
+// checkTables returns an error naming the tables of the migrations up to
+// version that the file lacks, found in one query. SchemaVersion and Migrate
+// check, so a file with a table dropped by hand is refused at start-up
+// instead of failing on every write while the process looks healthy.
 func checkTables(ctx context.Context, q querier, version int) error {
 	ts, err := tables(version)
+	if err != nil || len(ts) == 0 {
+		return err
+	}
+	list, err := json.Marshal(ts)
 	if err != nil {
 		return err
 	}
-	for _, t := range ts {
-		var n int
-		if err := q.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?`, t).Scan(&n); err != nil {
-			return err
-		}
-		if n == 0 {
-			return fmt.Errorf("schema version %d is recorded but table %s is missing: the file was changed outside cronfence; restore it from a backup", version, t)
-		}
+	var missing string
+	if err := q.QueryRowContext(ctx, `SELECT coalesce(group_concat(t.value, ', '), '') FROM json_each(?) AS t
+		WHERE t.value NOT IN (SELECT name FROM sqlite_schema WHERE type = 'table')`, string(list)).Scan(&missing); err != nil {
+		return err
+	}
+	if missing != "" {
+		return fmt.Errorf("schema version %d is recorded but table(s) %s are missing: the file was changed outside cronfence; restore it from a backup", version, missing)
 	}
 	return nil
 }

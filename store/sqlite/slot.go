@@ -329,7 +329,7 @@ func (s *Store) SlotFinish(ctx context.Context, p store.SlotFinishParams) (res s
 			default:
 				// Taken over: the row records that, not the handler's
 				// verdict, which no longer counts for the slot.
-				run.Success, run.Error = false, takenOverError(p.Generation, run.Error)
+				run.Success, run.Error = false, store.TakenOverError(p.Generation, run.Error)
 			}
 		}
 		var err error
@@ -359,18 +359,6 @@ func (s *Store) SlotFinish(ctx context.Context, p store.SlotFinishParams) (res s
 		return store.SlotFinishResult{}, s.errorf(err, "finish slot %s of job %q", slot.Format(time.RFC3339Nano), p.Job)
 	}
 	return res, nil
-}
-
-// takenOverError is the error of a run row whose slot this generation no
-// longer held when the run ended (SlotFinish did not mark it): the row must
-// not pass for the slot's result. runErr, the run's own error, follows. The
-// PostgreSQL store words it the same.
-func takenOverError(generation int64, runErr string) string {
-	msg := fmt.Sprintf("the slot was taken over (generation %d no longer held it) before this run ended; its result was not recorded on the slot", generation)
-	if runErr != "" {
-		msg += ": " + runErr
-	}
-	return store.Run{Error: msg}.Bounded().Error
 }
 
 // SlotGet returns the claim of (job, slot) or store.ErrNotFound.

@@ -55,6 +55,7 @@ var jobStateTests = []namedTest{
 			{Job: "report", By: ""},
 			{Job: "report", By: "ana", Note: string(make([]byte, store.MaxNoteLength+1))},
 			{Job: "report", By: "ana", Note: "nul\x00"},
+			{Job: "report", By: "ana", Note: "bad utf-8 \xff"},
 		} {
 			if _, err := b.Store.JobStateSet(ctx(t), p); !errors.Is(err, store.ErrInvalidArgument) {
 				t.Errorf("JobStateSet(%+v) = %v, want ErrInvalidArgument", p, err)

@@ -30,6 +30,10 @@ type Bundle struct {
 
 	// Written reports whether FencedWrite committed key.
 	Written func(ctx context.Context, key string) bool
+
+	// Dump returns every row of every table of the store, as text in a
+	// stable order, so a refused call can be shown to have written nothing.
+	Dump func(t *testing.T) string
 }
 
 // Run exercises a store. newBundle is called once per test, from tests that
@@ -51,6 +55,7 @@ func Run(t *testing.T, newBundle func(t *testing.T) Bundle) {
 		{"Race", raceTests},
 		{"Monitor", monitorTests},
 		{"Settle", settleTests},
+		{"Hostile", hostileTests},
 	} {
 		t.Run(group.name, func(t *testing.T) {
 			for _, tt := range group.tests {
