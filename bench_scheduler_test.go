@@ -21,6 +21,7 @@ import (
 
 	"github.com/cronfence/cronfence/internal/clock"
 	"github.com/cronfence/cronfence/internal/pgtest"
+	"github.com/cronfence/cronfence/store"
 	"github.com/cronfence/cronfence/store/postgres"
 )
 
@@ -368,17 +369,10 @@ func benchRoundTrips(b *testing.B, k int) {
 	}
 }
 
-// BenchmarkSchedulerIdleRoundTrips counts the round trips one replica
-// spends on its own, with nothing due, per minute: the background load every
-// replica puts on the database whatever its jobs do. The replica has the
-// default configuration (pruning, clock checks, the poll for interrupted
-// runs) and one hourly job; the fake clock moves in 100 ms steps. Its store
-// reads the clock from NowFunc, so the clock check, one SELECT
-// clock_timestamp() a minute in production, costs nothing here. Each
-// iteration is one minute.
-func BenchmarkSchedulerIdleRoundTrips(b *testing.B) {
+// openTracedPostgres opens a migrated PostgreSQL store in a schema of its
+// own, on db's clock, with its round trips counted.
+func openTracedPostgres(b *testing.B, db *clock.Fake) (store.Store, *benchTrips) {
 	base, schema := pgtest.Schema(b)
-	db := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 30, 0, time.UTC))
 	trips := &benchTrips{}
 	cfg := base.Config()
 	cfg.ConnConfig.Tracer = trips
@@ -395,6 +389,20 @@ func BenchmarkSchedulerIdleRoundTrips(b *testing.B) {
 	if err := st.Migrate(b.Context()); err != nil {
 		b.Fatal(err)
 	}
+	return st, trips
+}
+
+// BenchmarkSchedulerIdleRoundTrips counts the round trips one replica
+// spends on its own, with nothing due, per minute: the background load every
+// replica puts on the database whatever its jobs do. The replica has the
+// default configuration (pruning, clock checks, the poll for interrupted
+// runs) and one hourly job; the fake clock moves in 100 ms steps. Its store
+// reads the clock from NowFunc, so the clock check, one SELECT
+// clock_timestamp() a minute in production, costs nothing here. Each
+// iteration is one minute.
+func BenchmarkSchedulerIdleRoundTrips(b *testing.B) {
+	db := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 30, 0, time.UTC))
+	st, trips := openTracedPostgres(b, db)
 	s, err := New(Config{Store: st, Owner: "idle", Logger: quiet, Clock: db})
 	if err != nil {
 		b.Fatal(err)

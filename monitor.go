@@ -12,8 +12,8 @@ import (
 )
 
 // The absence monitor: every CheckEvery, one replica at a time (the holder
-// of the lease monitorLease) gathers a snapshot of the replica registry and
-// of each registered job's lease, latest claim and recent runs, evaluates
+// of the lease MonitorLeaseName) gathers a snapshot of the replica registry
+// and of each registered job's lease, latest claim and recent runs, evaluates
 // the checks of package absence on it, and reconciles their verdict with
 // the alerts open in the store: AlertRaise for each alert that should be
 // open, AlertResolve for each open one that should not. Both are atomic in
@@ -21,11 +21,12 @@ import (
 // replicas check, and only the replica whose call changed it logs it and
 // tells its Observer. docs/alerts.md describes the checks.
 
-// monitorLease is held by the replica that runs the checks. Its holder
-// keeps it from pass to pass (renewing it each pass, with a TTL of two
-// passes), so the checks run once per CheckEvery across the cluster, and
-// another replica takes over within two passes of the holder's death.
-const monitorLease = "cronfence:monitor"
+// MonitorLeaseName is the lease held by the replica that runs the absence
+// checks. Its holder keeps it from pass to pass (renewing it each pass,
+// with a TTL of two passes), so the checks run once per CheckEvery across
+// the cluster, and another replica takes over within two passes of the
+// holder's death. Readers judge whether the checks run by its renewals.
+const MonitorLeaseName = "cronfence:monitor"
 
 // Bounds of what one pass reads. Run rows carry their logs (up to
 // store.MaxRunLogBytes each), so these stay small.
@@ -57,7 +58,7 @@ type monitorState struct {
 	passes  sync.WaitGroup
 	// Only the pass in progress (one at a time), and stopMonitor after the
 	// last, touch what follows.
-	lease  store.Lease // monitorLease while this replica holds it
+	lease  store.Lease // MonitorLeaseName while this replica holds it
 	scheds absence.Schedules
 }
 
@@ -65,10 +66,10 @@ type monitorState struct {
 // goroutine of its own so that a slow pass never delays a fire. A store
 // without store.Monitor has no monitoring.
 func (s *Scheduler) checkAbsence(ctx context.Context, now time.Time) {
-	mon, ok := s.store.(store.Monitor)
-	if !ok || s.cfg.CheckEvery < 0 || s.cfg.HeartbeatEvery < 0 {
-		// Without a registry row of its own, a replica's checks would all
-		// wait for it (see errNotRegistered).
+	// Without a registry row of its own (replicaMonitor), a replica's
+	// checks would all wait for it (see errNotRegistered).
+	mon, ok := s.replicaMonitor()
+	if !ok || s.cfg.CheckEvery < 0 {
 		return
 	}
 	m := &s.monitor
@@ -121,8 +122,8 @@ func (s *Scheduler) monitorPass(ctx context.Context, mon store.Monitor) {
 	s.reconcileAlerts(ctx, mon, now, absence.Evaluate(snap, th), open)
 }
 
-// monitorLeaseHeld renews monitorLease, or takes it when free, and returns
-// the database clock as the lease saw it; false when another replica holds
+// monitorLeaseHeld renews MonitorLeaseName, or takes it when free, and
+// returns the database clock as the lease saw it; false when another replica holds
 // it or the store cannot be reached.
 func (s *Scheduler) monitorLeaseHeld(ctx context.Context) (time.Time, bool) {
 	m := &s.monitor
@@ -142,13 +143,7 @@ func (s *Scheduler) monitorLeaseHeld(ctx context.Context) (time.Time, bool) {
 		s.log.Info("cronfence: lost the monitor lease; another replica runs the absence checks", "generation", m.lease.Generation)
 		m.lease = store.Lease{}
 	}
-	l, ok, err := s.store.LeaseAcquire(ctx, store.LeaseAcquireParams{Name: monitorLease, Owner: s.cfg.Owner, TTL: ttl, LiveKey: s.liveKey})
-	if err != nil {
-		if ctx.Err() == nil {
-			s.log.Warn("cronfence: could not take the monitor lease", "error", err)
-		}
-		return time.Time{}, false
-	}
+	l, ok := s.takeLease(ctx, MonitorLeaseName, ttl)
 	if !ok {
 		return time.Time{}, false
 	}
@@ -157,8 +152,8 @@ func (s *Scheduler) monitorLeaseHeld(ctx context.Context) (time.Time, bool) {
 	return l.AcquiredAt, true
 }
 
-// stopMonitor waits for a pass in progress and gives monitorLease up, so
-// another replica takes the checks over at its next pass rather than after
+// stopMonitor waits for a pass in progress and gives MonitorLeaseName up,
+// so another replica takes the checks over at its next pass rather than after
 // the lease's TTL. The loop calls it as it ends: no pass starts after.
 func (s *Scheduler) stopMonitor() {
 	s.monitor.passes.Wait()
@@ -167,7 +162,7 @@ func (s *Scheduler) stopMonitor() {
 	s.releaseMonitorLease(ctx)
 }
 
-// releaseMonitorLease gives monitorLease up, when held.
+// releaseMonitorLease gives MonitorLeaseName up, when held.
 func (s *Scheduler) releaseMonitorLease(ctx context.Context) {
 	m := &s.monitor
 	if m.lease.Generation == 0 {

@@ -215,7 +215,7 @@ func TestAlertLeaseStuckBySIGSTOPRaisedOnceAndResolved(t *testing.T) {
 		return false
 	})
 	waitFor("two more passes of the checks", 2*stuckTTL, func() bool {
-		l, err := st.LeaseGet(ctx, monitorLease)
+		l, err := st.LeaseGet(ctx, MonitorLeaseName)
 		return err == nil && l.RenewedAt.After(ended.Add(time.Second))
 	})
 	row()

@@ -11,12 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/cronfence/cronfence/internal/clock"
-	"github.com/cronfence/cronfence/internal/pgtest"
 	"github.com/cronfence/cronfence/store"
-	"github.com/cronfence/cronfence/store/postgres"
 	"github.com/cronfence/cronfence/store/sqlite"
 )
 
@@ -205,6 +201,17 @@ func (m *monitored) wantRows(k alertKey, open bool) store.Alert {
 	return rows[0]
 }
 
+// wantResolvedOnce advances until k is resolved (failing after limit), then
+// a minute more, and checks that k was raised once and resolved once: one
+// row, closed, and one event of each across the replicas.
+func (m *monitored) wantResolvedOnce(k alertKey, limit time.Duration) {
+	m.t.Helper()
+	m.advanceUntil(string(k.kind)+" resolved", limit, time.Second, func() bool { return m.resolved(k) })
+	m.advance(time.Minute, time.Second)
+	m.wantRows(k, false)
+	m.log.wantOnly(m.t, map[alertKey][2]int{k: {1, 1}})
+}
+
 func (m *monitored) dumpAlerts() {
 	rows, _ := m.mon.AlertList(context.Background(), store.AlertListParams{})
 	for _, a := range rows {
@@ -250,10 +257,7 @@ func TestAlertDeadlineMissedRaisedOnceAndResolved(t *testing.T) {
 		m.wantRows(key, true)
 
 		failing.Store(false)
-		m.advanceUntil("deadline_missed resolved", 2*time.Minute, time.Second, func() bool { return m.resolved(key) })
-		m.advance(time.Minute, time.Second)
-		m.wantRows(key, false)
-		m.log.wantOnly(t, map[alertKey][2]int{key: {1, 1}})
+		m.wantResolvedOnce(key, 2*time.Minute)
 		c.wantNeverDown()
 	})
 }
@@ -326,10 +330,7 @@ func TestAlertConfigDriftRaisedOnceAndResolved(t *testing.T) {
 		m.wantRows(key, true)
 
 		m.stop(odd)
-		m.advanceUntil("config_drift resolved", 2*time.Minute, time.Second, func() bool { return m.resolved(key) })
-		m.advance(time.Minute, time.Second)
-		m.wantRows(key, false)
-		m.log.wantOnly(t, map[alertKey][2]int{key: {1, 1}})
+		m.wantResolvedOnce(key, 2*time.Minute)
 	})
 }
 
@@ -351,10 +352,7 @@ func TestAlertOrphanJobRaisedOnceAndResolved(t *testing.T) {
 		m.wantRows(key, true)
 
 		m.start("replica-3", nil, syncJob, extra)
-		m.advanceUntil("orphan_job resolved", time.Minute, time.Second, func() bool { return m.resolved(key) })
-		m.advance(time.Minute, time.Second)
-		m.wantRows(key, false)
-		m.log.wantOnly(t, map[alertKey][2]int{key: {1, 1}})
+		m.wantResolvedOnce(key, time.Minute)
 	})
 }
 
@@ -391,10 +389,7 @@ func TestAlertClockOffsetRaisedOnceAndResolved(t *testing.T) {
 		skewed.offset.Store(0)
 		// The next measurement is due a ClockCheckEvery after the last, on
 		// the replica's clock, which just went back three minutes.
-		m.advanceUntil("clock_offset resolved", 6*time.Minute, time.Second, func() bool { return m.resolved(key) })
-		m.advance(time.Minute, time.Second)
-		m.wantRows(key, false)
-		m.log.wantOnly(t, map[alertKey][2]int{key: {1, 1}})
+		m.wantResolvedOnce(key, 6*time.Minute)
 		c.wantNeverDown()
 	})
 }
@@ -474,10 +469,7 @@ func TestAlertLeaseStuckHeldTooLongRaisedOnceAndResolved(t *testing.T) {
 
 		close(release)
 		m.hold(0, 0)
-		m.advanceUntil("lease_stuck resolved", time.Minute, time.Second, func() bool { return m.resolved(key) })
-		m.advance(time.Minute, time.Second)
-		m.wantRows(key, false)
-		m.log.wantOnly(t, map[alertKey][2]int{key: {1, 1}})
+		m.wantResolvedOnce(key, time.Minute)
 	})
 }
 
@@ -508,10 +500,10 @@ func TestMonitorNeedsStoreMonitor(t *testing.T) {
 		if _, err := m.mon.AlertList(context.Background(), store.AlertListParams{}); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := st.LeaseAcquire(context.Background(), store.LeaseAcquireParams{Name: monitorLease, Owner: "probe", TTL: time.Second}); err != nil {
+		if _, _, err := st.LeaseAcquire(context.Background(), store.LeaseAcquireParams{Name: MonitorLeaseName, Owner: "probe", TTL: time.Second}); err != nil {
 			t.Fatal(err)
 		}
-		if lease, err := st.LeaseGet(context.Background(), monitorLease); err != nil || lease.Owner != "probe" || lease.Generation != 1 {
+		if lease, err := st.LeaseGet(context.Background(), MonitorLeaseName); err != nil || lease.Owner != "probe" || lease.Generation != 1 {
 			t.Fatalf("the monitor lease was taken before (%+v, %v): a store without Monitor ran checks", lease, err)
 		}
 	})
@@ -598,26 +590,6 @@ func BenchmarkMonitorPass(b *testing.B) {
 			b.ReportMetric(float64(rt)/float64(b.N), "rt/pass")
 		}
 	}
-	openPostgres := func(b *testing.B, db *clock.Fake) (store.Store, *benchTrips) {
-		base, schema := pgtest.Schema(b)
-		trips := &benchTrips{}
-		cfg := base.Config()
-		cfg.ConnConfig.Tracer = trips
-		cfg.ShouldPing = trips.shouldPing
-		pool, err := pgxpool.NewWithConfig(b.Context(), cfg)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(pool.Close)
-		st, err := postgres.New(pool, &postgres.Config{Schema: schema, NowFunc: db.Now})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := st.Migrate(b.Context()); err != nil {
-			b.Fatal(err)
-		}
-		return st, trips
-	}
 	openSQLite := func(b *testing.B, db *clock.Fake) (store.Store, *benchTrips) {
 		st, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "bench.db"), &sqlite.Config{NowFunc: db.Now})
 		if err != nil {
@@ -631,7 +603,7 @@ func BenchmarkMonitorPass(b *testing.B) {
 	}
 	for _, alerting := range []bool{false, true} {
 		name := map[bool]string{false: "quiet", true: "alerting"}[alerting]
-		b.Run("postgres/"+name, func(b *testing.B) { bench(b, openPostgres, alerting) })
+		b.Run("postgres/"+name, func(b *testing.B) { bench(b, openTracedPostgres, alerting) })
 		b.Run("sqlite/"+name, func(b *testing.B) { bench(b, openSQLite, alerting) })
 	}
 }
@@ -692,7 +664,7 @@ func TestMonitorLeaseHeldAcrossPassesAndReleasedAtStop(t *testing.T) {
 		b := m.start("replica-1", nil, job)
 		st := c.open(t)
 		lease := func() store.Lease {
-			l, err := st.LeaseGet(context.Background(), monitorLease)
+			l, err := st.LeaseGet(context.Background(), MonitorLeaseName)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -197,9 +197,7 @@ func (s *Scheduler) loop(ctx context.Context) {
 		if s.heap.Len() > 0 {
 			wait = min(wait, max(s.heap[0].fireAt.Sub(now), 0))
 		}
-		// While the store is down the resume scan is not done and
-		// nextResume stays in the past: waiting for it would spin.
-		if s.cfg.ResumeEvery > 0 && !s.cfg.DisableTimers && !s.down {
+		if s.resumeScans() {
 			wait = min(wait, max(s.nextResume.Sub(now), 0))
 		}
 		s.mu.Unlock()
@@ -234,7 +232,7 @@ func (s *Scheduler) tick(ctx context.Context) {
 	if prune {
 		s.nextPrune = now.Add(s.cfg.PruneEvery)
 	}
-	resume := timers && s.cfg.ResumeEvery > 0 && !now.Before(s.nextResume) && !s.down
+	resume := s.resumeScans() && !now.Before(s.nextResume)
 	if resume {
 		s.nextResume = now.Add(s.cfg.ResumeEvery)
 	}
@@ -380,6 +378,15 @@ func (s *Scheduler) storeDown(err error, due []*entry) {
 			s.startRun(e.job, store.SlotClaimResult{Slot: store.Slot{Job: e.job.Name, Slot: e.slot, Attempts: 1}}, time.Time{}, false, "")
 		}
 	}
+}
+
+// resumeScans reports whether this replica scans for interrupted runs now:
+// it fires (an API-only replica leaves them to those that do) and the store
+// is up. While the store is down the scan is not done and nextResume stays
+// in the past, so the loop must not wait for it: it would spin. Callers
+// hold mu.
+func (s *Scheduler) resumeScans() bool {
+	return s.cfg.ResumeEvery > 0 && !s.cfg.DisableTimers && !s.down
 }
 
 // isDown reports whether the last claim could not reach the store.
@@ -535,12 +542,8 @@ func (s *Scheduler) ClockOffset() time.Duration { return time.Duration(s.offset.
 // prune deletes history older than the retention, on one replica at a time
 // (whichever takes the retention lease).
 func (s *Scheduler) prune(ctx context.Context) {
-	const name = "cronfence:retention"
-	l, ok, err := s.store.LeaseAcquire(ctx, store.LeaseAcquireParams{Name: name, Owner: s.cfg.Owner, TTL: 5 * time.Minute, LiveKey: s.liveKey})
-	if err != nil || !ok {
-		if err != nil {
-			s.log.Warn("cronfence: prune: could not take the retention lease", "error", err)
-		}
+	l, ok := s.takeLease(ctx, "cronfence:retention", 5*time.Minute)
+	if !ok {
 		return
 	}
 	defer func() { _, _ = s.store.LeaseRelease(context.WithoutCancel(ctx), l.Ref()) }()
@@ -552,4 +555,18 @@ func (s *Scheduler) prune(ctx context.Context) {
 	if res.Slots > 0 || res.Runs > 0 {
 		s.log.Info("cronfence: pruned history", "slots", res.Slots, "runs", res.Runs, "retention", s.cfg.Retention)
 	}
+}
+
+// takeLease takes a cluster-wide lease of this replica's (pruning, the
+// absence checks) when it is free. False when another replica holds it or
+// the store could not be reached, which is logged.
+func (s *Scheduler) takeLease(ctx context.Context, name string, ttl time.Duration) (store.Lease, bool) {
+	l, ok, err := s.store.LeaseAcquire(ctx, store.LeaseAcquireParams{Name: name, Owner: s.cfg.Owner, TTL: ttl, LiveKey: s.liveKey})
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("cronfence: could not take a lease", "lease", name, "error", err)
+		}
+		return store.Lease{}, false
+	}
+	return l, ok
 }

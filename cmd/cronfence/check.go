@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cronfence/cronfence"
 	"github.com/cronfence/cronfence/internal/adminapi"
 	"github.com/cronfence/cronfence/internal/config"
 	"github.com/cronfence/cronfence/store"
@@ -61,7 +62,7 @@ func (st checkState) verdict(staleAfter time.Duration) error {
 		return fmt.Errorf("no replica sent a heartbeat within %s (%d in the registry): nothing evaluates the absence checks", staleAfter, st.total)
 	}
 	if st.monitor == nil {
-		return fmt.Errorf("no replica has ever run the absence checks (lease %s never taken)", adminapi.MonitorLease)
+		return fmt.Errorf("no replica has ever run the absence checks (lease %s never taken)", cronfence.MonitorLeaseName)
 	}
 	last := time.Time{}
 	if st.monitor.LastPassAt != nil {
@@ -140,18 +141,13 @@ var flat = strings.NewReplacer("\t", " ", "\n", " ", "\r", " ")
 
 // direct reads the verdict from the database.
 func (c *checkCmd) direct(ctx context.Context, a *app) (checkState, error) {
-	g := *a.globals
+	g := a.globals
 	if c.Config != "" {
 		f, err := config.Load(c.Config)
 		if err != nil {
 			return checkState{}, &exitError{code: exitUsage, err: err}
 		}
-		if g.Database == "" {
-			g.Database = f.Database
-		}
-		if g.Database == "" {
-			g.SQLite = f.SQLitePath
-		}
+		g = configGlobals(g, f)
 		if !c.staleAfterSet {
 			c.StaleAfter = staleAfterOf(f.Monitor)
 		}

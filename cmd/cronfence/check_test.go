@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	_ "modernc.org/sqlite"
 
+	"github.com/cronfence/cronfence"
 	"github.com/cronfence/cronfence/internal/adminapi"
 	"github.com/cronfence/cronfence/internal/config"
 	"github.com/cronfence/cronfence/internal/pgtest"
@@ -47,14 +48,14 @@ func heartbeatNow(t *testing.T, m store.Monitor, owner string) {
 func monitorPass(t *testing.T, st store.Store, owner string) {
 	t.Helper()
 	ctx := context.Background()
-	l, err := st.LeaseGet(ctx, adminapi.MonitorLease)
+	l, err := st.LeaseGet(ctx, cronfence.MonitorLeaseName)
 	if err == nil && l.Owner == owner {
 		if _, err := st.LeaseRenew(ctx, store.LeaseRenewParams{LeaseRef: l.Ref(), TTL: time.Minute}); err == nil {
 			return
 		}
 	}
-	if _, ok, err := st.LeaseAcquire(ctx, store.LeaseAcquireParams{Name: adminapi.MonitorLease, Owner: owner, TTL: time.Minute}); err != nil || !ok {
-		t.Fatalf("taking %s: %v %v", adminapi.MonitorLease, ok, err)
+	if _, ok, err := st.LeaseAcquire(ctx, store.LeaseAcquireParams{Name: cronfence.MonitorLeaseName, Owner: owner, TTL: time.Minute}); err != nil || !ok {
+		t.Fatalf("taking %s: %v %v", cronfence.MonitorLeaseName, ok, err)
 	}
 }
 
@@ -102,9 +103,12 @@ func TestCheckDirectSQLite(t *testing.T) {
 	if out := wantCheck(t, dir, checkHealthy, "healthy: no open alert, 1 live replica", db...); out != "" {
 		t.Fatalf("healthy stdout %q, want nothing", out)
 	}
-	// --config finds the file through its sqlite: key.
-	cfg := writeConfig(t, dir, "sqlite: "+path+"\njobs:\n  - name: nightly\n    schedule: \"@daily\"\n    shell: \"true\"\n")
-	wantCheck(t, dir, checkHealthy, "healthy", "--config", cfg)
+	// --config finds the file through its sqlite: key. Run elsewhere: in
+	// dir, --sqlite's default cronfence.db is that very file, so check
+	// would pass with the key ignored.
+	cfgDir := t.TempDir()
+	cfg := writeConfig(t, cfgDir, "sqlite: "+path+"\njobs:\n  - name: nightly\n    schedule: \"@daily\"\n    shell: \"true\"\n")
+	wantCheck(t, cfgDir, checkHealthy, "healthy", "--config", cfg)
 
 	raise(t, st, store.AlertDeadlineMissed, "nightly", "slot 2026-11-30T02:00:00Z\nnot completed by its deadline")
 	raise(t, st, store.AlertSkipStreak, "hourly", "5 skips in a row")

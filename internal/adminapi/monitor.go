@@ -20,11 +20,6 @@ import (
 // not flap it.
 const DefaultReplicaLiveFor = 3 * cronfence.DefaultHeartbeatEvery
 
-// MonitorLease is the lease the replica running the absence checks holds
-// and renews on every pass (the scheduler's "cronfence:monitor"): its
-// renewal time is when the checks last ran.
-const MonitorLease = "cronfence:monitor"
-
 // Default and maximum ?limit= of the alerts endpoint.
 const (
 	DefaultAlertsLimit = 50
@@ -171,13 +166,22 @@ func Alerts(ctx context.Context, st store.Store, p store.AlertListParams) ([]Ale
 // against the database clock. On failure it names the operation that
 // failed; it returns ErrNoMonitor when st keeps no registry.
 func Replicas(ctx context.Context, st store.Store, liveFor time.Duration) (ReplicaList, string, error) {
-	m, ok := st.(store.Monitor)
-	if !ok {
+	if _, ok := st.(store.Monitor); !ok {
 		return ReplicaList{}, "list replicas", ErrNoMonitor
 	}
 	now, err := st.Now(ctx)
 	if err != nil {
 		return ReplicaList{}, "read the database clock", err
+	}
+	return ReplicasAt(ctx, st, liveFor, now)
+}
+
+// ReplicasAt is Replicas judging liveness against now, a database clock
+// reading the caller already made (the dashboard reads it once per page).
+func ReplicasAt(ctx context.Context, st store.Store, liveFor time.Duration, now time.Time) (ReplicaList, string, error) {
+	m, ok := st.(store.Monitor)
+	if !ok {
+		return ReplicaList{}, "list replicas", ErrNoMonitor
 	}
 	rows, err := m.ReplicaList(ctx)
 	if err != nil {
@@ -187,7 +191,7 @@ func Replicas(ctx context.Context, st store.Store, liveFor time.Duration) (Repli
 	for _, r := range rows {
 		l.Replicas = append(l.Replicas, ReplicaOf(r, now, liveFor))
 	}
-	ml, err := st.LeaseGet(ctx, MonitorLease)
+	ml, err := st.LeaseGet(ctx, cronfence.MonitorLeaseName)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 	case err != nil:

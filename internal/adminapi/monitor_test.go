@@ -71,6 +71,9 @@ func serveStore(t *testing.T, st store.Store, opts *adminapi.Options, jobs ...st
 	return &bundle{srv: srv, sched: sched}
 }
 
+// alertsJSON spells the wire shape out on its own rather than decoding into
+// adminapi.Alert: a renamed or retyped field of Alert must fail this test,
+// not silently change both sides.
 type alertsJSON struct {
 	Alerts []struct {
 		ID         int64             `json:"id"`
@@ -263,7 +266,7 @@ func TestReplicasEndpoint(t *testing.T) {
 				t.Fatalf("monitor before anyone ran the checks: %+v", got.Monitor)
 			}
 			// A replica takes the absence checks' lease: the list names it.
-			ml, ok, err := st.LeaseAcquire(ctx, store.LeaseAcquireParams{Name: adminapi.MonitorLease, Owner: "new:2:bb", TTL: time.Minute})
+			ml, ok, err := st.LeaseAcquire(ctx, store.LeaseAcquireParams{Name: cronfence.MonitorLeaseName, Owner: "new:2:bb", TTL: time.Minute})
 			if err != nil || !ok {
 				t.Fatalf("taking the monitor lease: %v %v", ok, err)
 			}

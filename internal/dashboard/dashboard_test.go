@@ -223,7 +223,7 @@ func TestPagesShowState(t *testing.T) {
 	}
 
 	// Once a replica runs the absence checks, the page names it.
-	if _, ok, err := b.store.LeaseAcquire(ctx, store.LeaseAcquireParams{Name: adminapi.MonitorLease, Owner: "replica-2", TTL: time.Minute}); err != nil || !ok {
+	if _, ok, err := b.store.LeaseAcquire(ctx, store.LeaseAcquireParams{Name: cronfence.MonitorLeaseName, Owner: "replica-2", TTL: time.Minute}); err != nil || !ok {
 		t.Fatalf("taking the monitor lease: %v %v", ok, err)
 	}
 	if _, page = b.get(t, "GET", "/", basic(readSecret)); !strings.Contains(page, "Absence checks run by <code>replica-2</code>, last pass") {
