@@ -135,9 +135,7 @@ func TestDashboardTwoReplicas(t *testing.T) {
 	bin := binary(t)
 	dir := t.TempDir()
 	marker := filepath.Join(dir, "long-started")
-	config := filepath.Join(dir, "cronfence.yaml")
-	if err := os.WriteFile(config, []byte(`sqlite: `+filepath.Join(dir, "cronfence.db")+`
-tokens:
+	config := writeConfig(t, dir, `tokens:
   - name: ops
     role: admin
     token: `+adminToken+`
@@ -151,15 +149,13 @@ jobs:
   - name: long
     schedule: "0 0 1 1 *"
     shell: echo started > `+marker+`; sleep 60
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+`)
 	a := startReplica(t, bin, dir, config)
 	b := startReplica(t, bin, dir, config)
 
 	// Pages ask for Basic credentials whose password is a token; the
 	// browser keeps them for the origin, as after its own prompt.
-	base := strings.Replace(b.url, "http://", "http://viewer:"+readToken+"@", 1)
+	base := b.withBasic("viewer", readToken)
 
 	// 1. The jobs table renders the live state: tick's last run appears.
 	reloadUntil(t, ctx, base+"/",
@@ -273,9 +269,7 @@ func TestDashboardReadTokenCannotWrite(t *testing.T) {
 	shots := artifacts(t)
 	bin := binary(t)
 	dir := t.TempDir()
-	config := filepath.Join(dir, "cronfence.yaml")
-	if err := os.WriteFile(config, []byte(`sqlite: `+filepath.Join(dir, "cronfence.db")+`
-tokens:
+	config := writeConfig(t, dir, `tokens:
   - name: viewer
     role: read
     token: `+readToken+`
@@ -283,11 +277,9 @@ jobs:
   - name: yearly
     schedule: "0 0 1 1 *"
     shell: "true"
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+`)
 	r := startReplica(t, bin, dir, config)
-	base := strings.Replace(r.url, "http://", "http://viewer:"+readToken+"@", 1)
+	base := r.withBasic("viewer", readToken)
 	reloadUntil(t, ctx, base+"/", `document.querySelector('tr[data-name="yearly"]') !== null`, 10*time.Second)
 	if err := chromedp.Do(ctx,
 		chromedp.SendKeys(chromedp.ID("token"), readToken),

@@ -127,6 +127,23 @@ type replica struct {
 	done   chan struct{}
 }
 
+// writeConfig writes a config file in dir: a SQLite store in dir, then
+// rest (the tokens and jobs, as YAML). It returns the file's path.
+func writeConfig(t *testing.T, dir, rest string) string {
+	t.Helper()
+	config := filepath.Join(dir, "cronfence.yaml")
+	if err := os.WriteFile(config, []byte("sqlite: "+filepath.Join(dir, "cronfence.db")+"\n"+rest), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return config
+}
+
+// withBasic is r's URL carrying user:password, as a browser sends it after
+// its own prompt.
+func (r *replica) withBasic(user, password string) string {
+	return strings.Replace(r.url, "http://", "http://"+user+":"+password+"@", 1)
+}
+
 // startReplica starts serve with config, listening on a free port, and
 // waits until /readyz answers 200. It is stopped (SIGTERM) at cleanup.
 func startReplica(t *testing.T, bin, dir, config string) *replica {

@@ -1,9 +1,6 @@
 package browser
 
 import (
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -20,9 +17,7 @@ func TestDashboardWithoutJavaScript(t *testing.T) {
 	shots := artifacts(t)
 	bin := binary(t)
 	dir := t.TempDir()
-	config := filepath.Join(dir, "cronfence.yaml")
-	if err := os.WriteFile(config, []byte(`sqlite: `+filepath.Join(dir, "cronfence.db")+`
-tokens:
+	config := writeConfig(t, dir, `tokens:
   - name: viewer
     role: read
     token: `+readToken+`
@@ -31,14 +26,12 @@ jobs:
     schedule: "* * * * * *"
     time_zone: America/New_York
     shell: echo tick
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+`)
 	r := startReplica(t, bin, dir, config)
 	if _, err := chromedp.Call(ctx, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true}); err != nil {
 		t.Fatal(err)
 	}
-	base := strings.Replace(r.url, "http://", "http://viewer:"+readToken+"@", 1)
+	base := r.withBasic("viewer", readToken)
 	// The predicates below run through DevTools, which script blocking
 	// does not stop; the page's own script does not run.
 	reloadUntil(t, ctx, base+"/", `document.querySelector('tr[data-name="tick"] .last-run .outcome.ok') !== null`, 30*time.Second)

@@ -166,15 +166,21 @@ func (a *api) findJob(name string) (cronfence.JobInfo, bool) {
 	return cronfence.JobInfo{}, false
 }
 
-func (a *api) views(ctx context.Context, infos []cronfence.JobInfo) ([]Job, string, error) {
-	return Jobs(ctx, a.sched.Store(), infos)
+// Jobs builds the API's view of infos from the store: one Now, one
+// JobStateList, and per job one RunList and one LeaseGet. On failure it
+// names the operation that failed. The CLI's direct mode uses it too, so
+// both show the same facts.
+func Jobs(ctx context.Context, st store.Store, infos []cronfence.JobInfo) ([]Job, string, error) {
+	now, err := st.Now(ctx)
+	if err != nil {
+		return nil, "read the database clock", err
+	}
+	return JobsAt(ctx, st, infos, now)
 }
 
-// Jobs builds the API's view of infos from the store: one JobStateList, one
-// Now, and per job one RunList and one LeaseGet. On failure it names the
-// operation that failed. The CLI's direct mode uses it too, so both show the
-// same facts.
-func Jobs(ctx context.Context, st store.Store, infos []cronfence.JobInfo) ([]Job, string, error) {
+// JobsAt is Jobs judging leases against now, a database clock reading the
+// caller already made (the dashboard reads it once per page).
+func JobsAt(ctx context.Context, st store.Store, infos []cronfence.JobInfo, now time.Time) ([]Job, string, error) {
 	states, err := st.JobStateList(ctx)
 	if err != nil {
 		return nil, "read job states", err
@@ -182,10 +188,6 @@ func Jobs(ctx context.Context, st store.Store, infos []cronfence.JobInfo) ([]Job
 	byJob := make(map[string]*store.JobState, len(states))
 	for i := range states {
 		byJob[states[i].Job] = &states[i]
-	}
-	now, err := st.Now(ctx)
-	if err != nil {
-		return nil, "read the database clock", err
 	}
 	out := make([]Job, 0, len(infos))
 	for _, info := range infos {
@@ -215,7 +217,7 @@ func Jobs(ctx context.Context, st store.Store, infos []cronfence.JobInfo) ([]Job
 }
 
 func (a *api) listJobs(w http.ResponseWriter, r *http.Request) {
-	vs, op, err := a.views(r.Context(), a.sched.Jobs())
+	vs, op, err := Jobs(r.Context(), a.sched.Store(), a.sched.Jobs())
 	if err != nil {
 		a.storeError(w, r, op, err)
 		return
@@ -233,7 +235,7 @@ func (a *api) getJob(w http.ResponseWriter, r *http.Request, name string) {
 		unknownJob(w, name)
 		return
 	}
-	vs, op, err := a.views(r.Context(), []cronfence.JobInfo{info})
+	vs, op, err := Jobs(r.Context(), a.sched.Store(), []cronfence.JobInfo{info})
 	if err != nil {
 		a.storeError(w, r, op, err)
 		return

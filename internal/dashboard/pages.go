@@ -223,7 +223,7 @@ func (d *dashboard) monitor(r *http.Request, subject string, now time.Time) (Mon
 	if err != nil {
 		return MonitorView{}, "list alerts", err
 	}
-	reps, op, err := adminapi.Replicas(r.Context(), st, d.liveFor)
+	reps, op, err := adminapi.ReplicasAt(r.Context(), st, d.liveFor, now)
 	if err != nil {
 		return MonitorView{}, op, err
 	}
@@ -245,7 +245,7 @@ func (d *dashboard) overview(w http.ResponseWriter, r *http.Request, id adminapi
 		d.storeError(w, r, "read the database clock", err)
 		return
 	}
-	jobs, op, err := adminapi.Jobs(r.Context(), st, d.sched.Jobs())
+	jobs, op, err := adminapi.JobsAt(r.Context(), st, d.sched.Jobs(), now)
 	if err != nil {
 		d.storeError(w, r, op, err)
 		return
@@ -290,7 +290,7 @@ func (d *dashboard) job(w http.ResponseWriter, r *http.Request, id adminapi.Iden
 		d.storeError(w, r, "read the database clock", err)
 		return
 	}
-	jobs, op, err := adminapi.Jobs(r.Context(), st, []cronfence.JobInfo{*info})
+	jobs, op, err := adminapi.JobsAt(r.Context(), st, []cronfence.JobInfo{*info}, now)
 	if err != nil {
 		d.storeError(w, r, op, err)
 		return
