@@ -5,10 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
-	"sort"
+	"slices"
 	"strconv"
 	"time"
 
@@ -61,13 +62,7 @@ func (c *serveCmd) Run(a *app) error {
 		jobs[i] = schedulerJob(j, c.KillGrace)
 	}
 
-	g := *a.globals
-	if g.Database == "" {
-		g.Database = f.Database
-	}
-	if g.Database == "" {
-		g.SQLite = f.SQLitePath
-	}
+	g := configGlobals(a.globals, f) // a copy: g.tracer is this serve's
 	obs, err := newObservability(f, logger)
 	if err != nil {
 		return err
@@ -196,13 +191,8 @@ func schedulerJob(j config.Job, killGrace time.Duration) cronfence.Job {
 // run's facts in CRONFENCE_ variables, logs the tail of its output into the
 // run and fails the run when the command does not exit 0.
 func commandHandler(j config.Job, killGrace time.Duration) cronfence.Handler {
-	keys := make([]string, 0, len(j.Env))
-	for k := range j.Env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	base := make([]string, 0, len(keys))
-	for _, k := range keys {
+	base := make([]string, 0, len(j.Env))
+	for _, k := range slices.Sorted(maps.Keys(j.Env)) {
 		base = append(base, k+"="+j.Env[k])
 	}
 	return func(ctx context.Context, run *cronfence.Run) error {

@@ -59,7 +59,11 @@ func TestTriggerDirect(t *testing.T) {
     schedule: "0 3 * * *"
     shell: echo about-to-fail; exit 4
 `)
-		code, stdout, errOut := runCLI(t, dir, args(db, "trigger", "write", "--config", cfg)...)
+		// Triggered from elsewhere: in dir, --sqlite's default cronfence.db
+		// is the config's default file too, so it would pass with the
+		// config's database ignored.
+		elsewhere := t.TempDir()
+		code, stdout, errOut := runCLI(t, elsewhere, args(db, "trigger", "write", "--config", cfg)...)
 		if code != 0 || !strings.Contains(stdout, "write: the run") || !strings.Contains(stdout, "succeeded") {
 			t.Fatalf("trigger write: %d %q %q, want 0 and a success line", code, stdout, errOut)
 		}
@@ -76,7 +80,7 @@ func TestTriggerDirect(t *testing.T) {
 			t.Fatalf("the run row of write: %v", r)
 		}
 
-		code, stdout, errOut = runCLI(t, dir, args(db, "trigger", "fail", "--config", cfg)...)
+		code, stdout, errOut = runCLI(t, elsewhere, args(db, "trigger", "fail", "--config", cfg)...)
 		if code != exitFailure || stdout != "" || !strings.Contains(errOut, `trigger "fail": the run`) || !strings.Contains(errOut, "failed") {
 			t.Fatalf("trigger fail: %d %q %q, want exit 1 saying the run failed", code, stdout, errOut)
 		}

@@ -374,6 +374,7 @@ func TestParseErrors(t *testing.T) {
 		{"bad variable name", "database: ${1X}\n", []string{`cronfence.yaml:1: database: ${1X}: "1X" is not a variable name`}},
 
 		{"bad database scheme", "database: mysql://x/y\n", []string{`cronfence.yaml:1: database: scheme "mysql": must be postgres:// or postgresql://`}},
+		{"bad database scheme on line 2", "# a comment\ndatabase: mysql://x/y\n", []string{`cronfence.yaml:2: database: scheme "mysql"`}},
 		{"database and sqlite", "database: postgres://x/y\nsqlite: a.db\n", []string{"cronfence.yaml:2: sqlite: set database or sqlite, not both"}},
 		{"empty sqlite", "sqlite: ''\n", []string{"cronfence.yaml:1: sqlite: must not be empty"}},
 

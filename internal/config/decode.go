@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -73,11 +74,12 @@ func (d *decoder) file(data []byte) *File {
 	var defaults fields
 	var jobs, tokens *yaml.Node
 	sqlite := ""
-	sqliteLine := 0
+	sqliteLine, databaseLine := 0, 0
 	d.mapping(root, "", fileKeys, func(key string, k, v *yaml.Node) {
 		switch key {
 		case "database":
 			f.Database, _ = d.str(v, key)
+			databaseLine = v.Line
 		case "sqlite":
 			if s, ok := d.str(v, key); ok {
 				if s == "" {
@@ -98,7 +100,7 @@ func (d *decoder) file(data []byte) *File {
 		}
 	})
 	if f.Database != "" {
-		d.database(f.Database, root)
+		d.database(f.Database, databaseLine)
 		if sqlite != "" {
 			d.errorf(sqliteLine, "sqlite", "set database or sqlite, not both")
 		}
@@ -146,13 +148,8 @@ func problemLine(data []byte) int {
 	return 1
 }
 
-func (d *decoder) database(s string, root *yaml.Node) {
-	line := 0
-	for i := 0; i+1 < len(root.Content); i += 2 {
-		if root.Content[i].Value == "database" {
-			line = root.Content[i+1].Line
-		}
-	}
+// database checks the URL s given on line.
+func (d *decoder) database(s string, line int) {
 	if !strings.Contains(s, "://") {
 		return // a key=value connection string; the driver checks it
 	}
@@ -210,7 +207,7 @@ func (d *decoder) mapping(n *yaml.Node, path string, known []string, fn func(key
 			d.errorf(k.Line, kp, "YAML merge keys are not supported; use defaults:")
 			continue
 		}
-		if !contains(known, k.Value) {
+		if !slices.Contains(known, k.Value) {
 			d.errorf(k.Line, kp, "unknown field; expected one of %s", strings.Join(known, ", "))
 			continue
 		}
@@ -232,15 +229,6 @@ func join(path, key string) string {
 		return key
 	}
 	return path + "." + key
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func kind(n *yaml.Node) string {
@@ -350,6 +338,21 @@ func (d *decoder) integer(n *yaml.Node, path string) (int, bool) {
 	return int(v), true
 }
 
+// intIn decodes a whole number from lo to hi (no upper bound when hi is 0).
+func (d *decoder) intIn(n *yaml.Node, path string, lo, hi int) (int, bool) {
+	v, ok := d.integer(n, path)
+	switch {
+	case !ok:
+	case hi > 0 && (v < lo || v > hi):
+		d.errorf(n.Line, path, "%d must be between %d and %d", v, lo, hi)
+	case v < lo:
+		d.errorf(n.Line, path, "%d must be at least %d", v, lo)
+	default:
+		return v, true
+	}
+	return 0, false
+}
+
 func (d *decoder) boolean(n *yaml.Node, path string) (bool, bool) {
 	if n.Kind != yaml.ScalarNode || (n.Tag != "!!bool" && !expanded(n)) {
 		d.errorf(n.Line, path, "must be true or false, got %s", kind(n))
@@ -448,11 +451,7 @@ func (d *decoder) field(f *fields, key string, v *yaml.Node, path string) {
 		x, ok := d.duration(v, path)
 		f.deadline = set(x, ok, v, path)
 	case "max_attempts":
-		x, ok := d.integer(v, path)
-		if ok && x < 1 {
-			d.errorf(v.Line, path, "%d must be at least 1", x)
-			ok = false
-		}
+		x, ok := d.intIn(v, path, 1, 0)
 		f.maxAttempts = set(x, ok, v, path)
 	case "enabled":
 		x, ok := d.boolean(v, path)

@@ -113,12 +113,8 @@ func (d *decoder) monitor(k, n *yaml.Node) Monitor {
 			x, ok := d.period(v, path, DefaultCheckEvery, MaxCheckEvery)
 			check = set(x, ok, v, path)
 		case "skip_streak":
-			if x, ok := d.integer(v, path); ok {
-				if x < 1 || x > MaxSkipStreak {
-					d.errorf(v.Line, path, "%d must be between 1 and %d", x, MaxSkipStreak)
-				} else {
-					m.SkipStreak = x
-				}
+			if x, ok := d.intIn(v, path, 1, MaxSkipStreak); ok {
+				m.SkipStreak = x
 			}
 		case "clock_offset":
 			m.ClockOffset = d.positive(v, path, m.ClockOffset)

@@ -59,24 +59,13 @@ func (d *decoder) webhook(k, n *yaml.Node) *Webhook {
 				d.webhookURL(s, v.Line)
 			}
 		case "timeout":
-			if x, ok := d.duration(v, path); ok {
-				if x == 0 {
-					d.errorf(v.Line, path, "must be positive; leave it out for %s", DefaultWebhookTimeout)
-				}
-				w.Timeout = x
-			}
+			w.Timeout = d.positive(v, path, DefaultWebhookTimeout)
 		case "retries":
-			if x, ok := d.integer(v, path); ok {
-				if x < 0 || x > MaxWebhookRetries {
-					d.errorf(v.Line, path, "%d must be between 0 and %d", x, MaxWebhookRetries)
-				}
+			if x, ok := d.intIn(v, path, 0, MaxWebhookRetries); ok {
 				w.Retries = x
 			}
 		case "queue_size":
-			if x, ok := d.integer(v, path); ok {
-				if x < 1 {
-					d.errorf(v.Line, path, "%d must be at least 1", x)
-				}
+			if x, ok := d.intIn(v, path, 1, 0); ok {
 				w.QueueSize = x
 			}
 		case "headers":
