@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/cronfence/cronfence/internal/config"
 	"github.com/cronfence/cronfence/internal/metrics/scrape"
 	"github.com/cronfence/cronfence/store"
 	"github.com/cronfence/cronfence/store/postgres"
@@ -202,5 +205,46 @@ jobs:
 		}
 		t.Logf("%d ok, %d failed, %v slow runs, %v skips; %s", len(okSlots), len(failedSlots), slowRuns, slowSkips,
 			fmt.Sprint(len(page.Families), " families"))
+	})
+}
+
+// serve's wiring times each round trip once: on PostgreSQL the pool's
+// tracer times the query and the store wrapper only names it, on SQLite
+// the wrapper times the call. One SlotListInterrupted (one query) counts
+// exactly one round trip; two would mean both timed it, none that neither
+// did.
+func TestServeTimesEachRoundTripOnce(t *testing.T) {
+	t.Parallel()
+	forEachStore(t, func(t *testing.T, db []string) {
+		ctx := context.Background()
+		g := &Globals{}
+		switch db[0] {
+		case "--sqlite":
+			g.SQLite = db[1]
+		case "--database":
+			g.Database, g.Schema = db[1], db[3]
+		}
+		obs, err := newObservability(&config.File{}, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.tracer = obs.tracer()
+		d, err := g.open(ctx, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.close()
+		if _, err := obs.instrument(d.Store).SlotListInterrupted(ctx); err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(obs.mount(http.NotFoundHandler()))
+		defer srv.Close()
+		page, err := scrape.Get(srv.URL + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := page.Value("cronfence_store_round_trip_seconds", "op", "SlotListInterrupted"); n != 1 {
+			t.Fatalf("store_round_trip_seconds{op=SlotListInterrupted} count %v after one call of one query, want 1\n%s", n, page.Text)
+		}
 	})
 }

@@ -333,3 +333,22 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		}
 	}
 }
+
+// 408 and 429 are the receiver asking to be tried later: retried, unlike
+// other 4xx.
+func TestTooManyRequestsAndRequestTimeoutAreRetried(t *testing.T) {
+	t.Parallel()
+	for _, code := range []int{http.StatusRequestTimeout, http.StatusTooManyRequests} {
+		rc := newReceiver(t, func(n int, w http.ResponseWriter, _ *http.Request) {
+			if n == 1 {
+				http.Error(w, "later", code)
+			}
+		})
+		s := newSender(t, webhook.Config{URL: rc.srv.URL, Retries: 1, Backoff: time.Millisecond})
+		s.Observe(cronfence.AlertEvent{Alert: alert(3), Raised: true})
+		st := waitStats(t, s, "the delivery", func(st webhook.Stats) bool { return st.Delivered+st.Failed == 1 })
+		if st != (webhook.Stats{Delivered: 1, Retried: 1}) || len(rc.requests()) != 2 {
+			t.Errorf("%d then 200: stats %+v after %d requests; want delivered on the retry", code, st, len(rc.requests()))
+		}
+	}
+}
