@@ -75,7 +75,7 @@ func (c *serveCmd) Run(a *app) error {
 	}
 	defer db.close()
 
-	clk, err := testClockOffset()
+	clk, err := testClockOffset(logger)
 	if err != nil {
 		return err
 	}
@@ -143,8 +143,9 @@ func (c *serveCmd) Run(a *app) error {
 const testClockOffsetEnv = "CRONFENCE_TEST_CLOCK_OFFSET"
 
 // testClockOffset returns the clock testClockOffsetEnv asks for, or nil (the
-// process clock) when it is unset.
-func testClockOffset() (cronfence.Clock, error) {
+// process clock) when it is unset. A set offset is logged as a warning at
+// every start, so a stray variable cannot shift a production replica quietly.
+func testClockOffset(logger *slog.Logger) (cronfence.Clock, error) {
 	v := os.Getenv(testClockOffsetEnv)
 	if v == "" {
 		return nil, nil
@@ -153,6 +154,8 @@ func testClockOffset() (cronfence.Clock, error) {
 	if err != nil {
 		return nil, usageError("%s=%q is not a duration (e.g. -3m): %w", testClockOffsetEnv, v, err)
 	}
+	logger.Warn("cronfence: TEST ONLY: the scheduler's clock is shifted; unset the variable outside tests",
+		"variable", testClockOffsetEnv, "offset", d.String())
 	return clock.Offset{By: d}, nil
 }
 
