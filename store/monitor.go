@@ -51,6 +51,34 @@ type Monitor interface {
 
 	// AlertList returns alerts, newest (highest ID) first.
 	AlertList(ctx context.Context, p AlertListParams) ([]Alert, error)
+
+	// LeaseList returns the leases held now, unexpired by the database
+	// clock, whose names begin with p.Prefix (every one when empty), by
+	// name (byte order), at most p.Limit of them; with the database clock
+	// reading they were judged by, so a caller measures their age on the
+	// same clock in the same round trip. Released and expired rows, which
+	// stay in the table (generations never go back), are left out: the
+	// answer is as small as what is running. Any replica sees every
+	// holder's leases, its own or not.
+	LeaseList(ctx context.Context, p LeaseListParams) (LeaseListResult, error)
+}
+
+// LeaseListParams are the arguments of Monitor.LeaseList.
+type LeaseListParams struct {
+	// Prefix keeps the leases whose names begin with it, byte for byte
+	// ("job:" for the job leases); empty for all. At most MaxNameLength
+	// bytes of UTF-8, without NUL.
+	Prefix string
+	Limit  int       // at most MaxRunListLimit; 0 means DefaultRunListLimit
+	Now    time.Time // pins the clock for this call; zero means the database clock
+}
+
+// LeaseListResult is what Monitor.LeaseList returns.
+type LeaseListResult struct {
+	// Now is the database clock the leases were judged unexpired by.
+	Now time.Time
+	// Leases are the held leases, by name.
+	Leases []Lease
 }
 
 // Replica is one row of the replica registry.

@@ -434,6 +434,29 @@ func (p AlertListParams) Validate() error {
 	return nil
 }
 
+// Validate checks the arguments of LeaseList.
+func (p LeaseListParams) Validate() error {
+	switch {
+	case len(p.Prefix) > MaxNameLength:
+		return invalid("lease name prefix must be at most %d bytes, got %d", MaxNameLength, len(p.Prefix))
+	case !utf8.ValidString(p.Prefix):
+		return invalid("lease name prefix must be valid UTF-8")
+	case strings.IndexByte(p.Prefix, 0) >= 0:
+		return invalid("lease name prefix must not contain NUL bytes")
+	case p.Limit < 0 || p.Limit > MaxRunListLimit:
+		return invalid("limit must be between 0 and %d, got %d", MaxRunListLimit, p.Limit)
+	}
+	return nil
+}
+
+// EffectiveLimit is the limit LeaseList applies.
+func (p LeaseListParams) EffectiveLimit() int {
+	if p.Limit == 0 {
+		return DefaultRunListLimit
+	}
+	return p.Limit
+}
+
 // EffectiveLimit is the limit AlertList applies.
 func (p AlertListParams) EffectiveLimit() int {
 	if p.Limit == 0 {

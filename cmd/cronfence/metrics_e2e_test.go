@@ -7,7 +7,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 
 	"github.com/cronfence/cronfence/internal/config"
 	"github.com/cronfence/cronfence/internal/metrics/scrape"
+	"github.com/cronfence/cronfence/internal/pgtest"
 	"github.com/cronfence/cronfence/store"
 	"github.com/cronfence/cronfence/store/postgres"
 	"github.com/cronfence/cronfence/store/sqlite"
@@ -52,10 +55,12 @@ func openArgs(t *testing.T, db []string) store.Store {
 // TestServeMetricsMatchWhatRan runs a real `serve --listen` with three
 // jobs every second (one succeeds, one fails, one outlasts its interval
 // and is skipped), pauses them through the REST API, and scrapes the real
-// /metrics without a token: promlint finds nothing, and the values equal
-// what the commands wrote and what the store recorded.
+// /metrics without a token: promlint and the real `promtool check metrics`
+// find nothing, and the values equal what the commands wrote and what the
+// store recorded.
 func TestServeMetricsMatchWhatRan(t *testing.T) {
 	t.Parallel()
+	scrape.NeedPromtool(t)
 	forEachStore(t, func(t *testing.T, db []string) {
 		dir := t.TempDir()
 		if db[0] == "--sqlite" {
@@ -142,8 +147,10 @@ jobs:
 		}
 
 		if problems, err := page.Lint(); err != nil || len(problems) > 0 {
-			t.Fatalf("promlint (promtool check metrics) on the real /metrics: %v %v\n%s", err, strings.Join(problems, "\n"), page.Text)
+			t.Fatalf("promlint on the real /metrics: %v %v\n%s", err, strings.Join(problems, "\n"), page.Text)
 		}
+		// The real promtool, on the exact bytes served.
+		page.Promtool(t)
 		value := func(name string, labels ...string) float64 {
 			v, _ := page.Value(name, labels...)
 			return v
@@ -206,6 +213,140 @@ jobs:
 		t.Logf("%d ok, %d failed, %v slow runs, %v skips; %s", len(okSlots), len(failedSlots), slowRuns, slowSkips,
 			fmt.Sprint(len(page.Families), " families"))
 	})
+}
+
+// heldLease is the lease gauges of one job on a /metrics page.
+type heldLease struct {
+	holder              string
+	age, unrenewed, gen float64
+	series              int
+}
+
+func leaseOf(p *scrape.Page, job string) heldLease {
+	var l heldLease
+	for _, m := range p.Families["cronfence_lease_age_seconds"].GetMetric() {
+		var j, h string
+		for _, lp := range m.GetLabel() {
+			switch lp.GetName() {
+			case "job":
+				j = lp.GetValue()
+			case "holder":
+				h = lp.GetValue()
+			}
+		}
+		if j != job {
+			continue
+		}
+		l.series++
+		l.holder, l.age = h, m.GetGauge().GetValue()
+		l.unrenewed, _ = p.Value("cronfence_lease_unrenewed_seconds", "job", job, "holder", h)
+		l.gen, _ = p.Value("cronfence_lease_generation", "job", job, "holder", h)
+	}
+	return l
+}
+
+// pidOf is the process id in an owner id (host:pid:random).
+func pidOf(owner string) int {
+	parts := strings.Split(owner, ":")
+	if len(parts) < 3 {
+		return 0
+	}
+	pid, _ := strconv.Atoi(parts[len(parts)-2])
+	return pid
+}
+
+// Two `serve --listen` replicas, a job whose run lasts a minute: both
+// /metrics pages show its lease with the same holder and generation.
+// SIGSTOP the holder (a stuck owner: it answers nothing, renews nothing)
+// and the other replica's /metrics keeps showing that holder's lease, its
+// age and time unrenewed rising past a renewal period, until the lease
+// expires and the other replica takes the job over at the next generation.
+// On PostgreSQL, the many-host store: on SQLite a process frozen inside a
+// write transaction would also hold the file's write lock, a hazard of its
+// own (one host), not the one shown here.
+func TestServeMetricsShowAStoppedHoldersLease(t *testing.T) {
+	t.Parallel()
+	_, schema := pgtest.Schema(t)
+	serveDB := []string{"--database", pgtest.URL(t), "--schema", schema}
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, `jobs:
+  - name: long
+    schedule: "* * * * * *"
+    lease_ttl: 6s
+    shell: sleep 60
+`)
+	addrs := []string{freeAddr(t), freeAddr(t)}
+	var ps []*proc
+	for _, addr := range addrs {
+		ps = append(ps, start(t, dir, args(serveDB, "serve", "--config", cfg, "--listen", addr, "--shutdown-grace", "1s", "--kill-grace", "500ms")...))
+	}
+	scrapeOf := func(i int) *scrape.Page {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); ; {
+			page, err := scrape.Get("http://" + addrs[i] + "/metrics")
+			if err == nil {
+				return page
+			}
+			select {
+			case <-ps[i].done:
+				t.Fatalf("serve exited with %d; stderr:\n%s", ps[i].code, ps[i].stderr.String())
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("GET /metrics of replica %d: %v", i, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	// until polls replica i's lease of long until cond holds.
+	until := func(i int, what string, cond func(heldLease) bool) heldLease {
+		t.Helper()
+		var l heldLease
+		for deadline := time.Now().Add(30 * time.Second); ; {
+			page := scrapeOf(i)
+			if l = leaseOf(page, "long"); cond(l) {
+				return l
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("replica %d: %s: not within 30s; last %+v\n%s", i, what, l, page.Text)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	first := until(0, "the lease of long shows", func(l heldLease) bool { return l.series == 1 })
+	holder := -1
+	for i, p := range ps {
+		if p.cmd.Process.Pid == pidOf(first.holder) {
+			holder = i
+		}
+	}
+	if holder < 0 {
+		t.Fatalf("holder %q is neither replica (pids %d, %d)", first.holder, ps[0].cmd.Process.Pid, ps[1].cmd.Process.Pid)
+	}
+	other := 1 - holder
+	seen := until(other, "the other replica shows the same holding", func(l heldLease) bool {
+		return l.series == 1 && l.holder == first.holder && l.gen == first.gen
+	})
+
+	if err := ps[holder].cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ps[holder].cmd.Process.Signal(syscall.SIGCONT) })
+	// Renewals come every 2s (a third of the TTL): more than 3s
+	// unrenewed is the stopped holder's lease, still shown.
+	stuck := until(other, "the stopped holder's lease ages unrenewed", func(l heldLease) bool {
+		return l.holder == first.holder && l.unrenewed > 3
+	})
+	if stuck.gen != first.gen || stuck.age <= seen.age || stuck.age < stuck.unrenewed {
+		t.Errorf("the stopped holder's lease %+v, earlier %+v: want the same generation, older, age at least the time unrenewed", stuck, seen)
+	}
+	// At expiry the other replica takes over, one generation up.
+	taken := until(other, "the other replica takes the job over", func(l heldLease) bool {
+		return l.series == 1 && l.holder != first.holder
+	})
+	if pidOf(taken.holder) != ps[other].cmd.Process.Pid || taken.gen != first.gen+1 {
+		t.Errorf("after expiry the lease is %+v; want the other replica (pid %d) at generation %v", taken, ps[other].cmd.Process.Pid, first.gen+1)
+	}
 }
 
 // serve's wiring times each round trip once: on PostgreSQL the pool's

@@ -88,6 +88,9 @@ func (c *serveCmd) Run(a *app) error {
 			return usageError("%s:%d: jobs[%d]: %w", f.Path, f.Jobs[i].Line, i, err)
 		}
 	}
+	if err := obs.watchLeases(s, logger); err != nil {
+		return err
+	}
 	if err := s.Start(a.ctx); err != nil {
 		return fmt.Errorf("starting the scheduler on %s: %w", db.where, err)
 	}

@@ -3,9 +3,11 @@
 // Config.Observer) registered on a registry the caller passes: nothing is
 // registered globally, nothing at init.
 //
-// Every metric is what this replica saw or did; aggregate across replicas
-// in PromQL (sum by (job) for counters, max by (job) for the last
-// completed slot). docs/metrics.md lists them all.
+// Every metric of a Collector is what this replica saw or did; aggregate
+// across replicas in PromQL (sum by (job) for counters, max by (job) for
+// the last completed slot). The lease gauges (RegisterLeases) are the
+// database's view instead, the same on every replica. docs/metrics.md
+// lists them all.
 package metrics
 
 import (
@@ -34,8 +36,6 @@ type Options struct {
 	// Replica is this replica's owner id (cronfence.Config.Owner), the
 	// replica label of skips_total. Defaults to cronfence.OwnerID().
 	Replica string
-	// Now tells the time for lease_age_seconds. Defaults to time.Now.
-	Now func() time.Time
 }
 
 // Collector is a cronfence.Observer that keeps the metrics.
@@ -55,7 +55,6 @@ type Collector struct {
 	clockOffset   prometheus.Gauge
 	alertsRaised  *prometheus.CounterVec
 	alertsCleared *prometheus.CounterVec
-	holds         *holds
 
 	mu       sync.Mutex
 	lastSlot map[string]time.Time // per job, the newest slot completed here
@@ -71,9 +70,6 @@ func New(reg prometheus.Registerer, opts *Options) (*Collector, error) {
 	}
 	if o.Replica == "" {
 		o.Replica = cronfence.OwnerID()
-	}
-	if o.Now == nil {
-		o.Now = time.Now
 	}
 	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help}, labels)
@@ -103,12 +99,11 @@ func New(reg prometheus.Registerer, opts *Options) (*Collector, error) {
 			Help: "This replica's clock minus the database clock, as last measured (positive: ahead)."}),
 		alertsRaised:  counter("alerts_raised_total", "Alerts this replica's absence checks raised, by kind.", "kind"),
 		alertsCleared: counter("alerts_resolved_total", "Alerts this replica's absence checks resolved, by kind.", "kind"),
-		holds:         newHolds(o.Now),
 		lastSlot:      map[string]time.Time{},
 	}
 	for _, m := range []prometheus.Collector{
 		c.runs, c.skips, c.claims, c.fireLatency, c.runDuration, c.leasesLost, c.fenceRefusals, c.catchUpRuns,
-		c.lastCompleted, c.roundTrip, c.clockOffset, c.alertsRaised, c.alertsCleared, c.holds,
+		c.lastCompleted, c.roundTrip, c.clockOffset, c.alertsRaised, c.alertsCleared,
 	} {
 		if err := reg.Register(m); err != nil {
 			return nil, err
@@ -139,21 +134,14 @@ func (c *Collector) Observe(e cronfence.Event) {
 		if e.CatchUp {
 			c.catchUpRuns.WithLabelValues(e.Job).Inc()
 		}
-		if e.Generation > 0 {
-			c.holds.start(e.Job, e.Lease, e.Generation)
-		}
 	case cronfence.RunEndEvent:
 		c.runs.WithLabelValues(e.Job, string(e.Outcome)).Inc()
 		c.runDuration.WithLabelValues(e.Job).Observe(max(e.Duration, 0).Seconds())
 		if e.Outcome == cronfence.RunSucceeded && e.Recorded && !e.Slot.IsZero() {
 			c.completed(e.Job, e.Slot)
 		}
-		// Last, so a scrape that no longer sees the run in progress sees
-		// it counted.
-		c.holds.end(e.Lease, e.Generation)
 	case cronfence.LeaseLostEvent:
 		c.leasesLost.WithLabelValues(e.Job).Inc()
-		c.holds.end(e.Lease, e.Generation)
 	case cronfence.FenceRefusedEvent:
 		c.fenceRefusals.WithLabelValues(e.Job).Inc()
 	case cronfence.ClockOffsetEvent:

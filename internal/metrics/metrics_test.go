@@ -34,12 +34,13 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // openers build each store instrumented the way serve does: on
 // PostgreSQL the pool's tracer times queries, on SQLite the wrapper times
-// calls. The database clock is pinned to the test's fake clock.
+// calls. The database clock is pinned to the test's fake clock. other
+// opens another, plain store on the same database, as another replica's.
 var openers = []struct {
 	name string
-	open func(t *testing.T, c *metrics.Collector, now func() time.Time) store.Store
+	open func(t *testing.T, c *metrics.Collector, now func() time.Time) (st store.Store, other func() store.Store)
 }{
-	{"postgres", func(t *testing.T, c *metrics.Collector, now func() time.Time) store.Store {
+	{"postgres", func(t *testing.T, c *metrics.Collector, now func() time.Time) (store.Store, func() store.Store) {
 		_, schema := pgtest.Schema(t)
 		cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
 		if err != nil {
@@ -58,18 +59,30 @@ var openers = []struct {
 		if err := s.Migrate(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		return c.InstrumentStore(s, false)
-	}},
-	{"sqlite", func(t *testing.T, c *metrics.Collector, now func() time.Time) store.Store {
-		s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "cronfence.db"), &sqlite.Config{NowFunc: now})
-		if err != nil {
-			t.Fatal(err)
+		other := func() store.Store {
+			s, err := postgres.New(pgtest.NewPool(t), &postgres.Config{Schema: schema, NowFunc: now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
 		}
-		t.Cleanup(func() { _ = s.Close() })
+		return c.InstrumentStore(s, false), other
+	}},
+	{"sqlite", func(t *testing.T, c *metrics.Collector, now func() time.Time) (store.Store, func() store.Store) {
+		path := filepath.Join(t.TempDir(), "cronfence.db")
+		open := func() *sqlite.Store {
+			s, err := sqlite.Open(context.Background(), path, &sqlite.Config{NowFunc: now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = s.Close() })
+			return s
+		}
+		s := open()
 		if err := s.Migrate(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		return c.InstrumentStore(s, true)
+		return c.InstrumentStore(s, true), func() store.Store { return open() }
 	}},
 }
 
@@ -90,15 +103,17 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // /metrics page it serves passes promlint (promtool check metrics) and its
 // values are what happened: 3 successes of "ok", 1 failure and 2
 // successes of "flaky", 2 runs and 1 skip of "long", a fire latency per
-// scheduled run, the lease age of the run in progress, round trips per
-// store operation.
+// scheduled run, the lease of the run in progress (its age, holder and
+// generation, by the store's clock), round trips per store operation. The
+// real promtool finds nothing either.
 func TestMetricsOfARealRunLintCleanAndMatch(t *testing.T) {
+	scrape.NeedPromtool(t)
 	for _, o := range openers {
 		t.Run(o.name, func(t *testing.T) {
 			t.Parallel()
 			fake := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 			reg := prometheus.NewRegistry()
-			col, err := metrics.New(reg, &metrics.Options{Replica: "replica-a", Now: fake.Now})
+			col, err := metrics.New(reg, &metrics.Options{Replica: "replica-a"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -112,7 +127,7 @@ func TestMetricsOfARealRunLintCleanAndMatch(t *testing.T) {
 				}
 				return p
 			}
-			st := o.open(t, col, fake.Now)
+			st, _ := o.open(t, col, fake.Now)
 
 			var flakyCalls atomic.Int32
 			longStarted, longRelease := make(chan struct{}, 5), make(chan struct{})
@@ -141,6 +156,9 @@ func TestMetricsOfARealRunLintCleanAndMatch(t *testing.T) {
 				if err := s.Register(j); err != nil {
 					t.Fatal(err)
 				}
+			}
+			if err := metrics.RegisterLeases(reg, st.(store.Monitor), metrics.LeaseOptions{Jobs: s.Jobs, Logger: quiet}); err != nil {
+				t.Fatal(err)
 			}
 			if err := s.Start(context.Background()); err != nil {
 				t.Fatal(err)
@@ -175,8 +193,11 @@ func TestMetricsOfARealRunLintCleanAndMatch(t *testing.T) {
 				return runs(p, "ok", "success") == 2 && runs(p, "flaky", "success") == 1 && skips == 1 && !okHeld && !flakyHeld
 			})
 			p := get()
-			if age, ok := p.Value("cronfence_lease_age_seconds", "job", "long"); !ok || age != 60 {
-				t.Fatalf("lease_age_seconds{job=long} = %v (present %v) a minute into the run, want 60", age, ok)
+			if age, ok := p.Value("cronfence_lease_age_seconds", "job", "long", "holder", "replica-a"); !ok || age != 60 {
+				t.Fatalf("lease_age_seconds{job=long,holder=replica-a} = %v (present %v) a minute into the run, want 60\n%s", age, ok, p.Text)
+			}
+			if gen, ok := p.Value("cronfence_lease_generation", "job", "long", "holder", "replica-a"); !ok || gen != 1 {
+				t.Fatalf("lease_generation{job=long} = %v (present %v), want 1 (the job's first lease)", gen, ok)
 			}
 			if _, ok := p.Value("cronfence_lease_age_seconds", "job", "ok"); ok {
 				t.Fatal("lease_age_seconds{job=ok} present with no run of ok in progress")
@@ -198,6 +219,7 @@ func TestMetricsOfARealRunLintCleanAndMatch(t *testing.T) {
 			if len(problems) > 0 {
 				t.Fatalf("promlint found %d problems:\n%s\n--- page:\n%s", len(problems), strings.Join(problems, "\n"), p.Text)
 			}
+			p.Promtool(t)
 			names := p.Names("cronfence_")
 			sort.Strings(names)
 			t.Logf("metric families: %s", strings.Join(names, " "))
@@ -305,12 +327,9 @@ func TestEventsMapToMetrics(t *testing.T) {
 			t.Errorf("%s%v = %v (present %v), want %v", w.name, w.labels, got, ok, w.value)
 		}
 	}
-	// A failed run completes nothing, and a lost lease ends the hold.
+	// A failed run completes nothing.
 	if _, ok := p.Value("cronfence_last_completed_slot_timestamp_seconds", "job", "j"); ok {
 		t.Error("a failed run set last_completed_slot_timestamp_seconds")
-	}
-	if _, ok := p.Value("cronfence_lease_age_seconds", "job", "j"); ok {
-		t.Error("lease_age_seconds still reports a lease lost and ended")
 	}
 	if problems, err := p.Lint(); err != nil || len(problems) > 0 {
 		t.Fatalf("promlint: %v %v", problems, err)
@@ -353,7 +372,7 @@ func TestInstrumentStoreKeepsOptionalInterfaces(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			wrapped := o.open(t, col, nil)
+			wrapped, _ := o.open(t, col, nil)
 			var raw store.Store
 			switch o.name {
 			case "postgres":

@@ -233,6 +233,12 @@ func (m *monitor) AlertList(ctx context.Context, p store.AlertListParams) ([]sto
 	return m.Monitor.AlertList(ctx, p)
 }
 
+func (m *monitor) LeaseList(ctx context.Context, p store.LeaseListParams) (store.LeaseListResult, error) {
+	ctx, done := m.w.op(ctx, "LeaseList")
+	defer done()
+	return m.Monitor.LeaseList(ctx, p)
+}
+
 // liveness names the liveness session's queries. The hold lasts the
 // process's life, so only its opening is one op.
 type liveness struct {

@@ -81,6 +81,21 @@ SELECT ` + alertColumns + ` FROM {{schema}}.alerts
  ORDER BY id DESC
  LIMIT $4`
 
+// leaseListSQL reads the clock once and the leases unexpired by it whose
+// names begin with the prefix. The outer join yields the clock alone, as
+// one row of NULLs, when no lease is held.
+//
+// $1 pinned now or NULL, $2 prefix (empty for all), $3 limit.
+const leaseListSQL = `
+WITH c AS (SELECT coalesce($1::timestamptz, now()) AS now)
+SELECT c.now, l.name, l.owner, l.generation, l.acquired_at, l.renewed_at, l.expires_at
+  FROM c LEFT JOIN LATERAL (
+       SELECT ` + leaseColumns + ` FROM {{schema}}.leases
+        WHERE expires_at > c.now AND starts_with(name, $2)
+        ORDER BY name COLLATE "C"
+        LIMIT $3) l ON true
+ ORDER BY l.name COLLATE "C"`
+
 // ReplicaHeartbeat records this replica. See store.Monitor.
 func (s *Store) ReplicaHeartbeat(ctx context.Context, r store.Replica) (store.Replica, error) {
 	if err := r.Validate(); err != nil {
@@ -199,6 +214,45 @@ func (s *Store) AlertList(ctx context.Context, p store.AlertListParams) ([]store
 		return nil, s.translate("list alerts", err)
 	}
 	return alerts, nil
+}
+
+// LeaseList returns the leases held now whose names begin with p.Prefix,
+// and the clock that judged them. See store.Monitor.
+func (s *Store) LeaseList(ctx context.Context, p store.LeaseListParams) (store.LeaseListResult, error) {
+	if err := p.Validate(); err != nil {
+		return store.LeaseListResult{}, err
+	}
+	if err := s.usable(); err != nil {
+		return store.LeaseListResult{}, err
+	}
+	rows, err := s.pool.Query(ctx, s.q.leaseList, s.nowArg(p.Now), p.Prefix, p.EffectiveLimit())
+	if err != nil {
+		return store.LeaseListResult{}, s.translate("list leases", err)
+	}
+	defer rows.Close()
+	var res store.LeaseListResult
+	for rows.Next() {
+		var (
+			now                        time.Time
+			name, owner                *string
+			generation                 *int64
+			acquired, renewed, expires *time.Time
+		)
+		if err := rows.Scan(&now, &name, &owner, &generation, &acquired, &renewed, &expires); err != nil {
+			return store.LeaseListResult{}, s.translate("list leases", err)
+		}
+		res.Now = now.UTC()
+		if name == nil {
+			continue // no lease held: the clock alone
+		}
+		res.Leases = append(res.Leases, utcLease(store.Lease{
+			Name: *name, Owner: *owner, Generation: *generation, AcquiredAt: *acquired, RenewedAt: *renewed, ExpiresAt: *expires,
+		}))
+	}
+	if err := rows.Err(); err != nil {
+		return store.LeaseListResult{}, s.translate("list leases", err)
+	}
+	return res, nil
 }
 
 func scanReplica(row pgx.Row) (store.Replica, error) {

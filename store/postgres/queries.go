@@ -7,7 +7,7 @@ type queries struct {
 	slotClaim, slotFinish, slotGet, slotListInterrupted                           string
 	runInsert, runList, prune, jobStateSet, jobStateList                          string
 	replicaHeartbeat, replicaList, replicaRemove                                  string
-	alertRaise, alertResolve, alertList                                           string
+	alertRaise, alertResolve, alertList, leaseList                                string
 }
 
 func newQueries(schema string) queries {
@@ -33,11 +33,12 @@ func newQueries(schema string) queries {
 		alertRaise:          alertRaiseSQL,
 		alertResolve:        alertResolveSQL,
 		alertList:           alertListSQL,
+		leaseList:           leaseListSQL,
 	}
 	for _, p := range []*string{
 		&q.leaseAcquire, &q.leaseRenew, &q.leaseRenewBatch, &q.jobStateSet, &q.jobStateList, &q.leaseRelease, &q.leaseGet, &q.leaseFence,
 		&q.slotClaim, &q.slotFinish, &q.slotGet, &q.slotListInterrupted, &q.runInsert, &q.runList, &q.prune,
-		&q.replicaHeartbeat, &q.replicaList, &q.replicaRemove, &q.alertRaise, &q.alertResolve, &q.alertList,
+		&q.replicaHeartbeat, &q.replicaList, &q.replicaRemove, &q.alertRaise, &q.alertResolve, &q.alertList, &q.leaseList,
 	} {
 		*p = withSchema(schema, *p)
 	}

@@ -267,3 +267,41 @@ func (s *Store) AlertList(ctx context.Context, p store.AlertListParams) ([]store
 	}
 	return alerts, nil
 }
+
+// LeaseList returns the leases held now, unexpired by the store's clock,
+// whose names begin with p.Prefix, by name; see store.Monitor. On SQLite
+// every process is on one host, so the process clock is the database
+// clock. substr and length count characters on both sides, which for
+// valid UTF-8 is a byte-for-byte prefix.
+func (s *Store) LeaseList(ctx context.Context, p store.LeaseListParams) (store.LeaseListResult, error) {
+	if err := p.Validate(); err != nil {
+		return store.LeaseListResult{}, err
+	}
+	if s.closed.Load() {
+		return store.LeaseListResult{}, closedError("list leases")
+	}
+	if err := s.checkSchema(ctx, s.db); err != nil {
+		return store.LeaseListResult{}, s.errorf(err, "list leases")
+	}
+	res := store.LeaseListResult{Now: s.now(p.Now)}
+	rows, err := s.db.QueryContext(ctx, `
+		SELECT `+leaseColumns+` FROM cronfence_leases
+		WHERE expires_at > ?1 AND substr(name, 1, length(?2)) = ?2
+		ORDER BY name LIMIT ?3`,
+		micros(res.Now), p.Prefix, p.EffectiveLimit())
+	if err != nil {
+		return store.LeaseListResult{}, s.errorf(err, "list leases")
+	}
+	defer rows.Close()
+	for rows.Next() {
+		l, err := scanLease(rows)
+		if err != nil {
+			return store.LeaseListResult{}, s.errorf(err, "list leases")
+		}
+		res.Leases = append(res.Leases, l)
+	}
+	if err := rows.Err(); err != nil {
+		return store.LeaseListResult{}, s.errorf(err, "list leases")
+	}
+	return res, nil
+}

@@ -19,6 +19,7 @@ var monitorTests = []namedTest{
 	{name: "AlertRaiseRefreshesOpenAlert", fn: alertRaiseRefreshes},
 	{name: "AlertResolveThenRaiseOpensNewAlert", fn: alertResolveThenRaise},
 	{name: "AlertListFilters", fn: alertListFilters},
+	{name: "LeaseListHeldByPrefix", fn: leaseListHeld},
 	{name: "PruneKeepsOpenAlerts", fn: monitorPrune},
 	{name: "BadInputRejectedWithoutWriting", fn: monitorBadInput},
 	{name: "Closed", fn: monitorClosed},
@@ -344,6 +345,10 @@ func monitorBadInput(t *testing.T, b Bundle) {
 		_, err := m.ReplicaHeartbeat(ctx(t), r)
 		return err
 	}
+	leaseListErr := func(p store.LeaseListParams) error {
+		_, err := m.LeaseList(ctx(t), p)
+		return err
+	}
 	for _, tc := range []struct {
 		name    string
 		err     error
@@ -380,6 +385,11 @@ func monitorBadInput(t *testing.T, b Bundle) {
 		{"heartbeat duplicate job", heartbeat(func(r *store.Replica) { r.Jobs = append(r.Jobs, r.Jobs[0]) }), "twice"},
 		{"heartbeat long schedule", heartbeat(func(r *store.Replica) { r.Jobs[0].Schedule = strings.Repeat("*", store.MaxReplicaJobBytes+1) }), "schedule"},
 		{"remove empty owner", m.ReplicaRemove(ctx(t), ""), "owner"},
+		{"lease list NUL prefix", leaseListErr(store.LeaseListParams{Prefix: "job:\x00"}), "NUL"},
+		{"lease list invalid UTF-8 prefix", leaseListErr(store.LeaseListParams{Prefix: "job:\xff"}), "UTF-8"},
+		{"lease list over-long prefix", leaseListErr(store.LeaseListParams{Prefix: long}), "prefix"},
+		{"lease list negative limit", leaseListErr(store.LeaseListParams{Limit: -1}), "limit"},
+		{"lease list huge limit", leaseListErr(store.LeaseListParams{Limit: store.MaxRunListLimit + 1}), "limit"},
 	} {
 		if !errors.Is(tc.err, store.ErrInvalidArgument) {
 			t.Errorf("%s: error = %v, want one wrapping ErrInvalidArgument", tc.name, tc.err)
@@ -411,6 +421,7 @@ func monitorClosed(t *testing.T, b Bundle) {
 		"AlertRaise":       func() error { _, _, err := m.AlertRaise(ctx(t), p); return err }(),
 		"AlertResolve":     func() error { _, _, err := m.AlertResolve(ctx(t), p.Kind, p.Subject); return err }(),
 		"AlertList":        func() error { _, err := m.AlertList(ctx(t), store.AlertListParams{}); return err }(),
+		"LeaseList":        func() error { _, err := m.LeaseList(ctx(t), store.LeaseListParams{}); return err }(),
 	} {
 		wantErrIs(t, name+" after Close", err, store.ErrClosed)
 	}

@@ -1,0 +1,93 @@
+package storetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/cronfence/cronfence/store"
+)
+
+// leaseListHeld: LeaseList returns exactly the leases unexpired at the
+// clock it reports, whose names begin with the prefix byte for byte (no
+// pattern characters, no collation), in byte order; released and expired
+// rows are left out; another connection (another replica) sees the same.
+func leaseListHeld(t *testing.T, b Bundle) {
+	monitorOf(t, b.Store)
+	// Leases taken up to 8 s ago (with a TTL of 10 s) are held now; one
+	// released a moment ago and one expired a while ago are not.
+	base := dbNow(t, b.Store).Add(-5 * time.Second)
+	acquire := func(name, owner string, at time.Time) store.Lease {
+		return mustAcquire(t, b.Store, store.LeaseAcquireParams{Name: name, Owner: owner, TTL: ttl, Now: at})
+	}
+	// Byte order puts "B" before "a" and "é" after "b", where a
+	// language's collation would not.
+	held := []store.Lease{
+		acquire("job:B", "replica-1", base),
+		acquire("job:a", "replica-2", base.Add(-3*time.Second)),
+		acquire("job:a@2026-03-01T12:00:00Z", "replica-1", base.Add(-time.Second)),
+		acquire("job:b", "replica-3", base.Add(-2*time.Second)),
+		acquire("job:é", "replica-1", base),
+	}
+	// Renewed: its row shows a renewal later than its acquisition.
+	renewed, err := b.Store.LeaseRenew(ctx(t), store.LeaseRenewParams{LeaseRef: held[3].Ref(), TTL: ttl, Now: base.Add(-time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held[3] = renewed
+	released := acquire("job:released", "replica-1", base)
+	if ok, err := b.Store.LeaseRelease(ctx(t), released.Ref()); err != nil || !ok {
+		t.Fatalf("release: %v, %v", ok, err)
+	}
+	acquire("job:expired", "replica-1", base.Add(-ttl))
+	monitorLease := acquire("cronfence:monitor", "replica-2", base)
+	jobx := acquire("jobx", "replica-2", base)
+	pct := acquire("job%1", "replica-2", base)
+	jobz := acquire("jobz", "replica-2", base)
+	now := dbNow(t, b.Store) // after the release
+
+	list := func(s store.Store, p store.LeaseListParams) store.LeaseListResult {
+		t.Helper()
+		res, err := monitorOf(t, s).LeaseList(ctx(t), p)
+		if err != nil {
+			t.Fatalf("LeaseList(%+v): %v", p, err)
+		}
+		return res
+	}
+	want := func(what string, got store.LeaseListResult, at time.Time, leases []store.Lease) {
+		t.Helper()
+		if !got.Now.Equal(at) || got.Now.Location() != time.UTC {
+			t.Errorf("%s: Now = %v, want %v (UTC)", what, got.Now, at)
+		}
+		if diff := cmp.Diff(leases, got.Leases); diff != "" {
+			t.Errorf("%s: leases (-want +got):\n%s", what, diff)
+		}
+	}
+	want("prefix job:", list(b.Store, store.LeaseListParams{Prefix: "job:", Now: now}), now, held)
+	want("prefix job: from another replica", list(b.Open(t), store.LeaseListParams{Prefix: "job:", Now: now}), now, held)
+	want("limit 2", list(b.Store, store.LeaseListParams{Prefix: "job:", Now: now, Limit: 2}), now, held[:2])
+	want("prefix job% is no pattern", list(b.Store, store.LeaseListParams{Prefix: "job%", Now: now}), now, []store.Lease{pct})
+	want("no prefix", list(b.Store, store.LeaseListParams{Now: now}), now,
+		[]store.Lease{monitorLease, pct, held[0], held[1], held[2], held[3], held[4], jobx, jobz})
+	var none []store.Lease
+	want("nothing held under the prefix", list(b.Store, store.LeaseListParams{Prefix: "lock:", Now: now}), now, none)
+
+	// Expiry is exclusive, as for a takeover: at expires_at the lease is
+	// no longer held.
+	a := held[1] // the first to expire, 2 s from now
+	want("a microsecond before job:a expires", list(b.Store, store.LeaseListParams{Prefix: "job:a", Now: a.ExpiresAt.Add(-time.Microsecond)}),
+		a.ExpiresAt.Add(-time.Microsecond), held[1:3])
+	want("when job:a expires", list(b.Store, store.LeaseListParams{Prefix: "job:a", Now: a.ExpiresAt}), a.ExpiresAt, held[2:3])
+
+	// Unpinned, the database clock judges and is returned.
+	before := dbNow(t, b.Store)
+	got := list(b.Store, store.LeaseListParams{Prefix: "job:"})
+	after := dbNow(t, b.Store)
+	if got.Now.Before(before) || got.Now.After(after.Add(time.Microsecond)) || got.Now.Location() != time.UTC {
+		t.Errorf("unpinned Now = %v, want the database clock, between %v and %v, in UTC", got.Now, before, after)
+	}
+	if diff := cmp.Diff(held, got.Leases); diff != "" && got.Now.Before(a.ExpiresAt) {
+		t.Errorf("unpinned leases (-want +got):\n%s", diff)
+	}
+}
