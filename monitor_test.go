@@ -310,6 +310,88 @@ func TestAlertSkipStreakRaisedOnceAndResolved(t *testing.T) {
 	})
 }
 
+// Runs of a job every minute that last 40 s, more than half the interval
+// but short of a skip, raise slow_run once across the replicas, with the
+// slot, the duration and the interval in its details; a second slow run
+// refreshes those details without raising it again, and the next run,
+// fast again, resolves it.
+func TestAlertSlowRunRaisedOnceAndResolved(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		m := newMonitored(t, c)
+		release := make(chan struct{})
+		var slow atomic.Bool
+		job := Job{Name: "export", Schedule: "@every 1m", Handler: func(ctx context.Context, run *Run) error {
+			if slow.Load() {
+				<-release
+			}
+			return nil
+		}}
+		for i := range 3 {
+			m.start(fmt.Sprintf("replica-%d", i), nil, job)
+		}
+		t.Cleanup(func() { close(release) })
+		key := alertKey{store.AlertSlowRun, "export"}
+		at := func(hms string) time.Time {
+			v, err := time.Parse(time.TimeOnly, hms)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return time.Date(2026, 3, 1, v.Hour(), v.Minute(), v.Second(), 0, time.UTC)
+		}
+		// slowRun advances to the slot at hms and makes its run last 40 s;
+		// the alert must stay as it was while the run is in progress.
+		slowRun := func(hms string) {
+			t.Helper()
+			m.advance(at(hms).Add(-time.Second).Sub(c.db.Now()), time.Second)
+			raised, resolved := m.log.counts(key)
+			m.hold(1, 1) // the run blocks, its lease renewed
+			m.advance(time.Second, time.Second)
+			m.advance(40*time.Second, time.Second)
+			if r, s := m.log.counts(key); r != raised || s != resolved {
+				t.Fatalf("slow_run raised %d and resolved %d times during the run of %s, before %d and %d", r, s, hms, raised, resolved)
+			}
+			release <- struct{}{}
+			m.hold(0, 0)
+			m.settle()
+		}
+		slotOf := func() string { return m.wantRows(key, true).Details["slot"] }
+
+		// Healthy for three minutes: the runs of 12:01 and 12:02 take no
+		// time.
+		m.advance(3*time.Minute-time.Second, time.Second)
+		m.log.wantOnly(t, nil)
+
+		slow.Store(true)
+		slowRun("12:03:00")
+		m.advanceUntil("slow_run raised", DefaultCheckEvery+time.Second, time.Second, func() bool { return m.raised(key) })
+		a := m.wantRows(key, true)
+		if want := (map[string]string{"slot": "2026-03-01T12:03:00Z", "duration": "40s", "interval": "1m0s"}); a.Details["slot"] != want["slot"] ||
+			a.Details["duration"] != want["duration"] || a.Details["interval"] != want["interval"] || a.Details["owner"] == "" {
+			t.Errorf("details %v, want %v and the run's owner", a.Details, want)
+		}
+
+		// The run of 12:04 is slow too: the open alert moves on to it.
+		slowRun("12:04:00")
+		slow.Store(false)
+		m.advanceUntil("slow_run refreshed for 12:04", DefaultCheckEvery+time.Second, time.Second, func() bool {
+			return slotOf() == "2026-03-01T12:04:00Z"
+		})
+		if r, _ := m.log.counts(key); r != 1 {
+			t.Fatalf("slow_run raised %d times over two slow runs, want once", r)
+		}
+
+		// The run of 12:05 is fast: the next pass resolves the alert.
+		m.advanceUntil("slow_run resolved", time.Minute, time.Second, func() bool { return m.resolved(key) })
+		if now := c.db.Now(); now.Before(at("12:05:00")) {
+			t.Fatalf("resolved at %s, before the next run (12:05)", now.Format(time.TimeOnly))
+		}
+		m.advance(time.Minute, time.Second)
+		m.wantRows(key, false)
+		m.log.wantOnly(t, map[alertKey][2]int{key: {1, 1}})
+		c.wantNeverDown()
+	})
+}
+
 // Two replicas register a job with one schedule and a third with another,
 // as in a rolling deploy: config_drift is raised once, and resolved when
 // the odd replica is stopped (its registry row goes with it).

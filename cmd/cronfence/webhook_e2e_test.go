@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -50,11 +51,38 @@ func (h *hookReceiver) payloads() ([]webhook.Payload, []http.Header) {
 // waitHook waits until the receiver holds n deliveries.
 func waitHook(t *testing.T, h *hookReceiver, n int, timeout time.Duration, ps []*proc) []webhook.Payload {
 	t.Helper()
+	var got []webhook.Payload
+	waitPayloads(t, h, timeout, ps, func(all []webhook.Payload) bool { got = all; return len(all) >= n },
+		func() string { return fmt.Sprintf("%d webhook deliveries, want %d", len(got), n) })
+	return got
+}
+
+// waitDelivery waits until the receiver holds a delivery of kind in state,
+// and returns it.
+func waitDelivery(t *testing.T, h *hookReceiver, kind, state string, timeout time.Duration, ps []*proc) webhook.Payload {
+	t.Helper()
+	var found webhook.Payload
+	waitPayloads(t, h, timeout, ps, func(got []webhook.Payload) bool {
+		for _, p := range got {
+			if p.Kind == kind && p.State == state {
+				found = p
+				return true
+			}
+		}
+		return false
+	}, func() string { return fmt.Sprintf("no %s %s delivery", kind, state) })
+	return found
+}
+
+// waitPayloads polls the receiver's deliveries until done holds, failing
+// after timeout (with what's message) or when a replica exits.
+func waitPayloads(t *testing.T, h *hookReceiver, timeout time.Duration, ps []*proc, done func([]webhook.Payload) bool, what func() string) {
+	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
 		got, _ := h.payloads()
-		if len(got) >= n {
-			return got
+		if done(got) {
+			return
 		}
 		for _, p := range ps {
 			select {
@@ -64,7 +92,7 @@ func waitHook(t *testing.T, h *hookReceiver, n int, timeout time.Duration, ps []
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d webhook deliveries after %s, want %d: %+v", len(got), timeout, n, got)
+			t.Fatalf("%s after %s: %+v", what(), timeout, got)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -102,16 +130,20 @@ func getAlerts(t *testing.T, addr string) []struct {
 	return body.Alerts
 }
 
-// Three replicas of one config with a webhook: a job whose run never ends
-// skips slot after slot until one replica's check raises skip_streak, and
-// the receiver gets that alert once, even after later checks saw it again;
-// when the run ends the streak breaks and the receiver gets one resolved
-// delivery of the same alert.
+// Three replicas of one config with a webhook, and a job every second in
+// three phases. Stuck: its first run never ends, so it skips slot after
+// slot until one replica's check raises skip_streak, and the receiver gets
+// that alert once, even after later checks saw it again. Slow: the stuck
+// run ends and every run after it lasts 0.7 s, more than half the
+// interval, so the streak breaks (skip_streak resolved) and slow_run is
+// raised. Fast: runs end at once, and slow_run is resolved. The receiver
+// gets each of the two alerts raised once and resolved once, four
+// deliveries in all, each sent by the replica that changed the alert.
 func TestServeWebhookDeliversEachAlertOnceAcrossThreeReplicas(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	hook := newHookReceiver(t)
-	stop := filepath.Join(dir, "stop")
+	stop, fast := filepath.Join(dir, "stop"), filepath.Join(dir, "fast")
 	cfg := writeConfig(t, dir, `tokens:
   - name: ops
     role: admin
@@ -130,7 +162,7 @@ jobs:
   - name: stuck
     schedule: "* * * * * *"
     lease_ttl: 5s
-    shell: while [ ! -e `+stop+` ]; do sleep 0.1; done
+    shell: while [ ! -e `+stop+` ]; do sleep 0.1; done; [ -e `+fast+` ] || sleep 0.7
 `)
 	ps, addr := startReplicas(t, dir, cfg, nil, 3)
 
@@ -146,49 +178,85 @@ jobs:
 	checkMonitorSection(t, addr)
 	// Later checks see the alert again (its lastSeenAt moves on) without
 	// raising it again.
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		seenAgain := false
-		for _, a := range getAlerts(t, addr) {
-			r, err1 := time.Parse(time.RFC3339Nano, a.RaisedAt)
-			l, err2 := time.Parse(time.RFC3339Nano, a.LastSeenAt)
-			if a.ID == raised.AlertID && err1 == nil && err2 == nil && l.After(r) {
-				seenAgain = true
-			}
-		}
-		if seenAgain {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no later check saw the alert again within 60s")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitSeenAgain(t, addr, raised.AlertID)
 	if got, _ := hook.payloads(); len(got) != 1 {
 		t.Fatalf("%d deliveries while one alert stayed open, want 1: %+v", len(got), got)
 	}
 
+	// Slow: the streak breaks, and the runs now last more than half their
+	// interval.
 	if err := os.WriteFile(stop, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got = waitHook(t, hook, 2, 60*time.Second, ps)
+	waitDelivery(t, hook, "skip_streak", "resolved", 60*time.Second, ps)
+	slow := waitDelivery(t, hook, "slow_run", "raised", 60*time.Second, ps)
+	if slow.Subject != "stuck" || slow.Details["interval"] != "1s" || slow.DeliveryID != "alert-"+itoa(slow.AlertID)+"-raised" {
+		t.Errorf("slow_run delivery = %+v; want slow_run of stuck, its interval 1s", slow)
+	}
+	// Each slow run moves the open alert on to its slot: later checks
+	// refresh it without raising it again.
+	waitSeenAgain(t, addr, slow.AlertID)
+	if got, _ := hook.payloads(); len(got) != 3 {
+		t.Fatalf("%d deliveries while slow_run stayed open, want 3 (skip_streak raised and resolved, slow_run raised): %+v", len(got), got)
+	}
+	// Fast: the next run resolves slow_run.
+	if err := os.WriteFile(fast, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitDelivery(t, hook, "slow_run", "resolved", 60*time.Second, ps)
 	stopReplicas(t, ps)
+
 	got, headers := hook.payloads()
-	if len(got) != 2 {
-		t.Fatalf("%d deliveries, want raised and resolved once each: %+v", len(got), got)
+	if len(got) != 4 {
+		t.Errorf("%d deliveries, want skip_streak and slow_run raised and resolved once each: %+v", len(got), got)
 	}
-	resolved := got[1]
-	if resolved.State != "resolved" || resolved.AlertID != raised.AlertID || resolved.ResolvedAt == nil ||
-		resolved.DeliveryID != "alert-"+itoa(raised.AlertID)+"-resolved" {
-		t.Fatalf("second delivery = %+v; want alert %d resolved", resolved, raised.AlertID)
-	}
-	for i, h := range headers {
-		if h.Get("Authorization") != "Bearer hook-secret" || h.Get("X-Cronfence-Delivery") != got[i].DeliveryID {
+	byDelivery := map[string]int{}
+	for i, p := range got {
+		byDelivery[p.DeliveryID]++
+		if h := headers[i]; h.Get("Authorization") != "Bearer hook-secret" || h.Get("X-Cronfence-Delivery") != p.DeliveryID {
 			t.Errorf("delivery %d headers: %v", i, h)
 		}
+		if !strings.Contains(p.Replica, ":") || (p.State == "raised" && p.RaisedBy != p.Replica) {
+			t.Errorf("delivery %s raised by %q, sent by %q: want the raising replica's owner id in both", p.DeliveryID, p.RaisedBy, p.Replica)
+		}
 	}
-	if !strings.Contains(raised.Replica, ":") || raised.RaisedBy != raised.Replica {
-		t.Errorf("raised by %q, sent by %q: want the raising replica's owner id in both", raised.RaisedBy, raised.Replica)
+	for _, a := range []webhook.Payload{raised, slow} {
+		var res *webhook.Payload
+		for i := range got {
+			if got[i].DeliveryID == "alert-"+itoa(a.AlertID)+"-resolved" {
+				res = &got[i]
+			}
+		}
+		if n := byDelivery[a.DeliveryID]; n != 1 {
+			t.Errorf("%s delivered %d times, want once", a.DeliveryID, n)
+		}
+		if res == nil || byDelivery[res.DeliveryID] != 1 {
+			t.Errorf("%s of alert %d: resolved delivered %d times, want once", a.Kind, a.AlertID, byDelivery["alert-"+itoa(a.AlertID)+"-resolved"])
+			continue
+		}
+		if res.State != "resolved" || res.Kind != a.Kind || res.ResolvedAt == nil || res.ResolvedAt.Before(a.RaisedAt) {
+			t.Errorf("resolved delivery = %+v; want alert %d (%s) resolved after it was raised", *res, a.AlertID, a.Kind)
+		}
+	}
+}
+
+// waitSeenAgain waits until a check after the one that raised alert id
+// saw it again: its lastSeenAt moved on from its raisedAt.
+func waitSeenAgain(t *testing.T, addr string, id int64) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		for _, a := range getAlerts(t, addr) {
+			r, err1 := time.Parse(time.RFC3339Nano, a.RaisedAt)
+			l, err2 := time.Parse(time.RFC3339Nano, a.LastSeenAt)
+			if a.ID == id && err1 == nil && err2 == nil && l.After(r) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no later check saw alert %d again within 60s", id)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
