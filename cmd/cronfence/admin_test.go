@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -189,6 +191,33 @@ jobs:
 		t.Fatalf("logs table: %d %q", code, out)
 	}
 
+	// logs -n N through the server: the N newest of long's rows (a skip
+	// row every second its run holds the lease, until the pause below), in
+	// JSON and in the table.
+	const n = 3
+	for deadline := time.Now().Add(20 * time.Second); len(logRowsServer(t, cli, "long", 100)) <= n; {
+		if time.Now().After(deadline) {
+			t.Fatalf("long has at most %d run rows after 20s", n)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	rows := logRowsServer(t, cli, "long", n)
+	if len(rows) != n {
+		t.Fatalf("logs long -n %d --json: %d rows, want %d: %v", n, len(rows), n, rows)
+	}
+	for i := 1; i < len(rows); i++ {
+		a, errA := time.Parse(time.RFC3339Nano, fmt.Sprint(rows[i-1]["startedAt"]))
+		b, errB := time.Parse(time.RFC3339Nano, fmt.Sprint(rows[i]["startedAt"]))
+		if errA != nil || errB != nil || a.Before(b) {
+			t.Errorf("logs -n %d: row %d started %v after row %d's %v (%v, %v): want newest first", n, i, rows[i]["startedAt"], i-1, rows[i-1]["startedAt"], errA, errB)
+		}
+	}
+	code, out, errOut = cli("logs", "long", "-n", strconv.Itoa(n))
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); code != 0 || len(lines) != 1+n || !strings.HasPrefix(lines[0], "STARTED") ||
+		!strings.Contains(out, "skipped: already_executing") {
+		t.Fatalf("logs long -n %d: %d %q %q, want a header and %d rows", n, code, out, errOut, n)
+	}
+
 	code, out, errOut = cli("pause", "long", "--note", "maint")
 	if code != 0 || !strings.Contains(out, "long: override paused") || !strings.Contains(out, "by ops") {
 		t.Fatalf("pause through the server: %d %q %q", code, out, errOut)
@@ -196,6 +225,40 @@ jobs:
 	code, out, errOut = cli("jobs")
 	if code != 0 || !strings.Contains(out, "paused by ops") || !strings.Contains(out, "gen ") {
 		t.Fatalf("jobs through the server: %d %q %q", code, out, errOut)
+	}
+
+	// resume and unset through the server, on quick: the override each
+	// sets (by the token's name) is what jobs shows next.
+	jobLine := func(job string) string {
+		t.Helper()
+		code, out, errOut := cli("jobs")
+		if code != 0 {
+			t.Fatalf("jobs through the server: %d %q %q", code, out, errOut)
+		}
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, job+" ") {
+				return l
+			}
+		}
+		t.Fatalf("no line for %s in jobs:\n%s", job, out)
+		return ""
+	}
+	code, out, errOut = cli("resume", "quick", "--note", "back")
+	if code != 0 || !strings.HasPrefix(out, "quick: override enabled, effective enabled, by ops at ") || !strings.Contains(out, `(note: "back")`) {
+		t.Fatalf("resume through the server: %d %q %q", code, out, errOut)
+	}
+	if l := jobLine("quick"); !strings.Contains(l, "enabled by ops at ") {
+		t.Fatalf("jobs after resume quick: %q, want the override enabled by ops", l)
+	}
+	code, out, errOut = cli("unset", "quick")
+	if code != 0 || !strings.HasPrefix(out, "quick: override none (follows the config), effective enabled, by ") {
+		t.Fatalf("unset through the server: %d %q %q", code, out, errOut)
+	}
+	if l := jobLine("quick"); strings.Contains(l, " by ") {
+		t.Fatalf("jobs after unset quick: %q, want no override", l)
+	}
+	if l := jobLine("long"); !strings.Contains(l, "paused by ops") {
+		t.Fatalf("jobs after unset quick: long %q, want still paused", l)
 	}
 
 	// Errors of the API: unknown job, read-only token, wrong token.
@@ -222,4 +285,31 @@ jobs:
 	if code != 0 || !strings.Contains(out, "paused by ops") || !strings.Contains(out, "quick") {
 		t.Fatalf("jobs direct: %d %q %q", code, out, errOut)
 	}
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "quick ") && strings.Contains(l, " by ") {
+			t.Errorf("jobs direct: quick %q, want the override unset through the server", l)
+		}
+	}
+}
+
+// logRowsServer runs `logs JOB --json -n N` through cli and decodes its
+// rows, newest first.
+func logRowsServer(t *testing.T, cli func(...string) (int, string, string), job string, n int) []map[string]any {
+	t.Helper()
+	code, out, errOut := cli("logs", job, "--json", "-n", strconv.Itoa(n))
+	if code != 0 {
+		t.Fatalf("logs %s --json -n %d: %d %q", job, n, code, errOut)
+	}
+	var rows []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if line == "" {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("logs --json line %q: %v", line, err)
+		}
+		rows = append(rows, m)
+	}
+	return rows
 }

@@ -182,41 +182,91 @@ jobs:
 	}
 }
 
-// TestServeBadConfig checks that a bad config is rejected with its file
-// and line before anything starts: no database, no command.
+// TestServeBadConfig runs serve on configs with one problem each, after a
+// good job that would touch a marker every second: serve exits with the
+// usage status, naming the file, the line and the field, before it opens
+// the database (no SQLite file beside the config), so no job ran.
 func TestServeBadConfig(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	marker := filepath.Join(dir, "ran")
-	cfg := writeConfig(t, dir, `jobs:
+	tests := []struct {
+		name string
+		job  string // the second job's fields, from line 5
+		want string // the message after "FILE:"
+	}{
+		{"unknown field", `  - name: typo
+    schedule: "* * * * * *"
+    timout: 5s
+    shell: "true"
+`, "7: jobs[1].timout: unknown field; expected one of name, command, shell,"},
+		{"bad cron", `  - name: bad-cron
+    schedule: "61 * * * *"
+    shell: "true"
+`, `6: jobs[1].schedule: minute field "61": value 61 out of range 0-59`},
+		{"bad zone", `  - name: bad-zone
+    schedule: "0 3 * * *"
+    time_zone: Mars/Olympus
+    shell: "true"
+`, `7: jobs[1].time_zone: "Mars/Olympus" is not a time zone`},
+		{"negative duration", `  - name: negative
+    schedule: "0 3 * * *"
+    timeout: -5s
+    shell: "true"
+`, `7: jobs[1].timeout: "-5s" must not be negative`},
+		{"duplicate job name", `  - name: ok
+    schedule: "0 3 * * *"
+    shell: "true"
+`, `5: jobs[1].name: "ok" is already the name of jobs[0]`},
+		{"missing command", `  - name: no-command
+    schedule: "0 3 * * *"
+    env:
+      A: b
+`, "5: jobs[1]: command (an argv list) or shell (a script for /bin/sh -c) is required"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			marker := filepath.Join(dir, "ran")
+			cfg := writeConfig(t, dir, `jobs:
   - name: ok
     schedule: "* * * * * *"
     shell: touch `+marker+`
-  - name: typo
-    schedule: "* * * * * *"
-    shel: echo hi
-`)
-	code, out, errOut := runCLI(t, dir, "serve", "--config", cfg)
-	if code != exitUsage {
-		t.Errorf("exit %d, want %d", code, exitUsage)
-	}
-	if !strings.Contains(errOut, cfg+":7:") || !strings.Contains(errOut, "shel") {
-		t.Errorf("stderr %q: want the file, line 7 and the unknown field named", errOut)
-	}
-	if out != "" {
-		t.Errorf("stdout %q, want none", out)
-	}
-	time.Sleep(1100 * time.Millisecond)
-	for _, f := range []string{marker, filepath.Join(dir, "cronfence.db")} {
-		if _, err := os.Stat(f); err == nil {
-			t.Errorf("%s exists: something ran despite the bad config", f)
-		}
+`+tt.job)
+			code, out, errOut := runCLI(t, dir, "serve", "--config", cfg)
+			if code != exitUsage {
+				t.Errorf("exit %d, want %d; stderr %q", code, exitUsage, errOut)
+			}
+			if !strings.Contains(errOut, cfg+":"+tt.want) {
+				t.Errorf("stderr %q\nwant the message %q", errOut, cfg+":"+tt.want)
+			}
+			if !strings.HasPrefix(errOut, "cronfence: "+cfg+":") {
+				t.Errorf("stderr %q does not start with the file", errOut)
+			}
+			if out != "" {
+				t.Errorf("stdout %q, want none", out)
+			}
+			// Rejected before the database was opened: no scheduler
+			// started, so no job ran (and serve, gone, leaves no command
+			// running).
+			for _, f := range []string{marker, filepath.Join(dir, "cronfence.db")} {
+				if _, err := os.Stat(f); !os.IsNotExist(err) {
+					t.Errorf("%s exists (%v): serve went on despite the bad config", f, err)
+				}
+			}
+		})
 	}
 
-	code, _, errOut = runCLI(t, dir, "serve", "--config", filepath.Join(dir, "missing.yaml"))
-	if code != exitUsage || !strings.Contains(errOut, "missing.yaml") {
-		t.Errorf("missing config: exit %d, stderr %q", code, errOut)
-	}
+	t.Run("missing file", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		code, _, errOut := runCLI(t, dir, "serve", "--config", filepath.Join(dir, "missing.yaml"))
+		if code != exitUsage || !strings.Contains(errOut, "missing.yaml") {
+			t.Errorf("missing config: exit %d, stderr %q", code, errOut)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "cronfence.db")); !os.IsNotExist(err) {
+			t.Errorf("cronfence.db beside a missing config: %v", err)
+		}
+	})
 }
 
 // TestServeShutdownCancelsLongCommand checks that SIGTERM lets a running
