@@ -58,6 +58,10 @@ browser: ## Dashboard tests in headless Chromium (/usr/bin/chromium; .ci/run ins
 soak: ## Chaos soak run for CHAOS_DURATION (default 30m); prints the figures for docs/reliability.md.
 	cd e2e && CHAOS_DURATION=$${CHAOS_DURATION:-30m} $(GO) test -count=1 -v -timeout 0 -run 'TestChaosSoak' ./chaos/
 
+.PHONY: compare
+compare: ## Chaos run of cronfence beside the weaker designs (advisory lock, lock released at end) under the same faults, CHAOS_COMPARE_DURATION each (default 60s); prints the table for docs/reliability.md.
+	cd e2e && CHAOS_COMPARE=1 CHAOS_COMPARE_DURATION=$${CHAOS_COMPARE_DURATION:-60s} $(GO) test -count=1 -v -timeout 30m -run 'TestChaosCompareDesigns' ./chaos/
+
 .PHONY: fuzz
 fuzz: ## Fuzz each Fuzz target (cron parser, config loader, admin API payloads) for FUZZTIME (a duration, default 30s, or a count such as 10000x).
 	@set -e; for f in $$(grep -l '^func Fuzz' $$(find . -name '*_test.go' -not -path './e2e/*' | sort)); do \

@@ -82,6 +82,7 @@ func runChaos(t *testing.T, o runOpts) *report {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ev.fenceless = h.breakFencing || h.guard != ""
 	rep := check(ev, faults, win, o.replicas)
 	rep.Seed = o.seed
 	if err := checkLogFlood(h.dir, rep); err != nil {

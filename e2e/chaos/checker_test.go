@@ -26,6 +26,10 @@ type report struct {
 	StaleCommit int // effects committed after their generation was superseded
 	Missed      int // due slots with no claim while a healthy replica could reach the database
 	Excused     int // due slots with no claim inside a fault window
+	CaughtUp    int // slots claimed by a catch-up (a run row with catch_up)
+	CatchUpLost int // excused slots a replica's catch-up should have claimed
+	Failed      int // slots whose final status is failed
+	LeftRunning int // slots still running (or buffered) after the settle phase
 	// TakenOverRuns are successful run rows of a generation that lost its
 	// slot before finishing (history shows two successes; see Notes).
 	TakenOverRuns int
@@ -44,9 +48,9 @@ func (r *report) String() string {
 			kinds = append(kinds, fmt.Sprintf("%s=%d", k, n))
 		}
 	}
-	return fmt.Sprintf("seed=%d duration=%s replicas=%d faults[%s] slots_due=%d completed=%d skipped=%d starts=%d double_runs=%d effects=%d retries_found_effect=%d fence_refusals=%d duplicates=%d stale_commits=%d missed=%d excused=%d taken_over_runs=%d violations=%d",
-		r.Seed, r.Duration.Round(time.Second), r.Replicas, strings.Join(kinds, " "), r.SlotsDue, r.Completed, r.Skipped,
-		r.Starts, r.DoubleRuns, r.Effects, r.Retries, r.Refusals, r.Duplicates, r.StaleCommit, r.Missed, r.Excused, r.TakenOverRuns, len(r.Violations))
+	return fmt.Sprintf("seed=%d duration=%s replicas=%d faults[%s] slots_due=%d completed=%d skipped=%d failed=%d left_running=%d starts=%d double_runs=%d effects=%d retries_found_effect=%d fence_refusals=%d duplicates=%d stale_commits=%d missed=%d excused=%d caught_up=%d catch_up_lost=%d taken_over_runs=%d violations=%d",
+		r.Seed, r.Duration.Round(time.Second), r.Replicas, strings.Join(kinds, " "), r.SlotsDue, r.Completed, r.Skipped, r.Failed, r.LeftRunning,
+		r.Starts, r.DoubleRuns, r.Effects, r.Retries, r.Refusals, r.Duplicates, r.StaleCommit, r.Missed, r.Excused, r.CaughtUp, r.CatchUpLost, r.TakenOverRuns, len(r.Violations))
 }
 
 // window is the span whose slots must all be claimed: from the replicas'
@@ -73,6 +77,7 @@ func check(ev *evidence, faults []fault, win window, replicas int) *report {
 	}
 	checkEffects(ev, r)
 	checkCompletions(ev, r)
+	checkUnfinished(ev, win, r)
 	checkCommitsUnderLease(ev, r)
 	checkRefusals(ev, r)
 	checkPauses(ev, faults, r)
@@ -237,30 +242,219 @@ func checkRefusals(ev *evidence, r *report) {
 	}
 }
 
+// pauseBoundary: a slot due this little before the request lifting a pause
+// may be claimed first after the lift committed (every replica's claim goes
+// out when the slot is due by its corrected clock, one answered not_due is
+// retried 20 ms later, and the loops wake a few ms late on busy cores); that
+// claim reads the job enabled and runs it, as it should.
+const pauseBoundary = 250 * time.Millisecond
+
 // checkPauses: a paused job runs no slot due after the pause was written
-// and before the request lifting it was sent. The run in flight when the pause landed (its
-// slot is earlier) may finish, and may be resumed.
+// and before the request lifting it was sent. The run in flight when the
+// pause landed (its slot is earlier) may finish, and may be resumed. A slot
+// due within pauseBoundary before the lift counts only if its handler
+// started before the lift was sent.
 func checkPauses(ev *evidence, faults []fault, r *report) {
 	for _, f := range faults {
 		if f.Kind != faultPause || f.Acked.IsZero() {
 			continue
 		}
 		for _, l := range ev.log {
-			if l.Kind == "start" && l.Job == f.Job && l.Slot.After(f.Acked) && l.Slot.Before(f.Lifting) {
-				r.violate("paused job ran: %s slot %s started on %s at %s, paused from %s to %s",
-					l.Job, l.Slot.UTC().Format(time.RFC3339), l.Replica, l.At.Format("15:04:05.000"), f.Acked.Format("15:04:05.000"), f.Lifting.Format("15:04:05.000"))
+			if l.Kind != "start" || l.Job != f.Job || !l.Slot.After(f.Acked) || !l.Slot.Before(f.Lifting) {
+				continue
+			}
+			if l.Slot.After(f.Lifting.Add(-pauseBoundary)) && !l.At.Before(f.Lifting) {
+				r.Notes = append(r.Notes, fmt.Sprintf("slot due %s before a pause was lifted ran after the lift: %s slot %s started on %s at %s, lift sent at %s",
+					f.Lifting.Sub(l.Slot).Round(time.Millisecond), l.Job, l.Slot.UTC().Format(time.RFC3339), l.Replica, l.At.Format("15:04:05.000"), f.Lifting.Format("15:04:05.000")))
+				continue
+			}
+			r.violate("paused job ran: %s slot %s started on %s at %s, paused from %s to %s",
+				l.Job, l.Slot.UTC().Format(time.RFC3339), l.Replica, l.At.Format("15:04:05.000"), f.Acked.Format("15:04:05.000"), f.Lifting.Format("15:04:05.000"))
+		}
+	}
+}
+
+// checkUnfinished: a claimed slot ends completed, skipped or failed. A slot
+// still running (or buffered) after the settle phase is a run nobody
+// finished or resumed. A failed slot is counted; it is a violation only when
+// it left no effect and no run row saying why it failed.
+func checkUnfinished(ev *evidence, win window, r *report) {
+	effects := map[slotKey]bool{}
+	for _, e := range ev.ledger {
+		effects[keyOf(e.Job, e.Slot)] = true
+	}
+	reasons := map[slotKey]string{}
+	for _, run := range ev.runs {
+		if why := strings.TrimSpace(run.Error + " " + run.Reason); !run.Success && why != "" {
+			reasons[keyOf(run.Job, run.Slot)] = why
+		}
+	}
+	for _, s := range ev.slots {
+		k := keyOf(s.Job, s.Slot)
+		switch s.Status {
+		case "running", "buffered":
+			if s.Slot.After(win.To) {
+				continue // claimed while the replicas were being stopped
+			}
+			r.LeftRunning++
+			r.violate("slot left %s after the settle phase: %s slot %s generation %d attempt %d",
+				s.Status, s.Job, s.Slot.UTC().Format(time.RFC3339), s.Generation, s.Attempts)
+		case "failed":
+			r.Failed++
+			why, ok := reasons[k]
+			switch {
+			case !effects[k] && !ok:
+				r.violate("slot failed without its effect and without a recorded reason: %s slot %s generation %d attempt %d",
+					s.Job, s.Slot.UTC().Format(time.RFC3339), s.Generation, s.Attempts)
+			default:
+				effect := "no effect"
+				if effects[k] {
+					effect = "its effect committed"
+				}
+				if len(why) > 160 {
+					why = why[:160] + "…"
+				}
+				r.Notes = append(r.Notes, fmt.Sprintf("slot failed (%s, attempt %d): %s slot %s: %s",
+					effect, s.Attempts, s.Job, s.Slot.UTC().Format(time.RFC3339), why))
 			}
 		}
 	}
 }
 
+// span is a stretch of time during which one replica cannot be counted on
+// to claim a slot, and the index of the fault that caused it.
+type span struct {
+	from, to time.Time
+	cause    int
+}
+
+func (s span) covers(t time.Time) bool { return !t.Before(s.from) && !t.After(s.to) }
+
+// restartMargin widens a process restart (kill, rolling, offset): the
+// replica is unhealthy from a second before its stop signal (a fire in
+// flight) to a second after it is ready (its first fire).
+const restartMargin = time.Second
+
+// faultSpan is the span of a fault on a running replica (freeze, partition,
+// latency, database restart): from a lease TTL before it to a lease TTL
+// (+1 s) after it ends, time for leases to expire and be taken over.
+func faultSpan(f fault, cause int) span {
+	return span{f.Start.Add(-leaseTTL), f.End.Add(leaseTTL + time.Second), cause}
+}
+
+// unhealthy lists, per replica, the spans during which it could not claim.
+//   - A restarted replica (kill, each replica of a rolling restart, offset)
+//     only during its own restart.
+//   - A partitioned or slowed replica, around its fault.
+//   - A database restart: every replica.
+//   - A freeze: the frozen replica; and every other replica only when the
+//     frozen one had a run in flight, whose open transaction may hold its
+//     job's lease row FOR SHARE. A claim that must take that lease (the
+//     job's next slot, or the resume scan once the lease expired) waits
+//     for it, and with it the whole loop of the replica that sent it: every
+//     job's slots due meanwhile are fired late, only the latest of each. So
+//     other replicas are unhealthy from the first such claim, for every job.
+//     On SQLite (one write lock for the file, held in-process by serve's own
+//     transactions too) every replica from the freeze's start. Without the
+//     fence (the broken build, the weaker designs) nobody waits.
+func unhealthy(ev *evidence, faults []fault, replicas int) [][]span {
+	down := make([][]span, replicas)
+	add := func(i int, sp span) {
+		if i >= 0 && i < replicas {
+			down[i] = append(down[i], sp)
+		}
+	}
+	for fi, f := range faults {
+		switch {
+		case f.Kind == faultPause:
+		case len(f.Restarts) > 0:
+			for _, rs := range f.Restarts {
+				add(rs.Replica, span{rs.Stop.Add(-restartMargin), rs.Ready.Add(restartMargin), fi})
+			}
+		case f.Replica < 0:
+			for i := range down {
+				add(i, faultSpan(f, fi))
+			}
+		case f.Kind == faultFreeze:
+			sp := faultSpan(f, fi)
+			add(f.Replica, sp)
+			if at, ok := freezeBlocks(ev, f); ok {
+				for i := range down {
+					if i != f.Replica {
+						add(i, span{at.Add(-restartMargin), sp.to, fi})
+					}
+				}
+			}
+		default:
+			add(f.Replica, faultSpan(f, fi))
+		}
+	}
+	return down
+}
+
+// freezeBlocks reports from when a freeze blocks the other replicas' claims:
+// on PostgreSQL, when the frozen replica had a run in flight (a start line
+// before the freeze, its outcome not yet logged), the first instant another
+// replica must take that run's lease: the job's next slot, or the lease's
+// expiry (then the resume scan claims the slot), whichever comes first.
+func freezeBlocks(ev *evidence, f fault) (time.Time, bool) {
+	if ev.singleWriter {
+		return f.Start, true
+	}
+	if ev.fenceless {
+		return time.Time{}, false
+	}
+	name := fmt.Sprintf("r%d", f.Replica)
+	started := map[genKey]logLine{}
+	ended := map[genKey]bool{}
+	for _, l := range ev.log {
+		if l.Replica != name || !l.At.Before(f.Start) {
+			continue
+		}
+		k := genKey{keyOf(l.Job, l.Slot), l.Generation}
+		if l.Kind == "start" {
+			started[k] = l
+		} else {
+			ended[k] = true
+		}
+	}
+	hist := historyByName(ev)
+	var at time.Time
+	for k, l := range started {
+		if ended[k] {
+			continue
+		}
+		block := f.Start.Add(leaseTTL)
+		for _, c := range hist["job:"+l.Job] {
+			if c.Generation == l.Generation && !c.ChangedAt.After(f.Start) {
+				block = c.ExpiresAt
+			}
+		}
+		if j, ok := jobByName(l.Job); ok {
+			step := time.Duration(j.Every) * time.Second
+			next := f.Start.Truncate(step)
+			if next.Before(f.Start) {
+				next = next.Add(step)
+			}
+			if next.Before(block) {
+				block = next
+			}
+		}
+		if block.Before(f.Start) {
+			block = f.Start
+		}
+		if at.IsZero() || block.Before(at) {
+			at = block
+		}
+	}
+	return at, !at.IsZero()
+}
+
 // checkMissed: every slot due inside the window has a claim (a slot row of
-// any status), unless at its time no replica was healthy. A replica is
-// unhealthy from a lease TTL before a fault on it (or on the database) to a
-// lease TTL after the fault ends; a freeze counts for every replica, since
-// a frozen writer's open transaction holds its lease row, and claims of that
-// lease wait for it. A paused job's slots are not owed between its pause
-// and a slot after it is lifted.
+// any status), unless at its time no replica was healthy (see unhealthy).
+// A paused job's slots are not owed between its pause and a slot after it
+// is lifted. Of the excused slots of a job with a catch-up window, the
+// latest of each run is checked by checkCatchUp.
 func checkMissed(ev *evidence, faults []fault, win window, replicas int, r *report) {
 	claimed := map[slotKey]bool{}
 	for _, s := range ev.slots {
@@ -270,26 +464,24 @@ func checkMissed(ev *evidence, faults []fault, win window, replicas int, r *repo
 	for _, e := range ev.ledger {
 		claimed[keyOf(e.Job, e.Slot)] = true
 	}
-	type span struct{ from, to time.Time }
-	down := make([][]span, replicas)
+	caughtUp := map[slotKey]bool{}
+	for _, run := range ev.runs {
+		if run.CatchUp {
+			caughtUp[keyOf(run.Job, run.Slot)] = true
+		}
+	}
+	r.CaughtUp = len(caughtUp)
+	down := unhealthy(ev, faults, replicas)
 	paused := map[string][]span{}
 	for _, f := range faults {
-		sp := span{f.Start.Add(-leaseTTL), f.End.Add(leaseTTL + time.Second)}
-		switch {
-		case f.Kind == faultPause:
+		if f.Kind == faultPause {
 			j, _ := jobByName(f.Job)
-			paused[f.Job] = append(paused[f.Job], span{f.Start, f.End.Add(time.Duration(j.Every) * time.Second)})
-		case f.Replica < 0 || f.Kind == faultFreeze:
-			for i := range down {
-				down[i] = append(down[i], sp)
-			}
-		default:
-			down[f.Replica] = append(down[f.Replica], sp)
+			paused[f.Job] = append(paused[f.Job], span{f.Start, f.End.Add(time.Duration(j.Every) * time.Second), -1})
 		}
 	}
 	in := func(spans []span, t time.Time) bool {
 		for _, s := range spans {
-			if !t.Before(s.from) && !t.After(s.to) {
+			if s.covers(t) {
 				return true
 			}
 		}
@@ -298,9 +490,17 @@ func checkMissed(ev *evidence, faults []fault, win window, replicas int, r *repo
 	var missed []string
 	for _, j := range jobs {
 		step := time.Duration(j.Every) * time.Second
+		var last time.Time // the latest slot of the current run of excused slots
+		endRun := func() {
+			if !last.IsZero() && j.CatchUp > 0 {
+				checkCatchUp(j, last, faults, down, caughtUp, r)
+			}
+			last = time.Time{}
+		}
 		for t := win.From.Truncate(step).Add(step); !t.After(win.To); t = t.Add(step) {
 			r.SlotsDue++
 			if claimed[keyOf(j.Name, t)] || in(paused[j.Name], t) {
+				endRun()
 				continue
 			}
 			healthy := false
@@ -311,14 +511,103 @@ func checkMissed(ev *evidence, faults []fault, win window, replicas int, r *repo
 			}
 			if !healthy {
 				r.Excused++
+				last = t
 				continue
 			}
+			endRun()
 			r.Missed++
 			missed = append(missed, fmt.Sprintf("%s@%s", j.Name, t.UTC().Format("15:04:05")))
 		}
+		endRun()
 	}
 	if len(missed) > 0 {
 		sort.Strings(missed)
 		r.violate("missed slots while a healthy replica could reach the database: %s", strings.Join(missed, ", "))
 	}
+}
+
+// outageSlack is how long after a store outage ends a replica may take to
+// reach the database again (its next tick, at most Config.MaxSleep, plus a
+// connection), and outageRecovered the bound on its catch-up pass.
+const (
+	outageSlack     = 1500 * time.Millisecond
+	outageRecovered = 3 * time.Second
+)
+
+// checkCatchUp: slot last, unclaimed, is the latest of a run of excused
+// slots of job j (which has a catch-up window). G5: at start-up and after a
+// store outage the most recent slot inside the window runs once. What the
+// scheduler does (scheduler.go):
+//
+//   - At start-up (Start) it claims each job's latest slot by the database
+//     clock, Prev(now), if within the window. Owed when a replica launched
+//     at or after last and was ready before the next slot, within the window.
+//   - After a store outage it claims the latest slot whose fire failed while
+//     the store was unreachable, on the first round trip that reaches the
+//     store again, if within the window. Owed when last fell inside a
+//     database restart (every replica's fire of it failed) or a partition
+//     of a replica (that replica's fire failed), no later slot of the job
+//     fell before the replicas could reach the database again (it would be
+//     the one caught up), the outage ended early enough for the catch-up to
+//     land inside the window, no later slot was claimed by a catch-up
+//     instead, and at least one affected replica was hit by nothing else at
+//     that time (so it did fire the slot).
+//   - Nothing else catches up. A frozen replica keeps its connections: when
+//     it wakes it fires the latest slot of each job, not through catch-up,
+//     and replays nothing; replicas whose claims waited for a frozen
+//     holder's lease row do the same. Latency slows claims without failing
+//     them. So excused slots of freezes and latency are not owed.
+func checkCatchUp(j chaosJob, last time.Time, faults []fault, down [][]span, caughtUp map[slotKey]bool, r *report) {
+	step := time.Duration(j.Every) * time.Second
+	for s := last.Add(step); !s.After(last.Add(j.CatchUp)); s = s.Add(step) {
+		if caughtUp[keyOf(j.Name, s)] {
+			return // a later slot was caught up: history is not replayed
+		}
+	}
+	lost := func(why string) {
+		r.CatchUpLost++
+		r.violate("catch-up lost: %s slot %s never ran, although %s, within its %s catch-up window",
+			j.Name, last.UTC().Format(time.RFC3339), why, j.CatchUp)
+	}
+	clock := func(t time.Time) string { return t.Format("15:04:05.000") }
+	for fi, f := range faults {
+		for _, rs := range f.Restarts {
+			if !rs.Launched.Before(last) && rs.Ready.Before(last.Add(step)) && rs.Ready.Sub(last) <= j.CatchUp {
+				lost(fmt.Sprintf("r%d started at %s (ready %s; %s) while it was the latest slot", rs.Replica, clock(rs.Launched), clock(rs.Ready), f.Kind))
+				return
+			}
+		}
+		var affected []int
+		switch f.Kind {
+		case faultPGRestart:
+			for i := range down {
+				affected = append(affected, i)
+			}
+		case faultPartition:
+			affected = []int{f.Replica}
+		default:
+			continue
+		}
+		if last.Before(f.Start) || last.After(f.End) || !last.Add(step).After(f.End.Add(outageSlack)) ||
+			f.End.Add(outageRecovered).Sub(last) > j.CatchUp {
+			continue
+		}
+		for _, i := range affected {
+			if i < 0 || i >= len(down) || !onlyCause(down[i], last, fi) {
+				continue
+			}
+			lost(fmt.Sprintf("r%d fired it while the database was unreachable (%s from %s to %s) and reached it again in time", i, f.Kind, clock(f.Start), clock(f.End)))
+			return
+		}
+	}
+}
+
+// onlyCause reports whether every span covering t was caused by fault fi.
+func onlyCause(spans []span, t time.Time, fi int) bool {
+	for _, s := range spans {
+		if s.covers(t) && s.cause != fi {
+			return false
+		}
+	}
+	return true
 }

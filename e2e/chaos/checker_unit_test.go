@@ -98,6 +98,10 @@ func TestCheckerReportsEachViolation(t *testing.T) {
 		{"paused job ran", func(ev *evidence) []fault {
 			return []fault{{Kind: faultPause, Job: "slow", Start: at(4), Acked: at(4.1), Lifting: at(9), End: at(9.1)}}
 		}, "paused job ran: slow"},
+		{"paused job ran just before the lift", func(ev *evidence) []fault {
+			// slow 06:00:05 started at 5.01, before the lift was sent at 5.1.
+			return []fault{{Kind: faultPause, Job: "slow", Start: at(4), Acked: at(4.1), Lifting: at(5.1), End: at(5.2)}}
+		}, "paused job ran: slow"},
 		{"missed slot", func(ev *evidence) []fault {
 			drop(ev, "medium", at(6))
 			return nil
@@ -128,16 +132,232 @@ func TestCheckerReportsEachViolation(t *testing.T) {
 
 func TestCheckerExcusesSlotsNoHealthyReplicaCouldClaim(t *testing.T) {
 	ev, win := cleanEvidence()
-	drop(ev, "medium", at(6))
-	// The database restart makes every replica unhealthy around it.
+	drop(ev, "fast", at(6))
+	// The database restart makes every replica unhealthy around it. (fast
+	// has no catch-up window: nothing had to claim the slot later.)
 	rep := check(ev, []fault{{Kind: faultPGRestart, Replica: -1, Start: at(5.5), End: at(6.5)}}, win, 3)
 	if len(rep.Violations) > 0 || rep.Excused != 1 {
 		t.Fatalf("a slot lost to a database restart: violations %v, excused %d", rep.Violations, rep.Excused)
 	}
 	// A paused job owes no slot while paused.
+	ev, win = cleanEvidence()
+	drop(ev, "medium", at(6))
 	rep = check(ev, []fault{{Kind: faultPause, Job: "medium", Replica: -1, Start: at(5), Acked: at(5.1), Lifting: at(7), End: at(7.1)}}, win, 3)
 	if len(rep.Violations) > 0 {
 		t.Fatalf("a slot not run while paused was reported: %v", rep.Violations)
+	}
+	// A slot due 16 ms before the lift was sent, claimed after it: noted.
+	ev, win = cleanEvidence()
+	for i := range ev.log {
+		if ev.log[i].Job == "medium" && ev.log[i].Slot.Equal(at(6)) {
+			ev.log[i].At = ev.log[i].At.Add(20 * time.Millisecond)
+		}
+	}
+	rep = check(ev, []fault{{Kind: faultPause, Job: "medium", Start: at(4), Acked: at(4.1), Lifting: at(6.016), End: at(6.02)}}, win, 3)
+	if len(rep.Violations) > 0 || len(rep.Notes) != 1 {
+		t.Fatalf("a slot claimed after the lift it was due just before: violations %v, notes %v", rep.Violations, rep.Notes)
+	}
+}
+
+// restartAll is every replica stopped at stop and restarted, launched at
+// launched and ready at ready: a fault with one restart per replica.
+func restartAll(stop, launched, ready float64) fault {
+	f := fault{Kind: faultRolling, Replica: -1, Start: at(stop), End: at(ready)}
+	for i := range 3 {
+		f.Restarts = append(f.Restarts, restart{Replica: i, Stop: at(stop), Launched: at(launched), Ready: at(ready)})
+	}
+	return f
+}
+
+// G5: medium (every 3 s, 10 s catch-up window) must run the latest slot
+// missed while no replica could claim it, once a replica starts or reaches
+// the database again within the window; nothing else catches up.
+func TestCheckerCatchUp(t *testing.T) {
+	tests := []struct {
+		name   string
+		faults []fault
+		drop   []float64 // medium's slots never claimed
+		lost   string    // the violation wanted, "" for none
+	}{
+		{"start-up while the slot is the latest", []fault{restartAll(4.5, 6.2, 6.8)}, []float64{6},
+			"catch-up lost: medium slot 2026-11-30T06:00:06Z never ran, although r0 started at 06:00:06.200"},
+		{"start-up after the next slot: not owed", []fault{restartAll(4.5, 6.2, 9.2)}, []float64{6}, ""},
+		{"start-up beyond the window: not owed", []fault{restartAll(4.5, 16.5, 16.8)}, []float64{6, 9, 12, 15}, ""},
+		{"only the latest of a run is owed", []fault{restartAll(2.5, 6.2, 6.8)}, []float64{3}, ""},
+		{"database restart", []fault{{Kind: faultPGRestart, Replica: -1, Start: at(5.5), End: at(6.5)}}, []float64{6},
+			"catch-up lost: medium slot 2026-11-30T06:00:06Z never ran, although r0 fired it while the database was unreachable (pgrestart"},
+		{"database restart, a later slot inside it was the one owed", []fault{{Kind: faultPGRestart, Replica: -1, Start: at(2.5), End: at(7)}}, []float64{3}, ""},
+		{"database restart, the slot before it", []fault{{Kind: faultPGRestart, Replica: -1, Start: at(6.5), End: at(7)}}, []float64{6}, ""},
+		{"a partition of one replica while the others are frozen", []fault{
+			{Kind: faultFreeze, Replica: 0, Start: at(3.5), End: at(4.2)}, // between runs: only r0 is hit
+			{Kind: faultPartition, Replica: 1, Start: at(5.5), End: at(6.5)},
+			{Kind: faultFreeze, Replica: 2, Start: at(3.5), End: at(4.2)},
+		}, []float64{6}, "r1 fired it while the database was unreachable (partition"},
+		// r0 frozen inside slow 06:00:05's run: the others wait from 7 s on.
+		{"freeze: no catch-up", []fault{{Kind: faultFreeze, Replica: 0, Start: at(5.05), End: at(8)}}, []float64{9}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ev, win := cleanEvidence()
+			for _, s := range tt.drop {
+				drop(ev, "medium", at(s))
+			}
+			rep := check(ev, tt.faults, win, 3)
+			if rep.Missed > 0 {
+				t.Fatalf("the made-up history has missed slots, not excused ones: %v", rep.Violations)
+			}
+			if tt.lost == "" {
+				if len(rep.Violations) > 0 || rep.CatchUpLost > 0 {
+					t.Fatalf("want no violation, got %q", rep.Violations)
+				}
+				return
+			}
+			if rep.CatchUpLost != 1 || len(rep.Violations) != 1 || !strings.Contains(rep.Violations[0], tt.lost) {
+				t.Fatalf("want one lost catch-up containing %q, got %d: %q", tt.lost, rep.CatchUpLost, rep.Violations)
+			}
+		})
+	}
+	// The same start-up, with the slot claimed by the catch-up: clean.
+	ev, win := cleanEvidence()
+	for i := range ev.runs {
+		if ev.runs[i].Job == "medium" && ev.runs[i].Slot.Equal(at(6)) {
+			ev.runs[i].CatchUp = true
+		}
+	}
+	rep := check(ev, []fault{restartAll(4.5, 6.2, 6.8)}, win, 3)
+	if len(rep.Violations) > 0 || rep.CaughtUp != 1 {
+		t.Fatalf("a slot claimed by the start-up catch-up: violations %q, caught up %d", rep.Violations, rep.CaughtUp)
+	}
+	// A later slot taken by a catch-up releases the earlier one.
+	ev, win = cleanEvidence()
+	drop(ev, "medium", at(6))
+	for i := range ev.runs {
+		if ev.runs[i].Job == "medium" && ev.runs[i].Slot.Equal(at(9)) {
+			ev.runs[i].CatchUp = true
+		}
+	}
+	rep = check(ev, []fault{{Kind: faultPGRestart, Replica: -1, Start: at(5.5), End: at(6.5)}}, win, 3)
+	if len(rep.Violations) > 0 {
+		t.Fatalf("the catch-up went to a later slot, yet: %q", rep.Violations)
+	}
+}
+
+// A rolling restart takes one replica down at a time: a slot missed while
+// the two others were up is missed, not excused. So is one missed while a
+// replica was frozen outside any transaction: nobody waited for it.
+func TestCheckerHealthIsPerReplica(t *testing.T) {
+	rolling := fault{Kind: faultRolling, Replica: -1, Start: at(2), End: at(5.5), Restarts: []restart{
+		{Replica: 0, Stop: at(2), Launched: at(2.5), Ready: at(3)},
+		{Replica: 1, Stop: at(3), Launched: at(4), Ready: at(4.5)},
+		{Replica: 2, Stop: at(4.5), Launched: at(5), Ready: at(5.5)},
+	}}
+	// A freeze of r1, which had no run in flight (the made-up runs are r0's).
+	idle := fault{Kind: faultFreeze, Replica: 1, Start: at(4.5), End: at(8.5)}
+	// A freeze of r0 at 5.05, inside slow 06:00:05's run: the others' claims
+	// wait from that lease's expiry (8 s) or slow's next slot (10 s), so from
+	// 8 s minus a second.
+	busy := fault{Kind: faultFreeze, Replica: 0, Start: at(5.05), End: at(8.5)}
+	tests := []struct {
+		name     string
+		fault    fault
+		drop     string
+		slot     float64
+		sqlite   bool
+		excused  bool
+		missedAt string
+	}{
+		{"rolling: two replicas up", rolling, "fast", 6, false, false, "fast@06:00:06"},
+		{"rolling: every replica down at once (old timeline)", fault{Kind: faultRolling, Replica: -1, Start: at(2), End: at(5.5)}, "fast", 6, false, true, ""},
+		{"freeze without a run in flight", idle, "fast", 6, false, false, "fast@06:00:06"},
+		{"freeze inside a transaction, before the others wait", busy, "fast", 6, false, false, "fast@06:00:06"},
+		{"freeze inside a transaction, while the others wait", busy, "fast", 8, false, true, ""},
+		{"freeze on SQLite: every writer waits", idle, "fast", 6, true, true, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ev, win := cleanEvidence()
+			ev.singleWriter = tt.sqlite
+			drop(ev, tt.drop, at(tt.slot))
+			rep := check(ev, []fault{tt.fault}, win, 3)
+			if tt.excused {
+				if len(rep.Violations) > 0 || rep.Excused != 1 {
+					t.Fatalf("want the slot excused: violations %q, excused %d", rep.Violations, rep.Excused)
+				}
+				return
+			}
+			if rep.Missed != 1 || len(rep.Violations) != 1 || !strings.Contains(rep.Violations[0], tt.missedAt) {
+				t.Fatalf("want %s missed, got missed %d: %q", tt.missedAt, rep.Missed, rep.Violations)
+			}
+		})
+	}
+}
+
+// A claimed slot must end: one left running after the settle phase is a
+// violation; one that failed is counted, and a violation only when it left
+// neither its effect nor a recorded reason.
+func TestCheckerReportsUnfinishedSlots(t *testing.T) {
+	setStatus := func(ev *evidence, job string, slot time.Time, status string) {
+		for i := range ev.slots {
+			if ev.slots[i].Job == job && ev.slots[i].Slot.Equal(slot) {
+				ev.slots[i].Status = status
+			}
+		}
+	}
+	setRun := func(ev *evidence, job string, slot time.Time, success bool, err string) {
+		for i := range ev.runs {
+			if ev.runs[i].Job == job && ev.runs[i].Slot.Equal(slot) {
+				ev.runs[i].Success, ev.runs[i].Error = success, err
+			}
+		}
+	}
+	dropEffect := func(ev *evidence, job string, slot time.Time) {
+		ledger := ev.ledger[:0]
+		for _, e := range ev.ledger {
+			if e.Job != job || !e.Slot.Equal(slot) {
+				ledger = append(ledger, e)
+			}
+		}
+		ev.ledger = ledger
+	}
+
+	ev, win := cleanEvidence()
+	setStatus(ev, "slow", at(5), "running")
+	rep := check(ev, nil, win, 3)
+	if rep.LeftRunning != 1 || len(rep.Violations) != 1 || !strings.Contains(rep.Violations[0], "slot left running after the settle phase: slow slot 2026-11-30T06:00:05Z") {
+		t.Fatalf("a slot left running: left %d, violations %q", rep.LeftRunning, rep.Violations)
+	}
+	// Claimed while the replicas were being stopped: not judged.
+	ev, win = cleanEvidence()
+	ev.slots = append(ev.slots, slotRow{Job: "fast", Slot: at(12), Status: "running", Generation: 900, Attempts: 1})
+	if rep := check(ev, nil, win, 3); len(rep.Violations) > 0 {
+		t.Fatalf("a slot claimed after the window: %q", rep.Violations)
+	}
+
+	// Failed, with its reason recorded: counted, not failed.
+	ev, win = cleanEvidence()
+	setStatus(ev, "medium", at(6), "failed")
+	setRun(ev, "medium", at(6), false, `job "medium": command: "/bin/sh" exited with status 4`)
+	dropEffect(ev, "medium", at(6))
+	rep = check(ev, nil, win, 3)
+	if rep.Failed != 1 || len(rep.Violations) > 0 || len(rep.Notes) != 1 || !strings.Contains(rep.Notes[0], "exited with status 4") {
+		t.Fatalf("a failed slot with its reason: failed %d, violations %q, notes %q", rep.Failed, rep.Violations, rep.Notes)
+	}
+	// Failed, no effect, no reason anywhere: a silent loss.
+	ev, win = cleanEvidence()
+	setStatus(ev, "medium", at(6), "failed")
+	setRun(ev, "medium", at(6), false, "")
+	dropEffect(ev, "medium", at(6))
+	rep = check(ev, nil, win, 3)
+	if rep.Failed != 1 || len(rep.Violations) != 1 || !strings.Contains(rep.Violations[0], "slot failed without its effect and without a recorded reason: medium slot 2026-11-30T06:00:06Z") {
+		t.Fatalf("a silently failed slot: failed %d, violations %q", rep.Failed, rep.Violations)
+	}
+	// Failed after its effect committed (a later attempt refused): counted.
+	ev, win = cleanEvidence()
+	setStatus(ev, "medium", at(6), "failed")
+	setRun(ev, "medium", at(6), false, "")
+	rep = check(ev, nil, win, 3)
+	if rep.Failed != 1 || len(rep.Violations) > 0 {
+		t.Fatalf("a failed slot with its effect: failed %d, violations %q", rep.Failed, rep.Violations)
 	}
 }
 

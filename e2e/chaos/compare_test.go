@@ -48,8 +48,8 @@ func TestChaosCompareDesigns(t *testing.T) {
 			if ds.guard != "" {
 				stale = "n/a (no generation)"
 			}
-			rows = append(rows, fmt.Sprintf("| %s | %d | %d | %d | %d | %s | %d |",
-				ds.name, rep.SlotsDue, rep.Starts, rep.DoubleRuns, rep.Duplicates, stale, rep.Missed))
+			rows = append(rows, fmt.Sprintf("| %s | %d | %d | %d | %d | %s | %d | %d |",
+				ds.name, rep.SlotsDue, rep.Starts, rep.DoubleRuns, rep.Duplicates, stale, rep.Missed, rep.CatchUpLost))
 			switch {
 			case ds.guard == "" && !ds.plainInsert:
 				requireClean(t, rep)
@@ -64,6 +64,6 @@ func TestChaosCompareDesigns(t *testing.T) {
 			}
 		})
 	}
-	t.Logf("seed %d, %s of faults per design (%v):\n| design | slots due | handler starts | slots run twice | duplicate effects | commits by a deposed owner | missed slots |\n|---|---|---|---|---|---|---|\n%s",
+	t.Logf("seed %d, %s of faults per design (%v):\n| design | slots due | handler starts | slots run twice | duplicate effects | commits by a deposed owner | missed slots | catch-ups lost |\n|---|---|---|---|---|---|---|---|\n%s",
 		seed, d, compareFaults, strings.Join(rows, "\n"))
 }

@@ -10,14 +10,16 @@
 // the start logs and the fault timeline, and fails the test on any duplicate
 // effect, slot completed twice, commit by a superseded generation, fence
 // refusal without a lease loss, run of a paused job, missed slot while a
-// healthy replica could reach the database, or process left behind.
+// healthy replica could reach the database, catch-up the scheduler owed
+// but did not run, slot left running after the settle phase, slot failed
+// without its effect or a recorded reason, or process left behind.
 //
 //	go test ./chaos -run TestChaosShort -v            # ~2-3 minutes: a fixed seed and a random one
 //	CHAOS_SEED=42 go test ./chaos -run TestChaosShort  # replay a seed (replaces the random one)
 //	CHAOS_DURATION=30m go test ./chaos -run TestChaosSoak -timeout 0 -v
 //	go test ./chaos -run TestChaosSQLite -v             # replicas sharing one SQLite file
 //	go test ./chaos -run TestChaosCatchesBrokenFencing # the checker must catch a build without fencing
-//	CHAOS_COMPARE=1 go test ./chaos -run TestChaosCompareDesigns -v -timeout 30m
+//	CHAOS_COMPARE=1 go test ./chaos -run TestChaosCompareDesigns -v -timeout 30m  # make compare
 //	go test -short ./chaos                             # the checker's own tests only
 //
 // Other knobs: CHAOS_REPLICAS (default 3), CHAOS_SHORT_DURATION (50s per

@@ -17,6 +17,13 @@ type evidence struct {
 	slots   []slotRow
 	runs    []runRow
 	log     []logLine
+	// singleWriter: the store has one write lock for everything (SQLite),
+	// so a writer frozen inside its transaction blocks every claim at once.
+	singleWriter bool
+	// fenceless: the job's transaction takes no lease row (fencing broken
+	// on purpose, or a weaker design without leases), so a frozen writer
+	// blocks nobody's claim on PostgreSQL.
+	fenceless bool
 }
 
 type effect struct {
@@ -49,6 +56,7 @@ type runRow struct {
 	Slot       time.Time
 	Generation int64
 	Owner      string
+	CatchUp    bool // the claim was a catch-up (start-up or after a store outage)
 	Success    bool
 	Skipped    bool
 	Reason     string
@@ -108,10 +116,10 @@ func (h *harness) gather(ctx context.Context) (*evidence, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading slots: %w", err)
 	}
-	err = h.query(ctx, `SELECT job, slot, generation, owner, success, skipped, reason, error FROM cronfence.runs WHERE slot IS NOT NULL AND NOT manual ORDER BY id`,
+	err = h.query(ctx, `SELECT job, slot, generation, owner, catch_up, success, skipped, reason, error FROM cronfence.runs WHERE slot IS NOT NULL AND NOT manual ORDER BY id`,
 		func(scan func(...any) error) error {
 			var r runRow
-			if err := scan(&r.Job, &r.Slot, &r.Generation, &r.Owner, &r.Success, &r.Skipped, &r.Reason, &r.Error); err != nil {
+			if err := scan(&r.Job, &r.Slot, &r.Generation, &r.Owner, &r.CatchUp, &r.Success, &r.Skipped, &r.Reason, &r.Error); err != nil {
 				return err
 			}
 			ev.runs = append(ev.runs, r)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -17,7 +16,7 @@ import (
 type faultKind string
 
 const (
-	faultKill      faultKind = "kill"      // SIGKILL of a lease holder, restarted after 1-3s
+	faultKill      faultKind = "kill"      // SIGKILL of a lock holder, restarted after 1-3s
 	faultFreeze    faultKind = "freeze"    // SIGSTOP of a replica's tree for TTL+1..3s, then SIGCONT
 	faultPGRestart faultKind = "pgrestart" // pg_ctl restart of the cluster
 	faultPartition faultKind = "partition" // the replica's proxy disabled for 4-7s
@@ -30,13 +29,18 @@ const (
 var allFaults = []faultKind{faultKill, faultFreeze, faultPGRestart, faultPartition, faultLatency, faultRolling, faultOffset, faultPause}
 
 // fault is one injected fault on the timeline. Replica is -1 when every
-// replica is hit (the database restart).
+// replica is hit (the database restart) or, with Restarts, each in turn
+// (the rolling restart).
 type fault struct {
 	Kind    faultKind
 	Replica int
 	Job     string // pause only
 	Start   time.Time
 	End     time.Time
+	// Restarts are the replicas' stops and starts (kill, rolling, offset):
+	// one per replica restarted, so the checker knows when each was down
+	// and when each ran its start-up catch-up.
+	Restarts []restart
 	// Acked is when a pause was written (the API answered) and Lifting
 	// when the request lifting it was sent: the job must start no slot due
 	// in between.
@@ -45,12 +49,23 @@ type fault struct {
 	Note    string
 }
 
+// restart is one replica's stop and start inside a fault: signalled at
+// Stop, launched at Launched, ready (its start-up, catch-up included, done)
+// at Ready.
+type restart struct {
+	Replica               int
+	Stop, Launched, Ready time.Time
+}
+
 func (f fault) String() string {
 	who := "all"
-	if f.Kind == faultPause {
+	switch {
+	case f.Kind == faultPause:
 		who = "api"
-	} else if f.Replica >= 0 {
+	case f.Replica >= 0:
 		who = fmt.Sprintf("r%d", f.Replica)
+	case len(f.Restarts) > 1:
+		who = "each"
 	}
 	s := fmt.Sprintf("%-9s %-3s %s +%.1fs", f.Kind, who, f.Start.Format("15:04:05.000"), f.End.Sub(f.Start).Seconds())
 	if f.Job != "" {
@@ -129,14 +144,11 @@ func (c *chaos) inject(ctx context.Context, kind faultKind) (fault, error) {
 	var err error
 	switch kind {
 	case faultKill:
-		r := c.holderOrAny(ctx)
+		r, target := c.holderOrAny(ctx)
+		f.Note = target
 		f.Replica = c.index(r)
-		if err = r.kill(); err == nil {
-			err = sleepCtx(ctx, c.between(time.Second, 3*time.Second))
-			if err == nil {
-				err = r.start(0)
-			}
-		}
+		f.Start = time.Now()
+		err = c.restart(ctx, &f, r, r.kill, c.between(time.Second, 3*time.Second), 0)
 	case faultFreeze:
 		var r *replica
 		r, f.Note = c.freezeTarget(ctx)
@@ -149,7 +161,8 @@ func (c *chaos) inject(ctx context.Context, kind faultKind) (fault, error) {
 	case faultPGRestart:
 		err = c.h.cluster.Restart()
 	case faultPartition:
-		r := c.holderOrAny(ctx)
+		r, target := c.holderOrAny(ctx)
+		f.Note = target
 		f.Replica = c.index(r)
 		r.proxy.Stop()
 		err = sleepCtx(ctx, c.between(4*time.Second, 7*time.Second))
@@ -157,17 +170,14 @@ func (c *chaos) inject(ctx context.Context, kind faultKind) (fault, error) {
 			err = serr
 		}
 	case faultLatency:
-		r := c.holderOrAny(ctx)
+		r, target := c.holderOrAny(ctx)
 		f.Replica = c.index(r)
 		ms := c.between(200*time.Millisecond, 700*time.Millisecond).Milliseconds()
-		f.Note = fmt.Sprintf("%dms", ms)
+		f.Note = fmt.Sprintf("%dms %s", ms, target)
 		err = c.latency(ctx, r, ms, c.between(5*time.Second, 8*time.Second))
 	case faultRolling:
 		for _, r := range c.h.replicas {
-			if err = r.term(15 * time.Second); err != nil {
-				break
-			}
-			if err = r.start(0); err != nil {
+			if err = c.restart(ctx, &f, r, func() error { return r.term(15 * time.Second) }, 0, 0); err != nil {
 				break
 			}
 		}
@@ -179,15 +189,32 @@ func (c *chaos) inject(ctx context.Context, kind faultKind) (fault, error) {
 			off = -off
 		}
 		f.Note = "clock " + off.String()
-		if err = r.term(15 * time.Second); err == nil {
-			err = r.start(off)
-		}
+		err = c.restart(ctx, &f, r, func() error { return r.term(15 * time.Second) }, 0, off)
 	case faultPause:
 		f.Job = jobs[c.rng.IntN(len(jobs))].Name
 		err = c.pause(ctx, &f)
 	}
 	f.End = time.Now()
 	return f, err
+}
+
+// restart stops r with stop, waits, starts it with the clock offset and
+// records the three instants in f.Restarts.
+func (c *chaos) restart(ctx context.Context, f *fault, r *replica, stop func() error, wait, offset time.Duration) error {
+	rs := restart{Replica: c.index(r), Stop: time.Now()}
+	err := stop()
+	if err == nil && wait > 0 {
+		err = sleepCtx(ctx, wait)
+	}
+	if err == nil {
+		rs.Launched = time.Now()
+		err = r.start(offset)
+		rs.Ready = time.Now()
+	}
+	if !rs.Ready.IsZero() {
+		f.Restarts = append(f.Restarts, rs)
+	}
+	return err
 }
 
 func (c *chaos) latency(ctx context.Context, r *replica, ms int64, d time.Duration) error {
@@ -245,30 +272,25 @@ func (c *chaos) viaAPI(ctx context.Context, job string, enabled *bool) error {
 	return fmt.Errorf("no replica's API took the override of %s: %w", job, last)
 }
 
-// holderOrAny is the running replica holding some job's live lease, so the
-// fault hits a run in flight; any running replica when none holds one.
-func (c *chaos) holderOrAny(ctx context.Context) *replica {
+// holderOrAny is the running replica holding some job's live lease (or,
+// under weakcron, its guard's lock), so the fault hits a run in flight; any
+// running replica when none holds one.
+func (c *chaos) holderOrAny(ctx context.Context) (*replica, string) {
 	holders := c.holders(ctx)
 	if len(holders) > 0 {
-		return holders[c.rng.IntN(len(holders))]
+		return holders[c.rng.IntN(len(holders))], "lock holder"
 	}
-	return c.h.replicas[c.rng.IntN(len(c.h.replicas))]
+	return c.h.replicas[c.rng.IntN(len(c.h.replicas))], "no lock holder"
 }
 
 func (c *chaos) holders(ctx context.Context) []*replica {
 	qctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	owners, _ := c.h.leaseOwners(qctx)
+	pids, _ := c.h.holderPids(qctx)
 	var out []*replica
-	for _, o := range owners {
-		parts := strings.Split(o, ":")
-		if len(parts) < 3 {
-			continue
-		}
-		if pid, err := strconv.Atoi(parts[len(parts)-2]); err == nil {
-			if r := c.h.byPid(pid); r != nil {
-				out = append(out, r)
-			}
+	for _, pid := range pids {
+		if r := c.h.byPid(pid); r != nil {
+			out = append(out, r)
 		}
 	}
 	return out
@@ -286,7 +308,7 @@ func (c *chaos) freezeTarget(ctx context.Context) (*replica, string) {
 			return r, "mid-transaction"
 		}
 	}
-	return c.holderOrAny(ctx), "lease holder"
+	return c.holderOrAny(ctx)
 }
 
 // awaitStart waits for a new "start JOB" line in any replica's log and

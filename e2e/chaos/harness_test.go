@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -266,25 +268,58 @@ func (h *harness) query(ctx context.Context, sql string, row func(scan func(...a
 	return rows.Err()
 }
 
-// leaseOwners lists the owners of the live job leases.
-func (h *harness) leaseOwners(ctx context.Context) ([]string, error) {
+// holderPids lists the pids of the processes holding a job's lock now:
+// cronfence's live job leases (owner host:pid:random), or under weakcron
+// its guard's: the granted advisory locks, by the application_name
+// (weakcron:pid) of the session holding them, or the unexpired rows of
+// chaos.weak_locks (owner weakcron:pid).
+func (h *harness) holderPids(ctx context.Context) ([]int, error) {
 	var owners []string
-	if h.sqlite != "" {
-		rows, err := h.sqliteQuery(ctx, `SELECT owner FROM cronfence_leases WHERE expires_at > `+sqliteNowMicros+` AND name LIKE 'job:%' ORDER BY name`)
+	var err error
+	switch {
+	case h.sqlite != "":
+		var rows []sqliteRow
+		rows, err = h.sqliteQuery(ctx, `SELECT owner FROM cronfence_leases WHERE expires_at > `+sqliteNowMicros+` AND name LIKE 'job:%' ORDER BY name`)
 		for _, row := range rows {
 			owners = append(owners, row.str("owner"))
 		}
-		return owners, err
+	case h.guard == "advisory":
+		owners, err = h.strings(ctx, `SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+ WHERE l.locktype = 'advisory' AND l.granted AND a.application_name LIKE 'weakcron:%'`)
+	case h.guard == "release-at-end":
+		owners, err = h.strings(ctx, `SELECT owner FROM chaos.weak_locks WHERE until > now() ORDER BY name`)
+	default:
+		owners, err = h.strings(ctx, `SELECT owner FROM cronfence.leases WHERE expires_at > now() AND name LIKE 'job:%' ORDER BY name`)
 	}
-	err := h.query(ctx, `SELECT owner FROM cronfence.leases WHERE expires_at > now() AND name LIKE 'job:%' ORDER BY name`, func(scan func(...any) error) error {
-		var o string
-		if err := scan(&o); err != nil {
+	var pids []int
+	for _, o := range owners {
+		parts := strings.Split(o, ":")
+		i := len(parts) - 2 // cronfence: host:pid:random
+		if parts[0] == "weakcron" {
+			i = 1
+		}
+		if i < 0 || i >= len(parts) {
+			continue
+		}
+		if pid, perr := strconv.Atoi(parts[i]); perr == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids, err
+}
+
+// strings runs a query of one text column on the cluster directly.
+func (h *harness) strings(ctx context.Context, sql string) ([]string, error) {
+	var out []string
+	err := h.query(ctx, sql, func(scan func(...any) error) error {
+		var s string
+		if err := scan(&s); err != nil {
 			return err
 		}
-		owners = append(owners, o)
+		out = append(out, s)
 		return nil
 	})
-	return owners, err
+	return out, err
 }
 
 // runDir holds the run's config, job script, logs and the replicas'

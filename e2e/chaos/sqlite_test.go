@@ -124,7 +124,7 @@ func (h *harness) sqliteQuery(ctx context.Context, sql string) ([]sqliteRow, err
 }
 
 func (h *harness) gatherSQLite(ctx context.Context) (*evidence, error) {
-	ev := &evidence{}
+	ev := &evidence{singleWriter: true}
 	rows, err := h.sqliteQuery(ctx, `SELECT job, slot, generation, attempt, replica, inserted_at FROM chaos_ledger ORDER BY id`)
 	if err != nil {
 		return nil, err
@@ -151,12 +151,12 @@ func (h *harness) gatherSQLite(ctx context.Context) (*evidence, error) {
 		ev.slots = append(ev.slots, slotRow{Job: r.str("job"), Slot: r.micros("slot"), Status: r.str("status"),
 			Generation: r.int("generation"), Attempts: int(r.int("attempts"))})
 	}
-	if rows, err = h.sqliteQuery(ctx, `SELECT job, slot, generation, owner, success, skipped, reason, error FROM cronfence_runs WHERE slot IS NOT NULL AND manual = 0 ORDER BY id`); err != nil {
+	if rows, err = h.sqliteQuery(ctx, `SELECT job, slot, generation, owner, catch_up, success, skipped, reason, error FROM cronfence_runs WHERE slot IS NOT NULL AND manual = 0 ORDER BY id`); err != nil {
 		return nil, err
 	}
 	for _, r := range rows {
 		ev.runs = append(ev.runs, runRow{Job: r.str("job"), Slot: r.micros("slot"), Generation: r.int("generation"), Owner: r.str("owner"),
-			Success: r.int("success") == 1, Skipped: r.int("skipped") == 1, Reason: r.str("reason"), Error: r.str("error")})
+			CatchUp: r.int("catch_up") == 1, Success: r.int("success") == 1, Skipped: r.int("skipped") == 1, Reason: r.str("reason"), Error: r.str("error")})
 	}
 	return ev, h.readLogs(ev)
 }

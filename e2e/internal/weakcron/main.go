@@ -93,6 +93,10 @@ func run(guardName, database, script, listen string, ttl time.Duration, jobs []j
 		return fmt.Errorf("-database: %w", err)
 	}
 	cfg.MaxConns = 8
+	// The chaos harness finds the holder of an advisory lock by the
+	// application_name of the session holding it (pg_stat_activity).
+	owner := fmt.Sprintf("weakcron:%d", os.Getpid())
+	cfg.ConnConfig.RuntimeParams["application_name"] = owner
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return err
@@ -100,7 +104,6 @@ func run(guardName, database, script, listen string, ttl time.Duration, jobs []j
 	defer pool.Close()
 
 	var g guard
-	owner := fmt.Sprintf("weakcron:%d", os.Getpid())
 	switch guardName {
 	case "advisory":
 		g = advisory.New(pool).Do
