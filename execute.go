@@ -95,13 +95,15 @@ func (s *Scheduler) execute(spec runSpec) {
 	if hold != nil {
 		lost = hold.Stop()
 	}
-	err = errors.Join(err, lost)
+	if lost != nil && !errors.Is(err, lost) {
+		err = errors.Join(err, lost) // a handler that returned the cause says it once
+	}
 	if err != nil {
 		// The error goes into the run row's error; the scheduler's log gets
 		// it too, but not the run's own log lines.
 		s.log.Error("cronfence: run failed", append(attrs, "error", err)...)
 	}
-	outcome, recorded, buffered := s.finish(spec, err, logs.snapshot())
+	outcome, recorded, buffered := s.finish(spec, err, lost != nil, logs.snapshot())
 	s.observe(RunEndEvent{
 		Job: job.Name, Slot: spec.slot, Lease: spec.lease.Name, Generation: spec.lease.Generation, Attempt: spec.attempt,
 		Manual: spec.manual, CatchUp: spec.catchUp, Outcome: outcome, Duration: duration, Recorded: recorded,
@@ -113,8 +115,9 @@ func (s *Scheduler) execute(spec runSpec) {
 
 // finish ends the run in one round trip. It returns how the run ended,
 // whether the store recorded it, and the job's buffered slot that waits for
-// this run to end, if any.
-func (s *Scheduler) finish(spec runSpec, runErr error, logs []string) (outcome RunOutcome, recorded bool, buffered time.Time) {
+// this run to end, if any. leaseLost says the run's lease was lost while it
+// ran (runErr then wraps ErrLeaseLost).
+func (s *Scheduler) finish(spec runSpec, runErr error, leaseLost bool, logs []string) (outcome RunOutcome, recorded bool, buffered time.Time) {
 	job := spec.job
 	row := store.Run{
 		Manual: spec.manual, CatchUp: spec.catchUp, Attempt: spec.attempt, Success: runErr == nil, Logs: logs,
@@ -137,17 +140,22 @@ func (s *Scheduler) finish(spec runSpec, runErr error, logs []string) (outcome R
 		}
 		return outcome, true, time.Time{}
 	}
-	if runErr != nil && !spec.slot.IsZero() && s.runsCtx.Err() != nil {
-		// Cut short by a shutdown: leave the slot running and hand the lease
-		// over, so a live replica resumes the run (attempt + 1) at once
-		// instead of the slot counting as failed.
+	if why := s.interruption(spec, runErr, leaseLost); why != "" {
+		// Cut short by a shutdown or by the loss of its lease, not failed
+		// by its handler: leave the slot running and hand the lease over,
+		// so a live replica resumes the run (attempt + 1) as soon as the
+		// lease is free, instead of the slot counting as failed with
+		// attempts left. A lost lease's release changes nothing.
 		if _, err := s.store.LeaseRelease(ctx, spec.lease.Ref()); err != nil {
-			s.log.Warn("cronfence: could not release the lease of a run cut short by shutdown", "job", job.Name, "error", err)
+			s.log.Warn("cronfence: could not release the lease of an interrupted run", "job", job.Name, "why", why, "error", err)
 		}
+		// The run ends now by the clock the replica judges slots by (its
+		// own, corrected by its measured offset from the database clock).
 		row.Job, row.Slot, row.Owner, row.Generation = job.Name, spec.slot, spec.lease.Owner, spec.lease.Generation
-		row.Error = "interrupted by shutdown, left for another replica to resume: " + row.Error
+		row.FinishedAt = s.scheduleNow()
+		row.Error = "interrupted by " + why + ", left for a replica to resume: " + row.Error
 		if _, err := s.store.RunInsert(ctx, row); err != nil {
-			s.log.Warn("cronfence: could not record a run cut short by shutdown", "job", job.Name, "error", err)
+			s.log.Warn("cronfence: could not record an interrupted run", "job", job.Name, "why", why, "error", err)
 			return RunInterrupted, false, time.Time{}
 		}
 		return RunInterrupted, true, time.Time{}
@@ -171,6 +179,23 @@ func (s *Scheduler) finish(spec runSpec, runErr error, logs []string) (outcome R
 		return RunFailed, false, res.Buffered
 	}
 	return outcome, true, res.Buffered
+}
+
+// interruption says why a scheduled run that ended in error was cut short
+// from outside ("shutdown", "lease loss"), or "" when it counts as failed:
+// its handler failed, it timed out, or it was its slot's last attempt (a
+// slot left running then would stay so, since no claim may take it again).
+func (s *Scheduler) interruption(spec runSpec, runErr error, leaseLost bool) string {
+	if runErr == nil || spec.slot.IsZero() || spec.attempt >= spec.job.MaxAttempts {
+		return ""
+	}
+	switch {
+	case s.runsCtx.Err() != nil:
+		return "shutdown"
+	case leaseLost:
+		return "lease loss"
+	}
+	return ""
 }
 
 // runBuffered claims and starts the slot that waited for the run that just

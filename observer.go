@@ -66,7 +66,7 @@ type RunOutcome string
 const (
 	RunSucceeded   RunOutcome = "success"
 	RunFailed      RunOutcome = "failure"
-	RunInterrupted RunOutcome = "interrupted" // cut short by shutdown, left to another replica
+	RunInterrupted RunOutcome = "interrupted" // cut short by shutdown or lease loss, left for a replica to resume
 )
 
 // RunEndEvent: a handler returned on this replica and its end was recorded

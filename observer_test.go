@@ -187,7 +187,8 @@ func beginTx(t *testing.T, s store.Store) (tx any, rollback func()) {
 // A run whose lease is taken over while it runs: the keeper's renewal
 // finds it lost (one LeaseLostEvent naming the job and lease), the
 // handler's fenced write is refused (one FenceRefusedEvent), and the run
-// ends as a failure, recorded: the thief took the lease, not the slot.
+// ends interrupted, recorded: the thief took the lease, not the slot, which
+// is left for a replica to resume.
 func TestObserverSeesLeaseLostAndFenceRefused(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
 		const ttl = 30 * time.Second
@@ -234,7 +235,7 @@ func TestObserverSeesLeaseLostAndFenceRefused(t *testing.T) {
 		wantEvents(t, "takeover", rec,
 			LeaseLostEvent{Job: "victim", Lease: "job:victim", Generation: run.Generation},
 			FenceRefusedEvent{Job: "victim", Lease: "job:victim", Generation: run.Generation},
-			RunEndEvent{Job: "victim", Slot: slot, Lease: "job:victim", Generation: run.Generation, Attempt: 1, Outcome: RunFailed, Duration: ttl / 3, Recorded: true})
+			RunEndEvent{Job: "victim", Slot: slot, Lease: "job:victim", Generation: run.Generation, Attempt: 1, Outcome: RunInterrupted, Duration: ttl / 3, Recorded: true})
 	})
 }
 

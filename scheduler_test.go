@@ -488,6 +488,98 @@ func TestShutdownGraceCancelsStuckHandler(t *testing.T) {
 	})
 }
 
+// A run whose own replica loses its lease while it runs (here: another
+// owner takes the lease and lets it go, as after renewals that could not
+// reach the database until it expired) is cancelled, and its slot is left
+// running for a replica to resume with one more attempt, not counted as
+// failed — unless it was the slot's last attempt, which ends failed, since
+// nothing could take the slot again.
+func TestLostLeaseLeavesTheSlotToResume(t *testing.T) {
+	for _, tc := range []struct {
+		maxAttempts int
+		resumed     bool
+	}{
+		{maxAttempts: 3, resumed: true},
+		{maxAttempts: 1, resumed: false},
+	} {
+		t.Run(fmt.Sprintf("max_attempts=%d", tc.maxAttempts), func(t *testing.T) {
+			eachStore(t, func(t *testing.T, c *cluster) {
+				const ttl = 30 * time.Second
+				b := newBlocker()
+				close(b.release) // a resumed attempt succeeds at once
+				first := make(chan *Run, 1)
+				job := Job{Name: "victim", Schedule: "* * * * *", LeaseTTL: ttl, MaxAttempts: tc.maxAttempts,
+					Handler: func(ctx context.Context, run *Run) error {
+						if run.Attempt > 1 {
+							return b.handler(ctx, run)
+						}
+						first <- run
+						<-ctx.Done()
+						return context.Cause(ctx)
+					}}
+				a := c.start("a", 0, job)
+				c.start("b", 0, job)
+				c.db.Advance(time.Minute)
+				run := <-first // on either replica
+				c.settleHolding(1)
+
+				st := a.store
+				held, err := st.LeaseGet(context.Background(), "job:victim")
+				if err != nil {
+					t.Fatal(err)
+				}
+				other, ok, err := st.LeaseAcquire(context.Background(), store.LeaseAcquireParams{Name: "job:victim", Owner: "other", TTL: ttl, Now: held.ExpiresAt})
+				if err != nil || !ok {
+					t.Fatalf("takeover: %v, %v", ok, err)
+				}
+				if ok, err := st.LeaseRelease(context.Background(), other.Ref()); err != nil || !ok {
+					t.Fatalf("release: %v, %v", ok, err)
+				}
+				// The holder's next renewal finds its lease gone, and its
+				// run ends; the resume scans (every 500 ms) then find the
+				// slot's run dead.
+				c.db.Advance(ttl / 3)
+				c.settle()
+				c.advance(2*time.Second, 500*time.Millisecond)
+
+				runs, err := st.RunList(context.Background(), store.RunListParams{Job: "victim"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				slot, err := st.SlotGet(context.Background(), "victim", run.Slot)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !tc.resumed {
+					if slot.Status != store.SlotFailed || slot.Attempts != 1 || len(runs) != 1 || runs[0].Success ||
+						!strings.Contains(runs[0].Error, "lease") {
+						t.Fatalf("last attempt: slot %+v, runs %+v; want the slot failed after 1 attempt, one failed run naming the lease", slot, runs)
+					}
+					return
+				}
+				if slot.Status != store.SlotCompleted || slot.Attempts != 2 {
+					t.Fatalf("slot %+v; want completed at attempt 2", slot)
+				}
+				// The resume may start before the cut-short run has ended: the
+				// slot's lease moved on, so its run was dead already.
+				byAttempt := map[int]store.Run{}
+				for _, r := range runs {
+					byAttempt[r.Attempt] = r
+				}
+				cut, again := byAttempt[1], byAttempt[2]
+				if len(runs) != 2 || !again.Success || cut.Success ||
+					!strings.Contains(cut.Error, "interrupted by lease loss, left for a replica to resume") ||
+					strings.Count(cut.Error, "lease lost") != 1 || !cut.FinishedAt.Equal(held.AcquiredAt.Add(ttl/3)) {
+					t.Fatalf("runs = %+v; want attempt 1 interrupted by lease loss (said once, ended at the renewal), attempt 2 successful", runs)
+				}
+				if resumed := <-b.started; !resumed.Slot.Equal(run.Slot) || resumed.Generation <= other.Generation {
+					t.Fatalf("resumed run %+v; want slot %s at a generation above %d", resumed, run.Slot, other.Generation)
+				}
+			})
+		})
+	}
+}
+
 // An API-only replica (timers disabled) fires nothing, but its Trigger meets
 // a worker's run, and its pause reaches the worker.
 func TestTimersDisabledReplicaServesManualRunsAndPauses(t *testing.T) {
