@@ -26,7 +26,7 @@ func (s *Store) LeaseAcquire(ctx context.Context, p store.LeaseAcquireParams) (s
 		l        store.Lease
 		acquired bool
 	)
-	err := s.pool.QueryRow(ctx, s.q.leaseAcquire, p.Name, p.Owner, micros(p.TTL), s.nowArg(p.Now), p.LiveKey).
+	err := s.pool.QueryRow(ctx, s.q.leaseAcquire, p.Name, p.Owner, micros(p.TTL), s.nowArg(p.Now), s.liveKeyArg(p.LiveKey)).
 		Scan(&acquired, &l.Name, &l.Owner, &l.Generation, &l.AcquiredAt, &l.RenewedAt, &l.ExpiresAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		// Held by an owner whose row this statement's snapshot predates.

@@ -38,7 +38,10 @@ func (s *Store) livenessKey(owner string) int64 {
 // ended the old session. Between the break and the new lock, contenders may
 // take this owner's leases: its renewals then affect no row and its work is
 // cancelled, and fencing refuses its writes, so nothing unsafe happens; only
-// runs are cut short.
+// runs are cut short. Leases this store acquires or claims in that time
+// record no key (see liveKeyArg), so they at least wait for their TTL; each
+// claim looks at the connection itself first, so a break is noticed by the
+// first claim after it, not only by the watchdog's next look.
 //
 // release unlocks and closes the connection (a graceful shutdown hands the
 // leases over at once). It is safe to call more than once, not concurrently.
@@ -57,9 +60,33 @@ func (s *Store) LivenessHold(ctx context.Context, owner string) (key int64, rele
 	if !locked {
 		return 0, nil, fmt.Errorf("postgres: the liveness lock of owner %q is held by another session: owner ids must be unique per process", owner)
 	}
-	h := &livenessHold{store: s, key: key, conn: raw, stop: make(chan struct{}), done: make(chan struct{})}
+	h := &livenessHold{store: s, key: key, conn: raw, checked: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
+	s.liveHolds.Store(key, h)
 	go h.watch(s.livenessCheckEvery)
 	return key, h.release, nil
+}
+
+// liveKeyArg is the live key a lease acquisition or claim records: key
+// while this store's hold of that liveness lock is known whole, 0 while it
+// is not (its connection broke and the lock is not taken again yet). A
+// lease recorded with a key no session holds would look like a dead
+// owner's and be taken over at once by any contender; after a database
+// restart every replica is in that state for a moment, and each taker's
+// own claims would be taken over in turn. With no key, the lease waits for
+// its TTL, as on SQLite. A key this store does not hold is passed on as
+// the caller gave it.
+func (s *Store) liveKeyArg(key int64) int64 {
+	if key == 0 {
+		return 0
+	}
+	v, ok := s.liveHolds.Load(key)
+	if !ok {
+		return key
+	}
+	if !v.(*livenessHold).whole(time.Now()) {
+		return 0
+	}
+	return key
 }
 
 // takeLiveness takes the lock on a connection out of the pool, returning
@@ -90,9 +117,35 @@ type livenessHold struct {
 	stop  chan struct{} // closed by release
 	done  chan struct{} // closed when watch returns
 
-	mu   sync.Mutex
-	conn *pgx.Conn // nil while the lock is not held (between a break and the retake)
-	once sync.Once
+	mu      sync.Mutex
+	conn    *pgx.Conn // nil while the lock is not held (between a break and the retake)
+	checked time.Time // when conn was last seen whole
+	once    sync.Once
+}
+
+// whole reports whether the lock is held: the connection is there and is
+// seen whole by a look that ended after since — its own (pgconn's
+// CheckConn: no round trip, a read of at most 1 ms), or one that was under
+// way when it was called, so concurrent claims share one look. A broken
+// connection is closed, for the watchdog to take the lock again.
+func (h *livenessHold) whole(since time.Time) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.conn == nil {
+		return false
+	}
+	if h.checked.After(since) {
+		return true
+	}
+	if h.conn.PgConn().CheckConn() != nil || h.conn.PgConn().IsClosed() {
+		// Broken (or the server said goodbye): close our end; the lock
+		// is gone with the session, or will be once the server notices.
+		_ = h.conn.Close(context.Background())
+		h.conn = nil
+		return false
+	}
+	h.checked = time.Now()
+	return true
 }
 
 // watch checks the connection every interval and retakes the lock when the
@@ -107,16 +160,7 @@ func (h *livenessHold) watch(every time.Duration) {
 			return
 		case <-tick.C:
 		}
-		h.mu.Lock()
-		if h.conn != nil && h.conn.PgConn().CheckConn() != nil {
-			// Broken (or the server said goodbye): close our end; the lock
-			// is gone with the session, or will be once the server notices.
-			_ = h.conn.Close(context.Background())
-			h.conn = nil
-		}
-		broken := h.conn == nil
-		h.mu.Unlock()
-		if !broken || h.store.closed.Load() {
+		if h.whole(time.Now()) || h.store.closed.Load() {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), every+5*time.Second)
@@ -126,7 +170,7 @@ func (h *livenessHold) watch(every time.Duration) {
 			continue // the database is unreachable, or still holds the old session: next tick
 		}
 		h.mu.Lock()
-		h.conn = conn
+		h.conn, h.checked = conn, time.Now()
 		h.mu.Unlock()
 	}
 }
@@ -135,6 +179,7 @@ func (h *livenessHold) release() {
 	h.once.Do(func() {
 		close(h.stop)
 		<-h.done
+		h.store.liveHolds.Delete(h.key)
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		if h.conn == nil {

@@ -192,3 +192,61 @@ func TestLivenessRetakenAfterItsConnectionBreaks(t *testing.T) {
 		t.Fatalf("after release the liveness lock is still held by pid %d", pid)
 	}
 }
+
+// Leases acquired or claimed after the owner's liveness connection broke,
+// before the lock is taken again, record no live key: no session holds it,
+// so with the key they would look like a dead owner's and be taken over at
+// once (after a database restart every replica is in that state at once,
+// and each taker's claims were taken over in turn). Without it they wait
+// for their TTL. The watchdog is kept from looking during the test: the
+// claim itself must notice the break.
+func TestLivenessBreakRecordsNoKeyUntilRetaken(t *testing.T) {
+	t.Parallel()
+	pool, schema := pgtest.Schema(t)
+	s, err := postgres.New(pool, &postgres.Config{Schema: schema, LivenessCheckEvery: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Migrate(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	other := openOn(t, schema)
+	key, release, err := s.LivenessHold(ctx(t), "replica-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	var terminated bool
+	err = other.Pool().QueryRow(ctx(t), `
+		SELECT pg_terminate_backend(pid, 10000) FROM pg_locks
+		 WHERE locktype = 'advisory' AND objsubid = 1
+		   AND ((classid::bigint << 32) | objid::bigint) = ($1::bigint & x'ffffffffffffffff'::bigint)`, key).Scan(&terminated)
+	if err != nil || !terminated {
+		t.Fatalf("terminating the liveness session: %v, %v", terminated, err)
+	}
+
+	now, _ := s.Now(ctx(t))
+	claim := func(st *postgres.Store, owner string, live int64) store.SlotClaimResult {
+		t.Helper()
+		r, err := st.SlotClaim(ctx(t), store.SlotClaimParams{
+			Job: "report", Slot: now.Add(-time.Second), LeaseName: "job:report", Owner: owner,
+			TTL: time.Hour, MaxAttempts: 3, LiveKey: live,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	if a := claim(s, "replica-a", key); !a.Claimed {
+		t.Fatalf("claim by the live owner refused: %+v", a)
+	}
+	if r := claim(other, "replica-b", 0); r.Claimed || r.Refusal != store.ClaimHeld {
+		t.Fatalf("claim of a live owner's slot after its liveness connection broke = %+v, want held until the TTL", r)
+	}
+	if _, ok, err := s.LeaseAcquire(ctx(t), store.LeaseAcquireParams{Name: "lock:x", Owner: "replica-a", TTL: time.Hour, LiveKey: key}); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if _, ok, err := other.LeaseAcquire(ctx(t), store.LeaseAcquireParams{Name: "lock:x", Owner: "replica-b", TTL: time.Hour}); err != nil || ok {
+		t.Fatalf("takeover of a live owner's lease after its liveness connection broke: %v, %v", ok, err)
+	}
+}

@@ -63,7 +63,7 @@ func (s *Store) SlotClaimBatch(ctx context.Context, items []store.SlotClaimParam
 	}
 	first := items[0]
 	rows, err := s.pool.Query(ctx, s.q.slotClaim, jobs, slots, leaseNames, disabled, overlaps, maxAttempts, ttls, catchUp,
-		first.Owner, s.nowArg(first.Now), first.LiveKey)
+		first.Owner, s.nowArg(first.Now), s.liveKeyArg(first.LiveKey))
 	if err != nil {
 		return nil, s.translate(fmt.Sprintf("claim %d slot(s), first of job %q", n, first.Job), err)
 	}

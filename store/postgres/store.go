@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -74,6 +75,7 @@ type Store struct {
 	closed atomic.Bool
 
 	livenessCheckEvery time.Duration
+	liveHolds          sync.Map // int64 key → *livenessHold, this store's liveness locks
 }
 
 var _ store.Store = (*Store)(nil)
