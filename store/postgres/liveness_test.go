@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cronfence/cronfence/internal/pgtest"
 	"github.com/cronfence/cronfence/store"
 	"github.com/cronfence/cronfence/store/postgres"
 )
@@ -24,18 +23,7 @@ func TestLivenessTakeoverBeforeTTL(t *testing.T) {
 	if _, _, err := other.LivenessHold(ctx(t), "replica-a"); err == nil {
 		t.Fatal("a second liveness hold for the same owner succeeded")
 	}
-	now, _ := s.Now(ctx(t))
-	claim := func(st *postgres.Store, owner string, live int64) store.SlotClaimResult {
-		t.Helper()
-		r, err := st.SlotClaim(ctx(t), store.SlotClaimParams{
-			Job: "report", Slot: now.Add(-time.Second), LeaseName: "job:report", Owner: owner,
-			TTL: time.Hour, MaxAttempts: 3, LiveKey: live,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
+	claim := reportClaimer(t, s)
 	a := claim(s, "replica-a", key)
 	if !a.Claimed {
 		t.Fatalf("first claim refused: %+v", a)
@@ -46,14 +34,7 @@ func TestLivenessTakeoverBeforeTTL(t *testing.T) {
 	}
 	// The process dies: the server ends its session, and the lock goes
 	// with it. (pg_terminate_backend with a timeout waits for the end.)
-	var terminated bool
-	err = other.Pool().QueryRow(ctx(t), `
-		SELECT pg_terminate_backend(pid, 10000) FROM pg_locks
-		 WHERE locktype = 'advisory' AND objsubid = 1
-		   AND ((classid::bigint << 32) | objid::bigint) = ($1::bigint & x'ffffffffffffffff'::bigint)`, key).Scan(&terminated)
-	if err != nil || !terminated {
-		t.Fatalf("terminating the liveness session: %v, %v", terminated, err)
-	}
+	terminateLiveness(t, other, key)
 	r := claim(other, "replica-b", 0)
 	if !r.Claimed || r.Slot.Attempts != 2 || r.Lease.Generation != a.Lease.Generation+1 {
 		t.Fatalf("claim after the owner died = %+v; want attempt 2 at the next generation, long before the hour's TTL", r)
@@ -136,14 +117,7 @@ func TestLeaseAcquireWithLiveKey(t *testing.T) {
 // owner would look like a dead owner's and be taken over at once.
 func TestLivenessRetakenAfterItsConnectionBreaks(t *testing.T) {
 	t.Parallel()
-	pool, schema := pgtest.Schema(t)
-	s, err := postgres.New(pool, &postgres.Config{Schema: schema, LivenessCheckEvery: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Migrate(ctx(t)); err != nil {
-		t.Fatal(err)
-	}
+	s, schema := newStoreWith(t, postgres.Config{LivenessCheckEvery: 20 * time.Millisecond})
 	other := openOn(t, schema)
 	key, release, err := s.LivenessHold(ctx(t), "replica-a")
 	if err != nil {
@@ -202,41 +176,16 @@ func TestLivenessRetakenAfterItsConnectionBreaks(t *testing.T) {
 // claim itself must notice the break.
 func TestLivenessBreakRecordsNoKeyUntilRetaken(t *testing.T) {
 	t.Parallel()
-	pool, schema := pgtest.Schema(t)
-	s, err := postgres.New(pool, &postgres.Config{Schema: schema, LivenessCheckEvery: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Migrate(ctx(t)); err != nil {
-		t.Fatal(err)
-	}
+	s, schema := newStoreWith(t, postgres.Config{LivenessCheckEvery: time.Hour})
 	other := openOn(t, schema)
 	key, release, err := s.LivenessHold(ctx(t), "replica-a")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer release()
-	var terminated bool
-	err = other.Pool().QueryRow(ctx(t), `
-		SELECT pg_terminate_backend(pid, 10000) FROM pg_locks
-		 WHERE locktype = 'advisory' AND objsubid = 1
-		   AND ((classid::bigint << 32) | objid::bigint) = ($1::bigint & x'ffffffffffffffff'::bigint)`, key).Scan(&terminated)
-	if err != nil || !terminated {
-		t.Fatalf("terminating the liveness session: %v, %v", terminated, err)
-	}
+	terminateLiveness(t, other, key)
 
-	now, _ := s.Now(ctx(t))
-	claim := func(st *postgres.Store, owner string, live int64) store.SlotClaimResult {
-		t.Helper()
-		r, err := st.SlotClaim(ctx(t), store.SlotClaimParams{
-			Job: "report", Slot: now.Add(-time.Second), LeaseName: "job:report", Owner: owner,
-			TTL: time.Hour, MaxAttempts: 3, LiveKey: live,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
+	claim := reportClaimer(t, s)
 	if a := claim(s, "replica-a", key); !a.Claimed {
 		t.Fatalf("claim by the live owner refused: %+v", a)
 	}
@@ -248,5 +197,39 @@ func TestLivenessBreakRecordsNoKeyUntilRetaken(t *testing.T) {
 	}
 	if _, ok, err := other.LeaseAcquire(ctx(t), store.LeaseAcquireParams{Name: "lock:x", Owner: "replica-b", TTL: time.Hour}); err != nil || ok {
 		t.Fatalf("takeover of a live owner's lease after its liveness connection broke: %v, %v", ok, err)
+	}
+}
+
+// terminateLiveness ends, through another store's connection, the session
+// holding the liveness lock key, and waits for its end.
+func terminateLiveness(t *testing.T, via *postgres.Store, key int64) {
+	t.Helper()
+	var terminated bool
+	err := via.Pool().QueryRow(ctx(t), `
+		SELECT pg_terminate_backend(pid, 10000) FROM pg_locks
+		 WHERE locktype = 'advisory' AND objsubid = 1
+		   AND ((classid::bigint << 32) | objid::bigint) = ($1::bigint & x'ffffffffffffffff'::bigint)`, key).Scan(&terminated)
+	if err != nil || !terminated {
+		t.Fatalf("terminating the liveness session: %v, %v", terminated, err)
+	}
+}
+
+// reportClaimer returns a claim of job "report"'s slot of a second ago (by
+// s's clock), with a TTL of an hour, by owner through st.
+func reportClaimer(t *testing.T, s *postgres.Store) func(st *postgres.Store, owner string, live int64) store.SlotClaimResult {
+	now, err := s.Now(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(st *postgres.Store, owner string, live int64) store.SlotClaimResult {
+		t.Helper()
+		r, err := st.SlotClaim(ctx(t), store.SlotClaimParams{
+			Job: "report", Slot: now.Add(-time.Second), LeaseName: "job:report", Owner: owner,
+			TTL: time.Hour, MaxAttempts: 3, LiveKey: live,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
 	}
 }

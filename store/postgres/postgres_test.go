@@ -26,8 +26,15 @@ func ctx(t *testing.T) context.Context {
 
 // newStore returns a migrated store in a fresh schema, and that schema.
 func newStore(t *testing.T) (*postgres.Store, string) {
+	return newStoreWith(t, postgres.Config{})
+}
+
+// newStoreWith is newStore with a config of the test's own (its Schema is
+// set to the fresh one).
+func newStoreWith(t *testing.T, cfg postgres.Config) (*postgres.Store, string) {
 	pool, schema := pgtest.Schema(t)
-	s, err := postgres.New(pool, &postgres.Config{Schema: schema})
+	cfg.Schema = schema
+	s, err := postgres.New(pool, &cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
