@@ -300,16 +300,5 @@ func logRowsServer(t *testing.T, cli func(...string) (int, string, string), job 
 	if code != 0 {
 		t.Fatalf("logs %s --json -n %d: %d %q", job, n, code, errOut)
 	}
-	var rows []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		if line == "" {
-			continue
-		}
-		var m map[string]any
-		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			t.Fatalf("logs --json line %q: %v", line, err)
-		}
-		rows = append(rows, m)
-	}
-	return rows
+	return jsonLines(t, out)
 }

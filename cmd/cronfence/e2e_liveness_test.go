@@ -69,21 +69,8 @@ func TestServeE2ELivenessResumesKilledRunPostgres(t *testing.T) {
 	<-victim.done
 	killed := time.Now()
 
-	// Polled here rather than with waitForSlots: its timeout message reads
-	// the stderr of a process still writing it.
-	var lines []string
-	for lines = slotLines(starts); len(lines) < 2; lines = slotLines(starts) {
-		select {
-		case <-survivor.done:
-			t.Fatalf("the surviving replica exited with %d; stderr:\n%s", survivor.code, survivor.stderr.String())
-		default:
-		}
-		if time.Since(killed) > livenessResumeBound {
-			t.Fatalf("slot %s not resumed %s after its replica was killed (lease TTL 2m: did the scheduler get a store without store.Liveness?); starts:\n%s",
-				slot, livenessResumeBound, strings.Join(lines, "\n"))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	lines := waitForStarts(t, starts, 2, survivor, killed, livenessResumeBound,
+		fmt.Sprintf("slot %s not resumed after its replica was killed (lease TTL 2m: did the scheduler get a store without store.Liveness?)", slot))
 	took := time.Since(killed)
 	if len(lines) != 2 {
 		t.Fatalf("starts after the kill:\n%s\nwant the first run and one resumed run", strings.Join(lines, "\n"))
@@ -111,4 +98,25 @@ func TestServeE2ELivenessResumesKilledRunPostgres(t *testing.T) {
 	if !resumed {
 		t.Errorf("no attempt-2 run row by the survivor: %v", rows)
 	}
+}
+
+// waitForStarts polls the start log until it holds n lines and returns
+// them; it fails when the survivor exits first or bound passes after since,
+// saying why it waited. (Not waitForSlots: its timeout message reads the
+// stderr of a process still writing it.)
+func waitForStarts(t *testing.T, starts string, n int, survivor *proc, since time.Time, bound time.Duration, why string) []string {
+	t.Helper()
+	var lines []string
+	for lines = slotLines(starts); len(lines) < n; lines = slotLines(starts) {
+		select {
+		case <-survivor.done:
+			t.Fatalf("the surviving replica exited with %d; stderr:\n%s", survivor.code, survivor.stderr.String())
+		default:
+		}
+		if time.Since(since) > bound {
+			t.Fatalf("%s, %s after; starts:\n%s", why, bound, strings.Join(lines, "\n"))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return lines
 }

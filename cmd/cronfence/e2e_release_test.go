@@ -97,21 +97,8 @@ func TestServeE2ESIGTERMReleasesLease(t *testing.T) {
 		stopped := time.Now()
 		groupGone(t, first.pid)
 
-		// Polled here rather than with waitForSlots: its timeout message
-		// reads the stderr of a process still writing it.
-		var lines []string
-		for lines = slotLines(starts); len(lines) < 2; lines = slotLines(starts) {
-			select {
-			case <-survivor.done:
-				t.Fatalf("the other replica exited with %d; stderr:\n%s", survivor.code, survivor.stderr.String())
-			default:
-			}
-			if time.Since(stopped) > releaseWait {
-				t.Fatalf("the other replica has not run the job %s after the SIGTERM (lease TTL %s: was the lease not released?); starts:\n%s",
-					releaseWait, releaseTTL, strings.Join(lines, "\n"))
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		lines := waitForStarts(t, starts, 2, survivor, stopped, releaseWait,
+			fmt.Sprintf("the other replica has not run the job after the SIGTERM (lease TTL %s: was the lease not released?)", releaseTTL))
 		t.Logf("the other replica ran the job %s after the SIGTERMed replica exited (lease TTL %s)", time.Since(stopped).Round(time.Millisecond), releaseTTL)
 		if len(lines) != 2 {
 			t.Fatalf("starts:\n%s\nwant the first run and one by the other replica", strings.Join(lines, "\n"))

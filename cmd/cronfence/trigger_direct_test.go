@@ -17,6 +17,12 @@ func logRows(t *testing.T, dir string, db []string, job string) []map[string]any
 	if code != 0 {
 		t.Fatalf("logs %s: %d %q", job, code, errOut)
 	}
+	return jsonLines(t, out)
+}
+
+// jsonLines decodes the output of `logs --json`: one JSON object a line.
+func jsonLines(t *testing.T, out string) []map[string]any {
+	t.Helper()
 	var rows []map[string]any
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		if line == "" {
