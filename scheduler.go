@@ -469,22 +469,28 @@ func (s *Scheduler) resumeInterrupted(ctx context.Context) {
 	if len(dead) == 0 {
 		return
 	}
+	s.mu.Lock()
+	// The latest slot of each job here that has an attempt left: one out
+	// of attempts would only be refused, on every scan, and would hide an
+	// older slot that can still be resumed.
 	latest := map[string]store.Slot{}
 	for _, sl := range dead {
+		r := s.jobs[sl.Job]
+		if r == nil || sl.Attempts >= r.MaxAttempts {
+			continue
+		}
 		if cur, ok := latest[sl.Job]; !ok || sl.Slot.After(cur.Slot) {
 			latest[sl.Job] = sl
 		}
 	}
-	s.mu.Lock()
 	var (
 		jobs  []*registered
 		items []store.SlotClaimParams
 	)
 	for name, sl := range latest {
-		if r := s.jobs[name]; r != nil {
-			jobs = append(jobs, r)
-			items = append(items, r.claimParams(sl.Slot, s.cfg.Owner, s.liveKey, false))
-		}
+		r := s.jobs[name]
+		jobs = append(jobs, r)
+		items = append(items, r.claimParams(sl.Slot, s.cfg.Owner, s.liveKey, false))
 	}
 	s.mu.Unlock()
 	if len(items) == 0 {

@@ -580,6 +580,55 @@ func TestLostLeaseLeavesTheSlotToResume(t *testing.T) {
 	}
 }
 
+// The resume scan leaves a dead slot that has used all its attempts alone
+// (claiming it would be refused on every scan) and resumes an older dead
+// slot of the same job that has attempts left, which the newer one used to
+// hide.
+func TestResumeSkipsSlotsOutOfAttempts(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		st := c.open(t)
+		start := c.db.Now() // 12:00
+		older, newer := start.Add(-2*time.Minute), start.Add(-time.Minute)
+		claim := func(slot time.Time, at time.Duration) {
+			t.Helper()
+			r, err := st.SlotClaim(context.Background(), store.SlotClaimParams{
+				Job: "victim", Slot: slot, LeaseName: "job:victim", Owner: "dead", TTL: time.Second, MaxAttempts: 3,
+				Now: newer.Add(at),
+			})
+			if err != nil || !r.Claimed {
+				t.Fatalf("claim of %s: %+v, %v", slot.Format(time.TimeOnly), r, err)
+			}
+		}
+		// A dead owner ran the older slot once and the newer one three
+		// times, each run dying with its lease (TTL 1 s).
+		claim(older, 0)
+		claim(newer, 2*time.Second)
+		claim(newer, 4*time.Second)
+		claim(newer, 6*time.Second)
+
+		l := newLedger()
+		rec := &recorder{}
+		c.startWith(Config{Owner: "a", Clock: offsetClock{c.db, 0}, Retention: -1, Observer: rec},
+			Job{Name: "victim", Schedule: "* * * * *", MaxAttempts: 3, Handler: l.handler(c.db)})
+		c.advance(2*time.Second, 500*time.Millisecond)
+
+		if n := l.ran("victim", older); n != 1 {
+			t.Errorf("older slot (1 attempt of 3 used) ran %d times, want resumed once", n)
+		}
+		if n := l.ran("victim", newer); n != 0 {
+			t.Errorf("newer slot (3 attempts of 3 used) ran %d times, want never", n)
+		}
+		for _, e := range rec.take() {
+			if ce, ok := e.(ClaimEvent); ok && ce.Resume && ce.Slot.Equal(newer) {
+				t.Errorf("the resume scan claimed the slot out of attempts: %+v", ce)
+			}
+		}
+		if sl, err := st.SlotGet(context.Background(), "victim", older); err != nil || sl.Status != store.SlotCompleted || sl.Attempts != 2 {
+			t.Errorf("older slot = %+v, %v; want completed at attempt 2", sl, err)
+		}
+	})
+}
+
 // An API-only replica (timers disabled) fires nothing, but its Trigger meets
 // a worker's run, and its pause reaches the worker.
 func TestTimersDisabledReplicaServesManualRunsAndPauses(t *testing.T) {
