@@ -55,8 +55,8 @@ browser: ## Dashboard tests in headless Chromium (/usr/bin/chromium; .ci/run ins
 	cd e2e && $(GO) test -count=1 -v -timeout 10m ./browser/
 
 .PHONY: soak
-soak: ## Chaos soak run for CHAOS_DURATION (default 30m); prints the figures for docs/reliability.md.
-	cd e2e && CHAOS_DURATION=$${CHAOS_DURATION:-30m} $(GO) test -count=1 -v -timeout 0 -run 'TestChaosSoak' ./chaos/
+soak: ## Chaos soak run for CHAOS_DURATION (default 30m); prints the figures for docs/reliability.md and keeps the run's logs (CHAOS_KEEP=0 removes them).
+	cd e2e && CHAOS_KEEP=$${CHAOS_KEEP:-1} CHAOS_DURATION=$${CHAOS_DURATION:-30m} $(GO) test -count=1 -v -timeout 0 -run 'TestChaosSoak' ./chaos/
 
 .PHONY: compare
 compare: ## Chaos run of cronfence beside the weaker designs (advisory lock, lock released at end) under the same faults, CHAOS_COMPARE_DURATION each (default 60s); prints the table for docs/reliability.md.
