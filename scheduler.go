@@ -48,9 +48,11 @@ type Scheduler struct {
 	runsCtx    context.Context // parent of every handler's context; cancelled after the shutdown grace
 	runsCancel context.CancelFunc
 	runs       sync.WaitGroup
-	busy       atomic.Int64 // fires and runs in progress; for tests
-	offset     atomic.Int64 // this clock minus the database clock, in ns
-	reg        registry     // this replica's row in the replica registry (registry.go)
+	scans      sync.WaitGroup // the resume pass in its own goroutine, if one runs
+	resuming   atomic.Bool    // a resume pass runs
+	busy       atomic.Int64   // fires, resume passes and runs in progress; for tests
+	offset     atomic.Int64   // this clock minus the database clock, in ns
+	reg        registry       // this replica's row in the replica registry (registry.go)
 }
 
 // New returns a Scheduler. It does no I/O.
@@ -188,6 +190,7 @@ func (s *Scheduler) poke() {
 // that a suspended host or a clock jump is noticed, and fires.
 func (s *Scheduler) loop(ctx context.Context) {
 	defer close(s.loopDone)
+	defer s.scans.Wait()    // before loopDone: a pass may still start a run, which Stop then waits for
 	defer s.removeReplica() // after the last tick, so no heartbeat follows it
 	defer s.stopMonitor()   // after the last tick, so no pass follows it
 	for {
@@ -270,7 +273,7 @@ func (s *Scheduler) tick(ctx context.Context) {
 		s.checkAbsence(ctx, now)
 	}
 	if resume {
-		s.resumeInterrupted(ctx)
+		s.resumeInBackground(ctx)
 	}
 	if len(due) > 0 {
 		s.fire(ctx, due, now)
@@ -454,6 +457,26 @@ func (s *Scheduler) runCatchUp(ctx context.Context, now time.Time, candidates ma
 		first := fmt.Sprintf("Catch-up run for missed slot %s (%ds late)", items[i].Slot.UTC().Format(time.RFC3339), int64(late.Seconds()))
 		s.startRun(jobs[i], r, sent, true, first)
 	}
+}
+
+// resumeInBackground runs a resume pass in a goroutine of its own, one at
+// a time. Its claim of a dead run's slot must take that slot's lease row,
+// which a deposed writer's transaction may hold FOR SHARE for as long as
+// that writer is frozen mid-way (that is the fence at work); run in the
+// tick, it held up every other job's fires on every replica meanwhile, and
+// slots that came due then were left behind.
+func (s *Scheduler) resumeInBackground(ctx context.Context) {
+	if !s.resuming.CompareAndSwap(false, true) {
+		return // the last pass is still waiting; its answer will do
+	}
+	s.busy.Add(1)
+	s.scans.Add(1)
+	go func() {
+		defer s.scans.Done()
+		defer s.busy.Add(-1)
+		defer s.resuming.Store(false)
+		s.resumeInterrupted(ctx)
+	}()
 }
 
 // resumeInterrupted claims again, with one more attempt, the slots whose

@@ -629,6 +629,66 @@ func TestResumeSkipsSlotsOutOfAttempts(t *testing.T) {
 	})
 }
 
+// A resume pass whose claim waits on a lease row held FOR SHARE — a
+// deposed writer frozen inside its fenced transaction — does not hold up
+// the fires of other jobs: "tick" runs its slot while the claim of
+// "frozen"'s dead run waits, and the run is resumed once the writer's
+// transaction ends. (On SQLite a frozen writer holds the file's one write
+// lock, and every write waits for it.)
+func TestResumeWaitingOnAFrozenWriterDoesNotHoldUpFires(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		if c.kind != "postgres" {
+			t.Skip("SQLite has no row locks: a frozen writer holds up every write")
+		}
+		ctx := context.Background()
+		st := c.open(t)
+		start := c.db.Now()
+		dead := start.Add(-time.Minute)
+		r, err := st.SlotClaim(ctx, store.SlotClaimParams{
+			Job: "frozen", Slot: dead, LeaseName: "job:frozen", Owner: "dead", TTL: 90 * time.Second, MaxAttempts: 3, Now: dead,
+		})
+		if err != nil || !r.Claimed {
+			t.Fatalf("claim: %+v, %v", r, err)
+		}
+		// The dead owner's fenced transaction is still open: its lease row
+		// is held FOR SHARE until it ends.
+		tx, err := st.(*postgres.Store).Pool().Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = tx.Rollback(ctx) }()
+		if err := st.LeaseFence(ctx, tx, "job:frozen", r.Lease.Generation); err != nil {
+			t.Fatal(err)
+		}
+
+		l := newLedger()
+		c.startWith(Config{Owner: "a", Clock: offsetClock{c.db, 0}, Retention: -1},
+			Job{Name: "frozen", Schedule: "0 0 1 1 *", Handler: l.handler(c.db)},
+			Job{Name: "tick", Schedule: "* * * * *", Handler: l.handler(c.db)})
+		// A minute on, the lease has expired: the resume pass claims the
+		// dead run's slot and waits on the row; tick's slot comes due.
+		c.db.Advance(time.Minute)
+		slot := start.Add(time.Minute)
+		deadline := time.Now().Add(10 * time.Second)
+		for l.ran("tick", slot) == 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("tick's slot did not run while a resume claim waited on another job's lease row")
+			}
+			time.Sleep(time.Millisecond)
+		}
+		if n := l.ran("frozen", dead); n != 0 {
+			t.Fatalf("the frozen writer's slot ran %d times while its transaction held the lease row", n)
+		}
+		if err := tx.Rollback(ctx); err != nil {
+			t.Fatal(err)
+		}
+		c.settle()
+		if n := l.ran("frozen", dead); n != 1 {
+			t.Fatalf("the dead run's slot ran %d times after the writer's transaction ended, want resumed once", n)
+		}
+	})
+}
+
 // An API-only replica (timers disabled) fires nothing, but its Trigger meets
 // a worker's run, and its pause reaches the worker.
 func TestTimersDisabledReplicaServesManualRunsAndPauses(t *testing.T) {
