@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -31,17 +32,16 @@ func (s *Store) livenessKey(owner string) int64 {
 //
 // The connection can also break while the process lives (a network cut, a
 // database restart, a terminated backend). Every claim this owner makes then
-// looks like a dead owner's, and is taken over at once. So the hold watches
-// its connection every Config.LivenessCheckEvery, without a round trip
-// (pgconn's CheckConn reads with a 1 ms deadline), and when it is gone takes
-// the same lock again on a new connection, retrying until the server has
-// ended the old session. Between the break and the new lock, contenders may
-// take this owner's leases: its renewals then affect no row and its work is
-// cancelled, and fencing refuses its writes, so nothing unsafe happens; only
-// runs are cut short. Leases this store acquires or claims in that time
-// record no key (see liveKeyArg), so they at least wait for their TTL; each
-// claim looks at the connection itself first, so a break is noticed by the
-// first claim after it, not only by the watchdog's next look.
+// looks like a dead owner's, and is taken over at once. So the hold keeps a
+// read waiting on its idle connection, which returns the moment the server
+// ends the session (no round trip, no polling), and then takes the same lock
+// again on a new connection every Config.LivenessCheckEvery until it has it
+// (the server may not have ended the old session yet). Between the break and
+// the new lock, contenders may take this owner's older leases: its renewals
+// then affect no row and its work is cancelled, and fencing refuses its
+// writes, so nothing unsafe happens; only runs are cut short. Leases this
+// store acquires or claims in that time record no key (see liveKeyArg), so
+// they wait for their TTL instead.
 //
 // release unlocks and closes the connection (a graceful shutdown hands the
 // leases over at once). It is safe to call more than once, not concurrently.
@@ -60,7 +60,9 @@ func (s *Store) LivenessHold(ctx context.Context, owner string) (key int64, rele
 	if !locked {
 		return 0, nil, fmt.Errorf("postgres: the liveness lock of owner %q is held by another session: owner ids must be unique per process", owner)
 	}
-	h := &livenessHold{store: s, key: key, conn: raw, checked: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
+	h := &livenessHold{store: s, key: key, conn: raw, done: make(chan struct{})}
+	h.ctx, h.cancel = context.WithCancel(context.Background())
+	h.held.Store(true)
 	s.liveHolds.Store(key, h)
 	go h.watch(s.livenessCheckEvery)
 	return key, h.release, nil
@@ -83,7 +85,7 @@ func (s *Store) liveKeyArg(key int64) int64 {
 	if !ok {
 		return key
 	}
-	if !v.(*livenessHold).whole(time.Now()) {
+	if !v.(*livenessHold).held.Load() {
 		return 0
 	}
 	return key
@@ -112,76 +114,76 @@ func (s *Store) takeLiveness(ctx context.Context, key int64) (*pgx.Conn, bool, e
 
 // livenessHold is one held liveness lock and its watchdog.
 type livenessHold struct {
-	store *Store
-	key   int64
-	stop  chan struct{} // closed by release
-	done  chan struct{} // closed when watch returns
+	store  *Store
+	key    int64
+	ctx    context.Context // cancelled by release
+	cancel context.CancelFunc
+	done   chan struct{} // closed when watch returns
+	held   atomic.Bool   // the lock is held: conn is there and its session stands
+	once   sync.Once
 
-	mu      sync.Mutex
-	conn    *pgx.Conn // nil while the lock is not held (between a break and the retake)
-	checked time.Time // when conn was last seen whole
-	once    sync.Once
+	// conn is watch's alone, and release's once watch has returned; nil
+	// while the lock is not held (between a break and the retake).
+	conn *pgx.Conn
 }
 
-// whole reports whether the lock is held: the connection is there and is
-// seen whole by a look that ended after since — its own (pgconn's
-// CheckConn: no round trip, a read of at most 1 ms), or one that was under
-// way when it was called, so concurrent claims share one look. A broken
-// connection is closed, for the watchdog to take the lock again.
-func (h *livenessHold) whole(since time.Time) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.conn == nil {
-		return false
-	}
-	if h.checked.After(since) {
-		return true
-	}
-	if h.conn.PgConn().CheckConn() != nil || h.conn.PgConn().IsClosed() {
-		// Broken (or the server said goodbye): close our end; the lock
-		// is gone with the session, or will be once the server notices.
-		_ = h.conn.Close(context.Background())
-		h.conn = nil
-		return false
-	}
-	h.checked = time.Now()
-	return true
-}
-
-// watch checks the connection every interval and retakes the lock when the
-// connection is gone.
+// watch waits on the connection for its session to end, and then takes the
+// lock again every interval until it has it. The wait is a read on the idle
+// connection: nothing arrives on it while the session stands, so the read
+// returns only with the server's goodbye (a FATAL message, the end of the
+// stream) or an error, the moment they come — no polling, and nothing for
+// a claim to wait on (see liveKeyArg).
 func (h *livenessHold) watch(every time.Duration) {
 	defer close(h.done)
-	tick := time.NewTicker(every)
-	defer tick.Stop()
 	for {
-		select {
-		case <-h.stop:
-			return
-		case <-tick.C:
+		if h.conn != nil {
+			awaitEnd(h.ctx, h.conn)
+			if h.ctx.Err() != nil {
+				return // released: release unlocks and closes
+			}
+			h.held.Store(false)
+			// Close our end; the lock is gone with the session, or will be
+			// once the server notices.
+			_ = h.conn.Close(context.Background())
+			h.conn = nil
 		}
-		if h.whole(time.Now()) || h.store.closed.Load() {
+		select {
+		case <-h.ctx.Done():
+			return
+		case <-time.After(every):
+		}
+		if h.store.closed.Load() {
 			continue
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), every+5*time.Second)
+		ctx, cancel := context.WithTimeout(h.ctx, every+5*time.Second)
 		conn, locked, err := h.store.takeLiveness(ctx, h.key)
 		cancel()
 		if err != nil || !locked {
-			continue // the database is unreachable, or still holds the old session: next tick
+			continue // the database is unreachable, or still holds the old session: next interval
 		}
-		h.mu.Lock()
-		h.conn, h.checked = conn, time.Now()
-		h.mu.Unlock()
+		h.conn = conn
+		h.held.Store(true)
+	}
+}
+
+// awaitEnd reads the idle connection conn until its session ends or ctx
+// does. A cancelled read leaves conn usable (pgconn closes a connection on
+// any read error but a timeout, which is how cancelling ends a read).
+func awaitEnd(ctx context.Context, conn *pgx.Conn) {
+	for ctx.Err() == nil {
+		if _, err := conn.PgConn().ReceiveMessage(ctx); err != nil || conn.PgConn().IsClosed() {
+			return
+		}
+		// A message that does not end the session (a notice): read on.
 	}
 }
 
 func (h *livenessHold) release() {
 	h.once.Do(func() {
-		close(h.stop)
+		h.cancel()
 		<-h.done
 		h.store.liveHolds.Delete(h.key)
-		h.mu.Lock()
-		defer h.mu.Unlock()
+		h.held.Store(false)
 		if h.conn == nil {
 			return
 		}

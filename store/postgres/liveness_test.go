@@ -172,8 +172,8 @@ func TestLivenessRetakenAfterItsConnectionBreaks(t *testing.T) {
 // so with the key they would look like a dead owner's and be taken over at
 // once (after a database restart every replica is in that state at once,
 // and each taker's claims were taken over in turn). Without it they wait
-// for their TTL. The watchdog is kept from looking during the test: the
-// claim itself must notice the break.
+// for their TTL. The lock is not taken again during the test (an hour
+// between tries); the break is noticed without any claim or poll.
 func TestLivenessBreakRecordsNoKeyUntilRetaken(t *testing.T) {
 	t.Parallel()
 	s, schema := newStoreWith(t, postgres.Config{LivenessCheckEvery: time.Hour})
@@ -183,7 +183,17 @@ func TestLivenessBreakRecordsNoKeyUntilRetaken(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer release()
+	if !s.LiveKeyHeld(key) {
+		t.Fatal("the liveness lock is not held after LivenessHold")
+	}
 	terminateLiveness(t, other, key)
+	deadline := time.Now().Add(10 * time.Second)
+	for s.LiveKeyHeld(key) {
+		if time.Now().After(deadline) {
+			t.Fatal("the end of the liveness session was not noticed within 10s")
+		}
+		time.Sleep(time.Millisecond)
+	}
 
 	claim := reportClaimer(t, s)
 	if a := claim(s, "replica-a", key); !a.Claimed {

@@ -45,9 +45,9 @@ type Config struct {
 	NowFunc func() time.Time
 
 	// LivenessCheckEvery is how often a liveness hold (LivenessHold)
-	// checks its connection, without a round trip, and takes its lock
-	// again on a new connection when the old one broke. Defaults to
-	// DefaultLivenessCheckEvery (1s).
+	// whose connection broke tries to take its lock again on a new one,
+	// the first try included (a break itself is noticed at once). Defaults
+	// to DefaultLivenessCheckEvery (1s).
 	LivenessCheckEvery time.Duration
 }
 
