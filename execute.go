@@ -103,7 +103,7 @@ func (s *Scheduler) execute(spec runSpec) {
 		// it too, but not the run's own log lines.
 		s.log.Error("cronfence: run failed", append(attrs, "error", err)...)
 	}
-	outcome, recorded, buffered := s.finish(spec, err, lost != nil, logs.snapshot())
+	outcome, recorded, buffered := s.finish(spec, err, logs.snapshot())
 	s.observe(RunEndEvent{
 		Job: job.Name, Slot: spec.slot, Lease: spec.lease.Name, Generation: spec.lease.Generation, Attempt: spec.attempt,
 		Manual: spec.manual, CatchUp: spec.catchUp, Outcome: outcome, Duration: duration, Recorded: recorded,
@@ -115,9 +115,8 @@ func (s *Scheduler) execute(spec runSpec) {
 
 // finish ends the run in one round trip. It returns how the run ended,
 // whether the store recorded it, and the job's buffered slot that waits for
-// this run to end, if any. leaseLost says the run's lease was lost while it
-// ran (runErr then wraps ErrLeaseLost).
-func (s *Scheduler) finish(spec runSpec, runErr error, leaseLost bool, logs []string) (outcome RunOutcome, recorded bool, buffered time.Time) {
+// this run to end, if any.
+func (s *Scheduler) finish(spec runSpec, runErr error, logs []string) (outcome RunOutcome, recorded bool, buffered time.Time) {
 	job := spec.job
 	row := store.Run{
 		Manual: spec.manual, CatchUp: spec.catchUp, Attempt: spec.attempt, Success: runErr == nil, Logs: logs,
@@ -140,7 +139,7 @@ func (s *Scheduler) finish(spec runSpec, runErr error, leaseLost bool, logs []st
 		}
 		return outcome, true, time.Time{}
 	}
-	if why := s.interruption(spec, runErr, leaseLost); why != "" {
+	if why := s.interruption(spec, runErr); why != "" {
 		// Cut short by a shutdown or by the loss of its lease, not failed
 		// by its handler: leave the slot running and hand the lease over,
 		// so a live replica resumes the run (attempt + 1) as soon as the
@@ -182,17 +181,18 @@ func (s *Scheduler) finish(spec runSpec, runErr error, leaseLost bool, logs []st
 }
 
 // interruption says why a scheduled run that ended in error was cut short
-// from outside ("shutdown", "lease loss"), or "" when it counts as failed:
-// its handler failed, it timed out, or it was its slot's last attempt (a
-// slot left running then would stay so, since no claim may take it again).
-func (s *Scheduler) interruption(spec runSpec, runErr error, leaseLost bool) string {
+// from outside ("shutdown", "lease loss": the keeper found the lease lost,
+// or the handler's fence did), or "" when it counts as failed: its handler
+// failed, it timed out, or it was its slot's last attempt (a slot left
+// running then would stay so, since no claim may take it again).
+func (s *Scheduler) interruption(spec runSpec, runErr error) string {
 	if runErr == nil || spec.slot.IsZero() || spec.attempt >= spec.job.MaxAttempts {
 		return ""
 	}
 	switch {
 	case s.runsCtx.Err() != nil:
 		return "shutdown"
-	case leaseLost:
+	case errors.Is(runErr, ErrLeaseLost):
 		return "lease loss"
 	}
 	return ""
