@@ -349,11 +349,12 @@ func faultSpan(f fault, cause int) span {
 //   - A database restart: every replica.
 //   - A freeze: the frozen replica; and every other replica only when the
 //     frozen one had a run in flight, whose open transaction may hold its
-//     job's lease row FOR SHARE. A claim that must take that lease (the
-//     job's next slot, or the resume scan once the lease expired) waits
-//     for it, and with it the whole loop of the replica that sent it: every
-//     job's slots due meanwhile are fired late, only the latest of each. So
-//     other replicas are unhealthy from the first such claim, for every job.
+//     job's lease row FOR SHARE. The fire of that job's next slot must take
+//     the lease, waits for it, and with it the whole loop of the replica
+//     that sent it: every job's slots due meanwhile are fired late, only the
+//     latest of each. So other replicas are unhealthy from that slot, for
+//     every job. (The resume pass's claim of the frozen run, once its lease
+//     expired, waits too, but in a goroutine of its own: finding 13.)
 //     On SQLite (one write lock for the file, held in-process by serve's own
 //     transactions too) every replica from the freeze's start. Without the
 //     fence (the broken build, the weaker designs) nobody waits.
@@ -392,11 +393,10 @@ func unhealthy(ev *evidence, faults []fault, replicas int) [][]span {
 	return down
 }
 
-// freezeBlocks reports from when a freeze blocks the other replicas' claims:
+// freezeBlocks reports from when a freeze blocks the other replicas' loops:
 // on PostgreSQL, when the frozen replica had a run in flight (a start line
-// before the freeze, its outcome not yet logged), the first instant another
-// replica must take that run's lease: the job's next slot, or the lease's
-// expiry (then the resume scan claims the slot), whichever comes first.
+// before the freeze, its outcome not yet logged), from that run's job's
+// next slot, whose fire must take the run's lease.
 func freezeBlocks(ev *evidence, f fault) (time.Time, bool) {
 	if ev.singleWriter {
 		return f.Start, true
@@ -418,33 +418,19 @@ func freezeBlocks(ev *evidence, f fault) (time.Time, bool) {
 			ended[k] = true
 		}
 	}
-	hist := historyByName(ev)
 	var at time.Time
 	for k, l := range started {
-		if ended[k] {
+		j, ok := jobByName(l.Job)
+		if ended[k] || !ok {
 			continue
 		}
-		block := f.Start.Add(leaseTTL)
-		for _, c := range hist["job:"+l.Job] {
-			if c.Generation == l.Generation && !c.ChangedAt.After(f.Start) {
-				block = c.ExpiresAt
-			}
+		step := time.Duration(j.Every) * time.Second
+		next := f.Start.Truncate(step)
+		if next.Before(f.Start) {
+			next = next.Add(step)
 		}
-		if j, ok := jobByName(l.Job); ok {
-			step := time.Duration(j.Every) * time.Second
-			next := f.Start.Truncate(step)
-			if next.Before(f.Start) {
-				next = next.Add(step)
-			}
-			if next.Before(block) {
-				block = next
-			}
-		}
-		if block.Before(f.Start) {
-			block = f.Start
-		}
-		if at.IsZero() || block.Before(at) {
-			at = block
+		if at.IsZero() || next.Before(at) {
+			at = next
 		}
 	}
 	return at, !at.IsZero()

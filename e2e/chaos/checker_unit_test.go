@@ -253,9 +253,9 @@ func TestCheckerHealthIsPerReplica(t *testing.T) {
 	}}
 	// A freeze of r1, which had no run in flight (the made-up runs are r0's).
 	idle := fault{Kind: faultFreeze, Replica: 1, Start: at(4.5), End: at(8.5)}
-	// A freeze of r0 at 5.05, inside slow 06:00:05's run: the others' claims
-	// wait from that lease's expiry (8 s) or slow's next slot (10 s), so from
-	// 8 s minus a second.
+	// A freeze of r0 at 5.05, inside slow 06:00:05's run: the others' loops
+	// wait from slow's next slot (10 s), so from 9 s. That lease's expiry
+	// (8 s) holds up only their resume passes, which run beside the loop.
 	busy := fault{Kind: faultFreeze, Replica: 0, Start: at(5.05), End: at(8.5)}
 	tests := []struct {
 		name     string
@@ -270,7 +270,8 @@ func TestCheckerHealthIsPerReplica(t *testing.T) {
 		{"rolling: every replica down at once (old timeline)", fault{Kind: faultRolling, Replica: -1, Start: at(2), End: at(5.5)}, "fast", 6, false, true, ""},
 		{"freeze without a run in flight", idle, "fast", 6, false, false, "fast@06:00:06"},
 		{"freeze inside a transaction, before the others wait", busy, "fast", 6, false, false, "fast@06:00:06"},
-		{"freeze inside a transaction, while the others wait", busy, "fast", 8, false, true, ""},
+		{"freeze inside a transaction, its lease expired: only resume passes wait", busy, "fast", 8, false, false, "fast@06:00:08"},
+		{"freeze inside a transaction, while the others wait", busy, "fast", 10, false, true, ""},
 		{"freeze on SQLite: every writer waits", idle, "fast", 6, true, true, ""},
 	}
 	for _, tt := range tests {
