@@ -175,7 +175,8 @@ func (s *Scheduler) releaseMonitorLease(ctx context.Context) {
 }
 
 // monitorSnapshot reads what the checks judge, and the open alerts. Round
-// trips: 4 (replicas, job states, recent runs, open alerts), then per job
+// trips: 5 (replicas, job states, recent runs, open alerts, the clock after
+// the leases), then per job
 // the live replicas register 1 (its runs) + 1 (its lease, unless its
 // overlap is "allow") + 1 (the claim of its deadline slot, for jobs with a
 // deadline).
@@ -219,6 +220,11 @@ func (s *Scheduler) monitorSnapshot(ctx context.Context, mon store.Monitor, now 
 			}
 		}
 		snap.Jobs[name] = d
+	}
+	// One more round trip, so that a lease released after now but before
+	// its read is judged expired (see Snapshot.LeasesReadBy).
+	if snap.LeasesReadBy, err = s.store.Now(ctx); err != nil {
+		return snap, nil, err
 	}
 	return snap, open, nil
 }

@@ -75,6 +75,12 @@ type Snapshot struct {
 	// Jobs are, per job the live replicas register, what the monitor read
 	// for it (see JobData).
 	Jobs map[string]JobData
+	// LeasesReadBy is a database clock reading taken after the last lease
+	// in Jobs was read; zero means Registry.Now. The leases are judged by
+	// it, not by Registry.Now, which was read before them: a lease released
+	// in between has an expiry after Registry.Now, and, judged by that,
+	// looks held and unrenewed for most of its (release-shortened) TTL.
+	LeasesReadBy time.Time
 }
 
 // JobData is what the monitor read for one registered job.
@@ -95,6 +101,10 @@ func Evaluate(s Snapshot, th Thresholds) Result {
 	r := Result{unknown: map[Key]bool{}}
 	reg := s.Registry
 	now := reg.Now
+	leasesNow := now
+	if !s.LeasesReadBy.IsZero() {
+		leasesNow = s.LeasesReadBy
+	}
 	paused := pausedJobs(s.States, reg)
 	for _, name := range reg.Names() {
 		j := reg.Jobs[name]
@@ -109,7 +119,7 @@ func Evaluate(s Snapshot, th Thresholds) Result {
 			}
 			r.add(checkSlowRun(j, d))
 		}
-		r.add(checkLease(j, d, now))
+		r.add(checkLease(j, d, leasesNow))
 		r.add(checkSkipStreak(j, d, th.SkipStreak))
 		r.add(checkDrift(j))
 	}

@@ -65,3 +65,32 @@ func TestLeaseStuck(t *testing.T) {
 		})
 	}
 }
+
+// The registry is read before the leases. A run that ends in between
+// releases its lease with an expiry after Registry.Now, 30 ms after it was
+// taken: judged by Registry.Now that lease looks held and unrenewed for
+// most of its 30 ms TTL (the webhook e2e test once got lease_stuck for a
+// run that had just ended). Judged by the clock read after the leases, it
+// has expired.
+func TestLeaseReleasedAfterTheRegistryWasRead(t *testing.T) {
+	t.Parallel()
+	now := at("12:10:00")
+	released := store.Lease{Name: "job:sync", Owner: "b", Generation: 7,
+		AcquiredAt: now.Add(-25 * time.Millisecond), RenewedAt: now.Add(-25 * time.Millisecond), ExpiresAt: now.Add(5 * time.Millisecond)}
+	s := snapshot(now, []store.Replica{replica("a", at("09:00:00"), job("sync", "* * * * * *"))},
+		map[string]absence.JobData{"sync": {Lease: released}})
+
+	// Without the later reading, the check falls back to Registry.Now: the
+	// false alarm this test is about, which shows the case is the one.
+	check(t, s, th, got{store.AlertLeaseStuck, "sync", map[string]string{"reason": "not_renewed"}})
+
+	s.LeasesReadBy = now.Add(10 * time.Millisecond)
+	check(t, s, th)
+
+	// A lease still held at the later reading is judged by it too.
+	held := released
+	held.ExpiresAt = now.Add(2 * time.Second)
+	held.RenewedAt = now.Add(-7 * time.Second) // 7 s of a 9 s TTL
+	s.Jobs = map[string]absence.JobData{"sync": {Lease: held}}
+	check(t, s, th, got{store.AlertLeaseStuck, "sync", map[string]string{"reason": "not_renewed"}})
+}
