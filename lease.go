@@ -20,8 +20,9 @@ type Lease struct {
 
 // Fence checks, inside the caller's own transaction tx, that this generation
 // still holds the lease, and keeps it so until tx ends: on PostgreSQL the
-// lease row is held FOR SHARE, so a takeover waits for the commit; on SQLite
-// the transaction's write lock does the same. tx is a pgx.Tx or a *sql.Tx on
+// lease row is held FOR KEY SHARE, so a takeover waits for the commit (and
+// the holder's renewals do not); on SQLite the transaction's write lock does
+// the same, and holds up every other write to the file meanwhile. tx is a pgx.Tx or a *sql.Tx on
 // the store's database (see each store's LeaseFence for what it accepts).
 //
 // It returns an error wrapping ErrLeaseLost when fenced out: roll back, the

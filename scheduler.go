@@ -461,7 +461,7 @@ func (s *Scheduler) runCatchUp(ctx context.Context, now time.Time, candidates ma
 
 // resumeInBackground runs a resume pass in a goroutine of its own, one at
 // a time. Its claim of a dead run's slot must take that slot's lease row,
-// which a deposed writer's transaction may hold FOR SHARE for as long as
+// which a deposed writer's transaction may hold FOR KEY SHARE for as long as
 // that writer is frozen mid-way (that is the fence at work); run in the
 // tick, it held up every other job's fires on every replica meanwhile, and
 // slots that came due then were left behind.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cronfence/cronfence/internal/clock"
@@ -629,7 +630,7 @@ func TestResumeSkipsSlotsOutOfAttempts(t *testing.T) {
 	})
 }
 
-// A resume pass whose claim waits on a lease row held FOR SHARE — a
+// A resume pass whose claim waits on a lease row held FOR KEY SHARE — a
 // deposed writer frozen inside its fenced transaction — does not hold up
 // the fires of other jobs: "tick" runs its slot while the claim of
 // "frozen"'s dead run waits, and the run is resumed once the writer's
@@ -651,7 +652,7 @@ func TestResumeWaitingOnAFrozenWriterDoesNotHoldUpFires(t *testing.T) {
 			t.Fatalf("claim: %+v, %v", r, err)
 		}
 		// The dead owner's fenced transaction is still open: its lease row
-		// is held FOR SHARE until it ends.
+		// is held FOR KEY SHARE until it ends.
 		tx, err := st.(*postgres.Store).Pool().Begin(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -685,6 +686,96 @@ func TestResumeWaitingOnAFrozenWriterDoesNotHoldUpFires(t *testing.T) {
 		c.settle()
 		if n := l.ran("frozen", dead); n != 1 {
 			t.Fatalf("the dead run's slot ran %d times after the writer's transaction ended, want resumed once", n)
+		}
+	})
+}
+
+// A handler may keep its fenced transaction open for its whole run, here
+// three lease TTLs and the job's next three slots. Meanwhile its replica
+// renews the lease (the fence's row lock does not hold renewals up), so the
+// other replica never takes the run over; each overlapping slot is
+// refused at once, so "tick", fired in the same batches, runs every slot;
+// and the transaction commits at the end under its own generation.
+func TestLongFencedTransactionHoldsNothingUp(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		if c.kind != "postgres" {
+			t.Skip("SQLite has no row locks: its fenced transaction holds the file's write lock, and every write waits for it")
+		}
+		ctx := context.Background()
+		pg := c.open(t).(*postgres.Store)
+		pool, writes := pg.Pool(), pgx.Identifier{pg.Schema(), "long_writes"}.Sanitize()
+		if _, err := pool.Exec(ctx, `CREATE TABLE `+writes+` (slot timestamptz, generation bigint)`); err != nil {
+			t.Fatal(err)
+		}
+		started, release, committed := make(chan *Run, 4), make(chan struct{}), make(chan error, 4)
+		long := func(ctx context.Context, run *Run) error {
+			tx, err := pool.Begin(ctx)
+			if err != nil {
+				return err
+			}
+			defer func() { _ = tx.Rollback(context.Background()) }()
+			if err := run.Fence(ctx, tx); err != nil {
+				return err
+			}
+			started <- run
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO `+writes+` VALUES ($1, $2)`, run.Slot, run.Generation); err != nil {
+				return err
+			}
+			err = tx.Commit(ctx)
+			committed <- err
+			return err
+		}
+		l := newLedger()
+		jobs := []Job{{Name: "long", Schedule: "* * * * *", LeaseTTL: 50 * time.Second, Handler: long},
+			{Name: "tick", Schedule: "* * * * *", Handler: l.handler(c.db)}}
+		c.start("a", 0, jobs...)
+		c.start("b", 0, jobs...)
+		start := c.db.Now()
+		c.db.Advance(time.Minute)
+		run := <-started
+		c.settleHolding(1)
+		// Three more minutes in steps of a renewal period: the held run is
+		// renewed at each, and long's slots come due beside tick's.
+		for range 9 {
+			c.db.Advance(20 * time.Second)
+			c.settleHolding(1)
+		}
+		close(release)
+		if err := <-committed; err != nil {
+			t.Fatalf("the fenced transaction's commit after three TTLs: %v", err)
+		}
+		c.settle()
+		c.wantNeverDown()
+		select {
+		case r := <-started:
+			t.Fatalf("long's run was started again (slot %s, by %s) while the first held its lease", r.Slot, r.Owner)
+		default:
+		}
+		l.wantEachOnce(t, "tick", start.Add(time.Minute), c.db.Now().Add(time.Second), time.Minute)
+		var n int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM `+writes+` WHERE generation = $1`, run.Generation).Scan(&n); err != nil || n != 1 {
+			t.Fatalf("fenced writes at generation %d = %d, %v; want 1", run.Generation, n, err)
+		}
+		runs, err := c.replicas[0].store.RunList(ctx, store.RunListParams{Job: "long"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var skips int
+		for _, r := range runs {
+			switch {
+			case r.Skipped && r.Reason == "already_executing":
+				skips++
+			case r.Skipped || !r.Success || r.Generation != run.Generation:
+				t.Errorf("long's run row %+v; want its one run, successful at generation %d", r, run.Generation)
+			}
+		}
+		if skips != 3 {
+			t.Errorf("long's overlapping slots: %d skip rows, want 3", skips)
 		}
 	})
 }

@@ -349,11 +349,12 @@ func faultSpan(f fault, cause int) span {
 //   - A database restart: every replica.
 //   - A freeze: the frozen replica; and every other replica only when the
 //     frozen one had a run in flight, whose open transaction may hold its
-//     job's lease row FOR SHARE. The fire of that job's next slot must take
-//     the lease, waits for it, and with it the whole loop of the replica
-//     that sent it: every job's slots due meanwhile are fired late, only the
-//     latest of each. So other replicas are unhealthy from that slot, for
-//     every job. (The resume pass's claim of the frozen run, once its lease
+//     job's lease row FOR KEY SHARE. The fire of that job's next slot, once
+//     the frozen run's lease expired, must take the lease over and waits for
+//     it, and with it the whole loop of the replica that sent it: every job's
+//     slots due meanwhile are fired late, only the latest of each. So other
+//     replicas are unhealthy from that slot (the lease's expiry, since
+//     finding 14, is later; the excuse is kept wide), for every job. (The resume pass's claim of the frozen run, once its lease
 //     expired, waits too, but in a goroutine of its own: finding 13.)
 //     On SQLite (one write lock for the file, held in-process by serve's own
 //     transactions too) every replica from the freeze's start. Without the

@@ -125,8 +125,8 @@ func (s *Store) LeaseGet(ctx context.Context, name string) (store.Lease, error) 
 }
 
 // LeaseFence checks, inside tx, that generation still holds the lease and
-// holds the lease row with FOR SHARE until tx ends, so a takeover waits for
-// the commit. tx must be a pgx.Tx or a *sql.Tx on a PostgreSQL driver. It
+// holds the lease row with FOR KEY SHARE until tx ends, so a takeover waits
+// for the commit while the owner's renewals go on. tx must be a pgx.Tx or a *sql.Tx on a PostgreSQL driver. It
 // returns store.ErrLeaseLost when fenced out; the caller must then roll back.
 func (s *Store) LeaseFence(ctx context.Context, tx any, name string, generation int64) error {
 	if err := store.ValidateFence(name, generation); err != nil {

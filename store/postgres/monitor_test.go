@@ -18,8 +18,8 @@ func TestMigrateVersion1To2(t *testing.T) {
 	if err := s.MigrateDown(ctx(t), 1); err != nil {
 		t.Fatalf("MigrateDown(1): %v", err)
 	}
-	if db, bin, err := s.SchemaVersion(ctx(t)); err != nil || db != 1 || bin != 2 {
-		t.Fatalf("SchemaVersion after MigrateDown(1) = %d, %d, %v; want 1, 2", db, bin, err)
+	if db, bin, err := s.SchemaVersion(ctx(t)); err != nil || db != 1 || bin < 2 {
+		t.Fatalf("SchemaVersion after MigrateDown(1) = %d, %d, %v; want 1, 2 or more", db, bin, err)
 	}
 	for _, table := range []string{"alerts", "replicas"} {
 		var exists bool
@@ -38,8 +38,8 @@ func TestMigrateVersion1To2(t *testing.T) {
 	if err := openOn(t, schema).Migrate(ctx(t)); err != nil {
 		t.Fatalf("Migrate from version 1: %v", err)
 	}
-	if db, bin, err := s.SchemaVersion(ctx(t)); err != nil || db != 2 || bin != 2 {
-		t.Fatalf("SchemaVersion after Migrate = %d, %d, %v; want 2, 2", db, bin, err)
+	if db, bin, err := s.SchemaVersion(ctx(t)); err != nil || db < 2 || db != bin {
+		t.Fatalf("SchemaVersion after Migrate = %d, %d, %v; want the binary's version, 2 or more", db, bin, err)
 	}
 	if got, err := s.LeaseGet(ctx(t), l.Name); err != nil || got.Generation != l.Generation {
 		t.Fatalf("the version 1 lease after migrating = %+v, %v; want %+v", got, err, l)

@@ -53,9 +53,17 @@ const leaseColumns = `name, owner, generation, acquired_at, renewed_at, expires_
 // transaction-level try-lock conflicts with the owner's session lock), and
 // the generation goes up by one. One text, so the plain acquisition and the
 // claim's cannot drift apart.
+//
+// SET name = EXCLUDED.name changes nothing, but naming a key column makes
+// the row lock ON CONFLICT takes FOR UPDATE rather than FOR NO KEY UPDATE.
+// That is the one lock mode that conflicts with the fence's FOR KEY SHARE
+// (see leaseFenceSQL): a takeover waits for a fenced transaction to commit,
+// while the owner's renewals and release, plain updates of non-key columns,
+// do not.
 const leaseTakeover = `
     ON CONFLICT (name) DO UPDATE
-       SET owner       = EXCLUDED.owner,
+       SET name        = EXCLUDED.name,
+           owner       = EXCLUDED.owner,
            generation  = t.generation + 1,
            acquired_at = EXCLUDED.acquired_at,
            renewed_at  = EXCLUDED.renewed_at,
@@ -66,6 +74,25 @@ const leaseTakeover = `
     RETURNING t.name, t.owner, t.generation, t.acquired_at, t.renewed_at, t.expires_at
 `
 
+// leaseNotHeld is the WHERE of every acquisition's SELECT: the lease is
+// taken only when, by the statement's snapshot, nobody holds it, that is,
+// it expired, or its owner's process is gone (as in leaseTakeover), or it
+// was never taken. A lease held by the snapshot is left alone, without
+// reaching for its row lock: that lock waits for any fenced transaction of
+// the holder's (see leaseFenceSQL), possibly for a whole run, only for
+// leaseTakeover to turn the acquisition down after it. Judged by the
+// snapshot, the acquisition is as if made at the statement's start.
+//
+// The lease's name is i.lease_name (or the parameter named by name), the
+// contender's owner the parameter named by owner, the clock c.now.
+func leaseNotHeld(name, owner string) string {
+	return `
+     WHERE NOT EXISTS (
+           SELECT 1 FROM {{schema}}.leases h
+            WHERE h.name = ` + name + ` AND h.expires_at > c.now
+              AND NOT (h.live_key IS NOT NULL AND h.owner <> ` + owner + ` AND pg_try_advisory_xact_lock(h.live_key)))`
+}
+
 // leaseAcquireSQL takes the lease when it is free or expired, in one atomic
 // statement: concurrent contenders serialise on the primary key, and the
 // loser re-evaluates the WHERE on the winner's row, so exactly one gets each
@@ -74,12 +101,12 @@ const leaseTakeover = `
 // second branch reports the holder (as of the statement's snapshot).
 //
 // $1 name, $2 owner, $3 TTL in µs, $4 pinned now or NULL, $5 live key or 0.
-const leaseAcquireSQL = `
+var leaseAcquireSQL = `
 WITH c AS (SELECT coalesce($4::timestamptz, now()) AS now),
 acquired AS (
     INSERT INTO {{schema}}.leases AS t (name, owner, generation, acquired_at, renewed_at, expires_at, live_key)
-    SELECT $1, $2, 1, c.now, c.now, c.now + $3::bigint * interval '1 microsecond', nullif($5::bigint, 0) FROM c
-` + leaseTakeover + `)
+    SELECT $1, $2, 1, c.now, c.now, c.now + $3::bigint * interval '1 microsecond', nullif($5::bigint, 0) FROM c` +
+	leaseNotHeld("$1", "$2") + leaseTakeover + `)
 SELECT true, ` + leaseColumns + ` FROM acquired
 UNION ALL
 SELECT false, ` + leaseColumns + ` FROM {{schema}}.leases
@@ -120,13 +147,18 @@ RETURNING t.name, t.owner, t.generation, t.acquired_at, t.renewed_at, t.expires_
 
 const leaseGetSQL = `SELECT ` + leaseColumns + ` FROM {{schema}}.leases WHERE name = $1`
 
-// leaseFenceSQL runs inside the caller's transaction. FOR SHARE conflicts
-// with the row lock a takeover needs, so the takeover waits for the commit;
-// FOR KEY SHARE would not, since a takeover does not change the key.
+// leaseFenceSQL runs inside the caller's transaction. FOR KEY SHARE
+// conflicts with the FOR UPDATE lock a takeover takes (see leaseTakeover),
+// so the takeover waits for the commit. It does not conflict with the
+// FOR NO KEY UPDATE of a renewal: with FOR SHARE, a handler's open fenced
+// transaction held up its replica's renewal batch, every lease it renews,
+// until the commit, and leases of other jobs could expire meanwhile. The
+// lock outlives a renewal: PostgreSQL carries key-share lockers over to
+// the new row version of an update that leaves the key as it was.
 const leaseFenceSQL = `
 SELECT 1 FROM {{schema}}.leases
  WHERE name = $1 AND generation = $2 AND expires_at > coalesce($3::timestamptz, clock_timestamp())
-   FOR SHARE`
+   FOR KEY SHARE`
 
 const slotColumns = `job, slot, status, owner, lease_name, generation, attempts, started_at, finished_at`
 
@@ -168,7 +200,7 @@ const slotColumns = `job, slot, status, owner, lease_name, generation, attempts,
 // $1 jobs, $2 slots, $3 lease names, $4 declared disabled, $5 overlap
 // policies, $6 max attempts, $7 TTLs in µs, $8 catch-up flags, $9 owner,
 // $10 pinned now or NULL, $11 live key or 0.
-const slotClaimSQL = `
+var slotClaimSQL = `
 WITH c AS (SELECT coalesce($10::timestamptz, now()) AS now),
 i AS (
     SELECT *
@@ -207,8 +239,7 @@ lease AS (
     SELECT i.lease_name, $9, 1, c.now, c.now, c.now + i.ttl_us * interval '1 microsecond', nullif($11::bigint, 0)
       FROM i
       JOIN gate g ON g.ord = i.ord AND g.refusal IS NULL
-     CROSS JOIN c
-` + leaseTakeover + `),
+     CROSS JOIN c` + leaseNotHeld("i.lease_name", "$9") + leaseTakeover + `),
 claim AS (
     INSERT INTO {{schema}}.slots AS s (job, slot, status, owner, lease_name, generation, attempts, started_at, finished_at)
     SELECT i.job, i.slot, 'running', l.owner, l.name, l.generation, coalesce(p.attempts, 0) + 1, l.acquired_at, NULL

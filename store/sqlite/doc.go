@@ -98,7 +98,7 @@
 // LeaseFence accepts a *sql.Tx on this file. An immediate transaction holds
 // the write lock from BEGIN, so once the fence has seen the lease unexpired
 // no takeover can commit until the transaction ends: the handler's writes
-// land before any successor's, which is what FOR SHARE gives on PostgreSQL.
+// land before any successor's, which is what FOR KEY SHARE gives on PostgreSQL.
 // A deferred transaction (a *sql.Tx from a pool opened without
 // _txlock=immediate, or with sql.TxOptions.ReadOnly) is still safe in WAL
 // mode: if a takeover commits after the fence read, the transaction's first

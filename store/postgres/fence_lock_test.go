@@ -1,0 +1,183 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/cronfence/cronfence/store"
+	"github.com/cronfence/cronfence/store/postgres"
+)
+
+// A handler's fenced transaction may stay open for as long as its run
+// lasts. Its replica must go on renewing every lease it holds meanwhile,
+// that one included (one batch renews them all), while a takeover of the
+// fenced lease still waits for the commit, also after those renewals.
+// Both fences, LeaseFence and the SQL function fence(), behave alike.
+func TestFenceLetsItsOwnerRenewButNotATakeover(t *testing.T) {
+	t.Parallel()
+	for _, fence := range []struct {
+		name string
+		fn   func(s *postgres.Store, schema string, tx pgx.Tx, l store.Lease) error
+	}{
+		{"LeaseFence", func(s *postgres.Store, _ string, tx pgx.Tx, l store.Lease) error {
+			return s.LeaseFence(ctx(t), tx, l.Name, l.Generation)
+		}},
+		{"SQL fence()", func(_ *postgres.Store, schema string, tx pgx.Tx, l store.Lease) error {
+			_, err := tx.Exec(ctx(t), `SELECT `+pgx.Identifier{schema, "fence"}.Sanitize()+`($1, $2)`, l.Name, l.Generation)
+			return err
+		}},
+	} {
+		t.Run(fence.name, func(t *testing.T) {
+			t.Parallel()
+			testFenceLetsItsOwnerRenew(t, fence.fn)
+		})
+	}
+}
+
+func testFenceLetsItsOwnerRenew(t *testing.T, fence func(s *postgres.Store, schema string, tx pgx.Tx, l store.Lease) error) {
+	s, schema := newStore(t)
+	other := openOn(t, schema)
+	var held []store.Lease
+	for _, name := range []string{"job:fenced", "job:other"} {
+		l, ok, err := s.LeaseAcquire(ctx(t), store.LeaseAcquireParams{Name: name, Owner: "a", TTL: time.Minute})
+		if err != nil || !ok {
+			t.Fatal(name, ok, err)
+		}
+		held = append(held, l)
+	}
+	tx, err := s.Pool().Begin(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if err := fence(s, schema, tx, held[0]); err != nil {
+		t.Fatal(err)
+	}
+
+	renewed := make(chan error, 1)
+	go func() {
+		items := []store.LeaseRenewParams{{LeaseRef: held[0].Ref(), TTL: time.Minute}, {LeaseRef: held[1].Ref(), TTL: time.Minute}}
+		ls, err := s.LeaseRenewBatch(ctx(t), items)
+		if err == nil && len(ls) != 2 {
+			t.Errorf("renewed %d of 2 leases: %+v", len(ls), ls)
+		}
+		renewed <- err
+	}()
+	if err := awaitWithoutLockWait(t, s.Pool(), schema, renewed); err != nil {
+		t.Fatalf("renewal during the fenced transaction: %v", err)
+	}
+
+	now, err := s.Now(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		lease store.Lease
+		ok    bool
+		err   error
+	}
+	took := make(chan result, 1)
+	go func() {
+		l, ok, err := other.LeaseAcquire(ctx(t), store.LeaseAcquireParams{Name: "job:fenced", Owner: "b", TTL: time.Minute, Now: now.Add(time.Hour)})
+		took <- result{l, ok, err}
+	}()
+	waitForLockWait(t, s.Pool(), "job:fenced")
+	select {
+	case r := <-took:
+		t.Fatalf("a takeover after the owner renewed did not wait for the fenced transaction: %+v", r)
+	default:
+	}
+	if err := tx.Commit(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-took; r.err != nil || !r.ok || r.lease.Generation != held[0].Generation+1 {
+		t.Fatalf("takeover after the commit = %+v", r)
+	}
+}
+
+// The next slot of a job whose run holds its lease, fenced in an open
+// transaction, is refused as overlapping at once: the claim reads the lease
+// as held and leaves its row alone, rather than wait on the row lock until
+// the handler commits. The claim shares a batch with every other job due at
+// that instant, so waiting stalled every job on every replica.
+func TestClaimOfAFencedLeaseDoesNotWait(t *testing.T) {
+	t.Parallel()
+	s, schema := newStore(t)
+	other := openOn(t, schema)
+	now, err := s.Now(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot := now.Add(-2 * time.Second).Truncate(time.Second)
+	claim := func(slot time.Time, owner, job string) store.SlotClaimParams {
+		return store.SlotClaimParams{Job: job, Slot: slot, LeaseName: "job:" + job, Owner: owner, TTL: time.Minute, MaxAttempts: 3}
+	}
+	first, err := s.SlotClaim(ctx(t), claim(slot, "a", "report"))
+	if err != nil || !first.Claimed {
+		t.Fatalf("first claim = %+v, %v", first, err)
+	}
+	tx, err := s.Pool().Begin(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if err := s.LeaseFence(ctx(t), tx, first.Lease.Name, first.Lease.Generation); err != nil {
+		t.Fatal(err)
+	}
+
+	type result struct {
+		rs  []store.SlotClaimResult
+		err error
+	}
+	claimed := make(chan result, 1)
+	go func() {
+		rs, err := other.SlotClaimBatch(ctx(t), []store.SlotClaimParams{
+			claim(slot.Add(time.Second), "b", "report"), claim(slot.Add(time.Second), "b", "billing"),
+		})
+		claimed <- result{rs, err}
+	}()
+	r := awaitWithoutLockWait(t, s.Pool(), schema, claimed)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if got := r.rs[0]; got.Claimed || got.Recorded != store.SlotSkipped || got.Lease.Owner != "a" || got.Lease.Generation != first.Lease.Generation {
+		t.Errorf("next slot of the fenced job = %+v; want skipped, naming a's lease", got)
+	}
+	if !r.rs[1].Claimed {
+		t.Errorf("the other job in the batch = %+v; want claimed", r.rs[1])
+	}
+	if err := tx.Commit(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// awaitWithoutLockWait returns the value sent on done; it fails the test as
+// soon as a statement on schema's tables waits on a lock instead (the
+// server reports it in pg_stat_activity), so no timer decides whether the
+// statement "waited too long".
+func awaitWithoutLockWait[T any](t *testing.T, pool *pgxpool.Pool, schema string, done <-chan T) T {
+	t.Helper()
+	for {
+		select {
+		case v := <-done:
+			return v
+		default:
+		}
+		var waiting string
+		err := pool.QueryRow(ctx(t), `
+			SELECT coalesce(string_agg(query, ' | '), '') FROM pg_stat_activity
+			 WHERE datname = current_database() AND wait_event_type = 'Lock'
+			   AND strpos(query, $1) > 0`, schema).Scan(&waiting)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if waiting != "" {
+			t.Fatalf("a statement waits on a lock held by the fenced transaction: %.300s", waiting)
+		}
+		time.Sleep(2 * time.Millisecond) // polling the server, not waiting out a timer
+	}
+}
