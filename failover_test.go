@@ -219,6 +219,18 @@ func testFailover(t *testing.T, survivorRunning bool) {
 		startSurvivor() // S is running under a live owner: nothing to claim yet
 	}
 
+	// The child's liveness key, read before the kill: once its session is
+	// gone a running survivor may take the lease over at once, and the row
+	// then records the survivor's key.
+	var liveKey *int64
+	if err := pool.QueryRow(ctx, "SELECT live_key FROM "+pgx.Identifier{schema, "leases"}.Sanitize()+" WHERE name = $1",
+		claim.LeaseName).Scan(&liveKey); err != nil {
+		t.Fatal(err)
+	}
+	if liveKey == nil {
+		t.Fatal("the child's lease records no liveness key: its liveness lock was not taken, so only the TTL frees the slot")
+	}
+
 	// kill -9, in the middle of the run.
 	killedAt := time.Now()
 	if err := child.kill(); err != nil {
@@ -230,7 +242,7 @@ func testFailover(t *testing.T, survivorRunning bool) {
 	// sockets closed, which frees its liveness lock. The premise of the
 	// requirement ("when its session is gone") is awaited, not slept on:
 	// a replica starting before that would find the lease still guarded.
-	waitForSessionGone(t, pool, schema, claim.LeaseName, killedAt)
+	waitForSessionGone(t, pool, *liveKey, killedAt)
 	t.Logf("the child's liveness lock was free %s after the kill", time.Since(killedAt))
 	if !survivorRunning {
 		startSurvivor()
@@ -479,18 +491,14 @@ func waitForMarker(t *testing.T, c *failoverChild, path string) failoverMarker {
 // waitForSessionGone waits until the liveness lock recorded with the lease
 // is free, by the same transaction-level try-lock the store's claim uses:
 // then the server has ended the killed process's session.
-func waitForSessionGone(t *testing.T, pool *pgxpool.Pool, schema, leaseName string, killedAt time.Time) {
+func waitForSessionGone(t *testing.T, pool *pgxpool.Pool, liveKey int64, killedAt time.Time) {
 	t.Helper()
-	q := "SELECT pg_try_advisory_xact_lock(live_key) FROM " + pgx.Identifier{schema, "leases"}.Sanitize() + " WHERE name = $1"
 	for {
-		var free *bool
-		if err := pool.QueryRow(context.Background(), q, leaseName).Scan(&free); err != nil {
+		var free bool
+		if err := pool.QueryRow(context.Background(), "SELECT pg_try_advisory_xact_lock($1)", liveKey).Scan(&free); err != nil {
 			t.Fatal(err)
 		}
-		if free == nil {
-			t.Fatal("the child's lease records no liveness key: its liveness lock was not taken, so only the TTL frees the slot")
-		}
-		if *free {
+		if free {
 			return
 		}
 		if time.Since(killedAt) > failoverBound {
