@@ -495,11 +495,16 @@ func (s *Scheduler) resumeInterrupted(ctx context.Context) {
 	s.mu.Lock()
 	// The latest slot of each job here that has an attempt left: one out
 	// of attempts would only be refused, on every scan, and would hide an
-	// older slot that can still be resumed.
+	// older slot that can still be resumed. Those are abandoned instead.
 	latest := map[string]store.Slot{}
+	var spent []abandoned
 	for _, sl := range dead {
 		r := s.jobs[sl.Job]
-		if r == nil || sl.Attempts >= r.MaxAttempts {
+		if r == nil {
+			continue
+		}
+		if sl.Attempts >= r.MaxAttempts {
+			spent = append(spent, abandoned{r, sl})
 			continue
 		}
 		if cur, ok := latest[sl.Job]; !ok || sl.Slot.After(cur.Slot) {
@@ -516,6 +521,9 @@ func (s *Scheduler) resumeInterrupted(ctx context.Context) {
 		items = append(items, r.claimParams(sl.Slot, s.cfg.Owner, s.liveKey, false))
 	}
 	s.mu.Unlock()
+	for _, a := range spent {
+		s.abandon(ctx, a.job, a.slot)
+	}
 	if len(items) == 0 {
 		return
 	}
@@ -532,6 +540,44 @@ func (s *Scheduler) resumeInterrupted(ctx context.Context) {
 				items[i].Slot.UTC().Format(time.RFC3339), r.Slot.Attempts, jobs[i].MaxAttempts)
 			s.startRun(jobs[i], r, sent, false, first)
 		}
+	}
+}
+
+// abandoned is a dead slot of a registered job with no attempt left.
+type abandoned struct {
+	job  *registered
+	slot store.Slot
+}
+
+// abandon ends as failed a dead slot that has no attempt left: its run
+// died (its process was killed, or it could not record its end) on the
+// job's last attempt, and no claim may run it again, so it would otherwise
+// stay running for good, in the dashboard and for every check. One round
+// trip; of several replicas scanning at once, one records it. The grace of
+// one lease TTL past the lease's end leaves a live owner that lost its
+// lease (and cancelled its handler at the expiry) time to record the end
+// itself; on PostgreSQL an owner whose process is gone is not waited for.
+func (s *Scheduler) abandon(ctx context.Context, job *registered, sl store.Slot) {
+	why := fmt.Sprintf("interrupted on its last attempt (%d of %d): the run by %s at generation %d died without recording its end",
+		sl.Attempts, job.MaxAttempts, sl.Owner, sl.Generation)
+	res, err := s.store.SlotAbandon(ctx, store.SlotAbandonParams{
+		Job: sl.Job, Slot: sl.Slot, LeaseName: sl.LeaseName, Owner: sl.Owner, Generation: sl.Generation,
+		MaxAttempts: job.MaxAttempts, Grace: job.LeaseTTL, Error: why,
+		Logs: []string{fmt.Sprintf("Slot %s ended failed by %s: %s; no attempt is left",
+			sl.Slot.UTC().Format(time.RFC3339), s.cfg.Owner, why)},
+	})
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("cronfence: could not end a dead slot that has no attempt left", "job", sl.Job, "slot", sl.Slot, "error", err)
+		}
+		return
+	}
+	if !res.SlotUpdated {
+		return // another replica did, or its owner finished after all
+	}
+	s.log.Warn("cronfence: slot failed: "+why, "job", sl.Job, "slot", sl.Slot, "attempts", sl.Attempts)
+	if !res.Buffered.IsZero() {
+		s.runBuffered(job, res.Buffered)
 	}
 }
 

@@ -690,6 +690,78 @@ func TestResumeWaitingOnAFrozenWriterDoesNotHoldUpFires(t *testing.T) {
 	})
 }
 
+// A run that died on its job's last attempt (its process killed, say) can
+// be claimed by nobody again: the resume scan ends its slot failed, with a
+// run row saying why, once across replicas, instead of leaving it running
+// for good; and the slot that waited for it (buffer-one) runs then.
+func TestDeadRunOnItsLastAttemptEndsFailed(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		ctx := context.Background()
+		st := c.open(t)
+		start := c.db.Now()
+		dead := start.Add(-2 * time.Minute)
+		claim := func(slot time.Time, owner string, now time.Time) store.SlotClaimResult {
+			t.Helper()
+			r, err := st.SlotClaim(ctx, store.SlotClaimParams{
+				Job: "once", Slot: slot, LeaseName: "job:once", Owner: owner, TTL: 30 * time.Second, MaxAttempts: 2,
+				Overlap: store.OverlapBuffer, Now: now,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r
+		}
+		first := claim(dead, "dead", dead)
+		if _, err := st.SlotFinish(ctx, store.SlotFinishParams{Job: "once", Slot: dead, LeaseName: "job:once", Owner: "dead",
+			Generation: first.Lease.Generation, Status: store.SlotFailed, Now: dead.Add(time.Second),
+			Run: store.Run{Attempt: 1, Error: "exit status 1"}}); err != nil {
+			t.Fatal(err)
+		}
+		// The second, last attempt dies mid-way; the next slot, overlapping
+		// it, waits buffered.
+		last := claim(dead, "dead", dead.Add(5*time.Second))
+		next := dead.Add(10 * time.Second)
+		if r := claim(next, "dead", next); r.Claimed || r.Recorded != store.SlotBuffered {
+			t.Fatalf("the next slot's claim = %+v; want it buffered behind the dying run", r)
+		}
+		if !last.Claimed || last.Slot.Attempts != 2 {
+			t.Fatalf("last attempt's claim = %+v", last)
+		}
+
+		l := newLedger()
+		job := Job{Name: "once", Schedule: "0 0 1 1 *", MaxAttempts: 2, LeaseTTL: 30 * time.Second, Overlap: OverlapBufferOne, Handler: l.handler(c.db)}
+		c.start("a", 0, job)
+		c.start("b", 0, job)
+		c.advance(time.Second, time.Second) // a resume scan on each replica
+		c.wantNeverDown()
+
+		sl, err := st.SlotGet(ctx, "once", dead)
+		if err != nil || sl.Status != store.SlotFailed || sl.Attempts != 2 || sl.FinishedAt.IsZero() {
+			t.Fatalf("the dead slot = %+v, %v; want failed after its 2 attempts", sl, err)
+		}
+		if n := l.ran("once", dead); n != 0 {
+			t.Errorf("the dead slot ran %d more times with no attempt left", n)
+		}
+		if n := l.ran("once", next); n != 1 {
+			t.Errorf("the buffered slot ran %d times once the dead run was ended, want 1", n)
+		}
+		runs, err := st.RunList(ctx, store.RunListParams{Job: "once"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ended []store.Run
+		for _, r := range runs {
+			if r.Slot.Equal(dead) && r.Attempt == 2 {
+				ended = append(ended, r)
+			}
+		}
+		if len(ended) != 1 || ended[0].Success || ended[0].Owner != "dead" || !strings.Contains(ended[0].Error, "last attempt (2 of 2)") ||
+			len(ended[0].Logs) != 1 || !strings.Contains(ended[0].Logs[0], "no attempt is left") {
+			t.Fatalf("run rows of the last attempt = %+v; want one, failed, saying it died on its last attempt", ended)
+		}
+	})
+}
+
 // A handler may keep its fenced transaction open for its whole run, here
 // three lease TTLs and the job's next three slots. Meanwhile its replica
 // renews the lease (the fence's row lock does not hold renewals up), so the

@@ -103,6 +103,19 @@ type Store interface {
 	// without waiting for a later slot.
 	SlotListInterrupted(ctx context.Context) ([]Slot, error)
 
+	// SlotAbandon ends as failed a running slot whose run is dead (as
+	// SlotListInterrupted judges it, and for at least p.Grace) and that
+	// has no attempt left (its attempts reached p.MaxAttempts): nobody may
+	// claim it again, so without this it would stay running for good. Only the dead claim
+	// (p.Owner at p.Generation) is ended, and only while it is still dead,
+	// so exactly one of several replicas abandons it and an owner that
+	// finishes first wins. The run row (attempt and start taken from the
+	// slot, failed, p.Error and p.Logs) is written only when the slot was
+	// marked: SlotUpdated says whether it was. LeaseReleased is always
+	// false (the lease is dead already and is left as it is); Buffered is
+	// as SlotFinish's, the job's slot that waited for this run.
+	SlotAbandon(ctx context.Context, p SlotAbandonParams) (SlotFinishResult, error)
+
 	// SlotGet returns the claim of (job, slot) or ErrNotFound.
 	SlotGet(ctx context.Context, job string, slot time.Time) (Slot, error)
 
@@ -288,6 +301,27 @@ type SlotFinishParams struct {
 	Status     SlotStatus // SlotCompleted or SlotFailed
 	Run        Run        // the run row to write; job, slot, owner and generation are taken from above
 	Now        time.Time  // pins the clock for this call; zero means the database clock
+}
+
+// SlotAbandonParams are the arguments of Store.SlotAbandon: the dead claim,
+// as SlotListInterrupted returned it, and what its run row says.
+type SlotAbandonParams struct {
+	Job         string
+	Slot        time.Time
+	LeaseName   string
+	Owner       string // the dead claim's owner
+	Generation  int64  // and generation
+	MaxAttempts int    // the job's: the slot is abandoned only once its attempts reached it
+	// Grace is how long the run must have been dead by its lease: its
+	// generation's lease expired (or a later generation took the lease)
+	// at least Grace ago. A live owner that lost its lease stops its
+	// handler by the expiry and records the end soon after; that end is
+	// waited for, and wins. Where the store knows the owner's process is
+	// gone (PostgreSQL's liveness lock), there is nothing to wait for.
+	Grace time.Duration
+	Error       string // the run row's error
+	Logs        []string
+	Now         time.Time // pins the clock for this call; zero means the database clock
 }
 
 // SlotFinishResult is what Store.SlotFinish returns.

@@ -204,6 +204,35 @@ func (p SlotFinishParams) Validate() error {
 	return nil
 }
 
+// Validate checks p before SlotAbandon.
+func (p SlotAbandonParams) Validate() error {
+	if err := ValidateName("job", p.Job); err != nil {
+		return err
+	}
+	if p.Slot.IsZero() {
+		return invalid("abandon needs a slot: a manual run has no slot to abandon")
+	}
+	if err := validateRef(LeaseRef{Name: p.LeaseName, Owner: p.Owner, Generation: p.Generation}); err != nil {
+		return err
+	}
+	if p.MaxAttempts < 1 {
+		return invalid("max attempts must be at least 1, got %d", p.MaxAttempts)
+	}
+	if p.Grace < 0 {
+		return invalid("abandon grace must not be negative, got %s", p.Grace)
+	}
+	return nil
+}
+
+// Run is the run row SlotAbandon writes for p, given the slot's attempts
+// and start, finished at now.
+func (p SlotAbandonParams) Run(attempts int, started, now time.Time) Run {
+	return Run{
+		Job: p.Job, Slot: p.Slot, Owner: p.Owner, Generation: p.Generation, Attempt: attempts,
+		StartedAt: started, FinishedAt: now, Error: p.Error, Logs: p.Logs,
+	}.Bounded()
+}
+
 // Validate checks a run row before RunInsert.
 func (r Run) Validate() error {
 	if err := ValidateName("job", r.Job); err != nil {

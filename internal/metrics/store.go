@@ -155,6 +155,12 @@ func (w *instrumented) SlotListInterrupted(ctx context.Context) ([]store.Slot, e
 	return w.Store.SlotListInterrupted(ctx)
 }
 
+func (w *instrumented) SlotAbandon(ctx context.Context, p store.SlotAbandonParams) (store.SlotFinishResult, error) {
+	ctx, done := w.op(ctx, "SlotAbandon")
+	defer done()
+	return w.Store.SlotAbandon(ctx, p)
+}
+
 func (w *instrumented) SlotGet(ctx context.Context, job string, slot time.Time) (store.Slot, error) {
 	ctx, done := w.op(ctx, "SlotGet")
 	defer done()

@@ -4,7 +4,7 @@ package postgres
 // Store. {{schema}} marks where the quoted schema name goes.
 type queries struct {
 	leaseAcquire, leaseRenew, leaseRenewBatch, leaseRelease, leaseGet, leaseFence string
-	slotClaim, slotFinish, slotGet, slotListInterrupted                           string
+	slotClaim, slotFinish, slotGet, slotListInterrupted, slotAbandon              string
 	runInsert, runList, prune, jobStateSet, jobStateList                          string
 	replicaHeartbeat, replicaList, replicaRemove                                  string
 	alertRaise, alertResolve, alertList, leaseList                                string
@@ -24,6 +24,7 @@ func newQueries(schema string) queries {
 		slotFinish:          slotFinishSQL,
 		slotGet:             slotGetSQL,
 		slotListInterrupted: slotListInterruptedSQL,
+		slotAbandon:         slotAbandonSQL,
 		runInsert:           runInsertSQL,
 		runList:             runListSQL,
 		prune:               pruneSQL,
@@ -37,7 +38,7 @@ func newQueries(schema string) queries {
 	}
 	for _, p := range []*string{
 		&q.leaseAcquire, &q.leaseRenew, &q.leaseRenewBatch, &q.jobStateSet, &q.jobStateList, &q.leaseRelease, &q.leaseGet, &q.leaseFence,
-		&q.slotClaim, &q.slotFinish, &q.slotGet, &q.slotListInterrupted, &q.runInsert, &q.runList, &q.prune,
+		&q.slotClaim, &q.slotFinish, &q.slotGet, &q.slotListInterrupted, &q.slotAbandon, &q.runInsert, &q.runList, &q.prune,
 		&q.replicaHeartbeat, &q.replicaList, &q.replicaRemove, &q.alertRaise, &q.alertResolve, &q.alertList, &q.leaseList,
 	} {
 		*p = withSchema(schema, *p)
@@ -404,6 +405,43 @@ SELECT s.job, s.slot, s.status, s.owner, s.lease_name, s.generation, s.attempts,
         OR l.expires_at <= coalesce($1::timestamptz, now())
         OR (l.live_key IS NOT NULL AND pg_try_advisory_xact_lock(l.live_key)))
  ORDER BY s.slot`
+
+// slotAbandonSQL ends as failed a running slot whose run is dead (as in
+// slotListInterruptedSQL, for the grace) and has no attempt left, for the dead claim only,
+// and writes its run row only when it did. It reads the lease row without
+// locking it, and locks only the slot row.
+//
+// $1 job, $2 slot, $3 lease name, $4 owner, $5 generation, $6 max attempts,
+// $7 pinned now or NULL, $8 error, $9 logs, $10 grace in µs.
+const slotAbandonSQL = `
+WITH c AS (SELECT coalesce($7::timestamptz, now()) AS now),
+s AS (
+    UPDATE {{schema}}.slots t
+       SET status = 'failed', finished_at = c.now
+      FROM c
+     WHERE t.job = $1 AND t.slot = $2 AND t.lease_name = $3 AND t.owner = $4 AND t.generation = $5
+       AND t.status = 'running' AND t.attempts >= $6
+       -- Not possibly alive: the claim's generation expired before
+       -- now - grace, or its owner's process is gone; or a later generation
+       -- took the lease before now - grace.
+       AND NOT EXISTS (SELECT 1 FROM {{schema}}.leases l
+                        WHERE l.name = $3
+                          AND CASE WHEN l.generation = $5
+                                   THEN l.expires_at > c.now - $10::bigint * interval '1 microsecond'
+                                        AND (l.live_key IS NULL OR NOT pg_try_advisory_xact_lock(l.live_key))
+                                   ELSE l.acquired_at > c.now - $10::bigint * interval '1 microsecond'
+                              END)
+    RETURNING t.attempts, t.started_at
+),
+r AS (
+    INSERT INTO {{schema}}.runs (job, slot, manual, catch_up, owner, generation, attempt,
+                                 started_at, finished_at, success, skipped, reason, error, logs)
+    SELECT $1, $2, false, false, $4, $5, s.attempts, s.started_at, c.now, false, false, '', $8, $9
+      FROM s CROSS JOIN c
+    RETURNING ` + runColumns + `
+)
+SELECT (SELECT min(b.slot) FROM {{schema}}.slots b WHERE b.job = $1 AND b.status = 'buffered'), r.*
+  FROM r`
 
 const slotGetSQL = `SELECT ` + slotColumns + ` FROM {{schema}}.slots WHERE job = $1 AND slot = $2`
 

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -192,6 +193,36 @@ func (s *Store) SlotFinish(ctx context.Context, p store.SlotFinishParams) (store
 		return store.SlotFinishResult{}, s.translate(fmt.Sprintf("finish slot of job %q", p.Job), err)
 	}
 	res.Run = sr.run()
+	if buffered != nil {
+		res.Buffered = buffered.UTC()
+	}
+	return res, nil
+}
+
+// SlotAbandon ends a dead slot that has no attempt left as failed. See
+// store.Store.
+func (s *Store) SlotAbandon(ctx context.Context, p store.SlotAbandonParams) (store.SlotFinishResult, error) {
+	if err := p.Validate(); err != nil {
+		return store.SlotFinishResult{}, err
+	}
+	if err := s.usable(); err != nil {
+		return store.SlotFinishResult{}, err
+	}
+	bounded := p.Run(0, time.Time{}, time.Time{})
+	var res store.SlotFinishResult
+	var sr scannedRun
+	var buffered *time.Time
+	err := s.pool.QueryRow(ctx, s.q.slotAbandon,
+		p.Job, slotTime(p.Slot), p.LeaseName, p.Owner, p.Generation, p.MaxAttempts, s.nowArg(p.Now),
+		bounded.Error, logsArg(bounded.Logs), p.Grace.Microseconds(),
+	).Scan(append([]any{&buffered}, sr.dest()...)...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return res, nil // alive again, finished, or attempts left: not ours to end
+	}
+	if err != nil {
+		return store.SlotFinishResult{}, s.translate(fmt.Sprintf("abandon slot of job %q", p.Job), err)
+	}
+	res.SlotUpdated, res.Run = true, sr.run()
 	if buffered != nil {
 		res.Buffered = buffered.UTC()
 	}

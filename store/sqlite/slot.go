@@ -415,6 +415,58 @@ func (s *Store) SlotListInterrupted(ctx context.Context) ([]store.Slot, error) {
 	return slots, nil
 }
 
+// SlotAbandon ends a dead slot that has no attempt left as failed. See
+// store.Store.
+func (s *Store) SlotAbandon(ctx context.Context, p store.SlotAbandonParams) (res store.SlotFinishResult, err error) {
+	if err := p.Validate(); err != nil {
+		return store.SlotFinishResult{}, err
+	}
+	if s.closed.Load() {
+		return store.SlotFinishResult{}, closedError("abandon slot")
+	}
+	now, slot := s.now(p.Now), normalize(p.Slot)
+	p.Slot = slot
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		// Dead as SlotListInterrupted has it, for Grace: the claim's
+		// generation expired, or a later one took the lease, before
+		// now - Grace.
+		var attempts int
+		var started int64
+		err := tx.QueryRowContext(ctx, `
+			UPDATE cronfence_slots SET status = 'failed', finished_at = ?1
+			WHERE job = ?2 AND slot = ?3 AND lease_name = ?4 AND owner = ?5 AND generation = ?6
+			  AND status = 'running' AND attempts >= ?7
+			  AND NOT EXISTS (SELECT 1 FROM cronfence_leases l
+			                   WHERE l.name = ?4
+			                     AND CASE WHEN l.generation = ?6 THEN l.expires_at ELSE l.acquired_at END > ?8)
+			RETURNING attempts, started_at`,
+			micros(now), p.Job, micros(slot), p.LeaseName, p.Owner, p.Generation, p.MaxAttempts, micros(now.Add(-p.Grace)),
+		).Scan(&attempts, &started)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil // alive again, finished, or attempts left: not ours to end
+		}
+		if err != nil {
+			return err
+		}
+		res.SlotUpdated = true
+		if res.Run, err = insertRun(ctx, tx, p.Run(attempts, fromMicros(started), now), now); err != nil {
+			return err
+		}
+		var buffered sql.NullInt64
+		if err := tx.QueryRowContext(ctx,
+			`SELECT min(slot) FROM cronfence_slots WHERE job = ? AND status = 'buffered'`, p.Job,
+		).Scan(&buffered); err != nil {
+			return err
+		}
+		res.Buffered = fromNullMicros(buffered)
+		return nil
+	})
+	if err != nil {
+		return store.SlotFinishResult{}, s.errorf(err, "abandon slot %s of job %q", slot.Format(time.RFC3339Nano), p.Job)
+	}
+	return res, nil
+}
+
 // prefixed qualifies each of a comma-separated column list with prefix.
 func prefixed(prefix, columns string) string {
 	parts := strings.Split(columns, ",")

@@ -288,6 +288,114 @@ var slotTests = []namedTest{
 			t.Fatalf("after the resume: %+v, %v", got, err)
 		}
 	}},
+	{name: "AbandonExhausted", fn: func(t *testing.T, b Bundle) {
+		now := dbNow(t, b.Store)
+		claim := func(job string, at time.Time) store.SlotClaimResult {
+			p := claimParams(at.Add(-time.Second), "a", at)
+			p.Job, p.LeaseName, p.MaxAttempts = job, "job:"+job, 1
+			return mustClaim(t, b.Store, p)
+		}
+		dead := claim("dead", now.Add(-time.Hour)) // its lease expired long ago
+		alive := claim("alive", now)
+		recent := claim("recent", now.Add(-ttl-time.Second)) // its lease expired a second ago
+		// A later slot of "taken" took its lease a second ago; the earlier
+		// claim's generation expired before that.
+		taken := claim("taken", now.Add(-time.Hour))
+		later := claimParams(now.Add(-2*time.Second), "b", now.Add(-time.Second))
+		later.Job, later.LeaseName, later.MaxAttempts = "taken", "job:taken", 1
+		mustClaim(t, b.Store, later)
+		abandon := func(s store.Store, r store.SlotClaimResult, maxAttempts int, gen int64, grace time.Duration) store.SlotFinishResult {
+			t.Helper()
+			res, err := s.SlotAbandon(ctx(t), store.SlotAbandonParams{
+				Job: r.Slot.Job, Slot: r.Slot.Slot, LeaseName: r.Lease.Name, Owner: r.Lease.Owner, Generation: gen,
+				MaxAttempts: maxAttempts, Grace: grace, Error: "interrupted on its last attempt", Logs: []string{"abandoned by b"}, Now: now,
+			})
+			if err != nil {
+				t.Fatalf("SlotAbandon of %s: %v", r.Slot.Job, err)
+			}
+			return res
+		}
+		runs := func(job string) []store.Run {
+			t.Helper()
+			rs, err := b.Store.RunList(ctx(t), store.RunListParams{Job: job})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return rs
+		}
+		for _, tc := range []struct {
+			name        string
+			r           store.SlotClaimResult
+			maxAttempts int
+			gen         int64
+		}{
+			{"an attempt left", dead, 2, dead.Lease.Generation},
+			{"its lease alive", alive, 1, alive.Lease.Generation},
+			{"another generation's claim", dead, 1, dead.Lease.Generation + 1},
+			{"expired within the grace", recent, 1, recent.Lease.Generation},
+			{"taken over within the grace", taken, 1, taken.Lease.Generation},
+		} {
+			if res := abandon(b.Store, tc.r, tc.maxAttempts, tc.gen, time.Minute); res.SlotUpdated || res.Run.ID != 0 {
+				t.Errorf("%s: abandoned %+v; want the slot left running", tc.name, res)
+			}
+			if sl, _ := b.Store.SlotGet(ctx(t), tc.r.Slot.Job, tc.r.Slot.Slot); sl.Status != store.SlotRunning {
+				t.Errorf("%s: slot %+v, want still running", tc.name, sl)
+			}
+			if rs := runs(tc.r.Slot.Job); len(rs) != 0 {
+				t.Errorf("%s: wrote run rows %+v", tc.name, rs)
+			}
+		}
+
+		// Past the grace, both are ended.
+		for _, r := range []store.SlotClaimResult{recent, taken} {
+			if res := abandon(b.Store, r, 1, r.Lease.Generation, 0); !res.SlotUpdated {
+				t.Errorf("%s with no grace: %+v; want it abandoned", r.Slot.Job, res)
+			}
+		}
+		res := abandon(b.Store, dead, 1, dead.Lease.Generation, time.Minute)
+		want := store.Run{
+			ID: res.Run.ID, Job: "dead", Slot: dead.Slot.Slot, Owner: "a", Generation: dead.Lease.Generation, Attempt: 1,
+			StartedAt: dead.Slot.StartedAt, FinishedAt: now, Error: "interrupted on its last attempt", Logs: []string{"abandoned by b"},
+		}
+		if !res.SlotUpdated || res.LeaseReleased || !res.Buffered.IsZero() {
+			t.Fatalf("abandon = %+v; want the slot updated, nothing released or buffered", res)
+		}
+		if diff := cmp.Diff(want, res.Run); diff != "" {
+			t.Fatalf("abandoned run row (-want +got):\n%s", diff)
+		}
+		sl, err := b.Store.SlotGet(ctx(t), "dead", dead.Slot.Slot)
+		if err != nil || sl.Status != store.SlotFailed || !sl.FinishedAt.Equal(now) || sl.Attempts != 1 {
+			t.Fatalf("abandoned slot = %+v, %v; want failed at attempt 1, finished now", sl, err)
+		}
+		if got, err := b.Store.SlotListInterrupted(ctx(t)); err != nil || len(got) != 0 {
+			t.Fatalf("interrupted after the abandon: %+v, %v; want none", got, err)
+		}
+		// Once only: another replica's abandon finds nothing to end, and the
+		// dead owner's late finish does not undo it.
+		if again := abandon(b.Open(t), dead, 1, dead.Lease.Generation, 0); again.SlotUpdated {
+			t.Fatalf("a second abandon = %+v; want nothing", again)
+		}
+		if late := mustFinish(t, b.Store, finishParams(dead, store.SlotCompleted, now)); late.SlotUpdated {
+			t.Fatalf("the dead owner's late finish = %+v; want the slot left failed", late)
+		}
+		if sl, _ := b.Store.SlotGet(ctx(t), "dead", dead.Slot.Slot); sl.Status != store.SlotFailed {
+			t.Fatalf("after the late finish the slot is %s, want failed", sl.Status)
+		}
+		if rs := runs("dead"); len(rs) != 2 || rs[1].ID != res.Run.ID || rs[0].Success {
+			t.Fatalf("run rows = %+v; want the abandon's and the late finish's, not a success", rs)
+		}
+
+		for name, p := range map[string]store.SlotAbandonParams{
+			"no slot":          {Job: "dead", LeaseName: "job:dead", Owner: "a", Generation: 1, MaxAttempts: 1},
+			"no max attempts":  {Job: "dead", Slot: now, LeaseName: "job:dead", Owner: "a", Generation: 1},
+			"no owner":         {Job: "dead", Slot: now, LeaseName: "job:dead", Generation: 1, MaxAttempts: 1},
+			"a negative grace": {Job: "dead", Slot: now, LeaseName: "job:dead", Owner: "a", Generation: 1, MaxAttempts: 1, Grace: -time.Second},
+		} {
+			if _, err := b.Store.SlotAbandon(ctx(t), p); !errors.Is(err, store.ErrInvalidArgument) {
+				t.Errorf("SlotAbandon with %s: %v, want ErrInvalidArgument", name, err)
+			}
+		}
+	}},
 	{name: "GetMissing", fn: func(t *testing.T, b Bundle) {
 		if _, err := b.Store.SlotGet(ctx(t), "report", time.Unix(0, 0)); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("SlotGet of a missing slot: %v, want ErrNotFound", err)
