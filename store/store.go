@@ -319,9 +319,9 @@ type SlotAbandonParams struct {
 	// waited for, and wins. Where the store knows the owner's process is
 	// gone (PostgreSQL's liveness lock), there is nothing to wait for.
 	Grace time.Duration
-	Error       string // the run row's error
-	Logs        []string
-	Now         time.Time // pins the clock for this call; zero means the database clock
+	Error string // the run row's error
+	Logs  []string
+	Now   time.Time // pins the clock for this call; zero means the database clock
 }
 
 // SlotFinishResult is what Store.SlotFinish returns.
