@@ -11,6 +11,7 @@ type entry struct {
 	slot   time.Time // the slot to claim when the entry fires
 	fireAt time.Time // when to fire, on the scheduler's clock: the slot, or a retry
 	retry  bool      // a slot tried again (the database said not yet due); not re-armed
+	busy   bool      // a retry of a slot whose lease a deposed writer still held
 	index  int
 }
 

@@ -333,6 +333,8 @@ func (s *Scheduler) fire(ctx context.Context, due []*entry, now time.Time) {
 		switch {
 		case r.Claimed:
 			s.startRun(e.job, r, sent, false, "")
+		case r.Refusal == store.ClaimLeaseBusy:
+			s.retryBusy(e, r.Lease)
 		case r.Refusal == store.ClaimNotDue:
 			// The slot fired a little early by the database clock (the
 			// offset moved since it was last measured, or the measurement
@@ -348,6 +350,33 @@ func (s *Scheduler) fire(ctx context.Context, due []*entry, now time.Time) {
 			s.log.Debug("cronfence: slot not claimed", "job", e.job.Name, "slot", e.slot, "reason", r.Refusal)
 		}
 	}
+}
+
+// busyRetryEvery is how often a slot refused store.ClaimLeaseBusy is tried
+// again.
+const busyRetryEvery = 500 * time.Millisecond
+
+// retryBusy tries a slot refused store.ClaimLeaseBusy again every
+// busyRetryEvery, beside the other jobs' fires, while it is still its job's
+// latest: a deposed writer, frozen or cut off inside its fenced
+// transaction, still holds the lease, and the takeover must wait until that
+// transaction ends, which the store no longer makes the whole batch do.
+// Once a later slot is due, that one is fired instead (as after any stall,
+// only the latest slot of a job is fired; the others are catch-up's).
+func (s *Scheduler) retryBusy(e *entry, writer store.Lease) {
+	if latest := e.job.sched.Prev(s.scheduleNow()); latest.After(e.slot) {
+		s.log.Warn("cronfence: slot given up: a deposed writer's transaction held its lease until a later slot was due",
+			"job", e.job.Name, "slot", e.slot, "writer", writer.Owner, "generation", writer.Generation)
+		return
+	}
+	if !e.busy {
+		s.log.Warn("cronfence: slot waits: a deposed writer (its lease expired) is still inside a transaction fenced under it; the takeover waits for it to end",
+			"job", e.job.Name, "slot", e.slot, "writer", writer.Owner, "generation", writer.Generation)
+	}
+	wait := min(busyRetryEvery, s.cfg.MaxSleep)
+	s.mu.Lock()
+	heap.Push(&s.heap, &entry{job: e.job, slot: e.slot, fireAt: s.scheduleNow().Add(wait), retry: true, busy: true})
+	s.mu.Unlock()
 }
 
 // retryLater fires the entry's slot again after about wait (at least

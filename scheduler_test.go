@@ -630,13 +630,13 @@ func TestResumeSkipsSlotsOutOfAttempts(t *testing.T) {
 	})
 }
 
-// A resume pass whose claim waits on a lease row held FOR KEY SHARE — a
+// A resume pass whose claim meets a lease row held FOR KEY SHARE — a
 // deposed writer frozen inside its fenced transaction — does not hold up
-// the fires of other jobs: "tick" runs its slot while the claim of
-// "frozen"'s dead run waits, and the run is resumed once the writer's
-// transaction ends. (On SQLite a frozen writer holds the file's one write
-// lock, and every write waits for it.)
-func TestResumeWaitingOnAFrozenWriterDoesNotHoldUpFires(t *testing.T) {
+// the fires of other jobs: "tick" runs its slot while "frozen"'s dead run
+// cannot be taken over, and the run is resumed by the first scan after the
+// writer's transaction ends. (On SQLite a frozen writer holds the file's
+// one write lock, and every write waits for it.)
+func TestResumeOfAFrozenWritersRunDoesNotHoldUpFires(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
 		if c.kind != "postgres" {
 			t.Skip("SQLite has no row locks: a frozen writer holds up every write")
@@ -666,8 +666,8 @@ func TestResumeWaitingOnAFrozenWriterDoesNotHoldUpFires(t *testing.T) {
 		c.startWith(Config{Owner: "a", Clock: offsetClock{c.db, 0}, Retention: -1},
 			Job{Name: "frozen", Schedule: "0 0 1 1 *", Handler: l.handler(c.db)},
 			Job{Name: "tick", Schedule: "* * * * *", Handler: l.handler(c.db)})
-		// A minute on, the lease has expired: the resume pass claims the
-		// dead run's slot and waits on the row; tick's slot comes due.
+		// A minute on, the lease has expired: the resume pass's claim of the
+		// dead run's slot is refused lease_busy; tick's slot comes due.
 		c.db.Advance(time.Minute)
 		slot := start.Add(time.Minute)
 		deadline := time.Now().Add(10 * time.Second)
@@ -683,9 +683,65 @@ func TestResumeWaitingOnAFrozenWriterDoesNotHoldUpFires(t *testing.T) {
 		if err := tx.Rollback(ctx); err != nil {
 			t.Fatal(err)
 		}
-		c.settle()
+		c.advance(time.Second, time.Second) // the next resume scan
 		if n := l.ran("frozen", dead); n != 1 {
 			t.Fatalf("the dead run's slot ran %d times after the writer's transaction ended, want resumed once", n)
+		}
+	})
+}
+
+// The fire of a job whose lease a deposed writer still holds, frozen
+// inside its fenced transaction after the lease expired, shares its batch
+// with every job due at that instant. The takeover must wait for the
+// writer; the others must not: "tick" runs its slot, and "frozen"'s slot,
+// tried again beside the loop, runs once the writer's transaction ends.
+func TestFireOfAFrozenWritersJobDoesNotHoldUpOthers(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		if c.kind != "postgres" {
+			t.Skip("SQLite has no row locks: a frozen writer holds up every write")
+		}
+		ctx := context.Background()
+		st := c.open(t)
+		start := c.db.Now()
+		dead := start.Add(-time.Minute)
+		r, err := st.SlotClaim(ctx, store.SlotClaimParams{
+			Job: "frozen", Slot: dead, LeaseName: "job:frozen", Owner: "dead", TTL: 90 * time.Second, MaxAttempts: 1, Now: dead,
+		})
+		if err != nil || !r.Claimed {
+			t.Fatalf("claim: %+v, %v", r, err)
+		}
+		tx, err := st.(*postgres.Store).Pool().Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = tx.Rollback(ctx) }()
+		if err := st.LeaseFence(ctx, tx, "job:frozen", r.Lease.Generation); err != nil {
+			t.Fatal(err)
+		}
+
+		l := newLedger()
+		c.startWith(Config{Owner: "a", Clock: offsetClock{c.db, 0}, Retention: -1},
+			Job{Name: "frozen", Schedule: "* * * * *", MaxAttempts: 1, Handler: l.handler(c.db)},
+			Job{Name: "tick", Schedule: "* * * * *", Handler: l.handler(c.db)})
+		slot := start.Add(time.Minute)
+		c.advance(time.Minute, time.Minute) // both due, in one batch
+		if n := l.ran("tick", slot); n != 1 {
+			t.Fatalf("tick's slot ran %d times while the batch held a claim of a frozen writer's lease, want 1", n)
+		}
+		c.advance(2*time.Second, 500*time.Millisecond) // retries, refused while the writer is inside
+		if n := l.ran("frozen", slot); n != 0 {
+			t.Fatalf("frozen's slot ran %d times while the deposed writer's transaction held its lease", n)
+		}
+		if err := tx.Rollback(ctx); err != nil {
+			t.Fatal(err)
+		}
+		c.advance(time.Second, 500*time.Millisecond) // the next retry
+		if n := l.ran("frozen", slot); n != 1 {
+			t.Fatalf("frozen's slot ran %d times after the writer's transaction ended, want once", n)
+		}
+		c.wantNeverDown()
+		if got, err := st.LeaseGet(ctx, "job:frozen"); err != nil || got.Generation != r.Lease.Generation+1 {
+			t.Fatalf("frozen's lease = %+v, %v; want taken over at generation %d", got, err, r.Lease.Generation+1)
 		}
 	})
 }

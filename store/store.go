@@ -269,6 +269,12 @@ const (
 	ClaimNotDue            ClaimRefusal = "not_due"            // the slot is in the future by the database clock
 	ClaimPaused            ClaimRefusal = "paused"             // the job is disabled (override or declared); the slot is settled as skipped
 	ClaimSkipped           ClaimRefusal = "skipped"            // the slot was already recorded as skipped (an overlap, or due while paused)
+	// ClaimLeaseBusy: the lease expired (or its owner is gone), but a
+	// transaction fenced under it is still open, its writer frozen or cut
+	// off; the takeover must wait for it, so nothing was written: try again
+	// later. Lease is the deposed writer's. Only stores with row locks
+	// (PostgreSQL) answer it.
+	ClaimLeaseBusy ClaimRefusal = "lease_busy"
 )
 
 // SlotClaimResult is what Store.SlotClaim returns.

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -179,5 +180,74 @@ func awaitWithoutLockWait[T any](t *testing.T, pool *pgxpool.Pool, schema string
 			t.Fatalf("a statement waits on a lock held by the fenced transaction: %.300s", waiting)
 		}
 		time.Sleep(2 * time.Millisecond) // polling the server, not waiting out a timer
+	}
+}
+
+// A deposed writer (its lease expired while it was frozen inside its fenced
+// transaction) still holds the lease row. The takeover must wait for that
+// transaction, but the batch must not: the claim of that lease is refused
+// lease_busy at once and writes nothing, the batch's other job is claimed,
+// and once the transaction ends the slot is claimed under the next
+// generation.
+func TestClaimOfADeposedWritersLeaseIsBusyNotWaited(t *testing.T) {
+	t.Parallel()
+	s, schema := newStore(t)
+	other := openOn(t, schema)
+	now, err := s.Now(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot := now.Add(-time.Minute).Truncate(time.Second)
+	claim := func(slot time.Time, owner, job string, at time.Time) store.SlotClaimParams {
+		return store.SlotClaimParams{Job: job, Slot: slot, LeaseName: "job:" + job, Owner: owner, TTL: 10 * time.Second, MaxAttempts: 3, Now: at}
+	}
+	// a's claim, a minute ago: its lease expired 50 s ago.
+	first, err := s.SlotClaim(ctx(t), claim(slot, "a", "report", slot))
+	if err != nil || !first.Claimed {
+		t.Fatalf("first claim = %+v, %v", first, err)
+	}
+	tx, err := s.Pool().Begin(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	// The fence passes by the time it pins (a froze right after it).
+	if _, err := tx.Exec(ctx(t), `SELECT 1 FROM `+pgx.Identifier{schema, "leases"}.Sanitize()+` WHERE name = $1 FOR KEY SHARE`, first.Lease.Name); err != nil {
+		t.Fatal(err)
+	}
+
+	next := slot.Add(30 * time.Second)
+	type result struct {
+		rs  []store.SlotClaimResult
+		err error
+	}
+	claimed := make(chan result, 1)
+	go func() {
+		rs, err := other.SlotClaimBatch(ctx(t), []store.SlotClaimParams{claim(next, "b", "report", now), claim(next, "b", "billing", now)})
+		claimed <- result{rs, err}
+	}()
+	r := awaitWithoutLockWait(t, s.Pool(), schema, claimed)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if got := r.rs[0]; got.Claimed || got.Refusal != store.ClaimLeaseBusy || got.Recorded != "" || got.Lease.Owner != "a" {
+		t.Errorf("claim of the deposed writer's lease = %+v; want refused lease_busy, nothing recorded, naming a's lease", got)
+	}
+	if !r.rs[1].Claimed {
+		t.Errorf("the other job in the batch = %+v; want claimed", r.rs[1])
+	}
+	if _, err := s.SlotGet(ctx(t), "report", next); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the busy claim wrote its slot: %v", err)
+	}
+	if l, err := s.LeaseGet(ctx(t), first.Lease.Name); err != nil || l.Generation != first.Lease.Generation || l.Owner != "a" {
+		t.Errorf("the busy lease = %+v, %v; want a's, untouched", l, err)
+	}
+
+	if err := tx.Commit(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	again, err := other.SlotClaim(ctx(t), claim(next, "b", "report", now))
+	if err != nil || !again.Claimed || again.Lease.Generation != first.Lease.Generation+1 {
+		t.Fatalf("claim after the writer's transaction ended = %+v, %v; want claimed at generation %d", again, err, first.Lease.Generation+1)
 	}
 }

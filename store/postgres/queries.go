@@ -173,6 +173,17 @@ const slotColumns = `job, slot, status, owner, lease_name, generation, attempts,
 //     or skipped slot, one still running under a live lease, or one out of
 //     attempts. A refused item touches nothing, except that a paused one
 //     is settled (see settle).
+//   - probe, taken and busy find, without waiting, the leases a deposed
+//     writer still fences: expired (or dead) by the snapshot, their row
+//     is free of claims, renewals and releases (probe's FOR NO KEY UPDATE
+//     SKIP LOCKED passes over those, and does not conflict with the
+//     fence's FOR KEY SHARE) but not for a takeover (taken's FOR UPDATE
+//     SKIP LOCKED does conflict). Such an item is refused lease_busy and
+//     writes nothing: waiting for that transaction, which lasts as long as
+//     its writer is frozen or cut off, held up every item of the batch,
+//     every job due at that instant. A row another claim is writing is not
+//     busy: the lease upsert waits for that claim (a few milliseconds), as
+//     before.
 //   - lease is the acquisition of leaseAcquireSQL, the point where
 //     contenders serialise; only its winners go on. A lease whose owner's
 //     liveness lock is free (its process is gone) is taken over at once.
@@ -235,12 +246,31 @@ gate AS (
       LEFT JOIN prev p ON p.ord = i.ord
       LEFT JOIN {{schema}}.job_state js ON js.job = i.job
 ),
+probe AS (
+    SELECT x.name
+      FROM {{schema}}.leases x
+     CROSS JOIN c
+     WHERE x.name IN (SELECT i.lease_name FROM i JOIN gate g ON g.ord = i.ord AND g.refusal IS NULL)
+       AND NOT (x.expires_at > c.now
+                AND NOT (x.live_key IS NOT NULL AND x.owner <> $9 AND pg_try_advisory_xact_lock(x.live_key)))
+       FOR NO KEY UPDATE OF x SKIP LOCKED
+),
+taken AS (
+    SELECT x.name FROM {{schema}}.leases x WHERE x.name IN (SELECT name FROM probe)
+       FOR UPDATE OF x SKIP LOCKED
+),
+busy AS (
+    SELECT name FROM probe EXCEPT SELECT name FROM taken
+),
 lease AS (
     INSERT INTO {{schema}}.leases AS t (name, owner, generation, acquired_at, renewed_at, expires_at, live_key)
     SELECT i.lease_name, $9, 1, c.now, c.now, c.now + i.ttl_us * interval '1 microsecond', nullif($11::bigint, 0)
       FROM i
       JOIN gate g ON g.ord = i.ord AND g.refusal IS NULL
-     CROSS JOIN c` + leaseNotHeld("i.lease_name", "$9") + leaseTakeover + `),
+     CROSS JOIN c` + leaseNotHeld("i.lease_name", "$9") + `
+       -- probe and taken lock first (an InitPlan); a busy lease is left alone.
+       AND (SELECT count(*) FROM taken) >= 0
+       AND i.lease_name NOT IN (SELECT name FROM busy)` + leaseTakeover + `),
 claim AS (
     INSERT INTO {{schema}}.slots AS s (job, slot, status, owner, lease_name, generation, attempts, started_at, finished_at)
     SELECT i.job, i.slot, 'running', l.owner, l.name, l.generation, coalesce(p.attempts, 0) + 1, l.acquired_at, NULL
@@ -281,6 +311,8 @@ mark AS (
        -- Sub-statements of a WITH run in no set order, so finish the lease
        -- upsert (an InitPlan, run before the first row) before inserting.
        AND (SELECT count(*) FROM lease) >= 0
+       -- A busy lease's slot is retried, not recorded as an overlap.
+       AND i.lease_name NOT IN (SELECT name FROM busy)
     ON CONFLICT (job, slot) DO NOTHING
     RETURNING s.job, s.slot, s.status
 ),
@@ -308,7 +340,7 @@ settle AS (
        AND (SELECT count(*) FROM lease) >= 0
     ON CONFLICT (job, slot) DO NOTHING
 )
-SELECT g.refusal,
+SELECT coalesce(g.refusal, CASE WHEN i.lease_name IN (SELECT name FROM busy) THEN 'lease_busy' END),
        cl.status, cl.owner, cl.lease_name, cl.generation, cl.attempts, cl.started_at,
        p.status, p.owner, p.lease_name, p.generation, p.attempts, p.started_at, p.finished_at,
        l.owner, l.generation, l.acquired_at, l.renewed_at, l.expires_at,

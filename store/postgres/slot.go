@@ -103,8 +103,8 @@ func (s *Store) SlotClaimBatch(ctx context.Context, items []store.SlotClaimParam
 			r = store.SlotClaimResult{Claimed: true, Slot: claim.slot(p.Job, slots[i]), Lease: lease.lease()}
 		case refusal != nil:
 			r = store.SlotClaimResult{Refusal: store.ClaimRefusal(*refusal), Slot: prev.slot(p.Job, slots[i])}
-			if r.Refusal == store.ClaimHeld {
-				r.Lease = holder.lease()
+			if r.Refusal == store.ClaimHeld || r.Refusal == store.ClaimLeaseBusy {
+				r.Lease = holder.lease() // for lease_busy, the deposed writer's
 			}
 		case lease.generation == nil:
 			// The gate let the item through but another run holds the lease.
