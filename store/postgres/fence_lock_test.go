@@ -16,7 +16,8 @@ import (
 // A handler's fenced transaction may stay open for as long as its run
 // lasts. Its replica must go on renewing every lease it holds meanwhile,
 // that one included (one batch renews them all), while a takeover of the
-// fenced lease still waits for the commit, also after those renewals.
+// fenced lease is still held off until the commit, also after those
+// renewals (the lock is carried over to the row's new version).
 // Both fences, LeaseFence and the SQL function fence(), behave alike.
 func TestFenceLetsItsOwnerRenewButNotATakeover(t *testing.T) {
 	t.Parallel()
@@ -86,17 +87,15 @@ func testFenceLetsItsOwnerRenew(t *testing.T, fence func(s *postgres.Store, sche
 		l, ok, err := other.LeaseAcquire(ctx(t), store.LeaseAcquireParams{Name: "job:fenced", Owner: "b", TTL: time.Minute, Now: now.Add(time.Hour)})
 		took <- result{l, ok, err}
 	}()
-	waitForLockWait(t, s.Pool(), "job:fenced")
-	select {
-	case r := <-took:
-		t.Fatalf("a takeover after the owner renewed did not wait for the fenced transaction: %+v", r)
-	default:
+	if r := awaitWithoutLockWait(t, s.Pool(), schema, took); r.err != nil || r.ok || r.lease.Owner != "a" {
+		t.Fatalf("a takeover after the owner renewed, during the fenced transaction = %+v; want turned down", r)
 	}
 	if err := tx.Commit(ctx(t)); err != nil {
 		t.Fatal(err)
 	}
-	if r := <-took; r.err != nil || !r.ok || r.lease.Generation != held[0].Generation+1 {
-		t.Fatalf("takeover after the commit = %+v", r)
+	l, ok, err := other.LeaseAcquire(ctx(t), store.LeaseAcquireParams{Name: "job:fenced", Owner: "b", TTL: time.Minute, Now: now.Add(time.Hour)})
+	if err != nil || !ok || l.Generation != held[0].Generation+1 {
+		t.Fatalf("takeover after the commit = %+v, %v, %v", l, ok, err)
 	}
 }
 

@@ -94,6 +94,47 @@ func leaseNotHeld(name, owner string) string {
               AND NOT (h.live_key IS NOT NULL AND h.owner <> ` + owner + ` AND pg_try_advisory_xact_lock(h.live_key)))`
 }
 
+// leaseProbe is the CTEs probe, taken and busy, for the leases names (a
+// subquery) that the contender owner (a parameter) goes on to acquire:
+// they find, without waiting, the leases a deposed writer still fences.
+// Expired (or dead) by the snapshot, such a lease's row is free of claims,
+// renewals and releases, so probe's FOR NO KEY UPDATE SKIP LOCKED locks it
+// (that mode does not conflict with the fence's FOR KEY SHARE, and passes
+// over rows another statement is writing), but not free for a takeover:
+// taken's FOR UPDATE SKIP LOCKED, which does conflict, passes over it.
+// busy is what probe locked and taken did not. A busy lease is left alone
+// (see leaseNotBusy): waiting for that transaction, which lasts as long as
+// its writer is frozen or cut off, held up everything the statement did,
+// every job of a claim batch. A row another statement is writing is not
+// busy: the upsert waits for it (milliseconds), and re-checks.
+func leaseProbe(names, owner string) string {
+	return `probe AS (
+    SELECT x.name
+      FROM {{schema}}.leases x
+     CROSS JOIN c
+     WHERE x.name IN (` + names + `)
+       AND NOT (x.expires_at > c.now
+                AND NOT (x.live_key IS NOT NULL AND x.owner <> ` + owner + ` AND pg_try_advisory_xact_lock(x.live_key)))
+       FOR NO KEY UPDATE OF x SKIP LOCKED
+),
+taken AS (
+    SELECT x.name FROM {{schema}}.leases x WHERE x.name IN (SELECT name FROM probe)
+       FOR UPDATE OF x SKIP LOCKED
+),
+busy AS (
+    SELECT name FROM probe EXCEPT SELECT name FROM taken
+)`
+}
+
+// leaseNotBusy follows leaseNotHeld: it makes probe and taken lock first
+// (an InitPlan, run before the first row is inserted) and leaves a busy
+// lease alone.
+func leaseNotBusy(name string) string {
+	return `
+       AND (SELECT count(*) FROM taken) >= 0
+       AND ` + name + ` NOT IN (SELECT name FROM busy)`
+}
+
 // leaseAcquireSQL takes the lease when it is free or expired, in one atomic
 // statement: concurrent contenders serialise on the primary key, and the
 // loser re-evaluates the WHERE on the winner's row, so exactly one gets each
@@ -104,10 +145,11 @@ func leaseNotHeld(name, owner string) string {
 // $1 name, $2 owner, $3 TTL in µs, $4 pinned now or NULL, $5 live key or 0.
 var leaseAcquireSQL = `
 WITH c AS (SELECT coalesce($4::timestamptz, now()) AS now),
+` + leaseProbe("SELECT $1::text", "$2") + `,
 acquired AS (
     INSERT INTO {{schema}}.leases AS t (name, owner, generation, acquired_at, renewed_at, expires_at, live_key)
     SELECT $1, $2, 1, c.now, c.now, c.now + $3::bigint * interval '1 microsecond', nullif($5::bigint, 0) FROM c` +
-	leaseNotHeld("$1", "$2") + leaseTakeover + `)
+	leaseNotHeld("$1", "$2") + leaseNotBusy("$1") + leaseTakeover + `)
 SELECT true, ` + leaseColumns + ` FROM acquired
 UNION ALL
 SELECT false, ` + leaseColumns + ` FROM {{schema}}.leases
@@ -246,31 +288,13 @@ gate AS (
       LEFT JOIN prev p ON p.ord = i.ord
       LEFT JOIN {{schema}}.job_state js ON js.job = i.job
 ),
-probe AS (
-    SELECT x.name
-      FROM {{schema}}.leases x
-     CROSS JOIN c
-     WHERE x.name IN (SELECT i.lease_name FROM i JOIN gate g ON g.ord = i.ord AND g.refusal IS NULL)
-       AND NOT (x.expires_at > c.now
-                AND NOT (x.live_key IS NOT NULL AND x.owner <> $9 AND pg_try_advisory_xact_lock(x.live_key)))
-       FOR NO KEY UPDATE OF x SKIP LOCKED
-),
-taken AS (
-    SELECT x.name FROM {{schema}}.leases x WHERE x.name IN (SELECT name FROM probe)
-       FOR UPDATE OF x SKIP LOCKED
-),
-busy AS (
-    SELECT name FROM probe EXCEPT SELECT name FROM taken
-),
+` + leaseProbe("SELECT i.lease_name FROM i JOIN gate g ON g.ord = i.ord AND g.refusal IS NULL", "$9") + `,
 lease AS (
     INSERT INTO {{schema}}.leases AS t (name, owner, generation, acquired_at, renewed_at, expires_at, live_key)
     SELECT i.lease_name, $9, 1, c.now, c.now, c.now + i.ttl_us * interval '1 microsecond', nullif($11::bigint, 0)
       FROM i
       JOIN gate g ON g.ord = i.ord AND g.refusal IS NULL
-     CROSS JOIN c` + leaseNotHeld("i.lease_name", "$9") + `
-       -- probe and taken lock first (an InitPlan); a busy lease is left alone.
-       AND (SELECT count(*) FROM taken) >= 0
-       AND i.lease_name NOT IN (SELECT name FROM busy)` + leaseTakeover + `),
+     CROSS JOIN c` + leaseNotHeld("i.lease_name", "$9") + leaseNotBusy("i.lease_name") + leaseTakeover + `),
 claim AS (
     INSERT INTO {{schema}}.slots AS s (job, slot, status, owner, lease_name, generation, attempts, started_at, finished_at)
     SELECT i.job, i.slot, 'running', l.owner, l.name, l.generation, coalesce(p.attempts, 0) + 1, l.acquired_at, NULL
