@@ -100,6 +100,13 @@ func (c *cluster) start(name string, offset time.Duration, jobs ...Job) *Schedul
 // filled in.
 func (c *cluster) startWith(cfg Config, jobs ...Job) *Scheduler {
 	c.t.Helper()
+	return c.startHolding(0, cfg, jobs...)
+}
+
+// startHolding is startWith while held handlers are deliberately blocked
+// (see settleHolding).
+func (c *cluster) startHolding(held int, cfg Config, jobs ...Job) *Scheduler {
+	c.t.Helper()
 	cfg.Store, cfg.Logger = c.open(c.t), quiet
 	s, err := New(cfg)
 	if err != nil {
@@ -120,7 +127,7 @@ func (c *cluster) startWith(cfg Config, jobs ...Job) *Scheduler {
 		defer cancel()
 		_ = s.Stop(ctx)
 	})
-	c.settle()
+	c.settleHolding(held)
 	return s
 }
 
