@@ -645,22 +645,7 @@ func TestResumeOfAFrozenWritersRunDoesNotHoldUpFires(t *testing.T) {
 		st := c.open(t)
 		start := c.db.Now()
 		dead := start.Add(-time.Minute)
-		r, err := st.SlotClaim(ctx, store.SlotClaimParams{
-			Job: "frozen", Slot: dead, LeaseName: "job:frozen", Owner: "dead", TTL: 90 * time.Second, MaxAttempts: 3, Now: dead,
-		})
-		if err != nil || !r.Claimed {
-			t.Fatalf("claim: %+v, %v", r, err)
-		}
-		// The dead owner's fenced transaction is still open: its lease row
-		// is held FOR KEY SHARE until it ends.
-		tx, err := st.(*postgres.Store).Pool().Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = tx.Rollback(ctx) }()
-		if err := st.LeaseFence(ctx, tx, "job:frozen", r.Lease.Generation); err != nil {
-			t.Fatal(err)
-		}
+		_, tx := frozenWriter(t, st, dead, 3)
 
 		l := newLedger()
 		c.startWith(Config{Owner: "a", Clock: offsetClock{c.db, 0}, Retention: -1},
@@ -690,6 +675,30 @@ func TestResumeOfAFrozenWritersRunDoesNotHoldUpFires(t *testing.T) {
 	})
 }
 
+// frozenWriter claims job "frozen"'s slot dead as owner "dead" (a 90 s
+// lease) and opens the dead owner's fenced transaction, left open as if
+// its writer froze inside it: the lease row is held FOR KEY SHARE until
+// the test ends the transaction (or its cleanup rolls it back).
+func frozenWriter(t *testing.T, st store.Store, dead time.Time, maxAttempts int) (store.SlotClaimResult, pgx.Tx) {
+	t.Helper()
+	ctx := context.Background()
+	r, err := st.SlotClaim(ctx, store.SlotClaimParams{
+		Job: "frozen", Slot: dead, LeaseName: "job:frozen", Owner: "dead", TTL: 90 * time.Second, MaxAttempts: maxAttempts, Now: dead,
+	})
+	if err != nil || !r.Claimed {
+		t.Fatalf("claim: %+v, %v", r, err)
+	}
+	tx, err := st.(*postgres.Store).Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	if err := st.LeaseFence(ctx, tx, "job:frozen", r.Lease.Generation); err != nil {
+		t.Fatal(err)
+	}
+	return r, tx
+}
+
 // The fire of a job whose lease a deposed writer still holds, frozen
 // inside its fenced transaction after the lease expired, shares its batch
 // with every job due at that instant. The takeover must wait for the
@@ -704,20 +713,7 @@ func TestFireOfAFrozenWritersJobDoesNotHoldUpOthers(t *testing.T) {
 		st := c.open(t)
 		start := c.db.Now()
 		dead := start.Add(-time.Minute)
-		r, err := st.SlotClaim(ctx, store.SlotClaimParams{
-			Job: "frozen", Slot: dead, LeaseName: "job:frozen", Owner: "dead", TTL: 90 * time.Second, MaxAttempts: 1, Now: dead,
-		})
-		if err != nil || !r.Claimed {
-			t.Fatalf("claim: %+v, %v", r, err)
-		}
-		tx, err := st.(*postgres.Store).Pool().Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = tx.Rollback(ctx) }()
-		if err := st.LeaseFence(ctx, tx, "job:frozen", r.Lease.Generation); err != nil {
-			t.Fatal(err)
-		}
+		r, tx := frozenWriter(t, st, dead, 1)
 
 		l := newLedger()
 		c.startWith(Config{Owner: "a", Clock: offsetClock{c.db, 0}, Retention: -1},

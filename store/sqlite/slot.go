@@ -343,14 +343,8 @@ func (s *Store) SlotFinish(ctx context.Context, p store.SlotFinishParams) (res s
 		if res.Run, err = insertRun(ctx, tx, run, now); err != nil {
 			return err
 		}
-		var buffered sql.NullInt64
-		if err := tx.QueryRowContext(ctx,
-			`SELECT min(slot) FROM cronfence_slots WHERE job = ? AND status = 'buffered'`, p.Job,
-		).Scan(&buffered); err != nil {
-			return err
-		}
-		res.Buffered = fromNullMicros(buffered)
-		return nil
+		res.Buffered, err = earliestBuffered(ctx, tx, p.Job)
+		return err
 	})
 	if err != nil {
 		if slot.IsZero() {
@@ -452,19 +446,21 @@ func (s *Store) SlotAbandon(ctx context.Context, p store.SlotAbandonParams) (res
 		if res.Run, err = insertRun(ctx, tx, p.Run(attempts, fromMicros(started), now), now); err != nil {
 			return err
 		}
-		var buffered sql.NullInt64
-		if err := tx.QueryRowContext(ctx,
-			`SELECT min(slot) FROM cronfence_slots WHERE job = ? AND status = 'buffered'`, p.Job,
-		).Scan(&buffered); err != nil {
-			return err
-		}
-		res.Buffered = fromNullMicros(buffered)
-		return nil
+		res.Buffered, err = earliestBuffered(ctx, tx, p.Job)
+		return err
 	})
 	if err != nil {
 		return store.SlotFinishResult{}, s.errorf(err, "abandon slot %s of job %q", slot.Format(time.RFC3339Nano), p.Job)
 	}
 	return res, nil
+}
+
+// earliestBuffered is the job's earliest buffered slot, waiting for the
+// run that is ending; zero when none.
+func earliestBuffered(ctx context.Context, q querier, job string) (time.Time, error) {
+	var buffered sql.NullInt64
+	err := q.QueryRowContext(ctx, `SELECT min(slot) FROM cronfence_slots WHERE job = ? AND status = 'buffered'`, job).Scan(&buffered)
+	return fromNullMicros(buffered), err
 }
 
 // prefixed qualifies each of a comma-separated column list with prefix.
