@@ -12,6 +12,9 @@ type entry struct {
 	fireAt time.Time // when to fire, on the scheduler's clock: the slot, or a retry
 	retry  bool      // a slot tried again (the database said not yet due); not re-armed
 	busy   bool      // a retry of a slot whose lease a deposed writer still held
+	// catchUp marks a retry of a catch-up claim: it is claimed and run as
+	// one, and given up only past the job's catch-up window.
+	catchUp bool
 	index  int
 }
 

@@ -307,7 +307,7 @@ func (s *Scheduler) fire(ctx context.Context, due []*entry, now time.Time) {
 		}
 		leases[name] = true
 		claimed = append(claimed, e)
-		items = append(items, e.job.claimParams(e.slot, s.cfg.Owner, s.liveKey, false))
+		items = append(items, e.job.claimParams(e.slot, s.cfg.Owner, s.liveKey, e.catchUp))
 	}
 	due = claimed
 	sent := s.cfg.Clock.Now()
@@ -331,6 +331,8 @@ func (s *Scheduler) fire(ctx context.Context, due []*entry, now time.Time) {
 		e := due[i]
 		s.observeClaim(e.job.Name, e.slot, r, claimFire)
 		switch {
+		case r.Claimed && e.catchUp:
+			s.startRun(e.job, r, sent, true, catchUpLine(e.slot, r))
 		case r.Claimed:
 			s.startRun(e.job, r, sent, false, "")
 		case r.Refusal == store.ClaimLeaseBusy:
@@ -358,14 +360,20 @@ const busyRetryEvery = 500 * time.Millisecond
 
 // retryBusy tries a slot refused store.ClaimLeaseBusy again every
 // busyRetryEvery, beside the other jobs' fires, while it is still its job's
-// latest: a deposed writer, frozen or cut off inside its fenced
-// transaction, still holds the lease, and the takeover must wait until that
-// transaction ends, which the store no longer makes the whole batch do.
-// Once a later slot is due, that one is fired instead (as after any stall,
-// only the latest slot of a job is fired; the others are catch-up's).
+// latest (a catch-up: while it is inside the job's catch-up window): a
+// deposed writer, frozen or cut off inside its fenced transaction, still
+// holds the lease, and the takeover must wait until that transaction ends,
+// which the store no longer makes the whole batch do. Once a later slot is
+// due, that one is fired instead (as after any stall, only the latest slot
+// of a job is fired; the others are catch-up's).
 func (s *Scheduler) retryBusy(e *entry, writer store.Lease) {
-	if latest := e.job.sched.Prev(s.scheduleNow()); latest.After(e.slot) {
-		s.log.Warn("cronfence: slot given up: a deposed writer's transaction held its lease until a later slot was due",
+	now := s.scheduleNow()
+	passed := e.job.sched.Prev(now).After(e.slot)
+	if e.catchUp {
+		passed = now.Sub(e.slot) > e.job.CatchUpWindow
+	}
+	if passed {
+		s.log.Warn("cronfence: slot given up: a deposed writer's transaction held its lease until a later slot was due (for a catch-up, until its window closed)",
 			"job", e.job.Name, "slot", e.slot, "writer", writer.Owner, "generation", writer.Generation)
 		return
 	}
@@ -375,7 +383,7 @@ func (s *Scheduler) retryBusy(e *entry, writer store.Lease) {
 	}
 	wait := min(busyRetryEvery, s.cfg.MaxSleep)
 	s.mu.Lock()
-	heap.Push(&s.heap, &entry{job: e.job, slot: e.slot, fireAt: s.scheduleNow().Add(wait), retry: true, busy: true})
+	heap.Push(&s.heap, &entry{job: e.job, slot: e.slot, fireAt: now.Add(wait), retry: true, busy: true, catchUp: e.catchUp})
 	s.mu.Unlock()
 }
 
@@ -479,13 +487,21 @@ func (s *Scheduler) runCatchUp(ctx context.Context, now time.Time, candidates ma
 	}
 	for i, r := range results {
 		s.observeClaim(jobs[i].Name, items[i].Slot, r, claimCatchUp)
+		if r.Refusal == store.ClaimLeaseBusy {
+			s.retryBusy(&entry{job: jobs[i], slot: items[i].Slot, catchUp: true}, r.Lease)
+			continue
+		}
 		if !r.Claimed {
 			continue
 		}
-		late := r.Lease.AcquiredAt.Sub(items[i].Slot)
-		first := fmt.Sprintf("Catch-up run for missed slot %s (%ds late)", items[i].Slot.UTC().Format(time.RFC3339), int64(late.Seconds()))
-		s.startRun(jobs[i], r, sent, true, first)
+		s.startRun(jobs[i], r, sent, true, catchUpLine(items[i].Slot, r))
 	}
+}
+
+// catchUpLine is the first log line of a catch-up run of slot.
+func catchUpLine(slot time.Time, r store.SlotClaimResult) string {
+	late := r.Lease.AcquiredAt.Sub(slot)
+	return fmt.Sprintf("Catch-up run for missed slot %s (%ds late)", slot.UTC().Format(time.RFC3339), int64(late.Seconds()))
 }
 
 // resumeInBackground runs a resume pass in a goroutine of its own, one at

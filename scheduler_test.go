@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -738,6 +739,51 @@ func TestFireOfAFrozenWritersJobDoesNotHoldUpOthers(t *testing.T) {
 		c.wantNeverDown()
 		if got, err := st.LeaseGet(ctx, "job:frozen"); err != nil || got.Generation != r.Lease.Generation+1 {
 			t.Fatalf("frozen's lease = %+v, %v; want taken over at generation %d", got, err, r.Lease.Generation+1)
+		}
+	})
+}
+
+// A catch-up claim at start-up meets a lease a deposed writer still fences:
+// it is refused lease_busy, tried again beside the loop, and run, as a
+// catch-up, once the writer's transaction ends.
+func TestCatchUpOfAFrozenWritersJobRunsOnceItEnds(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		if c.kind != "postgres" {
+			t.Skip("SQLite has no row locks: a frozen writer holds up every write")
+		}
+		ctx := context.Background()
+		st := c.open(t)
+		_, tx := frozenWriter(t, st, c.db.Now().Add(-time.Minute), 1)
+		c.db.Advance(time.Minute) // the writer froze; its lease expired 30 s ago
+		start := c.db.Now()
+		var mu sync.Mutex
+		var catchUps []time.Time
+		job := Job{Name: "frozen", Schedule: "* * * * *", MaxAttempts: 1, CatchUpWindow: 5 * time.Minute,
+			Handler: func(ctx context.Context, run *Run) error {
+				mu.Lock()
+				defer mu.Unlock()
+				if run.CatchUp {
+					catchUps = append(catchUps, run.Slot)
+				}
+				return nil
+			}}
+		c.startWith(Config{Owner: "a", Clock: offsetClock{c.db, 0}, Retention: -1}, job)
+		c.advance(2*time.Second, 500*time.Millisecond) // retries, refused while the writer is inside
+		mu.Lock()
+		n := len(catchUps)
+		mu.Unlock()
+		if n != 0 {
+			t.Fatalf("%d catch-up runs while the deposed writer's transaction held the lease", n)
+		}
+		if err := tx.Rollback(ctx); err != nil {
+			t.Fatal(err)
+		}
+		c.advance(time.Second, 500*time.Millisecond)
+		c.wantNeverDown()
+		mu.Lock()
+		defer mu.Unlock()
+		if len(catchUps) != 1 || !catchUps[0].Equal(start) {
+			t.Fatalf("catch-up runs %v after the writer's transaction ended; want one, of slot %s", catchUps, start)
 		}
 	})
 }
