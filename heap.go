@@ -15,7 +15,7 @@ type entry struct {
 	// catchUp marks a retry of a catch-up claim: it is claimed and run as
 	// one, and given up only past the job's catch-up window.
 	catchUp bool
-	index  int
+	index   int
 }
 
 // timers is a min-heap of entries by fireAt: one heap for all jobs, so a
