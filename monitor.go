@@ -175,11 +175,10 @@ func (s *Scheduler) releaseMonitorLease(ctx context.Context) {
 }
 
 // monitorSnapshot reads what the checks judge, and the open alerts. Round
-// trips: 5 (replicas, job states, recent runs, open alerts, the clock after
-// the leases), then per job
-// the live replicas register 1 (its runs) + 1 (its lease, unless its
-// overlap is "allow") + 1 (the claim of its deadline slot, for jobs with a
-// deadline).
+// trips: 4 (replicas, job states, recent runs, open alerts), then per job
+// the live replicas register 1 (its runs) + 1 (the claim of its deadline
+// slot, for jobs with a deadline), then 1 for the held job leases (see
+// readJobLeases).
 func (s *Scheduler) monitorSnapshot(ctx context.Context, mon store.Monitor, now time.Time, th absence.Thresholds) (absence.Snapshot, []store.Alert, error) {
 	var snap absence.Snapshot
 	replicas, err := mon.ReplicaList(ctx)
@@ -209,11 +208,6 @@ func (s *Scheduler) monitorSnapshot(ctx context.Context, mon store.Monitor, now 
 		if d.Runs, err = s.store.RunList(ctx, store.RunListParams{Job: name, Limit: perJob}); err != nil {
 			return snap, nil, err
 		}
-		if lease := j.LeaseName(); lease != "" {
-			if d.Lease, err = s.store.LeaseGet(ctx, lease); err != nil && !errors.Is(err, store.ErrNotFound) {
-				return snap, nil, err
-			}
-		}
 		if slot := j.DeadlineSlot(now); !slot.IsZero() {
 			if d.DeadlineSlot, err = s.store.SlotGet(ctx, name, slot); err != nil && !errors.Is(err, store.ErrNotFound) {
 				return snap, nil, err
@@ -221,12 +215,49 @@ func (s *Scheduler) monitorSnapshot(ctx context.Context, mon store.Monitor, now 
 		}
 		snap.Jobs[name] = d
 	}
-	// One more round trip, so that a lease released after now but before
-	// its read is judged expired (see Snapshot.LeasesReadBy).
-	if snap.LeasesReadBy, err = s.store.Now(ctx); err != nil {
+	if err := s.readJobLeases(ctx, mon, &snap); err != nil {
 		return snap, nil, err
 	}
 	return snap, open, nil
+}
+
+// readJobLeases puts each job's lease, when held, into snap, and the clock
+// the leases were judged by into snap.LeasesReadBy: one LeaseList, which
+// leaves out released and expired leases, as the lease check would. Past
+// its limit (more job leases held at once than one answer holds) the jobs
+// it did not reach are read one by one, and judged by a clock read after
+// them.
+func (s *Scheduler) readJobLeases(ctx context.Context, mon store.Monitor, snap *absence.Snapshot) error {
+	res, err := mon.LeaseList(ctx, store.LeaseListParams{Prefix: "job:", Limit: store.MaxRunListLimit})
+	if err != nil {
+		return err
+	}
+	held := make(map[string]store.Lease, len(res.Leases))
+	for _, l := range res.Leases {
+		held[l.Name] = l
+	}
+	complete := len(res.Leases) < store.MaxRunListLimit
+	snap.LeasesReadBy = res.Now
+	for name, d := range snap.Jobs {
+		lease := snap.Registry.Jobs[name].LeaseName()
+		if lease == "" {
+			continue
+		}
+		l, ok := held[lease]
+		if !ok && !complete {
+			if l, err = s.store.LeaseGet(ctx, lease); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+		}
+		d.Lease = l
+		snap.Jobs[name] = d
+	}
+	if !complete {
+		if snap.LeasesReadBy, err = s.store.Now(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // reconcileAlerts raises what should be open (refreshing the message and
