@@ -88,10 +88,15 @@ const leaseTakeover = `
 // contender's owner the parameter named by owner, the clock c.now.
 func leaseNotHeld(name, owner string) string {
 	return `
-     WHERE NOT EXISTS (
-           SELECT 1 FROM {{schema}}.leases h
-            WHERE h.name = ` + name + ` AND h.expires_at > c.now
-              AND NOT (h.live_key IS NOT NULL AND h.owner <> ` + owner + ` AND pg_try_advisory_xact_lock(h.live_key)))`
+     WHERE NOT EXISTS (SELECT 1 FROM {{schema}}.leases h WHERE h.name = ` + name + ` AND ` + leaseHeld("h", owner) + `)`
+}
+
+// leaseHeld is true for the lease row alias that someone other than the
+// contender owner holds at c.now: unexpired, and its owner's process not
+// gone (the negation of leaseTakeover's WHERE).
+func leaseHeld(alias, owner string) string {
+	return `(` + alias + `.expires_at > c.now AND NOT (` + alias + `.live_key IS NOT NULL AND ` + alias + `.owner <> ` + owner +
+		` AND pg_try_advisory_xact_lock(` + alias + `.live_key)))`
 }
 
 // leaseProbe is the CTEs probe, taken and busy, for the leases names (a
@@ -112,9 +117,7 @@ func leaseProbe(names, owner string) string {
     SELECT x.name
       FROM {{schema}}.leases x
      CROSS JOIN c
-     WHERE x.name IN (` + names + `)
-       AND NOT (x.expires_at > c.now
-                AND NOT (x.live_key IS NOT NULL AND x.owner <> ` + owner + ` AND pg_try_advisory_xact_lock(x.live_key)))
+     WHERE x.name IN (` + names + `) AND NOT ` + leaseHeld("x", owner) + `
        FOR NO KEY UPDATE OF x SKIP LOCKED
 ),
 taken AS (
