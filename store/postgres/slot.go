@@ -208,7 +208,7 @@ func (s *Store) SlotAbandon(ctx context.Context, p store.SlotAbandonParams) (sto
 	if err := s.usable(); err != nil {
 		return store.SlotFinishResult{}, err
 	}
-	bounded := p.Run(0, time.Time{}, time.Time{})
+	bounded := store.Run{Error: p.Error, Logs: p.Logs}.Bounded() // the rest comes from the slot row
 	var res store.SlotFinishResult
 	var sr scannedRun
 	var buffered *time.Time
