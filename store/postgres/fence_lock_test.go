@@ -60,16 +60,15 @@ func testFenceLetsItsOwnerRenew(t *testing.T, fence func(s *postgres.Store, sche
 		t.Fatal(err)
 	}
 
-	renewed := make(chan error, 1)
-	go func() {
+	err = awaitWithoutLockWait(t, s.Pool(), schema, func() error {
 		items := []store.LeaseRenewParams{{LeaseRef: held[0].Ref(), TTL: time.Minute}, {LeaseRef: held[1].Ref(), TTL: time.Minute}}
 		ls, err := s.LeaseRenewBatch(ctx(t), items)
 		if err == nil && len(ls) != 2 {
 			t.Errorf("renewed %d of 2 leases: %+v", len(ls), ls)
 		}
-		renewed <- err
-	}()
-	if err := awaitWithoutLockWait(t, s.Pool(), schema, renewed); err != nil {
+		return err
+	})
+	if err != nil {
 		t.Fatalf("renewal during the fenced transaction: %v", err)
 	}
 
@@ -77,23 +76,14 @@ func testFenceLetsItsOwnerRenew(t *testing.T, fence func(s *postgres.Store, sche
 	if err != nil {
 		t.Fatal(err)
 	}
-	type result struct {
-		lease store.Lease
-		ok    bool
-		err   error
-	}
-	took := make(chan result, 1)
-	go func() {
-		l, ok, err := other.LeaseAcquire(ctx(t), store.LeaseAcquireParams{Name: "job:fenced", Owner: "b", TTL: time.Minute, Now: now.Add(time.Hour)})
-		took <- result{l, ok, err}
-	}()
-	if r := awaitWithoutLockWait(t, s.Pool(), schema, took); r.err != nil || r.ok || r.lease.Owner != "a" {
+	takeover := store.LeaseAcquireParams{Name: "job:fenced", Owner: "b", TTL: time.Minute, Now: now.Add(time.Hour)}
+	if r := awaitWithoutLockWait(t, s.Pool(), schema, func() acquired { return tryAcquire(t, other, takeover) }); r.err != nil || r.ok || r.lease.Owner != "a" {
 		t.Fatalf("a takeover after the owner renewed, during the fenced transaction = %+v; want turned down", r)
 	}
 	if err := tx.Commit(ctx(t)); err != nil {
 		t.Fatal(err)
 	}
-	l, ok, err := other.LeaseAcquire(ctx(t), store.LeaseAcquireParams{Name: "job:fenced", Owner: "b", TTL: time.Minute, Now: now.Add(time.Hour)})
+	l, ok, err := other.LeaseAcquire(ctx(t), takeover)
 	if err != nil || !ok || l.Generation != held[0].Generation+1 {
 		t.Fatalf("takeover after the commit = %+v, %v, %v", l, ok, err)
 	}
@@ -129,18 +119,9 @@ func TestClaimOfAFencedLeaseDoesNotWait(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	type result struct {
-		rs  []store.SlotClaimResult
-		err error
-	}
-	claimed := make(chan result, 1)
-	go func() {
-		rs, err := other.SlotClaimBatch(ctx(t), []store.SlotClaimParams{
-			claim(slot.Add(time.Second), "b", "report"), claim(slot.Add(time.Second), "b", "billing"),
-		})
-		claimed <- result{rs, err}
-	}()
-	r := awaitWithoutLockWait(t, s.Pool(), schema, claimed)
+	r := awaitWithoutLockWait(t, s.Pool(), schema, func() claimed {
+		return claimBatch(t, other, claim(slot.Add(time.Second), "b", "report"), claim(slot.Add(time.Second), "b", "billing"))
+	})
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
@@ -155,12 +136,14 @@ func TestClaimOfAFencedLeaseDoesNotWait(t *testing.T) {
 	}
 }
 
-// awaitWithoutLockWait returns the value sent on done; it fails the test as
-// soon as a statement on schema's tables waits on a lock instead (the
-// server reports it in pg_stat_activity), so no timer decides whether the
-// statement "waited too long".
-func awaitWithoutLockWait[T any](t *testing.T, pool *pgxpool.Pool, schema string, done <-chan T) T {
+// awaitWithoutLockWait runs call in a goroutine and returns what it
+// returns; it fails the test as soon as a statement on schema's tables
+// waits on a lock instead (the server reports it in pg_stat_activity), so
+// no timer decides whether the statement "waited too long".
+func awaitWithoutLockWait[T any](t *testing.T, pool *pgxpool.Pool, schema string, call func() T) T {
 	t.Helper()
+	done := make(chan T, 1)
+	go func() { done <- call() }()
 	for {
 		select {
 		case v := <-done:
@@ -180,6 +163,29 @@ func awaitWithoutLockWait[T any](t *testing.T, pool *pgxpool.Pool, schema string
 		}
 		time.Sleep(2 * time.Millisecond) // polling the server, not waiting out a timer
 	}
+}
+
+// acquired is what LeaseAcquire returned.
+type acquired struct {
+	lease store.Lease
+	ok    bool
+	err   error
+}
+
+func tryAcquire(t *testing.T, s store.Store, p store.LeaseAcquireParams) acquired {
+	l, ok, err := s.LeaseAcquire(ctx(t), p)
+	return acquired{l, ok, err}
+}
+
+// claimed is what SlotClaimBatch returned.
+type claimed struct {
+	rs  []store.SlotClaimResult
+	err error
+}
+
+func claimBatch(t *testing.T, s store.Store, items ...store.SlotClaimParams) claimed {
+	rs, err := s.SlotClaimBatch(ctx(t), items)
+	return claimed{rs, err}
 }
 
 // A deposed writer (its lease expired while it was frozen inside its fenced
@@ -216,16 +222,9 @@ func TestClaimOfADeposedWritersLeaseIsBusyNotWaited(t *testing.T) {
 	}
 
 	next := slot.Add(30 * time.Second)
-	type result struct {
-		rs  []store.SlotClaimResult
-		err error
-	}
-	claimed := make(chan result, 1)
-	go func() {
-		rs, err := other.SlotClaimBatch(ctx(t), []store.SlotClaimParams{claim(next, "b", "report", now), claim(next, "b", "billing", now)})
-		claimed <- result{rs, err}
-	}()
-	r := awaitWithoutLockWait(t, s.Pool(), schema, claimed)
+	r := awaitWithoutLockWait(t, s.Pool(), schema, func() claimed {
+		return claimBatch(t, other, claim(next, "b", "report", now), claim(next, "b", "billing", now))
+	})
 	if r.err != nil {
 		t.Fatal(r.err)
 	}

@@ -127,17 +127,8 @@ func TestFenceHoldsOffTakeoverUntilCommit(t *testing.T) {
 	}
 
 	// B tries to take over as if the lease had expired.
-	type result struct {
-		lease store.Lease
-		ok    bool
-		err   error
-	}
-	done := make(chan result, 1)
-	go func() {
-		l, ok, err := other.LeaseAcquire(ctx(t), store.LeaseAcquireParams{Name: "x", Owner: "b", TTL: time.Minute, Now: now.Add(time.Hour)})
-		done <- result{l, ok, err}
-	}()
-	if r := awaitWithoutLockWait(t, s.Pool(), schema, done); r.err != nil || r.ok || r.lease.Owner != "a" || r.lease.Generation != a.Generation {
+	takeover := store.LeaseAcquireParams{Name: "x", Owner: "b", TTL: time.Minute, Now: now.Add(time.Hour)}
+	if r := awaitWithoutLockWait(t, s.Pool(), schema, func() acquired { return tryAcquire(t, other, takeover) }); r.err != nil || r.ok || r.lease.Owner != "a" || r.lease.Generation != a.Generation {
 		t.Fatalf("takeover during the fenced transaction = %+v; want turned down, naming a's lease", r)
 	}
 	if _, err := tx.Exec(ctx(t), `SELECT 1`); err != nil { // the fenced write
@@ -146,7 +137,7 @@ func TestFenceHoldsOffTakeoverUntilCommit(t *testing.T) {
 	if err := tx.Commit(ctx(t)); err != nil {
 		t.Fatal(err)
 	}
-	l, ok, err := other.LeaseAcquire(ctx(t), store.LeaseAcquireParams{Name: "x", Owner: "b", TTL: time.Minute, Now: now.Add(time.Hour)})
+	l, ok, err := other.LeaseAcquire(ctx(t), takeover)
 	if err != nil || !ok || l.Generation != a.Generation+1 {
 		t.Fatalf("takeover after the commit = %+v, %v, %v", l, ok, err)
 	}
