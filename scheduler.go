@@ -381,18 +381,16 @@ func (s *Scheduler) retryBusy(e *entry, writer store.Lease) {
 		s.log.Warn("cronfence: slot waits: a deposed writer (its lease expired) is still inside a transaction fenced under it; the takeover waits for it to end",
 			"job", e.job.Name, "slot", e.slot, "writer", writer.Owner, "generation", writer.Generation)
 	}
-	wait := min(busyRetryEvery, s.cfg.MaxSleep)
-	s.mu.Lock()
-	heap.Push(&s.heap, &entry{job: e.job, slot: e.slot, fireAt: now.Add(wait), retry: true, busy: true, catchUp: e.catchUp})
-	s.mu.Unlock()
+	s.retryLater(&entry{job: e.job, slot: e.slot, busy: true, catchUp: e.catchUp}, busyRetryEvery)
 }
 
 // retryLater fires the entry's slot again after about wait (at least
-// 20 ms, at most MaxSleep), without re-arming its job.
+// 20 ms, at most MaxSleep), without re-arming its job; a catch-up stays a
+// catch-up.
 func (s *Scheduler) retryLater(e *entry, wait time.Duration) {
 	wait = min(max(wait+20*time.Millisecond, 20*time.Millisecond), s.cfg.MaxSleep)
 	s.mu.Lock()
-	heap.Push(&s.heap, &entry{job: e.job, slot: e.slot, fireAt: s.scheduleNow().Add(wait), retry: true})
+	heap.Push(&s.heap, &entry{job: e.job, slot: e.slot, fireAt: s.scheduleNow().Add(wait), retry: true, busy: e.busy, catchUp: e.catchUp})
 	s.mu.Unlock()
 }
 
