@@ -58,9 +58,10 @@ const leaseColumns = `name, owner, generation, acquired_at, renewed_at, expires_
 // SET name = EXCLUDED.name changes nothing, but naming a key column makes
 // the row lock ON CONFLICT takes FOR UPDATE rather than FOR NO KEY UPDATE.
 // That is the one lock mode that conflicts with the fence's FOR KEY SHARE
-// (see leaseFenceSQL): a takeover waits for a fenced transaction to commit,
-// while the owner's renewals and release, plain updates of non-key columns,
-// do not.
+// (see leaseFenceSQL): a takeover that reaches a fenced row waits for the
+// fenced transaction to commit (leaseProbe turns most such takeovers away
+// before), while the owner's renewals and release, plain updates of
+// non-key columns, do not.
 const leaseTakeover = `
     ON CONFLICT (name) DO UPDATE
        SET name        = EXCLUDED.name,
@@ -111,7 +112,10 @@ func leaseHeld(alias, owner string) string {
 // (see leaseNotBusy): waiting for that transaction, which lasts as long as
 // its writer is frozen or cut off, held up everything the statement did,
 // every job of a claim batch. A row another statement is writing is not
-// busy: the upsert waits for it (milliseconds), and re-checks.
+// busy: the upsert waits for it (milliseconds), and re-checks. That wait is
+// the one left: when the other statement is a claim that wins the lease and
+// its handler fences before this upsert locks the row, the upsert waits for
+// that handler's transaction (docs/reliability.md, finding 14).
 func leaseProbe(names, owner string) string {
 	return `probe AS (
     SELECT x.name
@@ -227,8 +231,7 @@ const slotColumns = `job, slot, status, owner, lease_name, generation, attempts,
 //     writes nothing: waiting for that transaction, which lasts as long as
 //     its writer is frozen or cut off, held up every item of the batch,
 //     every job due at that instant. A row another claim is writing is not
-//     busy: the lease upsert waits for that claim (a few milliseconds), as
-//     before.
+//     busy: the lease upsert waits for that claim (see leaseProbe).
 //   - lease is the acquisition of leaseAcquireSQL, the point where
 //     contenders serialise; only its winners go on. A lease whose owner's
 //     liveness lock is free (its process is gone) is taken over at once.
@@ -466,9 +469,9 @@ SELECT s.job, s.slot, s.status, s.owner, s.lease_name, s.generation, s.attempts,
  ORDER BY s.slot`
 
 // slotAbandonSQL ends as failed a running slot whose run is dead (as in
-// slotListInterruptedSQL, for the grace) and has no attempt left, for the dead claim only,
-// and writes its run row only when it did. It reads the lease row without
-// locking it, and locks only the slot row.
+// slotListInterruptedSQL, for the grace) and has no attempt left, for the
+// dead claim only, and writes its run row only when it did. It reads the
+// lease row without locking it, and locks only the slot row.
 //
 // $1 job, $2 slot, $3 lease name, $4 owner, $5 generation, $6 max attempts,
 // $7 pinned now or NULL, $8 error, $9 logs, $10 grace in µs.
