@@ -75,8 +75,9 @@ type Snapshot struct {
 	// Jobs are, per job the live replicas register, what the monitor read
 	// for it (see JobData).
 	Jobs map[string]JobData
-	// LeasesReadBy is a database clock reading taken after the last lease
-	// in Jobs was read; zero means Registry.Now. The leases are judged by
+	// LeasesReadBy is a database clock reading taken with or after the
+	// last lease in Jobs was read (the monitor uses the one LeaseList
+	// judged them by); zero means Registry.Now. The leases are judged by
 	// it, not by Registry.Now, which was read before them: a lease released
 	// in between has an expiry after Registry.Now, and, judged by that,
 	// looks held and unrenewed for most of its (release-shortened) TTL.
