@@ -480,34 +480,52 @@ func TestAlertClockOffsetRaisedOnceAndResolved(t *testing.T) {
 // owner would) raises lease_stuck once two renewals are missed, and the
 // lease's expiry resolves it.
 func TestAlertLeaseStuckUnrenewedRaisedOnceAndResolved(t *testing.T) {
-	eachStore(t, func(t *testing.T, c *cluster) {
-		m := newMonitored(t, c)
-		job := Job{Name: "sync", Schedule: "@every 1m", Handler: func(ctx context.Context, run *Run) error { return nil }}
-		for i := range 3 {
-			m.start(fmt.Sprintf("replica-%d", i), nil, job)
+	eachStore(t, func(t *testing.T, c *cluster) { testLeaseStuckUnrenewed(t, c, 0) })
+}
+
+// The monitor reads the held job leases in one answer of at most
+// store.MaxRunListLimit; with that many held by jobs whose names sort
+// first, "sync"'s lease is past the answer, read on its own, and still
+// judged.
+func TestAlertLeaseStuckPastOneLeaseListAnswer(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) { testLeaseStuckUnrenewed(t, c, store.MaxRunListLimit) })
+}
+
+// testLeaseStuckUnrenewed is the unrenewed lease_stuck case, with crowd
+// other job leases ("job:a0000"…, unregistered) held for the whole test.
+func testLeaseStuckUnrenewed(t *testing.T, c *cluster, crowd int) {
+	m := newMonitored(t, c)
+	job := Job{Name: "sync", Schedule: "@every 1m", Handler: func(ctx context.Context, run *Run) error { return nil }}
+	for i := range 3 {
+		m.start(fmt.Sprintf("replica-%d", i), nil, job)
+	}
+	m.advance(5*time.Second, time.Second)
+	intruder := c.open(t)
+	for i := range crowd {
+		p := store.LeaseAcquireParams{Name: fmt.Sprintf("job:a%04d", i), Owner: "crowd", TTL: time.Hour}
+		if _, ok, err := intruder.LeaseAcquire(context.Background(), p); err != nil || !ok {
+			t.Fatalf("take %s: acquired %v, %v", p.Name, ok, err)
 		}
-		m.advance(5*time.Second, time.Second)
-		intruder := c.open(t)
-		l, ok, err := intruder.LeaseAcquire(context.Background(), store.LeaseAcquireParams{Name: "job:sync", Owner: "paused-owner", TTL: DefaultLeaseTTL})
-		if err != nil || !ok {
-			t.Fatalf("take the job's lease: acquired %v, %v", ok, err)
-		}
-		key := alertKey{store.AlertLeaseStuck, "sync"}
-		m.advanceUntil("lease_stuck raised", 2*time.Minute, time.Second, func() bool { return m.raised(key) })
-		if unrenewed := c.db.Now().Sub(l.RenewedAt); unrenewed <= 2*DefaultLeaseTTL/3 {
-			t.Fatalf("raised after %s unrenewed, not more than 2/3 of the TTL", unrenewed)
-		}
-		if a := m.wantRows(key, true); a.Details["reason"] != "not_renewed" || a.Details["owner"] != "paused-owner" {
-			t.Errorf("details %v, want reason not_renewed and owner paused-owner", a.Details)
-		}
-		m.advanceUntil("lease_stuck resolved", time.Minute, time.Second, func() bool { return m.resolved(key) })
-		if !c.db.Now().After(l.ExpiresAt) {
-			t.Fatalf("resolved at %s, before the lease expired at %s", c.db.Now().Format(time.TimeOnly), l.ExpiresAt.Format(time.TimeOnly))
-		}
-		m.advance(time.Minute, time.Second)
-		m.wantRows(key, false)
-		m.log.wantOnly(t, map[alertKey][2]int{key: {1, 1}})
-	})
+	}
+	l, ok, err := intruder.LeaseAcquire(context.Background(), store.LeaseAcquireParams{Name: "job:sync", Owner: "paused-owner", TTL: DefaultLeaseTTL})
+	if err != nil || !ok {
+		t.Fatalf("take the job's lease: acquired %v, %v", ok, err)
+	}
+	key := alertKey{store.AlertLeaseStuck, "sync"}
+	m.advanceUntil("lease_stuck raised", 2*time.Minute, time.Second, func() bool { return m.raised(key) })
+	if unrenewed := c.db.Now().Sub(l.RenewedAt); unrenewed <= 2*DefaultLeaseTTL/3 {
+		t.Fatalf("raised after %s unrenewed, not more than 2/3 of the TTL", unrenewed)
+	}
+	if a := m.wantRows(key, true); a.Details["reason"] != "not_renewed" || a.Details["owner"] != "paused-owner" {
+		t.Errorf("details %v, want reason not_renewed and owner paused-owner", a.Details)
+	}
+	m.advanceUntil("lease_stuck resolved", time.Minute, time.Second, func() bool { return m.resolved(key) })
+	if !c.db.Now().After(l.ExpiresAt) {
+		t.Fatalf("resolved at %s, before the lease expired at %s", c.db.Now().Format(time.TimeOnly), l.ExpiresAt.Format(time.TimeOnly))
+	}
+	m.advance(time.Minute, time.Second)
+	m.wantRows(key, false)
+	m.log.wantOnly(t, map[alertKey][2]int{key: {1, 1}})
 }
 
 // A handler that ignores its context's cancellation at the job's timeout
