@@ -52,6 +52,7 @@ type Job struct {
 	// prefix sets the zone. See package schedule.
 	Schedule string
 	// TimeZone is the IANA zone the schedule is read in. Defaults to UTC.
+	// "Local" is refused: each machine's local zone may differ.
 	TimeZone string
 	// Handler does the work.
 	Handler Handler
@@ -99,6 +100,12 @@ func (j Job) prepare() (*registered, error) {
 		return nil, errInvalid(fmt.Sprintf("job %q: Handler is required", j.Name))
 	}
 	loc := time.UTC
+	if j.TimeZone == "Local" {
+		// time.LoadLocation accepts it, but it is each machine's own zone:
+		// two replicas in different zones would compute different slots
+		// for one job, and run it twice. Worded as the YAML refuses it.
+		return nil, errInvalid(fmt.Sprintf("job %q: time zone: \"Local\" differs between machines; name an IANA zone such as Europe/Lisbon", j.Name))
+	}
 	if j.TimeZone != "" {
 		var err error
 		if loc, err = loadLocation(j.TimeZone); err != nil {
