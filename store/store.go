@@ -59,6 +59,18 @@ type Store interface {
 	// this store cannot use. Each store documents the types it accepts.
 	LeaseFence(ctx context.Context, tx any, name string, generation int64) error
 
+	// SlotComplete marks the slot that the holding (p.LeaseName,
+	// p.Generation) runs as completed, inside the caller's own transaction
+	// tx, after fencing tx as LeaseFence does: the handler's effect and the
+	// slot's completion commit together or not at all, and a slot so
+	// completed is never claimed or resumed again. The run's SlotFinish
+	// afterwards keeps the slot completed, whatever the handler returns, and
+	// records the run. It returns ErrLeaseLost when fenced out (roll back)
+	// and ErrUnsupportedTx as LeaseFence does. With a zero p.Slot (a manual
+	// run, which has no slot) it only fences; a slot already completed by
+	// the holding is left as it is.
+	SlotComplete(ctx context.Context, tx any, p SlotCompleteParams) error
+
 	// SlotClaim claims one (job, slot) for a run: in one atomic statement it
 	// reads the job's pause state, takes the lease p.LeaseName and records
 	// the claim, or refuses with a ClaimRefusal. A completed or skipped slot
@@ -75,7 +87,12 @@ type Store interface {
 	// When the lease is held by another run (an overlap: the previous slot's
 	// run or a manual run), the slot is recorded once across replicas
 	// according to p.Overlap: skipped, with a skip run row naming the holder,
-	// or buffered. In the rare race where the lease was taken but the slot was
+	// or buffered. A holder that took the lease after the slot came due is
+	// no overlap, whatever p.Overlap: the lease was free at the slot's
+	// instant and the claim only arrived late (a catch-up or resumed run of
+	// an earlier slot started first, as after a store outage). That slot is
+	// buffered, to run when the holder ends (skipped only when the job has a
+	// buffered slot already). In the rare race where the lease was taken but the slot was
 	// completed by a concurrent finisher, the store releases the lease again
 	// before returning (a second round trip).
 	SlotClaim(ctx context.Context, p SlotClaimParams) (SlotClaimResult, error)
@@ -95,6 +112,13 @@ type Store interface {
 	// naming the takeover, followed by p.Run.Error if any. With a zero
 	// p.Slot it ends a manual run: lease and run row only. The result names
 	// the job's buffered slot, if one waits for this run to end.
+	//
+	// A slot that this holding already completed (by SlotComplete in the
+	// handler's transaction, or by an earlier SlotFinish) stays completed
+	// and counts as marked. It is safe to call again when an attempt's
+	// answer was lost: a holding has at most one run row of its own, and a
+	// repeated call writes no second one but returns the first. (The row
+	// SlotAbandon writes about a dead holding is not its own.)
 	SlotFinish(ctx context.Context, p SlotFinishParams) (SlotFinishResult, error)
 
 	// SlotListInterrupted returns the running slots whose run is dead: its
@@ -130,6 +154,13 @@ type Store interface {
 	// Prune deletes slots and runs older than p.Before, always keeping the
 	// latest claim and the latest run of each job.
 	Prune(ctx context.Context, p PruneParams) (PruneResult, error)
+
+	// JobRegister records that the jobs are registered: a job not seen
+	// before is first seen now, by the database clock (or, for a job
+	// that has slots from before this record existed, at its earliest
+	// slot). It returns when each job was first seen, in the order given.
+	// Catch-up never runs a slot from before then.
+	JobRegister(ctx context.Context, p JobRegisterParams) ([]JobRegistration, error)
 
 	// JobStateSet sets or clears (Enabled == nil) the override of a job's
 	// declared enabled value, recording who and when. Every replica reads it
@@ -297,6 +328,27 @@ type SlotClaimResult struct {
 	SkipRun Run
 }
 
+// SlotCompleteParams are the arguments of Store.SlotComplete: the slot and
+// the holding of its run.
+type SlotCompleteParams struct {
+	Job        string
+	Slot       time.Time // zero for a manual run: fence only
+	LeaseName  string
+	Generation int64
+}
+
+// JobRegisterParams are the arguments of Store.JobRegister.
+type JobRegisterParams struct {
+	Jobs []string  // distinct job names, at most MaxRegisterJobs
+	Now  time.Time // pins the clock for this call; zero means the database clock
+}
+
+// JobRegistration says when a job was first registered.
+type JobRegistration struct {
+	Job       string
+	FirstSeen time.Time
+}
+
 // SlotFinishParams are the arguments of Store.SlotFinish.
 type SlotFinishParams struct {
 	Job        string
@@ -381,7 +433,11 @@ type Run struct {
 	CatchUp    bool
 	Owner      string
 	Generation int64 // zero when no lease was held (a skip)
-	Attempt    int
+	// LeaseName is the lease the run held at Generation; empty for a skip
+	// and a run made without a lease. Written by SlotFinish (from its
+	// params) and RunInsert; a holding has at most one run row.
+	LeaseName string
+	Attempt   int
 	StartedAt  time.Time
 	FinishedAt time.Time
 	Success    bool

@@ -110,6 +110,36 @@ func ValidateFence(name string, generation int64) error {
 	return nil
 }
 
+// Validate checks the arguments of SlotComplete. A zero Slot is a manual
+// run: fence only.
+func (p SlotCompleteParams) Validate() error {
+	if err := ValidateName("job", p.Job); err != nil {
+		return err
+	}
+	return ValidateFence(p.LeaseName, p.Generation)
+}
+
+// MaxRegisterJobs bounds one JobRegister call.
+const MaxRegisterJobs = 100_000
+
+// Validate checks the arguments of JobRegister: valid, distinct job names.
+func (p JobRegisterParams) Validate() error {
+	if len(p.Jobs) > MaxRegisterJobs {
+		return invalid("at most %d jobs in one registration, got %d", MaxRegisterJobs, len(p.Jobs))
+	}
+	seen := make(map[string]bool, len(p.Jobs))
+	for i, j := range p.Jobs {
+		if err := ValidateName("job", j); err != nil {
+			return fmt.Errorf("job %d: %w", i, err)
+		}
+		if seen[j] {
+			return invalid("job %q appears twice in one registration", j)
+		}
+		seen[j] = true
+	}
+	return nil
+}
+
 // Validate checks the arguments of SlotClaim.
 func (p SlotClaimParams) Validate() error {
 	if err := ValidateName("job", p.Job); err != nil {
@@ -245,6 +275,14 @@ func (r Run) Validate() error {
 	}
 	if r.Generation < 0 {
 		return invalid("generation must not be negative, got %d", r.Generation)
+	}
+	if r.LeaseName != "" {
+		if err := ValidateName("lease name", r.LeaseName); err != nil {
+			return err
+		}
+		if r.Generation < 1 {
+			return invalid("a run row naming lease %q needs its generation, got %d", r.LeaseName, r.Generation)
+		}
 	}
 	if r.Attempt < 0 {
 		return invalid("attempt must not be negative, got %d", r.Attempt)

@@ -106,7 +106,11 @@ func TestClaimOfAFencedLeaseDoesNotWait(t *testing.T) {
 	claim := func(slot time.Time, owner, job string) store.SlotClaimParams {
 		return store.SlotClaimParams{Job: job, Slot: slot, LeaseName: "job:" + job, Owner: owner, TTL: time.Minute, MaxAttempts: 3}
 	}
-	first, err := s.SlotClaim(ctx(t), claim(slot, "a", "report"))
+	// Claimed on time: the run holds the lease from the slot's instant, so
+	// the next slot overlaps it.
+	onTime := claim(slot, "a", "report")
+	onTime.Now = slot
+	first, err := s.SlotClaim(ctx(t), onTime)
 	if err != nil || !first.Claimed {
 		t.Fatalf("first claim = %+v, %v", first, err)
 	}

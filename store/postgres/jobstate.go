@@ -47,3 +47,55 @@ func scanJobState(row pgx.Row) (store.JobState, error) {
 	js.OverrideAt = js.OverrideAt.UTC()
 	return js, err
 }
+
+// JobRegister records the jobs' first registration. See store.Store and
+// jobRegisterSQL.
+func (s *Store) JobRegister(ctx context.Context, p store.JobRegisterParams) ([]store.JobRegistration, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if err := s.usable(); err != nil {
+		return nil, err
+	}
+	if len(p.Jobs) == 0 {
+		return nil, nil
+	}
+	// A job another replica registers at the same moment is inserted after
+	// this statement's snapshot and read by neither of its branches: the
+	// second statement sees it.
+	for try := 0; ; try++ {
+		regs, missing, err := s.jobRegister(ctx, p)
+		if err != nil || !missing {
+			return regs, err
+		}
+		if try == 1 {
+			return nil, fmt.Errorf("postgres: register %d job(s): a job's first registration could not be read back", len(p.Jobs))
+		}
+	}
+}
+
+func (s *Store) jobRegister(ctx context.Context, p store.JobRegisterParams) (regs []store.JobRegistration, missing bool, err error) {
+	rows, err := s.pool.Query(ctx, s.q.jobRegister, p.Jobs, s.nowArg(p.Now))
+	if err != nil {
+		return nil, false, s.translate(fmt.Sprintf("register %d job(s)", len(p.Jobs)), err)
+	}
+	defer rows.Close()
+	regs = make([]store.JobRegistration, 0, len(p.Jobs))
+	for rows.Next() {
+		var r store.JobRegistration
+		var first *time.Time
+		if err := rows.Scan(&r.Job, &first); err != nil {
+			return nil, false, s.translate("register jobs", err)
+		}
+		if first == nil {
+			missing = true
+		} else {
+			r.FirstSeen = first.UTC()
+		}
+		regs = append(regs, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, s.translate(fmt.Sprintf("register %d job(s)", len(p.Jobs)), err)
+	}
+	return regs, missing, nil
+}

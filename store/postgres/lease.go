@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cronfence/cronfence/store"
 )
@@ -126,8 +127,16 @@ func (s *Store) LeaseGet(ctx context.Context, name string) (store.Lease, error) 
 
 // LeaseFence checks, inside tx, that generation still holds the lease and
 // holds the lease row with FOR KEY SHARE until tx ends, so a takeover waits
-// for the commit while the owner's renewals go on. tx must be a pgx.Tx or a *sql.Tx on a PostgreSQL driver. It
-// returns store.ErrLeaseLost when fenced out; the caller must then roll back.
+// for the commit while the owner's renewals go on. tx must be a pgx.Tx or a
+// *sql.Tx on a PostgreSQL driver. It returns store.ErrLeaseLost when fenced
+// out; the caller must then roll back.
+//
+// In a REPEATABLE READ or SERIALIZABLE transaction whose snapshot predates
+// a takeover, PostgreSQL refuses the row lock with a serialization failure
+// (SQLSTATE 40001) instead of returning no row. LeaseFence then reads the
+// lease outside tx and reports the loss as store.ErrLeaseLost when another
+// generation holds it (or it expired); the failure is returned as it is
+// only when the lease is still this generation's.
 func (s *Store) LeaseFence(ctx context.Context, tx any, name string, generation int64) error {
 	if err := store.ValidateFence(name, generation); err != nil {
 		return err
@@ -135,28 +144,90 @@ func (s *Store) LeaseFence(ctx context.Context, tx any, name string, generation 
 	if err := s.usable(); err != nil {
 		return err
 	}
-	var one int
-	var err error
-	// Only transactions: a fence on a pool or a bare connection would let go
-	// of the row lock as soon as the check returned, protecting nothing.
-	switch q := tx.(type) {
-	case pgx.Tx:
-		err = q.QueryRow(ctx, s.q.leaseFence, name, generation, s.nowArg(time.Time{})).Scan(&one)
-	case *sql.Tx:
-		err = q.QueryRowContext(ctx, s.q.leaseFence, name, generation, s.nowArg(time.Time{})).Scan(&one)
-		if errors.Is(err, sql.ErrNoRows) {
-			err = pgx.ErrNoRows
-		}
-	default:
-		return fmt.Errorf("postgres: fence lease %q: %T is neither a pgx.Tx nor a *sql.Tx (a fence outside a transaction protects nothing): %w", name, tx, store.ErrUnsupportedTx)
+	q, err := txQuerier(tx)
+	if err != nil {
+		return fmt.Errorf("postgres: fence lease %q: %w", name, err)
 	}
+	return s.fence(ctx, q, name, generation)
+}
+
+// fence runs leaseFenceSQL through q, as LeaseFence describes.
+func (s *Store) fence(ctx context.Context, q querier, name string, generation int64) error {
+	var one int
+	err := q.queryRow(ctx, s.q.leaseFence, name, generation, s.nowArg(time.Time{})).Scan(&one)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("postgres: fence lease %q at generation %d: %w", name, generation, store.ErrLeaseLost)
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "40001" { // serialization_failure
+		// Read outside tx, whose snapshot is older than what it met.
+		l, getErr := s.LeaseGet(ctx, name)
+		switch {
+		case getErr != nil:
+			return fmt.Errorf("postgres: fence lease %q at generation %d: %w (and the lease could not be read to tell whether it was taken over: %v)",
+				name, generation, s.translate("fence", err), getErr)
+		case l.Generation != generation:
+			return fmt.Errorf("postgres: fence lease %q at generation %d: taken over by %s at generation %d after this transaction's snapshot (%s): %w",
+				name, generation, l.Owner, l.Generation, pgErr.Message, store.ErrLeaseLost)
+		}
 	}
 	if err != nil {
 		return s.translate(fmt.Sprintf("fence lease %q", name), err)
 	}
 	return nil
+}
+
+// querier is the one call the fence and the completion make in a caller's
+// transaction, on pgx or database/sql alike.
+type querier interface {
+	queryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	exec(ctx context.Context, sql string, args ...any) error
+}
+
+// txQuerier accepts only transactions: a fence on a pool or a bare
+// connection would let go of the row lock as soon as the check returned,
+// protecting nothing.
+func txQuerier(tx any) (querier, error) {
+	switch t := tx.(type) {
+	case pgx.Tx:
+		return pgxTx{t}, nil
+	case *sql.Tx:
+		return sqlTx{t}, nil
+	}
+	return nil, fmt.Errorf("%T is neither a pgx.Tx nor a *sql.Tx (a fence outside a transaction protects nothing): %w", tx, store.ErrUnsupportedTx)
+}
+
+type pgxTx struct{ tx pgx.Tx }
+
+func (t pgxTx) queryRow(ctx context.Context, q string, args ...any) pgx.Row {
+	return t.tx.QueryRow(ctx, q, args...)
+}
+
+func (t pgxTx) exec(ctx context.Context, q string, args ...any) error {
+	_, err := t.tx.Exec(ctx, q, args...)
+	return err
+}
+
+type sqlTx struct{ tx *sql.Tx }
+
+func (t sqlTx) queryRow(ctx context.Context, q string, args ...any) pgx.Row {
+	return sqlRow{t.tx.QueryRowContext(ctx, q, args...)}
+}
+
+func (t sqlTx) exec(ctx context.Context, q string, args ...any) error {
+	_, err := t.tx.ExecContext(ctx, q, args...)
+	return err
+}
+
+// sqlRow reports database/sql's no-row error as pgx's.
+type sqlRow struct{ row *sql.Row }
+
+func (r sqlRow) Scan(dest ...any) error {
+	err := r.row.Scan(dest...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return pgx.ErrNoRows
+	}
+	return err
 }
 
 func utcLease(l store.Lease) store.Lease {

@@ -71,6 +71,23 @@ func TestConformance(t *testing.T) {
 					return err
 				})
 			},
+			WriteTx: func(ctx context.Context, key string, commit bool, guard func(tx any) error) error {
+				tx, err := s.Pool().Begin(ctx)
+				if err != nil {
+					return err
+				}
+				defer tx.Rollback(context.Background())
+				if err := guard(tx); err != nil {
+					return err
+				}
+				if _, err := tx.Exec(ctx, `INSERT INTO `+probe+` (key) VALUES ($1)`, key); err != nil {
+					return err
+				}
+				if !commit {
+					return tx.Rollback(ctx)
+				}
+				return tx.Commit(ctx)
+			},
 			Written: func(ctx context.Context, key string) bool {
 				var n int
 				if err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM `+probe+` WHERE key = $1`, key).Scan(&n); err != nil {

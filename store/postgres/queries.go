@@ -5,6 +5,7 @@ package postgres
 type queries struct {
 	leaseAcquire, leaseRenew, leaseRenewBatch, leaseRelease, leaseGet, leaseFence string
 	slotClaim, slotFinish, slotGet, slotListInterrupted, slotAbandon              string
+	slotComplete, jobRegister                                                     string
 	runInsert, runList, prune, jobStateSet, jobStateList                          string
 	replicaHeartbeat, replicaList, replicaRemove                                  string
 	alertRaise, alertResolve, alertList, leaseList                                string
@@ -25,6 +26,8 @@ func newQueries(schema string) queries {
 		slotGet:             slotGetSQL,
 		slotListInterrupted: slotListInterruptedSQL,
 		slotAbandon:         slotAbandonSQL,
+		slotComplete:        slotCompleteSQL,
+		jobRegister:         jobRegisterSQL,
 		runInsert:           runInsertSQL,
 		runList:             runListSQL,
 		prune:               pruneSQL,
@@ -38,7 +41,7 @@ func newQueries(schema string) queries {
 	}
 	for _, p := range []*string{
 		&q.leaseAcquire, &q.leaseRenew, &q.leaseRenewBatch, &q.jobStateSet, &q.jobStateList, &q.leaseRelease, &q.leaseGet, &q.leaseFence,
-		&q.slotClaim, &q.slotFinish, &q.slotGet, &q.slotListInterrupted, &q.slotAbandon, &q.runInsert, &q.runList, &q.prune,
+		&q.slotClaim, &q.slotFinish, &q.slotGet, &q.slotListInterrupted, &q.slotAbandon, &q.slotComplete, &q.jobRegister, &q.runInsert, &q.runList, &q.prune,
 		&q.replicaHeartbeat, &q.replicaList, &q.replicaRemove, &q.alertRaise, &q.alertResolve, &q.alertList, &q.leaseList,
 	} {
 		*p = withSchema(schema, *p)
@@ -242,6 +245,13 @@ const slotColumns = `job, slot, status, owner, lease_name, generation, attempts,
 //   - mark records an overlap (gate passed, lease held by another run) as
 //     skipped or buffered, and skip writes the skip run row naming the
 //     holder. ON CONFLICT DO NOTHING makes exactly one replica record it.
+//     A late claim is buffered, not skipped, whatever the policy: by the
+//     statement's snapshot no holder that took the lease at or before the
+//     slot's instant holds it, so the lease was free when the slot came
+//     due and the holder (a catch-up or resumed run of an earlier slot,
+//     usually) started after it. That includes a holder that took the
+//     lease concurrently, after the snapshot, which is later still. The
+//     slot runs when the holder's run ends (see SlotFinish's buffered).
 //   - settle records a due slot of a paused job that has no row yet as
 //     skipped, without a run row (the job's pause is what operators see,
 //     and a paused every-second job would otherwise write a row a second).
@@ -333,7 +343,12 @@ mark AS (
       JOIN gate g ON g.ord = i.ord AND g.refusal IS NULL
      CROSS JOIN c
      CROSS JOIN LATERAL (
-           SELECT CASE WHEN i.overlap = 'buffer-one'
+           SELECT CASE WHEN (i.overlap = 'buffer-one'
+                             -- No holder from at or before the slot's
+                             -- instant: a late claim, not an overlap.
+                             OR NOT EXISTS (SELECT 1 FROM {{schema}}.leases h
+                                             WHERE h.name = i.lease_name AND h.acquired_at <= i.slot
+                                               AND ` + leaseHeld("h", "$9") + `))
                         AND NOT EXISTS (SELECT 1 FROM {{schema}}.slots b WHERE b.job = i.job AND b.status = 'buffered')
                        THEN 'buffered' ELSE 'skipped' END AS status) m
      WHERE NOT EXISTS (SELECT 1 FROM lease l WHERE l.name = i.lease_name)
@@ -391,7 +406,8 @@ SELECT coalesce(g.refusal, CASE WHEN i.lease_name IN (SELECT name FROM busy) THE
 
 // slotFinishSQL ends a run in one round trip: slot marked and lease
 // released, both only for the claim's owner and generation, and the run row
-// written whatever they did. When a slot was given but not marked (the
+// written whatever they did, once per holding (a retry returns the row the
+// first attempt wrote). When a slot was given but not marked (the
 // generation no longer held it: it was taken over), the run row records
 // that, not the handler's verdict: success false, and $18 (the error,
 // prefixed with the takeover; see store.TakenOverError) as its error.
@@ -410,11 +426,17 @@ l AS (
     RETURNING 1
 ),
 s AS (
+    -- A slot this holding completed already (complete() in the handler's
+    -- transaction, or this finish retried after its answer was lost)
+    -- stays completed, with its finish time. A failed one is not taken
+    -- for this holding's: SlotAbandon may have ended it (a retry of a
+    -- failed finish then reads as a takeover, and returns the first row).
     UPDATE {{schema}}.slots t
-       SET status = $6, finished_at = c.now
+       SET status      = CASE WHEN t.status = 'running' THEN $6 ELSE t.status END,
+           finished_at = coalesce(t.finished_at, c.now)
       FROM c
      WHERE t.job = $1 AND t.slot = $2 AND t.lease_name = $3 AND t.owner = $4
-       AND t.generation = $5 AND t.status = 'running'
+       AND t.generation = $5 AND t.status IN ('running', 'completed')
        -- Lock order, as in slotClaimSQL: the lease row first.
        AND (SELECT count(*) FROM l) >= 0
     RETURNING t.started_at
@@ -423,19 +445,27 @@ fate AS (
     SELECT $2::timestamptz IS NOT NULL AND NOT EXISTS (SELECT 1 FROM s) AS taken_over
 ),
 r AS (
-    INSERT INTO {{schema}}.runs (job, slot, manual, catch_up, owner, generation, attempt,
+    INSERT INTO {{schema}}.runs (job, slot, manual, catch_up, owner, generation, lease_name, attempt,
                                  started_at, finished_at, success, skipped, reason, error, logs)
-    SELECT $1, $2, $8, $9, $4, $5, $10,
+    SELECT $1, $2, $8, $9, $4, $5, $3, $10,
            coalesce($11::timestamptz, (SELECT started_at FROM s), c.now),
            coalesce($12::timestamptz, c.now), $13 AND NOT fate.taken_over, $14, $15,
            CASE WHEN fate.taken_over THEN $18::text ELSE $16 END, $17
       FROM c CROSS JOIN fate
+    -- A holding has one run row: a retried finish returns the first.
+    ON CONFLICT (lease_name, generation) WHERE lease_name <> '' DO NOTHING
     RETURNING ` + runColumns + `
+),
+row AS (
+    SELECT * FROM r
+    UNION ALL
+    SELECT ` + runColumns + ` FROM {{schema}}.runs
+     WHERE lease_name = $3 AND generation = $5 AND NOT EXISTS (SELECT 1 FROM r)
 )
 SELECT EXISTS (SELECT 1 FROM s), EXISTS (SELECT 1 FROM l),
        (SELECT min(b.slot) FROM {{schema}}.slots b WHERE b.job = $1 AND b.status = 'buffered'),
-       r.*
-  FROM r`
+       row.*
+  FROM row`
 
 // jobStateSetSQL: $1 job, $2 enabled override or NULL, $3 by, $4 note,
 // $5 pinned now or NULL.
@@ -505,22 +535,66 @@ r AS (
 SELECT (SELECT min(b.slot) FROM {{schema}}.slots b WHERE b.job = $1 AND b.status = 'buffered'), r.*
   FROM r`
 
+// slotCompleteSQL runs inside the caller's transaction, after the fence
+// (leaseFenceSQL) passed there: it marks the slot the holding runs
+// completed. The fence's row lock keeps a takeover out until the caller's
+// commit, so the completion commits with the caller's effect or not at all.
+//
+// $1 job, $2 slot, $3 lease name, $4 generation, $5 pinned now or NULL.
+const slotCompleteSQL = `
+UPDATE {{schema}}.slots
+   SET status = 'completed', finished_at = coalesce($5::timestamptz, clock_timestamp())
+ WHERE job = $1 AND slot = $2 AND lease_name = $3 AND generation = $4 AND status = 'running'`
+
+// jobRegisterSQL records each job's first registration, once: a job that
+// has slots from before the jobs table existed (an upgraded database) was
+// first seen at its earliest slot, any other now. It returns every job's
+// first registration in the order given.
+//
+// $1 jobs, $2 pinned now or NULL.
+const jobRegisterSQL = `
+WITH c AS (SELECT coalesce($2::timestamptz, now()) AS now),
+i AS (SELECT * FROM unnest($1::text[]) WITH ORDINALITY AS i(job, ord)),
+ins AS (
+    INSERT INTO {{schema}}.jobs (job, first_seen_at)
+    SELECT i.job, least(c.now, (SELECT min(s.slot) FROM {{schema}}.slots s WHERE s.job = i.job))
+      FROM i CROSS JOIN c
+     ORDER BY i.job COLLATE "C"
+    ON CONFLICT (job) DO NOTHING
+    RETURNING job, first_seen_at
+)
+SELECT i.job, coalesce(ins.first_seen_at, j.first_seen_at)
+  FROM i
+  LEFT JOIN ins ON ins.job = i.job
+  LEFT JOIN {{schema}}.jobs j ON j.job = i.job
+ ORDER BY i.ord`
+
 const slotGetSQL = `SELECT ` + slotColumns + ` FROM {{schema}}.slots WHERE job = $1 AND slot = $2`
 
-const runColumns = `id, job, slot, manual, catch_up, owner, generation, attempt, started_at, finished_at, success, skipped, reason, error, logs`
+const runColumns = `id, job, slot, manual, catch_up, owner, generation, lease_name, attempt, started_at, finished_at, success, skipped, reason, error, logs`
 
-// runInsertSQL: $1 job, $2 slot or NULL, $3 manual, $4 catch-up, $5 owner,
+// runInsertSQL writes a run row; for a holding that has one already (a
+// retry after a lost answer) it writes nothing and returns that row.
+//
+// $1 job, $2 slot or NULL, $3 manual, $4 catch-up, $5 owner,
 // $6 generation, $7 attempt, $8 started_at or NULL, $9 finished_at or NULL,
 // $10 success, $11 skipped, $12 reason, $13 error, $14 logs, $15 pinned now
-// or NULL.
+// or NULL, $16 lease name or ''.
 const runInsertSQL = `
-WITH c AS (SELECT coalesce($15::timestamptz, now()) AS now)
-INSERT INTO {{schema}}.runs (job, slot, manual, catch_up, owner, generation, attempt,
-                             started_at, finished_at, success, skipped, reason, error, logs)
-SELECT $1, $2, $3, $4, $5, $6, $7, coalesce($8::timestamptz, c.now),
-       coalesce($9::timestamptz, $8::timestamptz, c.now), $10, $11, $12, $13, $14
-  FROM c
-RETURNING ` + runColumns
+WITH c AS (SELECT coalesce($15::timestamptz, now()) AS now),
+r AS (
+    INSERT INTO {{schema}}.runs (job, slot, manual, catch_up, owner, generation, lease_name, attempt,
+                                 started_at, finished_at, success, skipped, reason, error, logs)
+    SELECT $1, $2, $3, $4, $5, $6, $16, $7, coalesce($8::timestamptz, c.now),
+           coalesce($9::timestamptz, $8::timestamptz, c.now), $10, $11, $12, $13, $14
+      FROM c
+    ON CONFLICT (lease_name, generation) WHERE lease_name <> '' DO NOTHING
+    RETURNING ` + runColumns + `
+)
+SELECT * FROM r
+UNION ALL
+SELECT ` + runColumns + ` FROM {{schema}}.runs
+ WHERE $16 <> '' AND lease_name = $16 AND generation = $6 AND NOT EXISTS (SELECT 1 FROM r)`
 
 // runListSQL: $1 job or ” for all, $2 before id or 0, $3 limit.
 const runListSQL = `

@@ -8,7 +8,8 @@ import (
 	"github.com/cronfence/cronfence/store"
 )
 
-// RunInsert writes one run row, typically a skip. See store.Store.
+// RunInsert writes one run row, typically a skip; for a holding that has a
+// row already it returns that row. See store.Store.
 func (s *Store) RunInsert(ctx context.Context, run store.Run) (store.Run, error) {
 	if err := run.Validate(); err != nil {
 		return store.Run{}, err
@@ -21,7 +22,7 @@ func (s *Store) RunInsert(ctx context.Context, run store.Run) (store.Run, error)
 	err := s.pool.QueryRow(ctx, s.q.runInsert,
 		run.Job, nullTime(slotTime(run.Slot)), run.Manual, run.CatchUp, run.Owner, run.Generation, run.Attempt,
 		nullTime(run.StartedAt), nullTime(run.FinishedAt), run.Success, run.Skipped, run.Reason, run.Error,
-		logsArg(run.Logs), s.nowArg(time.Time{})).Scan(sr.dest()...)
+		logsArg(run.Logs), s.nowArg(time.Time{}), run.LeaseName).Scan(sr.dest()...)
 	if err != nil {
 		return store.Run{}, s.translate(fmt.Sprintf("insert run of job %q", run.Job), err)
 	}
@@ -78,7 +79,7 @@ type scannedRun struct {
 
 func (sr *scannedRun) dest() []any {
 	r := &sr.r
-	return []any{&r.ID, &r.Job, &sr.slot, &r.Manual, &r.CatchUp, &r.Owner, &r.Generation, &r.Attempt,
+	return []any{&r.ID, &r.Job, &sr.slot, &r.Manual, &r.CatchUp, &r.Owner, &r.Generation, &r.LeaseName, &r.Attempt,
 		&r.StartedAt, &r.FinishedAt, &r.Success, &r.Skipped, &r.Reason, &r.Error, &r.Logs}
 }
 

@@ -174,7 +174,7 @@ func (s *Store) SlotFinish(ctx context.Context, p store.SlotFinishParams) (store
 		return store.SlotFinishResult{}, err
 	}
 	run := p.Run
-	run.Job, run.Slot, run.Owner, run.Generation = p.Job, slotTime(p.Slot), p.Owner, p.Generation
+	run.Job, run.Slot, run.Owner, run.Generation, run.LeaseName = p.Job, slotTime(p.Slot), p.Owner, p.Generation, p.LeaseName
 	if err := run.Validate(); err != nil {
 		return store.SlotFinishResult{}, err
 	}
@@ -328,4 +328,30 @@ func deref[T any](p *T) T {
 		return zero
 	}
 	return *p
+}
+
+// SlotComplete fences tx and marks the slot the holding runs completed, in
+// tx. See store.Store and slotCompleteSQL. tx is a pgx.Tx or a *sql.Tx, as
+// for LeaseFence.
+func (s *Store) SlotComplete(ctx context.Context, tx any, p store.SlotCompleteParams) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	if err := s.usable(); err != nil {
+		return err
+	}
+	q, err := txQuerier(tx)
+	if err != nil {
+		return fmt.Errorf("postgres: complete slot of job %q: %w", p.Job, err)
+	}
+	if err := s.fence(ctx, q, p.LeaseName, p.Generation); err != nil {
+		return err
+	}
+	if p.Slot.IsZero() {
+		return nil // a manual run: no slot to complete
+	}
+	if err := q.exec(ctx, s.q.slotComplete, p.Job, slotTime(p.Slot), p.LeaseName, p.Generation, s.nowArg(time.Time{})); err != nil {
+		return s.translate(fmt.Sprintf("complete slot %s of job %q", slotTime(p.Slot).Format(time.RFC3339Nano), p.Job), err)
+	}
+	return nil
 }

@@ -35,6 +35,23 @@ func TestConformance(t *testing.T) {
 				}
 				return tx.Commit()
 			},
+			WriteTx: func(ctx context.Context, key string, commit bool, guard func(tx any) error) error {
+				tx, err := s.DB().BeginTx(ctx, nil)
+				if err != nil {
+					return err
+				}
+				defer tx.Rollback()
+				if err := guard(tx); err != nil {
+					return err
+				}
+				if _, err := tx.ExecContext(ctx, `INSERT INTO fenced_writes (key) VALUES (?)`, key); err != nil {
+					return err
+				}
+				if !commit {
+					return tx.Rollback()
+				}
+				return tx.Commit()
+			},
 			Written: func(ctx context.Context, key string) bool {
 				var n int
 				if err := s.DB().QueryRowContext(ctx, `SELECT count(*) FROM fenced_writes WHERE key = ?`, key).Scan(&n); err != nil {

@@ -35,6 +35,11 @@ func (s *Store) LeaseFence(ctx context.Context, tx any, name string, generation 
 	if !ok {
 		return fmt.Errorf("sqlite: fence lease %q: got %T, want *sql.Tx on this file: %w", name, tx, store.ErrUnsupportedTx)
 	}
+	return s.fence(ctx, sqlTx, name, generation)
+}
+
+// fence is LeaseFence on a transaction of the right type.
+func (s *Store) fence(ctx context.Context, sqlTx *sql.Tx, name string, generation int64) error {
 	// Checked through tx, not the pool: the caller may hold the pool's only
 	// connection.
 	if err := s.checkSchema(ctx, sqlTx); err != nil {
@@ -50,6 +55,37 @@ func (s *Store) LeaseFence(ctx context.Context, tx any, name string, generation 
 	}
 	if err != nil {
 		return s.errorf(err, "fence lease %q generation %d", name, generation)
+	}
+	return nil
+}
+
+// SlotComplete fences tx as LeaseFence does and marks the slot the holding
+// runs completed, in tx: the caller's effect and the completion commit
+// together. tx must be a *sql.Tx on this file. See store.Store.
+func (s *Store) SlotComplete(ctx context.Context, tx any, p store.SlotCompleteParams) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	if s.closed.Load() {
+		return closedError("complete slot")
+	}
+	sqlTx, ok := tx.(*sql.Tx)
+	if !ok {
+		return fmt.Errorf("sqlite: complete slot of job %q: got %T, want *sql.Tx on this file: %w", p.Job, tx, store.ErrUnsupportedTx)
+	}
+	if err := s.fence(ctx, sqlTx, p.LeaseName, p.Generation); err != nil {
+		return err
+	}
+	if p.Slot.IsZero() {
+		return nil // a manual run: no slot to complete
+	}
+	slot := normalize(p.Slot)
+	_, err := sqlTx.ExecContext(ctx, `
+		UPDATE cronfence_slots SET status = 'completed', finished_at = ?
+		 WHERE job = ? AND slot = ? AND lease_name = ? AND generation = ? AND status = 'running'`,
+		micros(s.now(time.Time{})), p.Job, micros(slot), p.LeaseName, p.Generation)
+	if err != nil {
+		return s.errorf(err, "complete slot %s of job %q", slot.Format(time.RFC3339Nano), p.Job)
 	}
 	return nil
 }

@@ -94,3 +94,39 @@ func listJobStates(ctx context.Context, q querier) ([]store.JobState, error) {
 	}
 	return states, rows.Err()
 }
+
+// JobRegister records the jobs' first registration, in one immediate
+// transaction: a job not seen before is first seen now, or at its earliest
+// slot when it has slots from before this record existed. See store.Store.
+func (s *Store) JobRegister(ctx context.Context, p store.JobRegisterParams) ([]store.JobRegistration, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if s.closed.Load() {
+		return nil, closedError("register jobs")
+	}
+	if len(p.Jobs) == 0 {
+		return nil, nil
+	}
+	now := micros(s.now(p.Now))
+	regs := make([]store.JobRegistration, len(p.Jobs))
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		for i, job := range p.Jobs {
+			var first int64
+			err := tx.QueryRowContext(ctx, `
+				INSERT INTO cronfence_jobs (job, first_seen_at)
+				VALUES (?1, min(?2, coalesce((SELECT min(slot) FROM cronfence_slots WHERE job = ?1), ?2)))
+				ON CONFLICT (job) DO UPDATE SET first_seen_at = first_seen_at
+				RETURNING first_seen_at`, job, now).Scan(&first)
+			if err != nil {
+				return err
+			}
+			regs[i] = store.JobRegistration{Job: job, FirstSeen: fromMicros(first)}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, s.errorf(err, "register %d job(s)", len(p.Jobs))
+	}
+	return regs, nil
+}

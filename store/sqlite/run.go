@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -11,7 +12,7 @@ import (
 	"github.com/cronfence/cronfence/store"
 )
 
-const runColumns = `id, job, slot, manual, catch_up, owner, generation, attempt,
+const runColumns = `id, job, slot, manual, catch_up, owner, generation, lease_name, attempt,
 	started_at, finished_at, success, skipped, reason, error, logs`
 
 func scanRun(row interface{ Scan(...any) error }) (store.Run, error) {
@@ -21,7 +22,7 @@ func scanRun(row interface{ Scan(...any) error }) (store.Run, error) {
 		started, finished int64
 		logs              string
 	)
-	if err := row.Scan(&r.ID, &r.Job, &slot, &r.Manual, &r.CatchUp, &r.Owner, &r.Generation, &r.Attempt,
+	if err := row.Scan(&r.ID, &r.Job, &slot, &r.Manual, &r.CatchUp, &r.Owner, &r.Generation, &r.LeaseName, &r.Attempt,
 		&started, &finished, &r.Success, &r.Skipped, &r.Reason, &r.Error, &logs); err != nil {
 		return store.Run{}, err
 	}
@@ -58,7 +59,10 @@ func (s *Store) RunInsert(ctx context.Context, run store.Run) (store.Run, error)
 }
 
 // insertRun writes run, already validated and bounded, and returns it as
-// stored, with the time defaults of RunInsert. Shared with SlotFinish.
+// stored, with the time defaults of RunInsert. Shared with SlotFinish. A
+// holding (lease name, generation) has one run row: for one that has it
+// already (a finish retried after its answer was lost) it writes nothing
+// and returns that row.
 func insertRun(ctx context.Context, q querier, run store.Run, now time.Time) (store.Run, error) {
 	run.Slot = normalize(run.Slot)
 	run.StartedAt, run.FinishedAt = normalize(run.StartedAt), normalize(run.FinishedAt)
@@ -78,12 +82,22 @@ func insertRun(ctx context.Context, q querier, run store.Run, now time.Time) (st
 			return store.Run{}, err
 		}
 	}
+	if run.LeaseName != "" {
+		existing, err := scanRun(q.QueryRowContext(ctx,
+			`SELECT `+runColumns+` FROM cronfence_runs WHERE lease_name = ? AND generation = ?`, run.LeaseName, run.Generation))
+		if err == nil {
+			return existing, nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return store.Run{}, err
+		}
+	}
 	err := q.QueryRowContext(ctx, `
-		INSERT INTO cronfence_runs (job, slot, manual, catch_up, owner, generation, attempt,
+		INSERT INTO cronfence_runs (job, slot, manual, catch_up, owner, generation, lease_name, attempt,
 			started_at, finished_at, success, skipped, reason, error, logs)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		RETURNING id`,
-		run.Job, nullMicros(run.Slot), run.Manual, run.CatchUp, run.Owner, run.Generation, run.Attempt,
+		run.Job, nullMicros(run.Slot), run.Manual, run.CatchUp, run.Owner, run.Generation, run.LeaseName, run.Attempt,
 		micros(run.StartedAt), micros(run.FinishedAt), run.Success, run.Skipped, run.Reason, run.Error, string(logs),
 	).Scan(&run.ID)
 	if err != nil {

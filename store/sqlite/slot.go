@@ -218,9 +218,10 @@ func settlePaused(ctx context.Context, tx *sql.Tx, p store.SlotClaimParams, slot
 // another run (the previous slot's, or a manual one): refused with
 // already_executing, naming holder. A slot with no row yet is recorded, by
 // exactly one replica since the transaction holds the write lock and the
-// insert does nothing on conflict: buffered when p.Overlap is buffer-one and
-// the job has no buffered slot yet, otherwise skipped, with a skip run row
-// naming the holder. Both are owned by p.Owner at generation 0, attempts 0.
+// insert does nothing on conflict: buffered when p.Overlap is buffer-one,
+// or the holder took the lease after the slot's instant, and the job has no
+// buffered slot yet, otherwise skipped, with a skip run row naming the
+// holder. Both are owned by p.Owner at generation 0, attempts 0.
 // A slot that has a row (failed, buffered, interrupted) is left as it is.
 func recordOverlap(ctx context.Context, tx *sql.Tx, p store.SlotClaimParams, slot, now time.Time,
 	existing store.Slot, found bool, holder store.Lease) (store.SlotClaimResult, error) {
@@ -229,7 +230,12 @@ func recordOverlap(ctx context.Context, tx *sql.Tx, p store.SlotClaimParams, slo
 		return res, nil
 	}
 	status := store.SlotSkipped
-	if p.Overlap == store.OverlapBuffer {
+	// A holder that took the lease after the slot came due is no overlap:
+	// the lease was free at the slot's instant, and this claim arrived
+	// late (a catch-up or resumed run of an earlier slot started first).
+	// The slot waits for that run, whatever the policy.
+	late := holder.AcquiredAt.After(slot)
+	if p.Overlap == store.OverlapBuffer || late {
 		var buffered bool
 		if err := tx.QueryRowContext(ctx,
 			`SELECT EXISTS (SELECT 1 FROM cronfence_slots WHERE job = ? AND status = 'buffered')`, p.Job,
@@ -296,7 +302,7 @@ func (s *Store) SlotFinish(ctx context.Context, p store.SlotFinishParams) (res s
 	}
 	now, slot := s.now(p.Now), normalize(p.Slot)
 	run := p.Run
-	run.Job, run.Slot, run.Owner, run.Generation = p.Job, slot, p.Owner, p.Generation
+	run.Job, run.Slot, run.Owner, run.Generation, run.LeaseName = p.Job, slot, p.Owner, p.Generation, p.LeaseName
 	if err := run.Validate(); err != nil {
 		return store.SlotFinishResult{}, err
 	}
@@ -310,11 +316,17 @@ func (s *Store) SlotFinish(ctx context.Context, p store.SlotFinishParams) (res s
 			// RETURNING started_at gives the run row its default start: the
 			// start of this very claim, known only when the claim is still
 			// ours.
+			// A slot this holding completed already (in the handler's
+			// transaction, or by this finish retried after its answer was
+			// lost) stays completed, with its finish time. A failed one is
+			// not taken for this holding's: SlotAbandon may have ended it.
 			var started int64
 			err := tx.QueryRowContext(ctx, `
-				UPDATE cronfence_slots SET status = ?1, finished_at = ?2
+				UPDATE cronfence_slots
+				   SET status = CASE WHEN status = 'running' THEN ?1 ELSE status END,
+				       finished_at = coalesce(finished_at, ?2)
 				WHERE job = ?3 AND slot = ?4 AND owner = ?5 AND lease_name = ?6 AND generation = ?7
-				  AND status = 'running'
+				  AND status IN ('running', 'completed')
 				RETURNING started_at`,
 				string(p.Status), micros(now), p.Job, micros(slot), p.Owner, p.LeaseName, p.Generation,
 			).Scan(&started)

@@ -16,12 +16,12 @@ var batchTests = []namedTest{
 		item := func(job string) store.SlotClaimParams {
 			return store.SlotClaimParams{Job: job, Slot: slot, LeaseName: "job:" + job, Owner: "a", TTL: ttl, MaxAttempts: 3, Now: now}
 		}
-		// Set up: "paused" is paused, "busy" is held by another run,
-		// "done" already completed.
+		// Set up: "paused" is paused, "busy" is held by another run (since
+		// before the slot: an overlap), "done" already completed.
 		if _, err := b.Store.JobStateSet(ctx(t), store.JobStateSetParams{Job: "paused", Enabled: ptr(false), By: "ana"}); err != nil {
 			t.Fatal(err)
 		}
-		mustAcquire(t, b.Store, store.LeaseAcquireParams{Name: "job:busy", Owner: "z", TTL: ttl, Now: now})
+		mustAcquire(t, b.Store, store.LeaseAcquireParams{Name: "job:busy", Owner: "z", TTL: ttl, Now: slot.Add(-time.Second)})
 		done := mustClaim(t, b.Store, item("done"))
 		mustFinish(t, b.Store, finishParams(done, store.SlotCompleted, now))
 

@@ -17,6 +17,55 @@ var raceTests = []namedTest{
 	{name: "AcquireOneWinnerPerGeneration", serial: true, fn: raceAcquire},
 	{name: "ClaimOneWinnerPerSlot", serial: true, fn: raceClaim},
 	{name: "OverlapSkipRecordedOnce", serial: true, fn: raceOverlapSkip},
+	{name: "CatchUpBesideTheNextSlot", serial: true, fn: raceCatchUpBesideNext},
+}
+
+// raceCatchUpBesideNext: the store comes back after an outage, and every
+// replica claims, at once, the slot it missed (a catch-up) and the slot due
+// now, both of one job. Whichever claim takes the lease, the other slot came
+// due before that holder took it: no overlap, so it is buffered, once, and
+// no skip row is written.
+func raceCatchUpBesideNext(t *testing.T, b Bundle) {
+	stores := openContenders(t, b)
+	now := dbNow(t, b.Store)
+	missed, next := now.Add(-time.Minute), now.Add(-time.Second)
+	type result struct {
+		r   store.SlotClaimResult
+		err error
+	}
+	results := race(stores, func(i int, s store.Store) result {
+		p := claimParams(next, fmt.Sprintf("replica-%02d", i), now)
+		if i%2 == 0 {
+			p.Slot, p.CatchUp = missed, true
+		}
+		r, err := s.SlotClaim(ctx(t), p)
+		return result{r, err}
+	})
+	claimed, buffered := 0, 0
+	for i, res := range results {
+		switch {
+		case res.err != nil:
+			t.Fatalf("contender %d: %v", i, res.err)
+		case res.r.Claimed:
+			claimed++
+		case res.r.Recorded == store.SlotBuffered:
+			buffered++
+		case res.r.Recorded != "":
+			t.Fatalf("contender %d recorded %q: %+v", i, res.r.Recorded, res.r)
+		}
+	}
+	if claimed != 1 || buffered != 1 {
+		t.Fatalf("%d claims won and %d buffered the other slot; want 1 and 1", claimed, buffered)
+	}
+	runs, err := b.Store.RunList(ctx(t), store.RunListParams{Job: "report"})
+	if err != nil || len(runs) != 0 {
+		t.Fatalf("run rows = %+v, %v; want no skip", runs, err)
+	}
+	for _, slot := range []time.Time{missed, next} {
+		if got := mustGetSlotOf(t, b.Store, "report", slot); got.Status != store.SlotRunning && got.Status != store.SlotBuffered {
+			t.Fatalf("slot %s = %+v; want one running, one buffered", slot, got)
+		}
+	}
 }
 
 func openContenders(t *testing.T, b Bundle) []store.Store {

@@ -106,7 +106,7 @@ var settleTests = []namedTest{
 		// one statement.
 		now := dbNow(t, b.Store)
 		slot := now.Add(-time.Second)
-		holder := mustAcquire(t, b.Store, store.LeaseAcquireParams{Name: "job:busy", Owner: "z", TTL: ttl, Now: now})
+		holder := mustAcquire(t, b.Store, store.LeaseAcquireParams{Name: "job:busy", Owner: "z", TTL: ttl, Now: slot})
 		item := func(job string) store.SlotClaimParams {
 			p := claimParams(slot, "a", now)
 			p.Job, p.LeaseName = job, "job:"+job

@@ -129,6 +129,29 @@ var slotTests = []namedTest{
 			t.Fatalf("%d skip rows, want exactly 1", skips)
 		}
 	}},
+	{name: "LateClaimBehindALaterHolderIsBuffered", fn: func(t *testing.T, b Bundle) {
+		// The holder took the lease after the slot came due (a catch-up or
+		// resumed run of an earlier slot started first): the slot did not
+		// overlap a run, its claim arrived late. It is buffered to run when
+		// the holder ends, under the skip policy too, and no skip is
+		// recorded; once one slot is buffered, further late ones are
+		// skipped.
+		now := dbNow(t, b.Store)
+		slot := now.Add(-time.Minute)
+		holder := mustClaim(t, b.Store, claimParams(now.Add(-2*time.Minute), "a", slot.Add(time.Second)))
+		r := wantRefusal(t, b.Open(t), claimParams(slot, "b", slot.Add(2*time.Second)), store.ClaimHeld)
+		if r.Recorded != store.SlotBuffered || r.SkipRun.ID != 0 || r.Lease.Owner != "a" {
+			t.Fatalf("late claim behind a later holder: %+v; want buffered, no skip row, naming a", r)
+		}
+		if r := wantRefusal(t, b.Store, claimParams(slot.Add(time.Second/2), "b", slot.Add(2*time.Second)), store.ClaimHeld); r.Recorded != store.SlotSkipped {
+			t.Fatalf("a second late slot while one is buffered: recorded %q, want skipped", r.Recorded)
+		}
+		res := mustFinish(t, b.Store, finishParams(holder, store.SlotCompleted, slot.Add(3*time.Second)))
+		if !res.Buffered.Equal(slot) {
+			t.Fatalf("the holder's finish reports buffered %s, want %s", res.Buffered, slot)
+		}
+		mustClaim(t, b.Store, claimParams(slot, "a", slot.Add(4*time.Second)))
+	}},
 	{name: "OverlapBufferOne", fn: func(t *testing.T, b Bundle) {
 		now := dbNow(t, b.Store)
 		buffer := func(p store.SlotClaimParams) store.SlotClaimParams { p.Overlap = store.OverlapBuffer; return p }
@@ -245,7 +268,7 @@ var slotTests = []namedTest{
 		res := mustFinish(t, b.Store, p)
 		want := store.Run{
 			ID: res.Run.ID, Job: "report", Slot: slot, CatchUp: true, Owner: "a", Generation: r.Lease.Generation,
-			Attempt: 1, StartedAt: now, FinishedAt: now.Add(3 * time.Second), Success: false, Error: "exit status 3", Logs: []string{"done"},
+			LeaseName: "job:report", Attempt: 1, StartedAt: now, FinishedAt: now.Add(3 * time.Second), Success: false, Error: "exit status 3", Logs: []string{"done"},
 		}
 		if diff := cmp.Diff(want, res.Run); diff != "" {
 			t.Fatalf("run row (-want +got):\n%s", diff)

@@ -28,7 +28,14 @@ type Bundle struct {
 	// the fence refuses it rolls back and returns the fence's error.
 	FencedWrite func(ctx context.Context, name string, generation int64, key string) error
 
-	// Written reports whether FencedWrite committed key.
+	// WriteTx opens a transaction of the kind the store's users open, calls
+	// guard(tx) in it (a fence or a completion) and, if that passes,
+	// inserts key into FencedWrite's table; it commits when commit is true
+	// and rolls back otherwise, as a handler whose later statement failed
+	// would. When guard fails it rolls back and returns guard's error.
+	WriteTx func(ctx context.Context, key string, commit bool, guard func(tx any) error) error
+
+	// Written reports whether FencedWrite or WriteTx committed key.
 	Written func(ctx context.Context, key string) bool
 
 	// Dump returns every row of every table of the store, as text in a
@@ -46,6 +53,8 @@ func Run(t *testing.T, newBundle func(t *testing.T) Bundle) {
 	}{
 		{"Lease", leaseTests},
 		{"Fence", fenceTests},
+		{"Complete", completeTests},
+		{"Register", registerTests},
 		{"Slot", slotTests},
 		{"JobState", jobStateTests},
 		{"Batch", batchTests},
