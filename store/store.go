@@ -436,8 +436,8 @@ type Run struct {
 	// LeaseName is the lease the run held at Generation; empty for a skip
 	// and a run made without a lease. Written by SlotFinish (from its
 	// params) and RunInsert; a holding has at most one run row.
-	LeaseName string
-	Attempt   int
+	LeaseName  string
+	Attempt    int
 	StartedAt  time.Time
 	FinishedAt time.Time
 	Success    bool

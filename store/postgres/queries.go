@@ -579,7 +579,7 @@ const runColumns = `id, job, slot, manual, catch_up, owner, generation, lease_na
 // $1 job, $2 slot or NULL, $3 manual, $4 catch-up, $5 owner,
 // $6 generation, $7 attempt, $8 started_at or NULL, $9 finished_at or NULL,
 // $10 success, $11 skipped, $12 reason, $13 error, $14 logs, $15 pinned now
-// or NULL, $16 lease name or ''.
+// or NULL, $16 lease name or ”.
 const runInsertSQL = `
 WITH c AS (SELECT coalesce($15::timestamptz, now()) AS now),
 r AS (
