@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cronfence/cronfence"
+	"github.com/cronfence/cronfence/store"
 )
 
 var silent = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -113,12 +114,18 @@ func ExampleRun_Fence() {
 }
 
 // With a catch-up window, a slot missed while no replica was running (a
-// deploy, a crash) runs once at start-up: only the most recent one, and only
-// if nobody claimed it.
+// deploy, a crash) runs once at start-up: only the most recent one, only if
+// nobody claimed it, and never one from before the job was first
+// registered (here, by a replica two hours ago).
 func ExampleJob_catchUpWindow() {
 	ctx := context.Background()
 	st, cleanup := openExampleStore(ctx)
 	defer cleanup()
+	// The job has existed for two hours: a replica registered it then and
+	// has since stopped, as in a deploy.
+	if _, err := st.JobRegister(ctx, store.JobRegisterParams{Jobs: []string{"hourly-sync"}, Now: time.Now().Add(-2 * time.Hour)}); err != nil {
+		log.Fatal(err)
+	}
 
 	sched, err := cronfence.New(cronfence.Config{Store: st, Logger: silent})
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"time"
 
 	"github.com/cronfence/cronfence/internal/leasekeeper"
@@ -48,6 +49,10 @@ func (s *Scheduler) execute(spec runSpec) {
 		hold = s.keeper.HoldFunc(s.runsCtx, lease, job.LeaseTTL, spec.sent, func(error) {
 			s.observe(LeaseLostEvent{Job: job.Name, Lease: lease.Name, Generation: lease.Generation})
 		})
+		// Stopped only once the run's end is recorded: until then the lease
+		// is renewed, so a run whose handler returned is not taken for dead
+		// while its finish is retried.
+		defer hold.Stop()
 		ctx = hold.Context()
 	}
 	if job.Timeout > 0 {
@@ -70,7 +75,7 @@ func (s *Scheduler) execute(spec runSpec) {
 		lease = newLease(spec.lease, s.store)
 	}
 	run := &Run{
-		Job: job.Name, Slot: spec.slot, Generation: spec.lease.Generation, Attempt: spec.attempt,
+		Job: job.Name, Slot: spec.slot, Generation: spec.lease.Generation, Lease: spec.lease.Name, Attempt: spec.attempt,
 		Manual: spec.manual, CatchUp: spec.catchUp, Owner: s.cfg.Owner, Logger: logger, lease: lease, logs: logs,
 		observe: s.observe,
 	}
@@ -86,37 +91,44 @@ func (s *Scheduler) execute(spec runSpec) {
 	})
 	err := callHandler(ctx, job.Handler, run)
 	duration := s.cfg.Clock.Now().Sub(started)
-	// Why the run's context ended, if it did while the handler ran: read
-	// before stopping the lease's hold, which cancels it too.
+	// Why the run's context ended, if it did while the handler ran.
 	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(err, cause) {
 		err = fmt.Errorf("%w (%w)", err, cause)
 	}
-	var lost error
 	if hold != nil {
-		lost = hold.Stop()
-	}
-	if lost != nil && !errors.Is(err, lost) {
-		err = errors.Join(err, lost) // a handler that returned the cause says it once
+		if lost := hold.Lost(); lost != nil && err != nil && !errors.Is(err, lost) {
+			err = errors.Join(err, lost) // a handler that returned the cause says it once
+		} else if lost != nil && err == nil {
+			// The handler finished its work: record it, unless the slot was
+			// taken over meanwhile (the finish tells), rather than leave it
+			// to be run a second time.
+			s.log.Warn("cronfence: the run's lease was lost while it ran, but its handler succeeded; recording its end unless the slot was taken over",
+				append(attrs, "error", lost)...)
+		}
 	}
 	if err != nil {
 		// The error goes into the run row's error; the scheduler's log gets
 		// it too, but not the run's own log lines.
 		s.log.Error("cronfence: run failed", append(attrs, "error", err)...)
 	}
-	outcome, recorded, buffered := s.finish(spec, err, logs.snapshot())
+	outcome, recorded, buffered := s.finish(spec, hold, run, err, logs.snapshot())
 	s.observe(RunEndEvent{
 		Job: job.Name, Slot: spec.slot, Lease: spec.lease.Name, Generation: spec.lease.Generation, Attempt: spec.attempt,
 		Manual: spec.manual, CatchUp: spec.catchUp, Outcome: outcome, Duration: duration, Recorded: recorded,
 	})
-	if !buffered.IsZero() && job.Overlap == OverlapBufferOne {
+	if !buffered.IsZero() {
+		// A slot that waited for this run: buffer-one's overlap, or a slot
+		// of any policy whose claim came after this run took the lease
+		// (store.Store.SlotClaim).
 		s.runBuffered(job, buffered)
 	}
 }
 
-// finish ends the run in one round trip. It returns how the run ended,
-// whether the store recorded it, and the job's buffered slot that waits for
-// this run to end, if any.
-func (s *Scheduler) finish(spec runSpec, runErr error, logs []string) (outcome RunOutcome, recorded bool, buffered time.Time) {
+// finish ends the run. It returns how the run ended, whether the store
+// recorded it, and the job's buffered slot that waits for this run to end,
+// if any. A run that held a lease keeps it renewed (hold) until its end is
+// recorded: see recordEnd.
+func (s *Scheduler) finish(spec runSpec, hold *leasekeeper.Hold, run *Run, runErr error, logs []string) (outcome RunOutcome, recorded bool, buffered time.Time) {
 	job := spec.job
 	row := store.Run{
 		Manual: spec.manual, CatchUp: spec.catchUp, Attempt: spec.attempt, Success: runErr == nil, Logs: logs,
@@ -127,11 +139,11 @@ func (s *Scheduler) finish(spec runSpec, runErr error, logs []string) (outcome R
 		row.Error = runErr.Error()
 		outcome = RunFailed
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), finishTimeout)
-	defer cancel()
 	if spec.lease.Generation == 0 {
 		// A fail-open run held no lease: record what happened, if the store
 		// is back.
+		ctx, cancel := context.WithTimeout(context.Background(), finishTimeout)
+		defer cancel()
 		row.Job, row.Slot, row.Owner, row.StartedAt = job.Name, spec.slot, s.cfg.Owner, time.Time{}
 		if _, err := s.store.RunInsert(ctx, row); err != nil {
 			s.log.Warn("cronfence: could not record a run made without a lease", "job", job.Name, "error", err)
@@ -139,36 +151,20 @@ func (s *Scheduler) finish(spec runSpec, runErr error, logs []string) (outcome R
 		}
 		return outcome, true, time.Time{}
 	}
-	if why := s.interruption(spec, runErr); why != "" {
-		// Cut short by a shutdown or by the loss of its lease, not failed
-		// by its handler: leave the slot running and hand the lease over,
-		// so a live replica resumes the run (attempt + 1) as soon as the
-		// lease is free, instead of the slot counting as failed with
-		// attempts left. A lost lease's release changes nothing.
-		if _, err := s.store.LeaseRelease(ctx, spec.lease.Ref()); err != nil {
-			s.log.Warn("cronfence: could not release the lease of an interrupted run", "job", job.Name, "why", why, "error", err)
-		}
-		// The run ends now by the clock the replica judges slots by (its
-		// own, corrected by its measured offset from the database clock).
-		row.Job, row.Slot, row.Owner, row.Generation = job.Name, spec.slot, spec.lease.Owner, spec.lease.Generation
-		row.FinishedAt = s.scheduleNow()
-		row.Error = "interrupted by " + why + ", left for a replica to resume: " + row.Error
-		if _, err := s.store.RunInsert(ctx, row); err != nil {
-			s.log.Warn("cronfence: could not record an interrupted run", "job", job.Name, "why", why, "error", err)
-			return RunInterrupted, false, time.Time{}
-		}
-		return RunInterrupted, true, time.Time{}
+	if why := s.interruption(spec, runErr); why != "" && !s.completedItsSlot(spec, run) {
+		return s.leaveToResume(spec, hold, row, why)
 	}
 	status := store.SlotCompleted
 	if runErr != nil {
 		status = store.SlotFailed
 	}
-	res, err := s.store.SlotFinish(ctx, store.SlotFinishParams{
+	res, err := s.recordEnd(spec, hold, store.SlotFinishParams{
 		Job: job.Name, Slot: spec.slot, LeaseName: spec.lease.Name, Owner: spec.lease.Owner,
 		Generation: spec.lease.Generation, Status: status, Run: row,
 	})
 	if err != nil {
-		s.log.Error("cronfence: could not record the end of a run; its lease expires at its TTL", "job", job.Name, "error", err)
+		s.log.Error("cronfence: could not record the end of a run; its slot is resumed by another replica once its lease expires",
+			"job", job.Name, "slot", spec.slot, "generation", spec.lease.Generation, "error", err)
 		return outcome, false, time.Time{}
 	}
 	if !spec.slot.IsZero() && !res.SlotUpdated {
@@ -178,6 +174,113 @@ func (s *Scheduler) finish(spec runSpec, runErr error, logs []string) (outcome R
 		return RunFailed, false, res.Buffered
 	}
 	return outcome, true, res.Buffered
+}
+
+// Finishing a run: each attempt is bounded, and failed attempts are retried
+// with a growing pause while the lease is renewed in between.
+const (
+	finishAttemptMin = time.Second   // the shortest bound of one attempt
+	finishAttemptMax = finishTimeout // and the longest
+	finishRetryFirst = 50 * time.Millisecond
+	finishRetryMax   = 2 * time.Second
+)
+
+// recordEnd records the run's end (SlotFinish, which also releases the
+// lease) and, should the store not answer (a database restart as the
+// handler returned, a pool with thousands of finishes queued), tries again
+// until it does: a finished run whose end is not recorded would otherwise
+// be resumed, its work done a second time, once its lease expired. The
+// lease stays renewed between attempts, so the run is never taken for dead
+// while its owner lives; during an attempt renewals are held (Quiesce), so
+// none overtakes the release. A retried attempt is safe when an earlier one
+// committed but its answer was lost: the store writes one run row per
+// holding. Retrying stops only when the store refuses the call as invalid
+// or closed, or when shutdown has cancelled the runs (after the grace):
+// the process is going away, and its slot is then resumed like a dead
+// owner's.
+func (s *Scheduler) recordEnd(spec runSpec, hold *leasekeeper.Hold, p store.SlotFinishParams) (store.SlotFinishResult, error) {
+	attempt := min(max(spec.job.LeaseTTL/3, finishAttemptMin), finishAttemptMax)
+	pause := finishRetryFirst
+	for tries := 1; ; tries++ {
+		hold.Quiesce()
+		// On the scheduler's clock, as every timer of the scheduler is.
+		ctx, cancel := s.withTimeout(context.Background(), attempt, errFinishAttemptTimeout)
+		res, err := s.store.SlotFinish(ctx, p)
+		cancel()
+		if err == nil {
+			if tries > 1 {
+				s.log.Info("cronfence: the end of the run is recorded", "job", p.Job, "slot", spec.slot,
+					"generation", p.Generation, "attempts", tries)
+			}
+			return res, nil
+		}
+		hold.Resume()
+		if errors.Is(err, store.ErrInvalidArgument) || errors.Is(err, store.ErrClosed) || s.runsCtx.Err() != nil {
+			return store.SlotFinishResult{}, err
+		}
+		if tries == 1 {
+			s.log.Warn("cronfence: could not record the end of the run; trying again while its lease is renewed",
+				"job", p.Job, "slot", spec.slot, "generation", p.Generation, "error", err)
+		}
+		timer := s.cfg.Clock.NewTimer(jitter(pause))
+		select {
+		case <-timer.C():
+		case <-s.runsCtx.Done():
+			timer.Stop()
+		}
+		pause = min(2*pause, finishRetryMax)
+	}
+}
+
+// errFinishAttemptTimeout is the cause of an attempt to record a run's end
+// that the store did not answer in time.
+var errFinishAttemptTimeout = errors.New("cronfence: the store did not answer in time")
+
+// jitter spreads d by ±20%, so thousands of runs retrying together after
+// one outage do not hit the store in step.
+func jitter(d time.Duration) time.Duration {
+	return d - d/5 + time.Duration(rand.Int64N(int64(d/5)*2+1))
+}
+
+// leaveToResume ends a run cut short from outside (shutdown, lease loss)
+// with attempts left: the slot stays running and the lease is handed over,
+// so a live replica resumes the run (attempt + 1) as soon as the lease is
+// free, instead of the slot counting as failed. A lost lease's release
+// changes nothing.
+func (s *Scheduler) leaveToResume(spec runSpec, hold *leasekeeper.Hold, row store.Run, why string) (RunOutcome, bool, time.Time) {
+	job := spec.job
+	ctx, cancel := context.WithTimeout(context.Background(), finishTimeout)
+	defer cancel()
+	hold.Quiesce() // no renewal may extend the lease after its release
+	if _, err := s.store.LeaseRelease(ctx, spec.lease.Ref()); err != nil {
+		s.log.Warn("cronfence: could not release the lease of an interrupted run", "job", job.Name, "why", why, "error", err)
+	}
+	// The run ends now by the clock the replica judges slots by (its own,
+	// corrected by its measured offset from the database clock).
+	row.Job, row.Slot, row.Owner, row.Generation, row.LeaseName = job.Name, spec.slot, spec.lease.Owner, spec.lease.Generation, spec.lease.Name
+	row.FinishedAt = s.scheduleNow()
+	row.Error = "interrupted by " + why + ", left for a replica to resume: " + row.Error
+	if _, err := s.store.RunInsert(ctx, row); err != nil {
+		s.log.Warn("cronfence: could not record an interrupted run", "job", job.Name, "why", why, "error", err)
+		return RunInterrupted, false, time.Time{}
+	}
+	return RunInterrupted, true, time.Time{}
+}
+
+// completedItsSlot reports whether an interrupted run had completed its
+// slot in its own transaction (Run.Complete) before it was cut short: its
+// effect is committed, so its end is recorded as any finished run's, not
+// left to resume. Run.Complete only says its statement ran; whether the
+// caller's transaction committed the slot tells (one read, on this rare
+// path).
+func (s *Scheduler) completedItsSlot(spec runSpec, run *Run) bool {
+	if !run.completed.Load() {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), finishTimeout)
+	defer cancel()
+	sl, err := s.store.SlotGet(ctx, spec.job.Name, spec.slot)
+	return err == nil && sl.Status == store.SlotCompleted && sl.Generation == spec.lease.Generation
 }
 
 // interruption says why a scheduled run that ended in error was cut short

@@ -85,7 +85,8 @@ type Job struct {
 // registered is a validated job with its parsed schedule.
 type registered struct {
 	Job
-	sched schedule.Schedule
+	sched     schedule.Schedule
+	firstSeen time.Time // when the job was first registered on any replica (Store.JobRegister); guarded by the scheduler's mu
 }
 
 func (j Job) prepare() (*registered, error) {

@@ -81,6 +81,11 @@ func TestAlertLeaseStuckBySIGSTOPRaisedOnceAndResolved(t *testing.T) {
 		t.Fatalf("schedule %q: %v; want its latest slot at %s", spec, err, slot)
 	}
 
+	// The job existed before its slot (catch-up never runs a slot from
+	// before a job was first registered).
+	if _, err := st.JobRegister(ctx, store.JobRegisterParams{Jobs: []string{stuckJobName}, Now: slot.Add(-time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
 	marker := filepath.Join(t.TempDir(), "started")
 	child := startStuckChild(t, url, schema, spec, marker)
 	deadline := time.Now().Add(30 * time.Second)

@@ -140,6 +140,7 @@ func TestObserverSeesCatchUpAndLostClaims(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
 		l := newLedger()
 		job := Job{Name: "minutely", Schedule: "* * * * *", CatchUpWindow: 5 * time.Minute, Handler: l.handler(c.db)}
+		c.registered(job.Name)         // at 12:00, by a replica that has stopped since
 		c.db.Advance(90 * time.Second) // 12:01:30: the 12:01 slot was missed
 		rec := &recorder{}
 		c.startWith(Config{Owner: "a", Clock: offsetClock{c.db, 0}, Retention: -1, Observer: rec}, job)

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cronfence/cronfence/store"
@@ -17,18 +18,23 @@ type Run struct {
 	Job        string
 	Slot       time.Time // the intended occurrence (UTC); zero for a manual run
 	Generation int64     // the fencing token of the run's lease
-	Attempt    int       // 1 for the first attempt of a slot
-	Manual     bool      // started by Trigger
-	CatchUp    bool      // a missed slot run by catch-up
-	Owner      string    // this replica
+	// Lease is the name of the run's lease, as the SQL functions fence()
+	// and complete() take it with Generation: "job:NAME" for a job, one per
+	// slot for OverlapAllow; empty for a run made without a lease.
+	Lease   string
+	Attempt int    // 1 for the first attempt of a slot
+	Manual  bool   // started by Trigger
+	CatchUp bool   // a missed slot run by catch-up
+	Owner   string // this replica
 
 	// Logger logs to the scheduler's logger and into the run's row (the
 	// newest lines, bounded), where operators see them with the run.
 	Logger *slog.Logger
 
-	lease   *Lease
-	logs    *logBuffer
-	observe func(Event) // the scheduler's; nil outside one
+	lease     *Lease
+	logs      *logBuffer
+	observe   func(Event) // the scheduler's; nil outside one
+	completed atomic.Bool // Complete's statement ran (its transaction may still roll back)
 }
 
 // Fence checks, inside the caller's transaction tx, that this run still
@@ -42,6 +48,35 @@ func (r *Run) Fence(ctx context.Context, tx any) error {
 	err := r.lease.Fence(ctx, tx)
 	if errors.Is(err, ErrLeaseLost) && r.observe != nil {
 		r.observe(FenceRefusedEvent{Job: r.Job, Lease: r.lease.Name, Generation: r.Generation})
+	}
+	return err
+}
+
+// Complete fences the caller's transaction tx, as Fence does, and marks
+// the run's slot completed in it: the handler's effect and the slot's
+// completion commit together or not at all. A slot so completed is never run
+// again, even when this process stops right after the commit, before the
+// scheduler records the run's end (otherwise a replica resumes the slot
+// once the lease expires, and its effect commits a second time). The run's
+// end is still recorded when the handler returns; an error it returns then
+// is recorded on the run row, and the slot stays completed.
+//
+// Call it last in the transaction that writes the run's effect, with tx a
+// pgx.Tx or a *sql.Tx on the store's database (SQLite: the store's file),
+// and commit. It returns an error wrapping ErrLeaseLost when the run was
+// fenced out: roll back. A manual run has no slot; Complete only fences it.
+func (r *Run) Complete(ctx context.Context, tx any) error {
+	if r.lease == nil {
+		return errInvalid("run of job " + r.Job + " holds no lease to complete its slot with (the store was unreachable when it started)")
+	}
+	err := r.lease.store.SlotComplete(ctx, tx, store.SlotCompleteParams{
+		Job: r.Job, Slot: r.Slot, LeaseName: r.lease.Name, Generation: r.Generation,
+	})
+	switch {
+	case errors.Is(err, ErrLeaseLost) && r.observe != nil:
+		r.observe(FenceRefusedEvent{Job: r.Job, Lease: r.lease.Name, Generation: r.Generation})
+	case err == nil && !r.Slot.IsZero():
+		r.completed.Store(true)
 	}
 	return err
 }

@@ -40,6 +40,7 @@ type Scheduler struct {
 	down                      bool                 // the last claim failed: the store is unreachable
 	nextPrune, nextClockCheck time.Time
 	nextResume                time.Time
+	unregistered              []string     // jobs registered after Start whose first registration is not recorded yet
 	monitor                   monitorState // the absence checks (monitor.go)
 
 	wake       chan struct{}
@@ -83,6 +84,9 @@ func (s *Scheduler) Register(job Job) error {
 	}
 	s.jobs[r.Name] = r
 	s.jobsChanged()
+	if s.started {
+		s.unregistered = append(s.unregistered, r.Name) // recorded by the next tick
+	}
 	if s.started && !s.stopped && !s.cfg.DisableTimers {
 		s.arm(r, s.scheduleNow())
 		s.poke()
@@ -123,6 +127,13 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	now := s.scheduleNow()
 	s.heartbeat(ctx, now)
 	s.mu.Lock()
+	names := make([]string, 0, len(s.jobs))
+	for name := range s.jobs {
+		names = append(names, name)
+	}
+	s.mu.Unlock()
+	s.registerJobs(ctx, names)
+	s.mu.Lock()
 	s.nextClockCheck = now.Add(s.cfg.ClockCheckEvery)
 	if s.cfg.DisableTimers {
 		// An API-only process: manual runs and pauses, no timers. Its loop
@@ -138,7 +149,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 			latest[name] = r.sched.Prev(now)
 		}
 		s.mu.Unlock()
-		s.runCatchUp(ctx, now, latest)
+		s.runCatchUp(ctx, now, latest, true)
 	}
 
 	loopCtx, cancel := context.WithCancel(context.Background())
@@ -239,12 +250,9 @@ func (s *Scheduler) tick(ctx context.Context) {
 	if resume {
 		s.nextResume = now.Add(s.cfg.ResumeEvery)
 	}
-	down, catchUp := s.down, s.catchUp
-	var missed map[string]time.Time
-	if catchUp {
-		missed, s.missed = s.missed, map[string]time.Time{}
-		s.catchUp = false
-	}
+	down := s.down
+	unregistered := s.unregistered
+	s.unregistered = nil
 	due := s.heap.popDue(now)
 	// Re-arm before claiming, so a slow store never delays the next slot.
 	// A retry was re-armed when it first fired.
@@ -263,8 +271,23 @@ func (s *Scheduler) tick(ctx context.Context) {
 		// noticed (and the missed slots caught up) before the next fire.
 		s.measureOffset(ctx)
 	}
+	if len(unregistered) > 0 {
+		s.registerJobs(ctx, unregistered)
+	}
+	// Read after the probe: when it found the store back, the missed slots
+	// are claimed now, before this tick's fires, which they came before.
+	// (A fire claimed first would hold the job's lease, and the missed
+	// slot would wait behind it, buffered, and run after the later slot.)
+	s.mu.Lock()
+	catchUp := s.catchUp
+	var missed map[string]time.Time
 	if catchUp {
-		s.runCatchUp(ctx, now, missed)
+		missed, s.missed = s.missed, map[string]time.Time{}
+		s.catchUp = false
+	}
+	s.mu.Unlock()
+	if catchUp {
+		s.runCatchUp(ctx, now, missed, false)
 	}
 	if prune {
 		s.prune(ctx)
@@ -452,7 +475,13 @@ func (s *Scheduler) storeUp() {
 // recent slot, after an outage the latest slot that fired while the store
 // was down. A slot already claimed (run, running or skipped) is refused by
 // the store, so this costs one query when there is nothing to do.
-func (s *Scheduler) runCatchUp(ctx context.Context, now time.Time, candidates map[string]time.Time) {
+//
+// At start-up a slot from before the job was first registered (on any
+// replica) is not a missed slot: the job did not exist then. A job added at
+// 12:29:34 does not run its 12:29:00 slot, as a Kubernetes CronJob does
+// not. A slot that fired while the store was down came after this replica
+// registered the job.
+func (s *Scheduler) runCatchUp(ctx context.Context, now time.Time, candidates map[string]time.Time, startup bool) {
 	s.mu.Lock()
 	var (
 		jobs  []*registered
@@ -462,6 +491,9 @@ func (s *Scheduler) runCatchUp(ctx context.Context, now time.Time, candidates ma
 		r := s.jobs[name]
 		if r == nil || r.CatchUpWindow <= 0 || slot.IsZero() || now.Sub(slot) > r.CatchUpWindow {
 			continue
+		}
+		if startup && (r.firstSeen.IsZero() || slot.Before(r.firstSeen)) {
+			continue // unknown (the registration failed, and was logged) or before the job existed
 		}
 		jobs = append(jobs, r)
 		items = append(items, r.claimParams(slot.UTC(), s.cfg.Owner, s.liveKey, true))
@@ -474,7 +506,7 @@ func (s *Scheduler) runCatchUp(ctx context.Context, now time.Time, candidates ma
 	results, err := s.store.SlotClaimBatch(ctx, items)
 	if err != nil {
 		s.mu.Lock()
-		for i, r := range jobs { // try again when the store is back
+		for i, r := range jobs { // try again when the store is back (after this replica registered them)
 			if items[i].Slot.After(s.missed[r.Name]) {
 				s.missed[r.Name] = items[i].Slot
 			}
@@ -493,6 +525,28 @@ func (s *Scheduler) runCatchUp(ctx context.Context, now time.Time, candidates ma
 			continue
 		}
 		s.startRun(jobs[i], r, sent, true, catchUpLine(items[i].Slot, r))
+	}
+}
+
+// registerJobs records the jobs' first registration (Store.JobRegister, one
+// round trip) and notes when each was first seen, for catch-up. A failure
+// is logged; the jobs are tried again at the next tick, and catch-up at
+// start-up passes over a job whose first registration is unknown.
+func (s *Scheduler) registerJobs(ctx context.Context, names []string) {
+	regs, err := s.store.JobRegister(ctx, store.JobRegisterParams{Jobs: names})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("cronfence: could not record the jobs' registration; catch-up at start-up passes over them until it is", "jobs", len(names), "error", err)
+		}
+		s.unregistered = append(s.unregistered, names...)
+		return
+	}
+	for _, reg := range regs {
+		if r := s.jobs[reg.Job]; r != nil {
+			r.firstSeen = reg.FirstSeen
+		}
 	}
 }
 

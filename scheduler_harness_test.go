@@ -96,18 +96,24 @@ func (c *cluster) start(name string, offset time.Duration, jobs ...Job) *Schedul
 	return c.startWith(Config{Owner: name, Clock: offsetClock{c.db, offset}, Retention: -1}, jobs...)
 }
 
-// startWith is start with a config of the test's own; Store and Logger are
-// filled in.
+// startWith is start with a config of the test's own; Logger and, unless
+// the test gives one, Store are filled in.
 func (c *cluster) startWith(cfg Config, jobs ...Job) *Scheduler {
 	c.t.Helper()
 	return c.startHolding(0, cfg, jobs...)
 }
 
 // startHolding is startWith while held handlers are deliberately blocked
-// (see settleHolding).
+// (see settleHolding); with held < 0 it does not wait for the replicas to
+// settle at all (a run of theirs waits on the clock).
 func (c *cluster) startHolding(held int, cfg Config, jobs ...Job) *Scheduler {
 	c.t.Helper()
-	cfg.Store, cfg.Logger = c.open(c.t), quiet
+	if cfg.Store == nil {
+		cfg.Store = c.open(c.t)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = quiet
+	}
 	s, err := New(cfg)
 	if err != nil {
 		c.t.Fatal(err)
@@ -127,8 +133,19 @@ func (c *cluster) startHolding(held int, cfg Config, jobs ...Job) *Scheduler {
 		defer cancel()
 		_ = s.Stop(ctx)
 	})
-	c.settleHolding(held)
+	if held >= 0 {
+		c.settleHolding(held)
+	}
 	return s
+}
+
+// registered records the jobs' first registration at the cluster's now, as
+// a replica that ran them earlier and stopped did.
+func (c *cluster) registered(jobs ...string) {
+	c.t.Helper()
+	if _, err := c.open(c.t).JobRegister(context.Background(), store.JobRegisterParams{Jobs: jobs}); err != nil {
+		c.t.Fatal(err)
+	}
 }
 
 // wantNeverDown fails if a replica ever took the store for unreachable: in

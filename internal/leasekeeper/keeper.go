@@ -50,6 +50,7 @@ type Keeper struct {
 	opts  Options
 
 	mu     sync.Mutex
+	idle   *sync.Cond // signalled when a renewal round trip ends (on mu)
 	held   map[*Hold]struct{}
 	wake   chan struct{} // a lease was added: recompute the next renewal
 	closed bool
@@ -72,6 +73,8 @@ type Hold struct {
 	lastErr      error
 	lost         error
 	released     bool
+	inflight     bool // a renewal of it is on its way to the store
+	quiet        bool // between Quiesce and Resume: neither renewed nor judged expired
 }
 
 // New starts a Keeper. Close it to stop.
@@ -83,6 +86,7 @@ func New(r Renewer, opts Options) *Keeper {
 		store: r, opts: opts, held: map[*Hold]struct{}{},
 		wake: make(chan struct{}, 1), done: make(chan struct{}), stop: make(chan struct{}),
 	}
+	k.idle = sync.NewCond(&k.mu)
 	go k.run()
 	return k
 }
@@ -169,6 +173,40 @@ func (h *Hold) Stop() error {
 	return lost
 }
 
+// Quiesce waits until no renewal of this lease is on its way to the store,
+// and starts none until Resume: the caller is about to release the lease
+// (a run's finish), and a renewal sent before that release but applied
+// after it would extend the lease again, holding up the job's next slot for
+// a whole TTL, and come back without it, reporting a loss that is none.
+// While quiet the lease is not judged expired either: the caller's own
+// round trip decides. The wait is bounded by the renewal's own deadline.
+func (h *Hold) Quiesce() {
+	h.k.mu.Lock()
+	defer h.k.mu.Unlock()
+	h.quiet = true
+	for h.inflight {
+		h.k.idle.Wait()
+	}
+}
+
+// Resume renews the lease again after Quiesce (the release did not reach
+// the store): at once if a renewal fell due meanwhile.
+func (h *Hold) Resume() {
+	h.k.mu.Lock()
+	h.quiet = false
+	h.k.mu.Unlock()
+	h.k.poke()
+}
+
+// Trusted reports whether the lease is, as far as this process can tell,
+// still held: not lost, and its last renewal (or acquisition) was sent less
+// than a TTL ago.
+func (h *Hold) Trusted() bool {
+	h.k.mu.Lock()
+	defer h.k.mu.Unlock()
+	return h.lost == nil && h.k.opts.Clock.Now().Before(h.trustedUntil)
+}
+
 func (h *Hold) lose(err error) {
 	h.k.mu.Lock()
 	first := h.lost == nil
@@ -226,12 +264,12 @@ func (k *Keeper) run() {
 func (k *Keeper) untilNext() (time.Duration, bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if len(k.held) == 0 {
-		return 0, false
-	}
 	now := k.opts.Clock.Now()
 	var earliest time.Time
 	for h := range k.held {
+		if h.quiet {
+			continue
+		}
 		at := h.nextRenewal
 		if h.trustedUntil.Before(at) {
 			at = h.trustedUntil
@@ -239,6 +277,9 @@ func (k *Keeper) untilNext() (time.Duration, bool) {
 		if earliest.IsZero() || at.Before(earliest) {
 			earliest = at
 		}
+	}
+	if earliest.IsZero() {
+		return 0, false // nothing held, or only quiet leases: Resume pokes
 	}
 	return max(earliest.Sub(now), 0), true
 }
@@ -253,6 +294,7 @@ func (k *Keeper) renewDue() {
 	var expired []*Hold
 	for h := range k.held {
 		switch {
+		case h.quiet:
 		case !now.Before(h.trustedUntil):
 			expired = append(expired, h)
 		case !h.nextRenewal.After(now.Add(h.ttl / 6)):
@@ -262,6 +304,7 @@ func (k *Keeper) renewDue() {
 	items := make([]store.LeaseRenewParams, len(due))
 	for i, h := range due {
 		items[i] = store.LeaseRenewParams{LeaseRef: h.lease.Ref(), TTL: h.ttl}
+		h.inflight = true
 	}
 	k.mu.Unlock()
 
@@ -293,6 +336,7 @@ func (k *Keeper) renewDue() {
 	k.mu.Lock()
 	var lost []*Hold
 	for _, h := range due {
+		h.inflight = false
 		if h.released {
 			continue
 		}
@@ -310,6 +354,7 @@ func (k *Keeper) renewDue() {
 		h.trustedUntil = now.Add(h.ttl)
 		h.nextRenewal = now.Add(h.ttl / 3)
 	}
+	k.idle.Broadcast()
 	k.mu.Unlock()
 	for _, h := range lost {
 		h.lose(fmt.Errorf("lease %q at generation %d was taken over or expired: %w", h.lease.Name, h.lease.Generation, store.ErrLeaseLost))

@@ -1,0 +1,268 @@
+package cronfence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/cronfence/cronfence/internal/clock"
+	"github.com/cronfence/cronfence/internal/pgtest"
+	"github.com/cronfence/cronfence/store"
+	"github.com/cronfence/cronfence/store/postgres"
+	"github.com/cronfence/cronfence/store/sqlite"
+)
+
+// effects is a handler's own table on the store's database, written the way
+// a user writes it: one transaction holding the effect and, before the
+// commit, the run's fence or its completion.
+type effects struct {
+	// write inserts one effect for run's slot, then fences (complete
+	// false) or completes the run's slot (complete true) in the same
+	// transaction, and commits.
+	write func(ctx context.Context, run *Run, complete bool) error
+	count func(t *testing.T, job string, slot time.Time) int
+}
+
+func newEffects(t *testing.T, st store.Store) effects {
+	t.Helper()
+	guard := func(ctx context.Context, run *Run, tx any, complete bool) error {
+		if complete {
+			return run.Complete(ctx, tx)
+		}
+		return run.Fence(ctx, tx)
+	}
+	switch s := st.(type) {
+	case *postgres.Store:
+		table := pgx.Identifier{s.Schema(), "effects"}.Sanitize()
+		if _, err := s.Pool().Exec(context.Background(), `CREATE TABLE `+table+` (job text, slot timestamptz, generation bigint)`); err != nil {
+			t.Fatal(err)
+		}
+		return effects{
+			write: func(ctx context.Context, run *Run, complete bool) error {
+				return pgx.BeginFunc(ctx, s.Pool(), func(tx pgx.Tx) error {
+					if _, err := tx.Exec(ctx, `INSERT INTO `+table+` VALUES ($1, $2, $3)`, run.Job, run.Slot, run.Generation); err != nil {
+						return err
+					}
+					return guard(ctx, run, tx, complete)
+				})
+			},
+			count: func(t *testing.T, job string, slot time.Time) int {
+				var n int
+				if err := s.Pool().QueryRow(context.Background(), `SELECT count(*) FROM `+table+` WHERE job = $1 AND slot = $2`, job, slot).Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				return n
+			},
+		}
+	case *sqlite.Store:
+		if _, err := s.DB().Exec(`CREATE TABLE IF NOT EXISTS effects (job TEXT, slot INTEGER, generation INTEGER)`); err != nil {
+			t.Fatal(err)
+		}
+		return effects{
+			write: func(ctx context.Context, run *Run, complete bool) error {
+				tx, err := s.DB().BeginTx(ctx, nil)
+				if err != nil {
+					return err
+				}
+				defer tx.Rollback()
+				if _, err := tx.ExecContext(ctx, `INSERT INTO effects VALUES (?, ?, ?)`, run.Job, run.Slot.UnixMicro(), run.Generation); err != nil {
+					return err
+				}
+				if err := guard(ctx, run, tx, complete); err != nil {
+					return err
+				}
+				return tx.Commit()
+			},
+			count: func(t *testing.T, job string, slot time.Time) int {
+				var n int
+				if err := s.DB().QueryRow(`SELECT count(*) FROM effects WHERE job = ? AND slot = ?`, job, slot.UnixMicro()).Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				return n
+			},
+		}
+	}
+	t.Fatalf("no effects table for %T", st)
+	return effects{}
+}
+
+// TestCompletedSlotIsNeverResumed: a run writes its effect and stops before
+// the scheduler can record its end (here its replica loses the database
+// for good the moment the handler returns). Its lease expires and another
+// replica's resume scan finds the slot. With the effect only fenced, the
+// slot is resumed and the effect commits a second time: fencing refuses a
+// deposed writer, not a finished one. With the slot completed in the
+// effect's own transaction (Run.Complete), the slot is never resumed and the
+// effect commits once.
+func TestCompletedSlotIsNeverResumed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: needs PostgreSQL")
+	}
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		complete bool
+		effects  int // how often the slot's effect commits
+	}{
+		{"fenced only: resumed, the effect twice", false, 2},
+		{"completed in its transaction: once", true, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			db := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+			pool, schema := pgtest.Schema(t)
+			direct, err := postgres.New(pool, &postgres.Config{Schema: schema, NowFunc: db.Now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := direct.Migrate(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			fx := newEffects(t, direct)
+			proxy := pgtest.NewProxy(t)
+			proxied, err := pgxpool.New(context.Background(), proxy.URL(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(proxied.Close)
+			throughProxy, err := postgres.New(proxied, &postgres.Config{Schema: schema, NowFunc: db.Now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := &cluster{t: t, db: db, kind: "postgres", open: func(t *testing.T) store.Store { return withoutLiveness{direct} }}
+
+			slot := db.Now().Add(time.Minute)
+			var mu sync.Mutex
+			var runs []string
+			job := Job{Name: "close", Schedule: "0 1 12 1 3 *", LeaseTTL: 30 * time.Second, MaxAttempts: 3,
+				Handler: func(ctx context.Context, run *Run) error {
+					mu.Lock()
+					runs = append(runs, fmt.Sprintf("%s attempt %d", run.Owner, run.Attempt))
+					mu.Unlock()
+					// The handler's data layer is its own pool, not the
+					// scheduler's: the effect commits.
+					if err := fx.write(ctx, run, tc.complete); err != nil {
+						return err
+					}
+					if run.Owner == "a" {
+						proxy.Cut() // a loses the database for good as the handler returns
+					}
+					return nil
+				}}
+			a := c.startWith(Config{Owner: "a", Clock: offsetClock{db, 0}, Retention: -1, Store: withoutLiveness{throughProxy}}, job)
+			db.Advance(time.Minute) // 12:01: a claims the slot and runs it
+			for a.busy.Load() == 0 || db.Timers() < 3 {
+				time.Sleep(time.Millisecond) // until a's run waits to try its finish again
+			}
+			// b, started after a's claim, resumes dead runs. a keeps trying
+			// to record the end and to renew; past the lease's TTL a is dead
+			// to b.
+			c.startHolding(-1, Config{Owner: "b", Clock: offsetClock{db, 0}, Retention: -1}, job)
+			for moved := time.Duration(0); moved < 2*time.Minute; moved += 250 * time.Millisecond {
+				waitTimers(t, db, 2)
+				time.Sleep(time.Millisecond)
+				db.Advance(250 * time.Millisecond)
+			}
+			if got := fx.count(t, "close", slot); got != tc.effects {
+				mu.Lock()
+				defer mu.Unlock()
+				t.Fatalf("the slot's effect committed %d times (runs: %s), want %d", got, strings.Join(runs, ", "), tc.effects)
+			}
+			// a comes back and records its run; the slot stays as it is.
+			proxy.Restore()
+			for moved := time.Duration(0); a.busy.Load() > 0; moved += 100 * time.Millisecond {
+				if moved > 10*time.Second {
+					t.Fatal("a did not record its run once back")
+				}
+				time.Sleep(time.Millisecond)
+				db.Advance(100 * time.Millisecond)
+			}
+			if !tc.complete {
+				return
+			}
+			got, err := direct.SlotGet(context.Background(), "close", slot)
+			if err != nil || got.Status != store.SlotCompleted || got.Attempts != 1 || got.Owner != "a" {
+				t.Fatalf("slot = %+v, %v; want completed by a at attempt 1", got, err)
+			}
+			rows, err := direct.RunList(context.Background(), store.RunListParams{Job: "close"})
+			if err != nil || countRuns(rows, slot) != 1 || !rows[0].Success || rows[0].LeaseName != "job:close" {
+				t.Fatalf("run rows = %+v, %v; want a's success, naming its lease", rows, err)
+			}
+		})
+	}
+}
+
+// A handler that completes its slot and then fails (a step after the
+// commit) leaves the slot completed, its failure recorded on the run row,
+// and nothing to resume or retry: its effect is committed. The same when
+// its failure is a lost lease. A manual run completes nothing (it has no
+// slot); Complete fences it.
+func TestCompleteThenFail(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		fx := newEffects(t, c.open(t))
+		failWith := map[string]error{
+			"after-commit": errors.New("the report could not be mailed"),
+			"lease-lost":   fmt.Errorf("stopped: %w", ErrLeaseLost),
+		}
+		var jobs []Job
+		for name, fail := range failWith {
+			jobs = append(jobs, Job{Name: name, Schedule: "* * * * *", MaxAttempts: 3, Handler: func(ctx context.Context, run *Run) error {
+				if err := fx.write(ctx, run, true); err != nil {
+					return err
+				}
+				if run.Manual {
+					return nil
+				}
+				return fail
+			}})
+		}
+		a := c.start("a", 0, jobs...)
+		c.start("b", 0, jobs...)
+		c.advance(time.Minute, time.Minute)
+		slot := c.db.Now()
+		c.advance(5*time.Minute, 500*time.Millisecond) // resume scans, retries: none may run it again
+
+		for name, fail := range failWith {
+			if n := fx.count(t, name, slot); n != 1 {
+				t.Fatalf("%s: the slot's effect committed %d times, want once", name, n)
+			}
+			got, err := a.store.SlotGet(context.Background(), name, slot)
+			if err != nil || got.Status != store.SlotCompleted || got.Attempts != 1 {
+				t.Fatalf("%s: slot = %+v, %v; want completed at attempt 1", name, got, err)
+			}
+			rows, err := a.store.RunList(context.Background(), store.RunListParams{Job: name})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var row store.Run
+			for _, r := range rows {
+				if r.Slot.Equal(slot) {
+					row = r
+				}
+			}
+			if countRuns(rows, slot) != 1 || row.Success || !strings.Contains(row.Error, fail.Error()) || strings.Contains(row.Error, "left for a replica to resume") {
+				t.Fatalf("%s: run rows of the slot %+v; want one failure saying %q, not left to resume", name, rows, fail)
+			}
+		}
+
+		mr, err := a.Trigger(context.Background(), "after-commit")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.settle()
+		if n := fx.count(t, "after-commit", time.Time{}); n != 1 {
+			t.Fatalf("manual run: %d effects, want 1", n)
+		}
+		rows, _ := a.store.RunList(context.Background(), store.RunListParams{Job: "after-commit"})
+		if len(rows) == 0 || !rows[0].Manual || !rows[0].Success || rows[0].Generation != mr.Generation {
+			t.Fatalf("manual run row = %+v; want its success", rows)
+		}
+	})
+}

@@ -1,0 +1,123 @@
+package pgtest
+
+import (
+	"io"
+	"net"
+	"net/url"
+	"sync"
+	"testing"
+)
+
+// Proxy is a TCP proxy in front of the test database, for tests of what a
+// process does when its connections break while the database lives on: a
+// blip of the network between one replica and the database, or a pooler's
+// restart. Cut resets every connection through it and refuses new ones until
+// Restore. Other connections to the database are not touched.
+type Proxy struct {
+	target string
+	ln     net.Listener
+
+	mu    sync.Mutex
+	cut   bool
+	conns map[net.Conn]struct{}
+	wg    sync.WaitGroup
+}
+
+// NewProxy starts a proxy to the test database and returns it; URL is the
+// database's URL through it. It stops at cleanup.
+func NewProxy(t testing.TB) *Proxy {
+	t.Helper()
+	u, err := url.Parse(URL(t))
+	if err != nil {
+		t.Fatalf("pgtest: proxy: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("pgtest: proxy: %v", err)
+	}
+	p := &Proxy{target: u.Host, ln: ln, conns: map[net.Conn]struct{}{}}
+	go p.serve()
+	t.Cleanup(p.close)
+	return p
+}
+
+// URL is the test database's URL through the proxy.
+func (p *Proxy) URL(t testing.TB) string {
+	t.Helper()
+	u, err := url.Parse(URL(t))
+	if err != nil {
+		t.Fatalf("pgtest: proxy: %v", err)
+	}
+	u.Host = p.ln.Addr().String()
+	return u.String()
+}
+
+// Cut resets every connection through the proxy and refuses new ones (they
+// are accepted and closed at once) until Restore.
+func (p *Proxy) Cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = true
+	for c := range p.conns {
+		_ = c.Close()
+	}
+}
+
+// Restore lets connections through again.
+func (p *Proxy) Restore() {
+	p.mu.Lock()
+	p.cut = false
+	p.mu.Unlock()
+}
+
+func (p *Proxy) serve() {
+	for {
+		client, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		if p.cut {
+			p.mu.Unlock()
+			_ = client.Close()
+			continue
+		}
+		p.mu.Unlock()
+		server, err := net.Dial("tcp", p.target)
+		if err != nil {
+			_ = client.Close()
+			continue
+		}
+		p.mu.Lock()
+		if p.cut { // cut while dialling
+			p.mu.Unlock()
+			_ = client.Close()
+			_ = server.Close()
+			continue
+		}
+		p.conns[client], p.conns[server] = struct{}{}, struct{}{}
+		p.wg.Add(2)
+		p.mu.Unlock()
+		go p.pipe(client, server)
+		go p.pipe(server, client)
+	}
+}
+
+// pipe copies one direction; the end of either (a reset, a close) ends
+// both.
+func (p *Proxy) pipe(dst, src net.Conn) {
+	defer p.wg.Done()
+	_, _ = io.Copy(dst, src)
+	_ = dst.Close()
+	_ = src.Close()
+	p.mu.Lock()
+	delete(p.conns, dst)
+	delete(p.conns, src)
+	p.mu.Unlock()
+}
+
+func (p *Proxy) close() {
+	_ = p.ln.Close()
+	p.Cut()
+	p.wg.Wait()
+}
