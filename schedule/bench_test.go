@@ -11,6 +11,8 @@ var benchCases = []struct {
 	{"every-15-minutes/UTC", "UTC", "*/15 * * * *"},
 	{"every-15-minutes/New_York", "America/New_York", "*/15 * * * *"},
 	{"daily-fixed/New_York", "America/New_York", "30 2 * * *"},
+	{"list-range-fixed/New_York", "America/New_York", "15,45 0-3 * * *"}, // fixed-time, as in cronie
+	{"hour-range/London", "Europe/London", "0 9-17 * * *"},
 	{"weekdays/London", "Europe/London", "0 9 * * MON-FRI"},
 	{"seconds/UTC", "UTC", "*/10 * * * * *"},
 	{"leap-day/New_York", "America/New_York", "0 0 29 2 *"},

@@ -56,10 +56,18 @@
 // of the zone's UTC offset are handled as cronie handles them (cronie's
 // src/cron.c, cases "medium" and "negative"):
 //
-// A fixed-time job is one whose second, minute and hour fields each name
-// their values: a single value or a list of single values ("30 2 * * *",
-// "0 9,17 * * *", "0,30 2 * * *"). Each matching wall time on a matching
-// day is an appointment, and each appointment yields at most one slot:
+// A job whose minute or hour field is written starting with "*" is a
+// wildcard job: "*/15 * * * *", "* 2 * * *", "30 */2 * * *", @hourly.
+// Every other job is a fixed-time job, lists, ranges and steps that do not
+// start with "*" included: "30 2 * * *", "0,30 2 * * *", "0 9-17 * * *",
+// "0-59/15 2 * * *", "15,45 0-3 * * *", @daily. This is cronie's rule, and
+// like cronie it reads the text: "5,*/30" is fixed, "*/30,5" is wild. The
+// seconds field of a six-field spec does not change the classification
+// ("*/20 30 2 * * *" is a fixed-time job at 02:30): cronie, which has no
+// seconds, decides by the minute and hour fields alone.
+//
+// For a fixed-time job each matching wall time on a matching day is an
+// appointment, and each appointment yields at most one slot:
 //
 //  1. Spring forward. An appointment in a wall-clock gap runs at the moment
 //     of the change, the first instant after the gap: "30 2 * * *" in
@@ -67,25 +75,26 @@
 //     shorter than 3 hours, cronie's limit; a longer jump is a reset, and
 //     appointments in it are lost (Pacific/Apia skipped 2011-12-30: a daily
 //     job has no slot that day). Appointments that move to the same instant
-//     make one slot.
+//     make one slot: "15,45 0-3 * * *" runs at 00:15, 00:45, 01:15 and 01:45
+//     EST, once at 03:00 EDT for 02:15 and 02:45, then at 03:15 and 03:45.
 //  2. Fall back. An appointment in a repeated interval runs once, at its
 //     first occurrence: "30 1 * * *" runs at 01:30 EDT on 2024-11-03, not
-//     again at 01:30 EST.
+//     again at 01:30 EST, and "15,45 0-3 * * *" runs at 01:15 and 01:45
+//     EDT only.
 //
-// Every other job (a "*", range or step in the second, minute or hour
-// field, as in "*/15 * * * *", "0 9-17 * * *" and @hourly) follows real
-// time:
+// A wildcard job follows real time:
 //
 //  3. Its slots are exactly the instants whose wall time matches. In a
 //     repeated interval it runs in both occurrences ("*/15 * * * *" runs at
 //     01:00, 01:15, ... EDT and again at 01:00 ... EST); in a gap the
 //     missing wall times do not exist and do not run.
 //
-// This differs from cronie in two corners, on purpose. cronie calls a job
-// wildcard only when its minute or hour field starts with "*", so there
-// "0 9-17 * * *" and "0-59/15 * * * *" would be fixed-time jobs. And cronie
-// runs everything again after the clock goes back by more than 3 hours,
-// where here an appointment never yields two slots.
+// This differs from cronie in two corners, on purpose: cronie runs
+// everything again after the clock goes back by more than 3 hours, where
+// here an appointment never yields two slots (the zone database's last
+// such jump is Antarctica/Vostok's in 1994); and after a forward jump of 4
+// minutes or less cronie also runs the skipped minutes of wildcard jobs at
+// the change (such jumps are all local-mean-time adjustments before 1933).
 //
 // # Intervals
 //

@@ -2,12 +2,19 @@ package schedule
 
 // Daylight saving, as cronie does it.
 //
-// A fixed-time job is one whose second, minute and hour fields are each a
-// single value or a list of single values: it names the wall-clock times
-// it wants ("30 2 * * *", "0 9,17 * * *"). Every other job (a "*", range or
-// step in the second, minute or hour field: "*/15 * * * *", "0 9-17 * * *",
-// @hourly) follows real time: its slots are exactly the instants whose wall
-// time matches, so a repeated hour runs twice and a skipped one not at all.
+// A job is a wildcard job when its minute or its hour field is written
+// starting with "*" ("*/15 * * * *", "* 2 * * *", "30 */2 * * *",
+// @hourly), and a fixed-time job otherwise: single values, lists, ranges
+// and steps that do not start with "*" all name wall-clock times
+// ("30 2 * * *", "0 9,17 * * *", "0 9-17 * * *", "0-59/15 2 * * *",
+// "15,45 0-3 * * *"). This is cronie's rule to the letter: src/entry.c
+// sets MIN_STAR or HR_STAR when the field's text begins with "*", and
+// src/cron.c runs a job as a wildcard job iff either is set. The seconds
+// field, which cronie does not have, plays no part; nor do the day fields.
+//
+// A wildcard job follows real time: its slots are exactly the instants
+// whose wall time matches, so a repeated hour runs twice and a skipped one
+// not at all.
 //
 // For a fixed-time job, each matching wall time on a matching day (an
 // appointment) yields at most one slot:
@@ -20,19 +27,21 @@ package schedule
 //   - if the jump is adjustLimit or longer (Samoa skipping 2011-12-30),
 //     no slot: the appointment is lost, as in cronie.
 //
-// Appointments that land on the same instant (02:00 and 02:30 both moved to
-// 03:00) make one slot, because a slot is an instant.
+// Appointments that land on the same instant (02:15 and 02:45 both moved
+// to 03:00) make one slot, because a slot is an instant.
 //
 // cronie (src/cron.c, the "medium" and "negative" wake-up cases) gets the
 // same effect by keeping a virtual clock that never moves backwards: when
 // the clock jumps forward by up to 3 hours it runs the fixed-time jobs of
 // every skipped minute at once, and while the clock is behind the virtual
 // one (after a fall back) it runs only the wildcard jobs. Two deliberate
-// differences: cronie calls a job "wildcard" when its minute or hour field
-// merely starts with "*" (so "0-59/15" and "9-17" would be fixed there,
-// while ranges and steps follow real time here), and cronie runs everything
-// again after a backward jump of more than 3 hours, where here a fixed-time
-// appointment never yields two slots.
+// differences, in corners none of the tests' zones reach: cronie runs
+// everything again after a backward jump of more than 3 hours (its "large"
+// case; the zone database's last is Antarctica/Vostok's in 1994), where
+// here a fixed-time appointment never yields two slots; and after a
+// forward jump of 4 minutes or less (its "small" case; only local mean
+// time adjustments before 1933) cronie runs the skipped minutes of
+// wildcard jobs too, where here they follow real time.
 
 // adjustLimit is cronie's threshold, in seconds: fixed-time appointments
 // skipped by a forward jump shorter than this run at the jump; longer

@@ -54,13 +54,10 @@ type parsedField struct {
 	set bitset
 	// star reports that the field was written starting with "*" (or was
 	// "?"). Vixie cron keys its day-of-month/day-of-week rule on exactly
-	// this, not on which days the field selects: "*/2" counts as a star.
+	// this, not on which days the field selects: "*/2" counts as a star;
+	// cronie keys on it too to tell wildcard jobs (a starred minute or hour
+	// field) from fixed-time ones (see dst.go).
 	star bool
-	// plain reports that the field was written as one value or a list of
-	// single values ("30", "0,30", "MON,FRI"): no "*", range or step. Jobs
-	// whose second, minute and hour fields are all plain are fixed-time
-	// jobs (see dst.go).
-	plain bool
 }
 
 // parseField parses the text of one field:
@@ -79,14 +76,13 @@ func parseField(f field, text string) (parsedField, error) {
 	if text == "?" && def.question {
 		return parsedField{set: span(def.min, def.starMax), star: true}, nil
 	}
-	pf := parsedField{star: strings.HasPrefix(text, "*"), plain: true}
+	pf := parsedField{star: strings.HasPrefix(text, "*")}
 	for elem := range strings.SplitSeq(text, ",") {
-		set, plain, err := def.parseElement(elem)
+		set, err := def.parseElement(elem)
 		if err != nil {
 			return fail(err)
 		}
 		pf.set |= set
-		pf.plain = pf.plain && plain
 	}
 	if f == fieldDayOfWeek && pf.set.has(7) {
 		pf.set = pf.set&^(1<<7) | 1 // 7 is Sunday, like 0
@@ -94,10 +90,10 @@ func parseField(f field, text string) (parsedField, error) {
 	return pf, nil
 }
 
-// parseElement parses one list element; plain reports a single value.
-func (def *fieldDef) parseElement(elem string) (set bitset, plain bool, err error) {
+// parseElement parses one list element.
+func (def *fieldDef) parseElement(elem string) (set bitset, err error) {
 	if elem == "" {
-		return 0, false, errors.New("empty list element")
+		return 0, errors.New("empty list element")
 	}
 	base, stepText, hasStep := strings.Cut(elem, "/")
 	var lo, hi int
@@ -105,19 +101,19 @@ func (def *fieldDef) parseElement(elem string) (set bitset, plain bool, err erro
 	case base == "*":
 		lo, hi = def.min, def.starMax
 	case base == "?" && def.question:
-		return 0, false, errors.New(`"?" must be the whole field`)
+		return 0, errors.New(`"?" must be the whole field`)
 	default:
 		first, last, isRange := strings.Cut(base, "-")
 		if lo, err = def.parseValue(first); err != nil {
-			return 0, false, err
+			return 0, err
 		}
 		switch {
 		case isRange:
 			if hi, err = def.parseValue(last); err != nil {
-				return 0, false, err
+				return 0, err
 			}
 			if lo > hi {
-				return 0, false, fmt.Errorf("range %s is backwards; write the smaller value first", base)
+				return 0, fmt.Errorf("range %s is backwards; write the smaller value first", base)
 			}
 		case hasStep:
 			// "a/n" runs from a to the end of the field.
@@ -126,19 +122,19 @@ func (def *fieldDef) parseElement(elem string) (set bitset, plain bool, err erro
 			}
 			hi = def.starMax
 		default:
-			return 1 << uint(lo), true, nil
+			return 1 << uint(lo), nil
 		}
 	}
 	step := 1
 	if hasStep {
 		if step, err = def.parseStep(stepText); err != nil {
-			return 0, false, err
+			return 0, err
 		}
 	}
 	for v := lo; v <= hi; v += step {
 		set |= 1 << uint(v)
 	}
-	return set, false, nil
+	return set, nil
 }
 
 // parseValue parses a number or a name and checks it is in range.

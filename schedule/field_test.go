@@ -32,51 +32,52 @@ func TestParseField(t *testing.T) {
 		text  string
 		want  []int
 		star  bool
-		plain bool
 	}{
-		{fieldMinute, "*", seq(0, 59, 1), true, false},
-		{fieldMinute, "0", []int{0}, false, true},
-		{fieldMinute, "59", []int{59}, false, true},
-		{fieldMinute, "007", []int{7}, false, true},
-		{fieldMinute, "0,30", []int{0, 30}, false, true},
-		{fieldMinute, "30,0,30", []int{0, 30}, false, true},
-		{fieldMinute, "*/15", []int{0, 15, 30, 45}, true, false},
-		{fieldMinute, "*/60", []int{0}, true, false},
-		{fieldMinute, "5/20", []int{5, 25, 45}, false, false},
-		{fieldMinute, "10-20", seq(10, 20, 1), false, false},
-		{fieldMinute, "10-20/5", []int{10, 15, 20}, false, false},
-		{fieldMinute, "10-10", []int{10}, false, false},
-		{fieldMinute, "1,10-20/5,59", []int{1, 10, 15, 20, 59}, false, false},
-		{fieldSecond, "*/20", []int{0, 20, 40}, true, false},
-		{fieldHour, "*/6", []int{0, 6, 12, 18}, true, false},
-		{fieldHour, "9-17", seq(9, 17, 1), false, false},
-		{fieldHour, "23", []int{23}, false, true},
-		{fieldDayOfMonth, "*", seq(1, 31, 1), true, false},
-		{fieldDayOfMonth, "?", seq(1, 31, 1), true, false},
-		{fieldDayOfMonth, "*/2", seq(1, 31, 2), true, false},
-		{fieldDayOfMonth, "1,15", []int{1, 15}, false, true},
-		{fieldDayOfMonth, "31", []int{31}, false, true},
-		{fieldMonth, "*", seq(1, 12, 1), true, false},
-		{fieldMonth, "JAN", []int{1}, false, true},
-		{fieldMonth, "dec", []int{12}, false, true},
-		{fieldMonth, "Jan-Mar", []int{1, 2, 3}, false, false},
-		{fieldMonth, "JAN-DEC/3", []int{1, 4, 7, 10}, false, false},
-		{fieldMonth, "*/4", []int{1, 5, 9}, true, false},
-		{fieldMonth, "2/5", []int{2, 7, 12}, false, false},
-		{fieldDayOfWeek, "*", seq(0, 6, 1), true, false},
-		{fieldDayOfWeek, "?", seq(0, 6, 1), true, false},
-		{fieldDayOfWeek, "0", []int{0}, false, true},
-		{fieldDayOfWeek, "7", []int{0}, false, true}, // 7 is Sunday too
-		{fieldDayOfWeek, "0,7", []int{0}, false, true},
-		{fieldDayOfWeek, "MON-FRI", []int{1, 2, 3, 4, 5}, false, false},
-		{fieldDayOfWeek, "sun,sat", []int{0, 6}, false, true},
-		{fieldDayOfWeek, "5-7", []int{0, 5, 6}, false, false},
-		{fieldDayOfWeek, "0-7", seq(0, 6, 1), false, false},
-		{fieldDayOfWeek, "*/2", []int{0, 2, 4, 6}, true, false}, // not Sunday twice
-		{fieldDayOfWeek, "1/2", []int{1, 3, 5}, false, false},   // a/n stops at 6
-		{fieldDayOfWeek, "7/3", []int{0, 3, 6}, false, false},   // 7/n starts at Sunday
-		{fieldDayOfWeek, "1-7/2", []int{0, 1, 3, 5}, false, false},
-		{fieldDayOfWeek, "*/7", []int{0}, true, false},
+		{fieldMinute, "*", seq(0, 59, 1), true},
+		{fieldMinute, "0", []int{0}, false},
+		{fieldMinute, "59", []int{59}, false},
+		{fieldMinute, "007", []int{7}, false},
+		{fieldMinute, "0,30", []int{0, 30}, false},
+		{fieldMinute, "30,0,30", []int{0, 30}, false},
+		{fieldMinute, "*/15", []int{0, 15, 30, 45}, true},
+		{fieldMinute, "*/60", []int{0}, true},
+		{fieldMinute, "5/20", []int{5, 25, 45}, false},
+		{fieldMinute, "10-20", seq(10, 20, 1), false},
+		{fieldMinute, "10-20/5", []int{10, 15, 20}, false},
+		{fieldMinute, "10-10", []int{10}, false},
+		{fieldMinute, "1,10-20/5,59", []int{1, 10, 15, 20, 59}, false},
+		{fieldMinute, "5,*/30", []int{0, 5, 30}, false}, // the text's first character decides
+		{fieldMinute, "*/30,5", []int{0, 5, 30}, true},
+		{fieldSecond, "*/20", []int{0, 20, 40}, true},
+		{fieldHour, "*/6", []int{0, 6, 12, 18}, true},
+		{fieldHour, "9-17", seq(9, 17, 1), false},
+		{fieldHour, "23", []int{23}, false},
+		{fieldDayOfMonth, "*", seq(1, 31, 1), true},
+		{fieldDayOfMonth, "?", seq(1, 31, 1), true},
+		{fieldDayOfMonth, "*/2", seq(1, 31, 2), true},
+		{fieldDayOfMonth, "1,15", []int{1, 15}, false},
+		{fieldDayOfMonth, "31", []int{31}, false},
+		{fieldMonth, "*", seq(1, 12, 1), true},
+		{fieldMonth, "JAN", []int{1}, false},
+		{fieldMonth, "dec", []int{12}, false},
+		{fieldMonth, "Jan-Mar", []int{1, 2, 3}, false},
+		{fieldMonth, "JAN-DEC/3", []int{1, 4, 7, 10}, false},
+		{fieldMonth, "*/4", []int{1, 5, 9}, true},
+		{fieldMonth, "2/5", []int{2, 7, 12}, false},
+		{fieldDayOfWeek, "*", seq(0, 6, 1), true},
+		{fieldDayOfWeek, "?", seq(0, 6, 1), true},
+		{fieldDayOfWeek, "0", []int{0}, false},
+		{fieldDayOfWeek, "7", []int{0}, false}, // 7 is Sunday too
+		{fieldDayOfWeek, "0,7", []int{0}, false},
+		{fieldDayOfWeek, "MON-FRI", []int{1, 2, 3, 4, 5}, false},
+		{fieldDayOfWeek, "sun,sat", []int{0, 6}, false},
+		{fieldDayOfWeek, "5-7", []int{0, 5, 6}, false},
+		{fieldDayOfWeek, "0-7", seq(0, 6, 1), false},
+		{fieldDayOfWeek, "*/2", []int{0, 2, 4, 6}, true}, // not Sunday twice
+		{fieldDayOfWeek, "1/2", []int{1, 3, 5}, false},   // a/n stops at 6
+		{fieldDayOfWeek, "7/3", []int{0, 3, 6}, false},   // 7/n starts at Sunday
+		{fieldDayOfWeek, "1-7/2", []int{0, 1, 3, 5}, false},
+		{fieldDayOfWeek, "*/7", []int{0}, true},
 	}
 	for _, tt := range tests {
 		got, err := parseField(tt.field, tt.text)
@@ -84,9 +85,9 @@ func TestParseField(t *testing.T) {
 			t.Errorf("%s %q: %v", fieldDefs[tt.field].name, tt.text, err)
 			continue
 		}
-		if !slices.Equal(values(got.set), tt.want) || got.star != tt.star || got.plain != tt.plain {
-			t.Errorf("%s %q = %v star=%v plain=%v; want %v star=%v plain=%v", fieldDefs[tt.field].name, tt.text,
-				values(got.set), got.star, got.plain, tt.want, tt.star, tt.plain)
+		if !slices.Equal(values(got.set), tt.want) || got.star != tt.star {
+			t.Errorf("%s %q = %v star=%v; want %v star=%v", fieldDefs[tt.field].name, tt.text,
+				values(got.set), got.star, tt.want, tt.star)
 		}
 	}
 }

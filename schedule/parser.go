@@ -71,9 +71,10 @@ func parseFields(words [6]string) (*spec, error) {
 	return newSpec(fields), nil
 }
 
-// descriptors maps the @-names to six-field expressions. @hourly has "*" in
-// its hour field and so follows real time across daylight-saving changes;
-// the others are fixed-time jobs at midnight.
+// descriptors maps the @-names to six-field expressions, as cronie spells
+// them out. @hourly has "*" in its hour field and so is a wildcard job that
+// follows real time across daylight-saving changes; the others are
+// fixed-time jobs at midnight.
 var descriptors = map[string]string{
 	"@yearly":   "0 0 0 1 1 *",
 	"@annually": "0 0 0 1 1 *",

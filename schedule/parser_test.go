@@ -28,7 +28,7 @@ func TestParse(t *testing.T) {
 			next: []string{"2024-01-01T00:00:20Z", "2024-01-01T00:00:40Z", "2024-01-01T00:01:00Z"}},
 		{spec: "0 9,17 * * MON-FRI", str: "0 9,17 * * MON-FRI", fixed: true, from: "2024-01-05T12:00:00Z", // a Friday
 			next: []string{"2024-01-05T17:00:00Z", "2024-01-08T09:00:00Z"}},
-		{spec: "0 9-17 * * *", str: "0 9-17 * * *", from: "2024-01-01T16:30:00Z",
+		{spec: "0 9-17 * * *", str: "0 9-17 * * *", fixed: true, from: "2024-01-01T16:30:00Z",
 			next: []string{"2024-01-01T17:00:00Z", "2024-01-02T09:00:00Z"}},
 		{spec: "CRON_TZ=America/New_York 30 2 * * *", str: "CRON_TZ=America/New_York 30 2 * * *", fixed: true,
 			from: "2024-03-09T12:00:00Z", next: []string{"2024-03-10T03:00:00-04:00", "2024-03-11T02:30:00-04:00"}},

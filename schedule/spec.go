@@ -14,8 +14,9 @@ type spec struct {
 	// on odd days of the month, because "*/2" starts with "*".
 	domStar, dowStar bool
 
-	// fixed marks a fixed-time job (second, minute and hour fields all
-	// plain); such jobs get cronie's daylight-saving adjustments.
+	// fixed marks a fixed-time job, cronie's rule: neither the minute nor
+	// the hour field is written starting with "*" (dst.go). Such jobs get
+	// cronie's daylight-saving adjustments; the seconds field plays no part.
 	fixed bool
 
 	// dowDays[w] is the set of days of the month (bits 1..31) whose day of
@@ -28,7 +29,7 @@ func newSpec(f [6]parsedField) *spec {
 		second: f[fieldSecond].set, minute: f[fieldMinute].set, hour: f[fieldHour].set,
 		dom: f[fieldDayOfMonth].set, month: f[fieldMonth].set, dow: f[fieldDayOfWeek].set,
 		domStar: f[fieldDayOfMonth].star, dowStar: f[fieldDayOfWeek].star,
-		fixed: f[fieldSecond].plain && f[fieldMinute].plain && f[fieldHour].plain,
+		fixed: !f[fieldMinute].star && !f[fieldHour].star,
 	}
 	for first := range 7 {
 		for d := 1; d <= 31; d++ {

@@ -10,6 +10,55 @@ func mustSpec(t testing.TB, expr string) *spec {
 	return mustParse(t, expr, nil).(*cronSchedule).spec
 }
 
+// Fixed-time or wildcard, cronie's rule (src/entry.c sets MIN_STAR and
+// HR_STAR, src/cron.c runs a job as a wildcard job iff either is set): a
+// job is a wildcard job exactly when its minute or its hour field is
+// written starting with "*". Lists, ranges and steps that do not start
+// with "*" are fixed-time, and the seconds field plays no part.
+func TestFixedTimeIsCronie(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		spec  string
+		fixed bool
+	}{
+		{"30 2 * * *", true},
+		{"0,30 2,3 * * *", true},
+		{"15,45 0-3 * * *", true},
+		{"0 9-17 * * *", true},
+		{"0-59/15 2 * * *", true},
+		{"0 2/1 * * *", true}, // 2-23, but not written with "*"
+		{"5,*/30 1 * * *", true},
+		{"0 0 * * *", true},
+		{"* 2 * * *", false},
+		{"*/20 2 * * *", false},
+		{"30 */2 * * *", false},
+		{"*/30,5 1 * * *", false},
+		{"7 * * * *", false},
+		{"*/15 * * * *", false},
+		// The day fields do not matter.
+		{"0 0 */2 * *", true},
+		{"0 0 * * 1-5", true},
+		// Six fields: minute and hour decide, as for cronie, which has no seconds.
+		{"*/20 30 2 * * *", true},
+		{"* 30 2 * * *", true},
+		{"0 * 2 * * *", false},
+		{"0 0 * * * *", false},
+		// Descriptors, as cronie spells them out: @hourly is "0 * * * *".
+		{"@hourly", false},
+		{"@daily", true},
+		{"@midnight", true},
+		{"@weekly", true},
+		{"@monthly", true},
+		{"@yearly", true},
+		{"@annually", true},
+	}
+	for _, tt := range tests {
+		if got := mustSpec(t, tt.spec).fixed; got != tt.fixed {
+			t.Errorf("%q: fixed-time = %v, want %v", tt.spec, got, tt.fixed)
+		}
+	}
+}
+
 // The day-of-month / day-of-week rule, exactly as Vixie cron: if either
 // field starts with "*", a day must match both; otherwise either will do.
 func TestDayRuleIsVixie(t *testing.T) {
