@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"time"
 
 	"github.com/cronfence/cronfence/internal/leasekeeper"
@@ -158,7 +157,7 @@ func (s *Scheduler) finish(spec runSpec, hold *leasekeeper.Hold, run *Run, runEr
 	if runErr != nil {
 		status = store.SlotFailed
 	}
-	res, err := s.recordEnd(spec, hold, store.SlotFinishParams{
+	res, err := s.ender().record(hold, job.LeaseTTL, store.SlotFinishParams{
 		Job: job.Name, Slot: spec.slot, LeaseName: spec.lease.Name, Owner: spec.lease.Owner,
 		Generation: spec.lease.Generation, Status: status, Run: row,
 	})
@@ -174,72 +173,6 @@ func (s *Scheduler) finish(spec runSpec, hold *leasekeeper.Hold, run *Run, runEr
 		return RunFailed, false, res.Buffered
 	}
 	return outcome, true, res.Buffered
-}
-
-// Finishing a run: each attempt is bounded, and failed attempts are retried
-// with a growing pause while the lease is renewed in between.
-const (
-	finishAttemptMin = time.Second   // the shortest bound of one attempt
-	finishAttemptMax = finishTimeout // and the longest
-	finishRetryFirst = 50 * time.Millisecond
-	finishRetryMax   = 2 * time.Second
-)
-
-// recordEnd records the run's end (SlotFinish, which also releases the
-// lease) and, should the store not answer (a database restart as the
-// handler returned, a pool with thousands of finishes queued), tries again
-// until it does: a finished run whose end is not recorded would otherwise
-// be resumed, its work done a second time, once its lease expired. The
-// lease stays renewed between attempts, so the run is never taken for dead
-// while its owner lives; during an attempt renewals are held (Quiesce), so
-// none overtakes the release. A retried attempt is safe when an earlier one
-// committed but its answer was lost: the store writes one run row per
-// holding. Retrying stops only when the store refuses the call as invalid
-// or closed, or when shutdown has cancelled the runs (after the grace):
-// the process is going away, and its slot is then resumed like a dead
-// owner's.
-func (s *Scheduler) recordEnd(spec runSpec, hold *leasekeeper.Hold, p store.SlotFinishParams) (store.SlotFinishResult, error) {
-	attempt := min(max(spec.job.LeaseTTL/3, finishAttemptMin), finishAttemptMax)
-	pause := finishRetryFirst
-	for tries := 1; ; tries++ {
-		hold.Quiesce()
-		// On the scheduler's clock, as every timer of the scheduler is.
-		ctx, cancel := s.withTimeout(context.Background(), attempt, errFinishAttemptTimeout)
-		res, err := s.store.SlotFinish(ctx, p)
-		cancel()
-		if err == nil {
-			if tries > 1 {
-				s.log.Info("cronfence: the end of the run is recorded", "job", p.Job, "slot", spec.slot,
-					"generation", p.Generation, "attempts", tries)
-			}
-			return res, nil
-		}
-		hold.Resume()
-		if errors.Is(err, store.ErrInvalidArgument) || errors.Is(err, store.ErrClosed) || s.runsCtx.Err() != nil {
-			return store.SlotFinishResult{}, err
-		}
-		if tries == 1 {
-			s.log.Warn("cronfence: could not record the end of the run; trying again while its lease is renewed",
-				"job", p.Job, "slot", spec.slot, "generation", p.Generation, "error", err)
-		}
-		timer := s.cfg.Clock.NewTimer(jitter(pause))
-		select {
-		case <-timer.C():
-		case <-s.runsCtx.Done():
-			timer.Stop()
-		}
-		pause = min(2*pause, finishRetryMax)
-	}
-}
-
-// errFinishAttemptTimeout is the cause of an attempt to record a run's end
-// that the store did not answer in time.
-var errFinishAttemptTimeout = errors.New("cronfence: the store did not answer in time")
-
-// jitter spreads d by ±20%, so thousands of runs retrying together after
-// one outage do not hit the store in step.
-func jitter(d time.Duration) time.Duration {
-	return d - d/5 + time.Duration(rand.Int64N(int64(d/5)*2+1))
 }
 
 // leaveToResume ends a run cut short from outside (shutdown, lease loss)
@@ -338,18 +271,13 @@ func callHandler(ctx context.Context, h Handler, run *Run) (err error) {
 
 // withTimeout is context.WithTimeoutCause on the scheduler's clock.
 func (s *Scheduler) withTimeout(parent context.Context, d time.Duration, cause error) (context.Context, func()) {
-	ctx, cancel := context.WithCancelCause(parent)
-	timer := s.cfg.Clock.NewTimer(d)
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-timer.C():
-			cancel(cause)
-		case <-done:
-			timer.Stop()
-		}
-	}()
-	return ctx, func() { close(done); cancel(context.Canceled) }
+	return withTimeoutOn(s.cfg.Clock, parent, d, cause)
+}
+
+// ender records the end of this scheduler's runs; it stops retrying once
+// shutdown has cancelled the runs.
+func (s *Scheduler) ender() endRecorder {
+	return endRecorder{store: s.store, clock: s.cfg.Clock, log: s.log, stop: s.runsCtx.Done()}
 }
 
 // ManualRun describes a run started by Trigger.

@@ -15,10 +15,6 @@ import (
 	"github.com/cronfence/cronfence/store"
 )
 
-// finishTimeout bounds the round trip that ends a run; it runs even when
-// the scheduler is shutting down, so the lease is handed over at once.
-const finishTimeout = 10 * time.Second
-
 // Scheduler runs registered jobs so that each slot runs once across every
 // replica sharing the store. Build it with New, Register jobs, Start it, and
 // Stop it on shutdown.

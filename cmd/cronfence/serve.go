@@ -211,6 +211,9 @@ func commandHandler(j config.Job, killGrace time.Duration) cronfence.Handler {
 			"CRONFENCE_JOB="+run.Job,
 			"CRONFENCE_SLOT="+slot,
 			"CRONFENCE_GENERATION="+strconv.FormatInt(run.Generation, 10),
+			// The exact lease name for fence() and complete(): "job:NAME",
+			// or one per slot (overlap: allow), or for a manual run.
+			"CRONFENCE_LEASE="+run.Lease,
 			"CRONFENCE_ATTEMPT="+strconv.Itoa(run.Attempt),
 			"CRONFENCE_IDEMPOTENCY_KEY="+run.IdempotencyKey(),
 			"CRONFENCE_MANUAL="+strconv.FormatBool(run.Manual),
