@@ -24,16 +24,26 @@
 //     a takeover until commit.
 //   - G4: a completed window never runs again; an interrupted one resumes
 //     with one more attempt, up to Job.MaxAttempts. The slot is the
-//     intended occurrence, never the start time.
+//     intended occurrence, never the start time. A run whose handler
+//     returned keeps its lease renewed until its end is recorded, retrying
+//     while the database does not answer, so only a dead or deposed owner's
+//     slot is resumed. Run.Complete (SQL: complete()) marks the slot
+//     completed inside the handler's own write transaction, so the effect
+//     and the completion commit together: a slot whose effect committed is
+//     never run again, even when its process stops before the scheduler
+//     records the run's end.
 //   - G5: a slot missed during a restart or a store outage runs once, when
-//     the job has a CatchUpWindow: only the most recent one; history is not
-//     replayed.
+//     the job has a CatchUpWindow: only the most recent one, never one from
+//     before the job was first registered; history is not replayed.
 //   - G6: pause and resume (SetEnabled) reach every replica at its next
 //     fire and survive restarts; a slot that comes due while its job is
 //     paused is settled as skipped and never runs, even after the resume.
 //   - G7: overlap is visible: a slot that comes due while a run holds the
 //     job's lease is recorded as a skipped run naming the holder, once
-//     across replicas; Trigger meets ErrAlreadyExecuting.
+//     across replicas; Trigger meets ErrAlreadyExecuting. A slot whose
+//     lease was taken only after it came due (by a catch-up or resumed run
+//     of an earlier slot) did not overlap: it waits for that run and runs
+//     after it.
 //   - G8: replica clocks do not matter: expiry and "due" come from the
 //     database clock; a replica whose clock runs ahead cannot claim early.
 //   - G10: history stays bounded: one replica at a time prunes runs and
@@ -55,4 +65,15 @@
 // that: it wakes up and runs its next line, which may be a write. Only a
 // fence inside the write's own transaction closes that window; a
 // unique constraint or an idempotency key on the effect is the last layer.
+//
+// # Fencing is not completion
+//
+// A fence refuses a writer that lost its lease. It does not stop a writer
+// whose effect committed from being run again: if its process stops (is
+// killed, frozen, cut off) after the commit and before the scheduler
+// records the run's end, the slot still looks unfinished, and once the
+// lease expires another replica resumes it. Complete the slot in the same
+// transaction as the effect (Run.Complete, or the SQL function complete())
+// and the slot is completed exactly when the effect is. See docs/fencing.md
+// for lease names and the SQL functions.
 package cronfence

@@ -163,7 +163,7 @@ func TestTenThousandJobsDueAtOnceRunOnce(t *testing.T) {
 	const n = 10_000
 	db := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	_, schema := pgtest.Schema(t)
-	c := &cluster{t: t, db: db, kind: "postgres", open: func(t *testing.T) store.Store {
+	c := &cluster{t: t, db: db, kind: "postgres", settleWithin: 5 * time.Minute, open: func(t *testing.T) store.Store {
 		pool, err := pgxpool.New(context.Background(), pgtest.URL(t)) // the default pool size
 		if err != nil {
 			t.Fatal(err)

@@ -27,6 +27,10 @@ type cluster struct {
 	db       *clock.Fake
 	open     func(t *testing.T) store.Store
 	replicas []*Scheduler
+	// settleWithin bounds each wait for the replicas to settle; zero means
+	// 30s. A safety net, not a measurement: a test whose replicas do much
+	// work per step (thousands of runs) sets it higher.
+	settleWithin time.Duration
 }
 
 // storeOpeners open stores on one fresh database per test, with the
@@ -205,7 +209,11 @@ func (c *cluster) settleHolding(held int) {
 		}
 		return busy == int64(held) && c.db.Timers() == len(c.replicas)+held
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	within := c.settleWithin
+	if within == 0 {
+		within = 30 * time.Second
+	}
+	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
 		// Check twice: a loop between wake-up and its busy mark looks idle once.
 		if idle() {

@@ -33,10 +33,12 @@ func waitForLog(t *testing.T, p *proc, s string) {
 // --config examples/cronfence.yaml`, on a copy of the example in a fresh
 // directory, then the same command a second time, as the README says. Only
 // the example's output file is redirected (CRONFENCE_EXAMPLE_LOG; the
-// example defaults to /tmp/cronfence-example.log). The SQLite file lands
-// beside the config; every example job runs (minutely at once, caught up;
-// tick at a slot both replicas serve; hello, whose output is in its run
-// row), and no slot of any job runs twice.
+// example defaults to /tmp/cronfence-example.log). The SQLite file is the
+// one beside the config; every example job runs (minutely at once, caught
+// up, since the file says the jobs were first registered two minutes ago,
+// by a replica that has stopped since, as in a deploy; tick at a slot both
+// replicas serve; hello, whose output is in its run row), and no slot of any
+// job runs twice.
 func TestServeExample(t *testing.T) {
 	t.Parallel()
 	example, err := os.ReadFile(filepath.Join("..", "..", "examples", "cronfence.yaml"))
@@ -52,19 +54,28 @@ func TestServeExample(t *testing.T) {
 	}
 	out := filepath.Join(dir, "example.log")
 	env := []string{"CRONFENCE_EXAMPLE_LOG=" + out}
+	// A replica served this file two minutes ago: minutely existed then,
+	// and its latest slot is one to catch up (catch-up never runs a slot
+	// from before a job was first registered).
+	dbFile := filepath.Join(dir, "examples", "cronfence.db")
+	st := openArgs(t, []string{"--sqlite", dbFile})
+	ctx := context.Background()
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.JobRegister(ctx, store.JobRegisterParams{Jobs: []string{"minutely"}, Now: time.Now().Add(-2 * time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
 	a := startEnv(t, dir, env, "serve", "--config", "examples/cronfence.yaml")
 	waitForLog(t, a, "cronfence: serving")
 	b := startEnv(t, dir, env, "serve", "--config", "examples/cronfence.yaml")
 	waitForLog(t, b, "cronfence: serving")
 	joined := time.Now()
 
-	// Beside the config, created by serve (opening it here would create it).
-	dbFile := filepath.Join(dir, "examples", "cronfence.db")
-	if _, err := os.Stat(dbFile); err != nil {
-		t.Fatalf("the SQLite file beside the config: %v", err)
+	// The file beside the config, not one in the working directory.
+	if _, err := os.Stat(filepath.Join(dir, "cronfence.db")); !os.IsNotExist(err) {
+		t.Fatalf("serve made a SQLite file in its working directory instead of beside the config (%v)", err)
 	}
-	st := openArgs(t, []string{"--sqlite", dbFile})
-	ctx := context.Background()
 	// slotsOf returns the slots of job's lines in the output file.
 	slotsOf := func(job string) []time.Time {
 		var slots []time.Time
