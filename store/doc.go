@@ -33,8 +33,9 @@
 // A slot is one intended occurrence of a job (the instant the schedule
 // named, never the time a run started). Its claim row:
 //
-//	(none) ──SlotClaim──▶ running ──SlotFinish──▶ completed   (final)
-//	  │                     │   ▲        │
+//	(none) ──SlotClaim──▶ running ──SlotFinish──────────────▶ completed   (final)
+//	  │                     │   ▲        │  └──SlotComplete in the
+//	  │                     │   │        │     handler's transaction ──▶ completed
 //	  │                     │   │        └──────▶ failed
 //	  │    lease expired ───┘   └── SlotClaim while attempts < MaxAttempts
 //	  │
@@ -50,4 +51,13 @@
 // lease and writes the run row in one round trip, all conditioned on the
 // claim's owner and generation; the run row of a generation whose slot was
 // taken over says so (not successful) rather than passing for its result.
+// SlotComplete marks the slot completed inside the handler's own write
+// transaction (after fencing it), so the effect and the completion commit
+// together; the run's SlotFinish afterwards keeps it completed. SlotFinish
+// may be called again after an attempt whose answer was lost: a holding
+// (lease name, generation) has at most one run row of its own.
+//
+// A slot whose claim finds the lease held by a run that took it only after
+// the slot came due is buffered, not skipped: the lease was free at the
+// slot's instant, and it runs when that run ends (SlotFinish names it).
 package store
