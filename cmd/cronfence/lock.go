@@ -30,7 +30,7 @@ type lockCmd struct {
 	TTL          time.Duration `name:"ttl" default:"90s" help:"Lease time to live; renewed every TTL/3 while the command runs, taken over by another host within TTL if this one dies."`
 	BusyExitCode int           `name:"busy-exit-code" default:"0" help:"Exit status when another owner holds the lease and the command is not run."`
 	KillGrace    time.Duration `name:"kill-grace" default:"10s" help:"Time between SIGTERM and SIGKILL when the command is cancelled (lease lost, SIGTERM or SIGINT to lock); a second SIGTERM or SIGINT cuts it short."`
-	Command      []string      `arg:"" passthrough:"" name:"command" help:"The command and its arguments, after --."`
+	Command      []string      `arg:"" passthrough:"partial" name:"command" help:"The command and its arguments, after --."`
 }
 
 func (c *lockCmd) Run(a *app) error {
@@ -49,9 +49,12 @@ func (c *lockCmd) Run(a *app) error {
 	if c.KillGrace <= 0 {
 		return usageError("--kill-grace must be positive, got %s", c.KillGrace)
 	}
-	if len(c.Command) > 0 && c.Command[0] == "--" {
-		c.Command = c.Command[1:] // kong keeps the separator of a passthrough argument
+	// kong keeps the separator of a passthrough argument: the command
+	// starts with it when, and only when, it came after a --.
+	if len(c.Command) == 0 || c.Command[0] != "--" {
+		return usageError("lock %q: put the command after --: cronfence lock NAME [flags] -- COMMAND [ARGS...]; got %q before any --", c.Name, c.Command)
 	}
+	c.Command = c.Command[1:]
 	if len(c.Command) == 0 || c.Command[0] == "" {
 		return usageError("lock %q: no command to run; put it after --", c.Name)
 	}
