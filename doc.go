@@ -4,7 +4,10 @@
 //
 // Build a Scheduler from a Config and a store, Register jobs (the same on
 // every replica), Start it, and Stop it on shutdown. Lock runs any function
-// under a renewed lease, outside the scheduler.
+// under a renewed lease, outside the scheduler; it guards overlap only.
+// LockSlot runs a function once per slot of a schedule across every host
+// that calls it (a crontab line on several hosts), through the scheduler's
+// slot registry.
 //
 // # Guarantees
 //

@@ -280,6 +280,13 @@ func TestLockErrors(t *testing.T) {
 	}{
 		{"no command", nil, []string{"lock", "x"}, exitUsage, `expected "<command> ..."`},
 		{"empty command after --", nil, []string{"lock", "x", "--"}, exitUsage, "no command to run"},
+		// Flags before -- are lock's: an unknown one is refused, never run
+		// as the command; a command must come after --.
+		{"unknown flag before --", nil, []string{"lock", "x", "--bogus", "--", "true"}, exitUsage, "unknown flag --bogus"},
+		{"unknown short flag before --", nil, []string{"lock", "x", "-n", "--", "true"}, exitUsage, "unknown flag -n"},
+		{"command without --", nil, []string{"lock", "x", "true"}, exitUsage, "put the command after --"},
+		{"flag after a command without --", nil, []string{"lock", "x", "true", "--ttl", "5s"}, exitUsage, "put the command after --"},
+		{"separator before the name", nil, []string{"lock", "--", "x", "true"}, exitUsage, "put the command after --"},
 		{"bad ttl", nil, []string{"lock", "x", "--ttl", "soon", "--", "true"}, exitUsage, "--ttl"},
 		{"ttl too short", nil, []string{"lock", "x", "--ttl", "500ms", "--", "true"}, exitUsage, "--ttl must be at least 1s"},
 		{"ttl too long", nil, []string{"lock", "x", "--ttl", "200h", "--", "true"}, exitUsage, "TTL must be between"},

@@ -34,7 +34,7 @@ type cli struct {
 
 	Migrate migrateCmd `cmd:"" help:"Apply the database migrations and print the schema version."`
 	Next    nextCmd    `cmd:"" help:"Print the next slot instants of a schedule, one a line (no database)."`
-	Lock    lockCmd    `cmd:"" help:"Run one command under a renewed cluster-wide lease; skip it while another owner holds the lease."`
+	Lock    lockCmd    `cmd:"" help:"Run one command under a renewed cluster-wide lease; skip it while another owner holds the lease (an overlap guard only). With --schedule SPEC, run it once per slot of SPEC across hosts."`
 	Serve   serveCmd   `cmd:"" help:"Run the jobs of a YAML config file; every replica on the same database shares the slots."`
 	Jobs    jobsCmd    `cmd:"" help:"List the jobs: schedule, zone, enabled and override, next slot, last run, lease (--config FILE, or --server URL)."`
 	Pause   pauseCmd   `cmd:"" help:"Pause a job on every replica (override enabled=false)."`

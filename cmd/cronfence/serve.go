@@ -139,23 +139,35 @@ func (c *serveCmd) Run(a *app) error {
 	return nil
 }
 
-// testClockOffsetEnv shifts the scheduler's clock by a duration ("-3m").
-// Test-only: the chaos suite (e2e/chaos) uses it to run a replica whose host
-// clock is wrong. Leases and claims are judged by the database clock either
-// way, which is what the test shows. Never set it in production.
+// testClockOffsetEnv shifts the scheduler's clock by a duration ("-3m"),
+// and the instant `lock --schedule` picks its slot from. Test-only: the
+// chaos suite (e2e/chaos) uses it to run a replica whose host clock is
+// wrong, the lock tests to run a host in an earlier slot. Leases and claims
+// are judged by the database clock either way, which is what the tests
+// show. Never set it in production.
 const testClockOffsetEnv = "CRONFENCE_TEST_CLOCK_OFFSET"
+
+// testOffset returns the offset testClockOffsetEnv asks for, and false when
+// it is unset.
+func testOffset() (time.Duration, bool, error) {
+	v := os.Getenv(testClockOffsetEnv)
+	if v == "" {
+		return 0, false, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, false, usageError("%s=%q is not a duration (e.g. -3m): %w", testClockOffsetEnv, v, err)
+	}
+	return d, true, nil
+}
 
 // testClockOffset returns the clock testClockOffsetEnv asks for, or nil (the
 // process clock) when it is unset. A set offset is logged as a warning at
 // every start, so a stray variable cannot shift a production replica quietly.
 func testClockOffset(logger *slog.Logger) (cronfence.Clock, error) {
-	v := os.Getenv(testClockOffsetEnv)
-	if v == "" {
-		return nil, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		return nil, usageError("%s=%q is not a duration (e.g. -3m): %w", testClockOffsetEnv, v, err)
+	d, set, err := testOffset()
+	if !set || err != nil {
+		return nil, err
 	}
 	logger.Warn("cronfence: TEST ONLY: the scheduler's clock is shifted; unset the variable outside tests",
 		"variable", testClockOffsetEnv, "offset", d.String())
@@ -193,6 +205,26 @@ func schedulerJob(j config.Job, killGrace time.Duration) cronfence.Job {
 	}
 }
 
+// runEnv is the environment a command gets about its run: the CRONFENCE_
+// variables, the same for serve's jobs and lock --schedule.
+func runEnv(run *cronfence.Run) []string {
+	slot := ""
+	if !run.Slot.IsZero() {
+		slot = run.Slot.UTC().Format(time.RFC3339Nano)
+	}
+	return []string{
+		"CRONFENCE_JOB=" + run.Job,
+		"CRONFENCE_SLOT=" + slot,
+		"CRONFENCE_GENERATION=" + strconv.FormatInt(run.Generation, 10),
+		// The exact lease name for fence() and complete(): "job:NAME",
+		// or one per slot (overlap: allow), or for a manual run.
+		"CRONFENCE_LEASE=" + run.Lease,
+		"CRONFENCE_ATTEMPT=" + strconv.Itoa(run.Attempt),
+		"CRONFENCE_IDEMPOTENCY_KEY=" + run.IdempotencyKey(),
+		"CRONFENCE_MANUAL=" + strconv.FormatBool(run.Manual),
+	}
+}
+
 // commandHandler runs the job's command in its own process group with the
 // run's facts in CRONFENCE_ variables, logs the tail of its output into the
 // run and fails the run when the command does not exit 0.
@@ -202,22 +234,8 @@ func commandHandler(j config.Job, killGrace time.Duration) cronfence.Handler {
 		base = append(base, k+"="+j.Env[k])
 	}
 	return func(ctx context.Context, run *cronfence.Run) error {
-		slot := ""
-		if !run.Slot.IsZero() {
-			slot = run.Slot.UTC().Format(time.RFC3339Nano)
-		}
 		// config rejects CRONFENCE_ keys in env; the run's own come last all the same.
-		env := append(append([]string(nil), base...),
-			"CRONFENCE_JOB="+run.Job,
-			"CRONFENCE_SLOT="+slot,
-			"CRONFENCE_GENERATION="+strconv.FormatInt(run.Generation, 10),
-			// The exact lease name for fence() and complete(): "job:NAME",
-			// or one per slot (overlap: allow), or for a manual run.
-			"CRONFENCE_LEASE="+run.Lease,
-			"CRONFENCE_ATTEMPT="+strconv.Itoa(run.Attempt),
-			"CRONFENCE_IDEMPOTENCY_KEY="+run.IdempotencyKey(),
-			"CRONFENCE_MANUAL="+strconv.FormatBool(run.Manual),
-		)
+		env := append(append([]string(nil), base...), runEnv(run)...)
 		res := command.Run(ctx, command.Spec{
 			Argv:      j.Command,
 			Shell:     j.Shell,
