@@ -297,14 +297,16 @@ func claimRefused(ctx context.Context, s *postgres.Store, owner string, i int, w
 // claimOverlapped claims slotAt(i) for owner while another run holds the
 // lease; the claim must be refused with already_executing and record the
 // slot as skipped, with its skip run row.
-func claimOverlapped(ctx context.Context, s *postgres.Store, owner string, i int) error {
-	r, err := s.SlotClaim(ctx, claimParams(owner, i))
+func claimOverlapped(ctx context.Context, s *postgres.Store, owner string, slot time.Time) error {
+	p := claimParams(owner, 0)
+	p.Slot = slot
+	r, err := s.SlotClaim(ctx, p)
 	if err != nil {
 		return err
 	}
 	if r.Claimed || r.Refusal != store.ClaimHeld || r.Recorded != store.SlotSkipped || r.SkipRun.ID == 0 {
-		return fmt.Errorf("slot %d: claimed %v, refusal %q, recorded %q, skip run %d; want refusal %q, recorded %q and a skip run",
-			i, r.Claimed, r.Refusal, r.Recorded, r.SkipRun.ID, store.ClaimHeld, store.SlotSkipped)
+		return fmt.Errorf("slot %s: claimed %v, refusal %q, recorded %q, skip run %d; want refusal %q, recorded %q and a skip run",
+			slot.Format(time.RFC3339Nano), r.Claimed, r.Refusal, r.Recorded, r.SkipRun.ID, store.ClaimHeld, store.SlotSkipped)
 	}
 	return nil
 }
@@ -475,15 +477,18 @@ func BenchmarkSlotClaim(b *testing.B) {
 	})
 	b.Run("overlap", func(b *testing.B) {
 		s, trips := benchStore(b)
-		if _, err := claim(b.Context(), s, rivalOwner, 0); err != nil {
+		rival, err := claim(b.Context(), s, rivalOwner, 0)
+		if err != nil {
 			b.Fatal(err)
 		}
 		measure(b, trips, benchCall{
 			call: func(ctx context.Context, i int) error {
 				// A fresh slot per call: an overlapped slot is recorded
 				// as skipped, and a second claim of it would be refused
-				// as skipped instead.
-				return claimOverlapped(ctx, s, benchOwner, i+1)
+				// as skipped instead. Each comes due after the rival took
+				// the lease (a slot due before that would be a late claim,
+				// buffered), and before now.
+				return claimOverlapped(ctx, s, benchOwner, rival.Lease.AcquiredAt.Add(time.Duration(i+1)*time.Microsecond))
 			},
 		})
 	})
