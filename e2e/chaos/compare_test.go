@@ -65,9 +65,10 @@ func TestChaosCompareDesigns(t *testing.T) {
 				if rep.StaleCommit > 0 {
 					t.Errorf("cronfence's fence let %d deposed owners commit: %s", rep.StaleCommit, rep)
 				}
+				fallthrough
 			default:
 				for _, v := range rep.Violations {
-					t.Logf("%s: %s", ds.guard, v)
+					t.Logf("%s: %s", ds.id, v)
 				}
 			}
 		})
