@@ -28,14 +28,14 @@ type runOpts struct {
 	seed         uint64
 	duration     time.Duration // of faults; the first round of kinds is always finished
 	replicas     int
-	breakFencing bool        // the job skips its fence (the checker must then fail)
+	breakFencing bool        // the job skips its fence and complete() (the checker must then fail)
 	kinds        []faultKind // nil: allFaults
 	aimAlways    bool        // every freeze aims at an open transaction of "slow"
 	freezeMin    time.Duration
 	freezeMax    time.Duration // a freeze lasts the lease TTL plus [freezeMin, freezeMax]
 	sqlite       bool          // one SQLite file instead of PostgreSQL
 	guard        string        // weakcron's guard instead of cronfence ("advisory", "release-at-end")
-	plainInsert  bool          // the job's insert has no idempotency guard
+	write        writeMode     // how the job writes its effect; "" is writeComplete
 }
 
 // runChaos starts the world, injects faults for o.duration, lets the
@@ -45,7 +45,7 @@ func runChaos(t *testing.T, o runOpts) *report {
 	t.Helper()
 	t.Logf("chaos seed %d (replay: CHAOS_SEED=%d), %s of faults, %d replicas", o.seed, o.seed, o.duration, o.replicas)
 	h := newHarness(t, harnessOpts{replicas: o.replicas, breakFencing: o.breakFencing, sqlite: o.sqlite,
-		guard: o.guard, plainInsert: o.plainInsert})
+		guard: o.guard, write: o.write})
 	// Slots are owed from the first slot after every replica is up.
 	win := window{From: time.Now().Add(time.Second)}
 
@@ -83,6 +83,7 @@ func runChaos(t *testing.T, o runOpts) *report {
 		t.Fatal(err)
 	}
 	ev.fenceless = h.breakFencing || h.guard != ""
+	ev.write = h.write
 	rep := check(ev, faults, win, o.replicas)
 	rep.Seed = o.seed
 	if err := checkLogFlood(h.dir, rep); err != nil {
@@ -205,10 +206,11 @@ func TestChaosSoak(t *testing.T) {
 }
 
 // TestChaosCatchesBrokenFencing is the evidence that the checker can fail:
-// with the fence left out of the job's transaction (CHAOS_BREAK_FENCING=1)
-// and replicas frozen inside that transaction for longer than the lease,
-// the deposed writer commits after its successor, and the checker must
-// report duplicate effects and commits by a deposed owner.
+// with complete() (and so the fence) left out of the job's transaction
+// (CHAOS_BREAK_FENCING=1) and replicas frozen inside that transaction for
+// longer than the lease, the slot is resumed, the resumed run commits its
+// insert, then the deposed writer wakes and commits its own, and the
+// checker must report duplicate effects and commits by a deposed owner.
 func TestChaosCatchesBrokenFencing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the chaos run takes minutes")

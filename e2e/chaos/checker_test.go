@@ -19,8 +19,8 @@ type report struct {
 	Skipped     int // slots recorded as skipped (overlap)
 	Starts      int // handler starts
 	DoubleRuns  int // (job, slot)s whose handler started more than once (retries included)
-	Effects     int // ledger rows
-	Retries     int // handler runs that found their slot's effect already committed
+	Effects     int // ledger rows: committed inserts
+	Retries     int // handler runs that found their slot's effect already committed (fence-once only)
 	Refusals    int // fenced writes refused
 	Duplicates  int // (job, slot)s with more than one effect
 	StaleCommit int // effects committed after their generation was superseded
@@ -29,6 +29,11 @@ type report struct {
 	CaughtUp    int // slots claimed by a catch-up (a run row with catch_up)
 	CatchUpLost int // excused slots a replica's catch-up should have claimed
 	Failed      int // slots whose final status is failed
+	// Unrecorded are completed slots with no run row of the generation
+	// that completed them: complete() committed the slot's completion with
+	// its effect, and the run's serve stopped (killed) before recording
+	// the run's end. The slot is done, and was not resumed.
+	Unrecorded  int
 	LeftRunning int // slots still running (or buffered) after the settle phase
 	// TakenOverRuns are successful run rows of a generation that lost its
 	// slot before finishing (history shows two successes; see Notes).
@@ -48,8 +53,8 @@ func (r *report) String() string {
 			kinds = append(kinds, fmt.Sprintf("%s=%d", k, n))
 		}
 	}
-	return fmt.Sprintf("seed=%d duration=%s replicas=%d faults[%s] slots_due=%d completed=%d skipped=%d failed=%d left_running=%d starts=%d double_runs=%d effects=%d retries_found_effect=%d fence_refusals=%d duplicates=%d stale_commits=%d missed=%d excused=%d caught_up=%d catch_up_lost=%d taken_over_runs=%d violations=%d",
-		r.Seed, r.Duration.Round(time.Second), r.Replicas, strings.Join(kinds, " "), r.SlotsDue, r.Completed, r.Skipped, r.Failed, r.LeftRunning,
+	return fmt.Sprintf("seed=%d duration=%s replicas=%d faults[%s] slots_due=%d completed=%d skipped=%d failed=%d left_running=%d unrecorded=%d starts=%d double_runs=%d effects=%d retries_found_effect=%d fence_refusals=%d duplicates=%d stale_commits=%d missed=%d excused=%d caught_up=%d catch_up_lost=%d taken_over_runs=%d violations=%d",
+		r.Seed, r.Duration.Round(time.Second), r.Replicas, strings.Join(kinds, " "), r.SlotsDue, r.Completed, r.Skipped, r.Failed, r.LeftRunning, r.Unrecorded,
 		r.Starts, r.DoubleRuns, r.Effects, r.Retries, r.Refusals, r.Duplicates, r.StaleCommit, r.Missed, r.Excused, r.CaughtUp, r.CatchUpLost, r.TakenOverRuns, len(r.Violations))
 }
 
@@ -86,7 +91,12 @@ func check(ev *evidence, faults []fault, win window, replicas int) *report {
 }
 
 // checkEffects: no (job, slot) effect committed twice, and every effect
-// comes from a handler start of the same claim.
+// comes from a handler start of the same claim. The jobs insert without an
+// idempotency guard (but under CHAOS_WRITE=fence-once), so every committed
+// insert is an effect, and a slot with two is a duplicate, whatever the
+// fault: complete() is what keeps them single, not a key. Without the
+// guard an insert always adds its row, so an "exists" outcome (a guarded
+// insert that found the slot's effect) cannot occur.
 func checkEffects(ev *evidence, r *report) {
 	r.Effects = len(ev.ledger)
 	starts := map[genKey]int{}
@@ -97,6 +107,10 @@ func checkEffects(ev *evidence, r *report) {
 			starts[genKey{keyOf(l.Job, l.Slot), l.Generation}]++
 		case "exists":
 			r.Retries++
+			if ev.write != writeFenceOnce {
+				r.violate("an insert without the idempotency guard added nothing: %s slot %s generation %d on %s",
+					l.Job, l.Slot.UTC().Format(time.RFC3339), l.Generation, l.Replica)
+			}
 		case "refused":
 			r.Refusals++
 		}
@@ -136,11 +150,22 @@ func checkEffects(ev *evidence, r *report) {
 }
 
 // checkCompletions: no claim completed twice, and a completed slot has its
-// effect.
+// effect. With complete() (ev.completes), the effect and the slot's
+// completion commit in one transaction, so each effect's slot is completed
+// by the effect's own generation: an effect whose slot is not (left
+// running, failed, resumed and completed by a later generation) committed
+// without its completion, which is the hole complete() closes. A completed
+// slot with no run row of its generation is fine: its serve stopped after
+// the commit and before recording the run (counted as unrecorded); the
+// slot is done and not resumed.
 func checkCompletions(ev *evidence, r *report) {
 	effects := map[slotKey]bool{}
 	for _, e := range ev.ledger {
 		effects[keyOf(e.Job, e.Slot)] = true
+	}
+	recorded := map[genKey]bool{}
+	for _, run := range ev.runs {
+		recorded[genKey{keyOf(run.Job, run.Slot), run.Generation}] = true
 	}
 	for _, s := range ev.slots {
 		switch s.Status {
@@ -149,8 +174,31 @@ func checkCompletions(ev *evidence, r *report) {
 			if !effects[keyOf(s.Job, s.Slot)] {
 				r.violate("slot completed without its effect: %s slot %s generation %d", s.Job, s.Slot.UTC().Format(time.RFC3339), s.Generation)
 			}
+			if !recorded[genKey{keyOf(s.Job, s.Slot), s.Generation}] {
+				r.Unrecorded++
+				r.Notes = append(r.Notes, fmt.Sprintf("slot completed with its effect, its run's end never recorded (not resumed): %s slot %s generation %d attempt %d",
+					s.Job, s.Slot.UTC().Format(time.RFC3339), s.Generation, s.Attempts))
+			}
 		case "skipped":
 			r.Skipped++
+		}
+	}
+	if ev.completes() {
+		slots := map[slotKey]slotRow{}
+		for _, s := range ev.slots {
+			slots[keyOf(s.Job, s.Slot)] = s
+		}
+		for _, e := range ev.ledger {
+			s, ok := slots[keyOf(e.Job, e.Slot)]
+			if ok && s.Status == "completed" && s.Generation == e.Generation {
+				continue
+			}
+			state := "unclaimed"
+			if ok {
+				state = fmt.Sprintf("%s by generation %d, attempt %d", s.Status, s.Generation, s.Attempts)
+			}
+			r.violate("effect committed without its slot's completion: %s slot %s generation %d by %s, the slot %s",
+				e.Job, e.Slot.UTC().Format(time.RFC3339), e.Generation, e.Replica, state)
 		}
 	}
 	// A run whose slot was taken over before it finished still writes a
@@ -203,11 +251,13 @@ func historyByName(ev *evidence) map[string][]leaseChange {
 
 // checkCommitsUnderLease: no two owners able to commit under one lease name
 // at once. Every effect must have committed before a newer generation took
-// its job's lease: a commit after that is a write by a deposed owner.
+// the lease it was written under ($CRONFENCE_LEASE, recorded with it): a
+// commit after that is a write by a deposed owner. complete() fences as
+// fence() does, so this holds with it as it did with fence().
 func checkCommitsUnderLease(ev *evidence, r *report) {
 	hist := historyByName(ev)
 	for _, e := range ev.ledger {
-		at := supersededAt(hist, "job:"+e.Job, e.Generation)
+		at := supersededAt(hist, e.Lease, e.Generation)
 		if !at.IsZero() && e.CommittedAt.After(at) {
 			r.StaleCommit++
 			r.violate("commit by a deposed owner: %s slot %s generation %d (%s) committed at %s, after a newer generation took the lease at %s",
@@ -216,16 +266,16 @@ func checkCommitsUnderLease(ev *evidence, r *report) {
 	}
 }
 
-// checkRefusals: every fenced refusal is matched by a lease loss: by the
-// time of the refusal a newer generation held the lease, or the refused
-// generation's last known expiry had passed.
+// checkRefusals: every fenced refusal (of fence() or complete()) is
+// matched by a lease loss: by the time of the refusal a newer generation
+// held the lease, or the refused generation's last known expiry had passed.
 func checkRefusals(ev *evidence, r *report) {
 	hist := historyByName(ev)
 	for _, l := range ev.log {
 		if l.Kind != "refused" {
 			continue
 		}
-		name := "job:" + l.Job
+		name := l.Lease
 		if at := supersededAt(hist, name, l.Generation); !at.IsZero() && !at.After(l.At) {
 			continue
 		}
@@ -349,7 +399,10 @@ func faultSpan(f fault, cause int) span {
 //   - A database restart: every replica.
 //   - A freeze: the frozen replica; and every other replica only when the
 //     frozen one had a run in flight, whose open transaction may hold its
-//     job's lease row FOR KEY SHARE. The fire of that job's next slot, once
+//     job's lease row FOR KEY SHARE (once its complete() ran, the last
+//     statement before COMMIT; from the start under CHAOS_WRITE=fence; a
+//     freeze inside the hold, before complete(), holds nothing, so this
+//     excuse is wider than it needs to be). The fire of that job's next slot, once
 //     the frozen run's lease expired, must take the lease over and waits for
 //     it, and with it the whole loop of the replica that sent it: every job's
 //     slots due meanwhile are fired late, only the latest of each. So other

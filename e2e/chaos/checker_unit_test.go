@@ -17,19 +17,21 @@ var t0 = time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC)
 func at(sec float64) time.Time { return t0.Add(time.Duration(sec * float64(time.Second))) }
 
 // cleanEvidence is ten seconds of every job, each slot run once, at once,
-// under a generation of its own taken at the slot.
+// under a generation of its own taken at the slot, its effect written with
+// complete() (the suite's default).
 func cleanEvidence() (*evidence, window) {
-	ev := &evidence{}
+	ev := &evidence{write: writeComplete}
 	gen := int64(0)
 	for _, j := range jobs {
 		step := time.Duration(j.Every) * time.Second
+		lease := "job:" + j.Name
 		for s := t0.Add(step); !s.After(at(10)); s = s.Add(step) {
 			gen++
-			ev.history = append(ev.history, leaseChange{Name: "job:" + j.Name, Owner: "r0", Generation: gen, ExpiresAt: s.Add(leaseTTL), ChangedAt: s})
+			ev.history = append(ev.history, leaseChange{Name: lease, Owner: "r0", Generation: gen, ExpiresAt: s.Add(leaseTTL), ChangedAt: s})
 			ev.log = append(ev.log,
-				logLine{Kind: "start", Job: j.Name, Slot: s, Generation: gen, Attempt: 1, Replica: "r0", At: s.Add(10 * time.Millisecond)},
-				logLine{Kind: "commit", Job: j.Name, Slot: s, Generation: gen, Attempt: 1, Replica: "r0", At: s.Add(100 * time.Millisecond)})
-			ev.ledger = append(ev.ledger, effect{Job: j.Name, Slot: s, Generation: gen, Attempt: 1, Replica: "r0", CommittedAt: s.Add(90 * time.Millisecond)})
+				logLine{Kind: "start", Job: j.Name, Lease: lease, Slot: s, Generation: gen, Attempt: 1, Replica: "r0", At: s.Add(10 * time.Millisecond)},
+				logLine{Kind: "commit", Job: j.Name, Lease: lease, Slot: s, Generation: gen, Attempt: 1, Replica: "r0", At: s.Add(100 * time.Millisecond)})
+			ev.ledger = append(ev.ledger, effect{Job: j.Name, Lease: lease, Slot: s, Generation: gen, Attempt: 1, Replica: "r0", CommittedAt: s.Add(90 * time.Millisecond)})
 			ev.slots = append(ev.slots, slotRow{Job: j.Name, Slot: s, Status: "completed", Generation: gen, Attempts: 1})
 			ev.runs = append(ev.runs, runRow{Job: j.Name, Slot: s, Generation: gen, Owner: "r0", Success: true})
 		}
@@ -57,8 +59,8 @@ func TestCheckerReportsEachViolation(t *testing.T) {
 	}{
 		{"duplicate effect", func(ev *evidence) []fault {
 			ev.history = append(ev.history, leaseChange{Name: "job:slow", Generation: 99, ExpiresAt: at(9), ChangedAt: at(6)})
-			ev.log = append(ev.log, logLine{Kind: "start", Job: "slow", Slot: slow5, Generation: 99, At: at(6)})
-			ev.ledger = append(ev.ledger, effect{Job: "slow", Slot: slow5, Generation: 99, CommittedAt: at(6.5)})
+			ev.log = append(ev.log, logLine{Kind: "start", Job: "slow", Lease: "job:slow", Slot: slow5, Generation: 99, At: at(6)})
+			ev.ledger = append(ev.ledger, effect{Job: "slow", Lease: "job:slow", Slot: slow5, Generation: 99, CommittedAt: at(6.5)})
 			return nil
 		}, "duplicate effect: slow"},
 		{"commit by a deposed owner", func(ev *evidence) []fault {
@@ -70,7 +72,7 @@ func TestCheckerReportsEachViolation(t *testing.T) {
 			return nil
 		}, "commit by a deposed owner: slow"},
 		{"effect without a start", func(ev *evidence) []fault {
-			ev.ledger = append(ev.ledger, effect{Job: "fast", Slot: at(100), Generation: 500, CommittedAt: at(100)})
+			ev.ledger = append(ev.ledger, effect{Job: "fast", Lease: "job:fast", Slot: at(100), Generation: 500, CommittedAt: at(100)})
 			return nil
 		}, "effect without a handler start"},
 		{"slot completed twice", func(ev *evidence) []fault {
@@ -92,7 +94,7 @@ func TestCheckerReportsEachViolation(t *testing.T) {
 					gen = l.Generation
 				}
 			}
-			ev.log = append(ev.log, logLine{Kind: "refused", Job: "slow", Slot: slow5, Generation: gen, At: at(5.5)})
+			ev.log = append(ev.log, logLine{Kind: "refused", Job: "slow", Lease: "job:slow", Slot: slow5, Generation: gen, At: at(5.5)})
 			return nil
 		}, "fence refused without a lease loss"},
 		{"paused job ran", func(ev *evidence) []fault {
@@ -111,9 +113,24 @@ func TestCheckerReportsEachViolation(t *testing.T) {
 			return []fault{{Kind: faultKill, Replica: 1, Start: at(5), End: at(7)}}
 		}, "medium@06:00:06"},
 		{"two handlers for one claim", func(ev *evidence) []fault {
-			ev.log = append(ev.log, logLine{Kind: "start", Job: "fast", Slot: at(2), Generation: ev.ledger[0].Generation, At: at(2.5)})
+			ev.log = append(ev.log, logLine{Kind: "start", Job: "fast", Lease: "job:fast", Slot: at(2), Generation: ev.ledger[0].Generation, At: at(2.5)})
 			return nil
 		}, "two handlers started for one claim"},
+		{"effect without its completion: slot resumed and completed by a later generation", func(ev *evidence) []fault {
+			// complete() commits the effect and the completion together:
+			// generation 99 cannot have completed the slot generation 5's
+			// effect was written for (fence() alone would allow it).
+			setSlot(ev, "slow", slow5, "completed", 99, 2)
+			return nil
+		}, "effect committed without its slot's completion: slow slot 2026-11-30T06:00:05Z"},
+		{"effect without its completion: slot left failed", func(ev *evidence) []fault {
+			setSlot(ev, "medium", at(6), "failed", 0, 0)
+			return nil
+		}, "effect committed without its slot's completion: medium slot 2026-11-30T06:00:06Z"},
+		{"an unguarded insert that added nothing", func(ev *evidence) []fault {
+			ev.log = append(ev.log, logLine{Kind: "exists", Job: "fast", Lease: "job:fast", Slot: at(2), Generation: ev.ledger[0].Generation, At: at(2.5)})
+			return nil
+		}, "an insert without the idempotency guard added nothing"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -321,8 +338,11 @@ func TestCheckerReportsUnfinishedSlots(t *testing.T) {
 		ev.ledger = ledger
 	}
 
+	// A run left running never committed its effect (with complete(), one
+	// that did completed its slot).
 	ev, win := cleanEvidence()
 	setStatus(ev, "slow", at(5), "running")
+	dropEffect(ev, "slow", at(5))
 	rep := check(ev, nil, win, 3)
 	if rep.LeftRunning != 1 || len(rep.Violations) != 1 || !strings.Contains(rep.Violations[0], "slot left running after the settle phase: slow slot 2026-11-30T06:00:05Z") {
 		t.Fatalf("a slot left running: left %d, violations %q", rep.LeftRunning, rep.Violations)
@@ -352,14 +372,108 @@ func TestCheckerReportsUnfinishedSlots(t *testing.T) {
 	if rep.Failed != 1 || len(rep.Violations) != 1 || !strings.Contains(rep.Violations[0], "slot failed without its effect and without a recorded reason: medium slot 2026-11-30T06:00:06Z") {
 		t.Fatalf("a silently failed slot: failed %d, violations %q", rep.Failed, rep.Violations)
 	}
-	// Failed after its effect committed (a later attempt refused): counted.
+	// Failed after its effect committed (a later attempt refused), under
+	// fence() alone, where the effect commits before the slot's completion:
+	// counted. (With complete() it is a violation: TestCheckerReportsEachViolation.)
 	ev, win = cleanEvidence()
+	ev.write = writeFence
 	setStatus(ev, "medium", at(6), "failed")
 	setRun(ev, "medium", at(6), false, "")
 	rep = check(ev, nil, win, 3)
 	if rep.Failed != 1 || len(rep.Violations) > 0 {
 		t.Fatalf("a failed slot with its effect: failed %d, violations %q", rep.Failed, rep.Violations)
 	}
+}
+
+// setSlot sets the status of one slot's row and, when gen is not 0, the
+// generation and attempts that hold it.
+func setSlot(ev *evidence, job string, slot time.Time, status string, gen int64, attempts int) {
+	for i := range ev.slots {
+		if ev.slots[i].Job == job && ev.slots[i].Slot.Equal(slot) {
+			ev.slots[i].Status = status
+			if gen != 0 {
+				ev.slots[i].Generation, ev.slots[i].Attempts = gen, attempts
+			}
+		}
+	}
+}
+
+// With complete() a run's effect and its slot's completion commit together,
+// and its serve may stop before recording the run: the slot stays
+// completed, is not resumed, and has no run row. That is the point of
+// complete(), not a fault: counted, not failed.
+func TestCheckerAcceptsASlotCompletedByItsTransactionAlone(t *testing.T) {
+	ev, win := cleanEvidence()
+	runs := ev.runs[:0]
+	for _, r := range ev.runs {
+		if r.Job != "slow" || !r.Slot.Equal(at(5)) {
+			runs = append(runs, r)
+		}
+	}
+	ev.runs = runs
+	rep := check(ev, nil, win, 3)
+	if len(rep.Violations) > 0 || rep.Unrecorded != 1 || rep.Completed != rep.SlotsDue {
+		t.Fatalf("a slot completed by complete() whose run was never recorded: violations %q, unrecorded %d, %s", rep.Violations, rep.Unrecorded, rep)
+	}
+}
+
+// The designs of the comparison that fence without complete(): with the
+// idempotency guard, a retry of a slot whose effect committed finds it
+// ("exists") and completes the slot under its own generation; without it,
+// the retry writes the effect again, a duplicate. Neither is a completion
+// without its effect under complete()'s rule, which does not apply.
+func TestCheckerFenceWithoutComplete(t *testing.T) {
+	// slow 06:00:10, generation g: its serve stopped after the COMMIT;
+	// generation g+1 resumed it as attempt 2 and completed it.
+	const resumed = 1 << 20 // above every generation of cleanEvidence
+	retried := func(ev *evidence) {
+		var g int64
+		for _, e := range ev.ledger {
+			if e.Job == "slow" && e.Slot.Equal(at(10)) {
+				g = e.Generation
+			}
+		}
+		ev.history = append(ev.history, leaseChange{Name: "job:slow", Owner: "r1", Generation: resumed, ExpiresAt: at(14.5), ChangedAt: at(11.5)})
+		ev.log = append(ev.log, logLine{Kind: "start", Job: "slow", Lease: "job:slow", Slot: at(10), Generation: resumed, Attempt: 2, Replica: "r1", At: at(11.6)})
+		ev.runs = dropRuns(ev.runs, "slow", at(10), g)
+		ev.runs = append(ev.runs, runRow{Job: "slow", Slot: at(10), Generation: resumed, Owner: "r1", Success: true})
+		setSlot(ev, "slow", at(10), "completed", resumed, 2)
+	}
+	ev, win := cleanEvidence()
+	ev.write = writeFenceOnce
+	retried(ev)
+	ev.log = append(ev.log, logLine{Kind: "exists", Job: "slow", Lease: "job:slow", Slot: at(10), Generation: resumed, Attempt: 2, Replica: "r1", At: at(12.7)})
+	rep := check(ev, nil, win, 3)
+	if len(rep.Violations) > 0 || rep.Retries != 1 || rep.DoubleRuns != 1 {
+		t.Fatalf("fence-once, a retry that found the effect: violations %q, %s", rep.Violations, rep)
+	}
+	// The same evidence under complete(): the effect's generation did not
+	// complete its slot.
+	ev.write = writeComplete
+	rep = check(ev, nil, win, 3)
+	if len(rep.Violations) != 2 || !strings.Contains(strings.Join(rep.Violations, "\n"), "effect committed without its slot's completion: slow slot 2026-11-30T06:00:10Z") {
+		t.Fatalf("the fence-once history read as complete()'s: want the effect without its completion and the unguarded exists, got %q", rep.Violations)
+	}
+
+	ev, win = cleanEvidence()
+	ev.write = writeFence
+	retried(ev)
+	ev.ledger = append(ev.ledger, effect{Job: "slow", Lease: "job:slow", Slot: at(10), Generation: resumed, Attempt: 2, Replica: "r1", CommittedAt: at(12.7)})
+	rep = check(ev, nil, win, 3)
+	if rep.Duplicates != 1 || rep.StaleCommit != 0 || len(rep.Violations) != 1 || !strings.Contains(rep.Violations[0], "duplicate effect: slow slot 2026-11-30T06:00:10Z committed 2 times") {
+		t.Fatalf("fence, a retry that wrote the effect again: want one duplicate, got %q, %s", rep.Violations, rep)
+	}
+}
+
+// dropRuns drops the run rows of one claim.
+func dropRuns(runs []runRow, job string, slot time.Time, gen int64) []runRow {
+	out := runs[:0]
+	for _, r := range runs {
+		if r.Job != job || !r.Slot.Equal(slot) || r.Generation != gen {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // drop removes every trace of one slot's run, as if it was never claimed.

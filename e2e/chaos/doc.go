@@ -4,15 +4,22 @@
 // seeded random schedule, and a checker that reads what actually happened.
 //
 // Each job's command is a shell script that logs its start to a file of its
-// replica, then writes its effect into a ledger table in one transaction
-// fenced by cronfence.fence(lease, generation). The checker compares the
-// ledger, cronfence's slots and runs, a lease history recorded by a trigger,
-// the start logs and the fault timeline, and fails the test on any duplicate
-// effect, slot completed twice, commit by a superseded generation, fence
-// refusal without a lease loss, run of a paused job, missed slot while a
-// healthy replica could reach the database, catch-up the scheduler owed
-// but did not run, slot left running after the settle phase, slot failed
-// without its effect or a recorded reason, or process left behind.
+// replica, then writes its effect into a ledger table in one transaction: a
+// plain insert (no idempotency guard), then, as its last statement before
+// COMMIT, cronfence.complete($CRONFENCE_LEASE, $CRONFENCE_GENERATION), which
+// fences the transaction and completes the slot in it, so the effect and
+// the slot's completion commit together. Every committed insert is an
+// effect. The checker compares the ledger, cronfence's slots and runs, a
+// lease history recorded by a trigger, the start logs and the fault
+// timeline, and fails the test on any duplicate effect, effect committed
+// without its slot's completion, slot completed twice, commit by a
+// superseded generation, fence refusal without a lease loss, run of a
+// paused job, missed slot while a healthy replica could reach the database,
+// catch-up the scheduler owed but did not run, slot left running after the
+// settle phase, slot failed without its effect or a recorded reason, or
+// process left behind. CHAOS_WRITE=fence or fence-once write with fence()
+// alone (plainly, or behind an idempotency guard), for the comparison of
+// designs; CHAOS_BREAK_FENCING=1 leaves out fence() and complete().
 //
 //	go test ./chaos -run TestChaosShort -v            # ~2-3 minutes: a fixed seed and a random one
 //	CHAOS_SEED=42 go test ./chaos -run TestChaosShort  # replay a seed (replaces the random one)

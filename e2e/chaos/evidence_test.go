@@ -24,10 +24,18 @@ type evidence struct {
 	// on purpose, or a weaker design without leases), so a frozen writer
 	// blocks nobody's claim on PostgreSQL.
 	fenceless bool
+	// write is how the job wrote its effect (CHAOS_WRITE).
+	write writeMode
 }
+
+// completes reports whether the job's transaction ended with complete(),
+// so that each effect committed with its slot's completion, by the same
+// generation: writeComplete, with fencing not broken.
+func (ev *evidence) completes() bool { return ev.write == writeComplete && !ev.fenceless }
 
 type effect struct {
 	Job         string
+	Lease       string // the lease it was written under ($CRONFENCE_LEASE)
 	Slot        time.Time
 	Generation  int64
 	Attempt     int
@@ -63,11 +71,12 @@ type runRow struct {
 	Error      string
 }
 
-// logLine is one line of a replica's job log: KIND JOB SLOT GENERATION
-// ATTEMPT REPLICA PID UNIXTIME.
+// logLine is one line of a replica's job log: KIND JOB LEASE SLOT
+// GENERATION ATTEMPT REPLICA PID UNIXTIME.
 type logLine struct {
-	Kind       string // start, commit, exists, refused, error
+	Kind       string // start, commit, exists (fence-once only), refused, error
 	Job        string
+	Lease      string
 	Slot       time.Time
 	Generation int64
 	Attempt    int
@@ -80,10 +89,10 @@ func (h *harness) gather(ctx context.Context) (*evidence, error) {
 		return h.gatherSQLite(ctx)
 	}
 	ev := &evidence{}
-	err := h.query(ctx, `SELECT job, slot, generation, attempt, replica, coalesce(committed_at, inserted_at) FROM chaos.ledger ORDER BY id`,
+	err := h.query(ctx, `SELECT job, lease, slot, generation, attempt, replica, coalesce(committed_at, inserted_at) FROM chaos.ledger ORDER BY id`,
 		func(scan func(...any) error) error {
 			var e effect
-			if err := scan(&e.Job, &e.Slot, &e.Generation, &e.Attempt, &e.Replica, &e.CommittedAt); err != nil {
+			if err := scan(&e.Job, &e.Lease, &e.Slot, &e.Generation, &e.Attempt, &e.Replica, &e.CommittedAt); err != nil {
 				return err
 			}
 			ev.ledger = append(ev.ledger, e)
@@ -156,22 +165,22 @@ func readLog(path string) ([]logLine, error) {
 	sc := bufio.NewScanner(f)
 	for n := 1; sc.Scan(); n++ {
 		fs := strings.Fields(sc.Text())
-		if len(fs) != 8 {
+		if len(fs) != 9 {
 			// A replica killed mid-write leaves a partial last line.
 			continue
 		}
-		l := logLine{Kind: fs[0], Job: fs[1], Replica: fs[5]}
+		l := logLine{Kind: fs[0], Job: fs[1], Lease: fs[2], Replica: fs[6]}
 		var err error
-		if l.Slot, err = time.Parse(time.RFC3339Nano, fs[2]); err != nil {
+		if l.Slot, err = time.Parse(time.RFC3339Nano, fs[3]); err != nil {
 			return nil, fmt.Errorf("%s:%d: slot: %w", path, n, err)
 		}
-		if l.Generation, err = strconv.ParseInt(fs[3], 10, 64); err != nil {
+		if l.Generation, err = strconv.ParseInt(fs[4], 10, 64); err != nil {
 			return nil, fmt.Errorf("%s:%d: generation: %w", path, n, err)
 		}
-		if l.Attempt, err = strconv.Atoi(fs[4]); err != nil {
+		if l.Attempt, err = strconv.Atoi(fs[5]); err != nil {
 			return nil, fmt.Errorf("%s:%d: attempt: %w", path, n, err)
 		}
-		secs, err := strconv.ParseFloat(fs[7], 64)
+		secs, err := strconv.ParseFloat(fs[8], 64)
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: time: %w", path, n, err)
 		}

@@ -38,7 +38,7 @@ type harness struct {
 	sqlite       string             // the SQLite file, or "" on PostgreSQL
 	guard        string             // weakcron's guard, or "" for cronfence
 	weakBin      string             // weakcron, when guard is set
-	plainInsert  bool               // the job inserts without its idempotency guard
+	write        writeMode          // how the job writes its effect (CHAOS_WRITE)
 	replicas     []*replica
 }
 
@@ -121,12 +121,12 @@ func binary(t *testing.T) string {
 // harnessOpts chooses the world of a run.
 type harnessOpts struct {
 	replicas     int
-	breakFencing bool // the job skips its fence (CHAOS_BREAK_FENCING=1)
+	breakFencing bool // the job skips its fence and complete() (CHAOS_BREAK_FENCING=1)
 	sqlite       bool // one SQLite file instead of PostgreSQL behind proxies
 	// guard runs weakcron with this guard ("advisory", "release-at-end")
 	// instead of cronfence; "" is cronfence.
-	guard       string
-	plainInsert bool // the job inserts without its idempotency guard
+	guard string
+	write writeMode // how the job writes its effect; "" is writeComplete
 }
 
 // newHarness starts the database (a throwaway PostgreSQL cluster with a
@@ -135,7 +135,10 @@ type harnessOpts struct {
 func newHarness(t *testing.T, o harnessOpts) *harness {
 	t.Helper()
 	h := &harness{t: t, dir: runDir(t), bin: binary(t), runID: randomID(), breakFencing: o.breakFencing,
-		guard: o.guard, plainInsert: o.plainInsert}
+		guard: o.guard, write: o.write}
+	if h.write == "" {
+		h.write = writeComplete
+	}
 	if o.guard != "" {
 		h.weakBin = weakBinary(t)
 	}

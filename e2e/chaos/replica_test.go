@@ -93,7 +93,7 @@ func (r *replica) launch(offset time.Duration) (chan struct{}, error) {
 		"CHAOS_DB_URL="+r.dbURL(),
 		"CHAOS_SQLITE="+r.h.sqlite,
 		"CHAOS_BREAK_FENCING="+boolEnv(r.h.breakFencing),
-		"CHAOS_PLAIN_INSERT="+boolEnv(r.h.plainInsert),
+		"CHAOS_WRITE="+string(r.h.write),
 	)
 	if offset != 0 {
 		cmd.Env = append(cmd.Env, "CRONFENCE_TEST_CLOCK_OFFSET="+offset.String())

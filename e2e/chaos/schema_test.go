@@ -3,8 +3,10 @@ package chaos
 // chaosSchema is the harness's own bookkeeping, created beside cronfence's
 // schema in the throwaway cluster after `cronfence migrate`.
 //
-//   - ledger: one row per committed effect. No unique key on (job, slot), on
-//     purpose: a duplicate effect stays visible to the checker. committed_at
+//   - ledger: one row per committed effect: every committed insert of a job
+//     is one (the jobs insert without an idempotency guard unless
+//     CHAOS_WRITE=fence-once). No unique key on (job, slot), on purpose: a
+//     duplicate effect stays visible to the checker. committed_at
 //     is set by a deferred trigger, so it is read at COMMIT, after every
 //     statement of the job's transaction (a fenced transaction still holds
 //     its lease row then).
@@ -19,6 +21,7 @@ CREATE SCHEMA chaos;
 CREATE TABLE chaos.ledger (
     id           bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     job          text        NOT NULL,
+    lease        text        NOT NULL, -- $CRONFENCE_LEASE: the lease the effect was written under
     slot         timestamptz NOT NULL,
     generation   bigint      NOT NULL,
     attempt      integer     NOT NULL,

@@ -24,6 +24,7 @@ const sqliteSchema = `
 CREATE TABLE chaos_ledger (
     id          INTEGER PRIMARY KEY,
     job         TEXT    NOT NULL,
+    lease       TEXT    NOT NULL,
     slot        TEXT    NOT NULL,
     generation  INTEGER NOT NULL,
     attempt     INTEGER NOT NULL,
@@ -48,22 +49,27 @@ CREATE TRIGGER chaos_lease_update AFTER UPDATE ON cronfence_leases BEGIN
 END;
 `
 
-// sqliteJobScript is jobScript on the SQLite file, with sqlite3: the fence
-// is the lease check inside BEGIN IMMEDIATE (the single-writer lock, as
-// Run.Fence does it), made to fail the transaction through a CHECK.
+// sqliteJobScript is jobScript on the SQLite file, with sqlite3. The write
+// lock is BEGIN IMMEDIATE's (the file's only one, held to COMMIT, as
+// Run.Fence takes it); the fence and complete() are the statements migration
+// 003 gives clients other than the Go package: an insert into the views
+// cronfence_fence and cronfence_complete, which abort with "cronfence: CF001
+// …" when the generation no longer holds the lease. As on PostgreSQL,
+// complete() is the transaction's last statement, after the hold.
 const sqliteJobScript = scriptHead + `now="` + sqliteNowMicros + `"
-fence="INSERT INTO temp.fence SELECT EXISTS (SELECT 1 FROM cronfence_leases WHERE name = 'job:$CRONFENCE_JOB' AND generation = $CRONFENCE_GENERATION AND expires_at > $now);"
-if [ "${CHAOS_BREAK_FENCING:-}" = 1 ]; then fence=""; fi
-out=$(sqlite3 -bail "$CHAOS_SQLITE" 2>&1 <<SQL
+fence="INSERT INTO cronfence_fence VALUES ('$CRONFENCE_LEASE', $CRONFENCE_GENERATION);"
+complete="INSERT INTO cronfence_complete VALUES ('$CRONFENCE_LEASE', $CRONFENCE_GENERATION);"
+once="WHERE NOT EXISTS (SELECT 1 FROM chaos_ledger WHERE job = '$CRONFENCE_JOB' AND slot = '$CRONFENCE_SLOT')"
+` + writeModes + `out=$(sqlite3 -bail "$CHAOS_SQLITE" 2>&1 <<SQL
 .timeout 20000
-CREATE TEMP TABLE fence (ok INTEGER NOT NULL CHECK (ok = 1));
 BEGIN IMMEDIATE;
 $fence
-INSERT INTO chaos_ledger (job, slot, generation, attempt, replica, inserted_at)
-SELECT '$CRONFENCE_JOB', '$CRONFENCE_SLOT', $CRONFENCE_GENERATION, $CRONFENCE_ATTEMPT, '$CHAOS_REPLICA', $now
- WHERE NOT EXISTS (SELECT 1 FROM chaos_ledger WHERE job = '$CRONFENCE_JOB' AND slot = '$CRONFENCE_SLOT');
+INSERT INTO chaos_ledger (job, lease, slot, generation, attempt, replica, inserted_at)
+SELECT '$CRONFENCE_JOB', '$CRONFENCE_LEASE', '$CRONFENCE_SLOT', $CRONFENCE_GENERATION, $CRONFENCE_ATTEMPT, '$CHAOS_REPLICA', $now
+ $once;
 SELECT 'inserted=' || changes();
 .shell sleep $CHAOS_HOLD
+$complete
 COMMIT;
 SQL
 )
@@ -125,7 +131,7 @@ func (h *harness) sqliteQuery(ctx context.Context, sql string) ([]sqliteRow, err
 
 func (h *harness) gatherSQLite(ctx context.Context) (*evidence, error) {
 	ev := &evidence{singleWriter: true}
-	rows, err := h.sqliteQuery(ctx, `SELECT job, slot, generation, attempt, replica, inserted_at FROM chaos_ledger ORDER BY id`)
+	rows, err := h.sqliteQuery(ctx, `SELECT job, lease, slot, generation, attempt, replica, inserted_at FROM chaos_ledger ORDER BY id`)
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +140,7 @@ func (h *harness) gatherSQLite(ctx context.Context) (*evidence, error) {
 		if err != nil {
 			return nil, fmt.Errorf("ledger slot: %w", err)
 		}
-		ev.ledger = append(ev.ledger, effect{Job: r.str("job"), Slot: slot, Generation: r.int("generation"),
+		ev.ledger = append(ev.ledger, effect{Job: r.str("job"), Lease: r.str("lease"), Slot: slot, Generation: r.int("generation"),
 			Attempt: int(r.int("attempt")), Replica: r.str("replica"), CommittedAt: r.micros("inserted_at")})
 	}
 	if rows, err = h.sqliteQuery(ctx, `SELECT name, owner, generation, expires_at, changed_at FROM chaos_lease_history ORDER BY id`); err != nil {

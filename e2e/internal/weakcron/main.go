@@ -10,7 +10,9 @@
 //	                       locker)
 //
 // Neither records the slot that ran and neither fences the job's write, so
-// the job runs with CRONFENCE_GENERATION=0 and CHAOS_BREAK_FENCING=1. Slots
+// the job runs with CRONFENCE_GENERATION=0 and CHAOS_BREAK_FENCING=1 (no
+// fence, no complete()); CRONFENCE_LEASE is the name of its lock, job:NAME,
+// which the job's ledger row records. Slots
 // come from this process's clock (CRONFENCE_TEST_CLOCK_OFFSET shifts it),
 // as in any cron that trusts its host.
 package main
@@ -168,6 +170,7 @@ func runScript(ctx context.Context, j job, script string, slot time.Time) error 
 		"CRONFENCE_JOB="+j.name,
 		"CRONFENCE_SLOT="+slot.UTC().Format(time.RFC3339Nano),
 		"CRONFENCE_GENERATION=0",
+		"CRONFENCE_LEASE=job:"+j.name,
 		"CRONFENCE_ATTEMPT=1",
 		"CHAOS_WORK="+j.work,
 		"CHAOS_HOLD="+j.hold,
