@@ -27,7 +27,11 @@ type effects struct {
 	// false) or completes the run's slot (complete true) in the same
 	// transaction, and commits.
 	write func(ctx context.Context, run *Run, complete bool) error
-	count func(t *testing.T, job string, slot time.Time) int
+	// writeSQL is write completing with the store's SQL (complete() on
+	// PostgreSQL, cronfence_complete on SQLite), as a command's own client
+	// does, not through Run.Complete.
+	writeSQL func(ctx context.Context, run *Run) error
+	count    func(t *testing.T, job string, slot time.Time) int
 }
 
 func newEffects(t *testing.T, st store.Store) effects {
@@ -53,6 +57,15 @@ func newEffects(t *testing.T, st store.Store) effects {
 					return guard(ctx, run, tx, complete)
 				})
 			},
+			writeSQL: func(ctx context.Context, run *Run) error {
+				return pgx.BeginFunc(ctx, s.Pool(), func(tx pgx.Tx) error {
+					if _, err := tx.Exec(ctx, `INSERT INTO `+table+` VALUES ($1, $2, $3)`, run.Job, run.Slot, run.Generation); err != nil {
+						return err
+					}
+					_, err := tx.Exec(ctx, `SELECT `+pgx.Identifier{s.Schema(), "complete"}.Sanitize()+`($1, $2)`, run.Lease, run.Generation)
+					return err
+				})
+			},
 			count: func(t *testing.T, job string, slot time.Time) int {
 				var n int
 				if err := s.Pool().QueryRow(context.Background(), `SELECT count(*) FROM `+table+` WHERE job = $1 AND slot = $2`, job, slot).Scan(&n); err != nil {
@@ -76,6 +89,20 @@ func newEffects(t *testing.T, st store.Store) effects {
 					return err
 				}
 				if err := guard(ctx, run, tx, complete); err != nil {
+					return err
+				}
+				return tx.Commit()
+			},
+			writeSQL: func(ctx context.Context, run *Run) error {
+				tx, err := s.DB().BeginTx(ctx, nil)
+				if err != nil {
+					return err
+				}
+				defer tx.Rollback()
+				if _, err := tx.ExecContext(ctx, `INSERT INTO effects VALUES (?, ?, ?)`, run.Job, run.Slot.UnixMicro(), run.Generation); err != nil {
+					return err
+				}
+				if _, err := tx.ExecContext(ctx, `INSERT INTO cronfence_complete VALUES (?, ?)`, run.Lease, run.Generation); err != nil {
 					return err
 				}
 				return tx.Commit()
@@ -208,8 +235,8 @@ func TestCompleteThenFail(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
 		fx := newEffects(t, c.open(t))
 		failWith := map[string]error{
-			"after-commit": errors.New("the report could not be mailed"),
-			"lease-lost":   fmt.Errorf("stopped: %w", ErrLeaseLost),
+			"after-commit":   errors.New("the report could not be mailed"),
+			"lease-lost":     fmt.Errorf("stopped: %w", ErrLeaseLost),
 		}
 		var jobs []Job
 		for name, fail := range failWith {
@@ -263,6 +290,42 @@ func TestCompleteThenFail(t *testing.T) {
 		rows, _ := a.store.RunList(context.Background(), store.RunListParams{Job: "after-commit"})
 		if len(rows) == 0 || !rows[0].Manual || !rows[0].Success || rows[0].Generation != mr.Generation {
 			t.Fatalf("manual run row = %+v; want its success", rows)
+		}
+	})
+}
+
+// A handler that completes its slot with the store's own SQL (complete()
+// on PostgreSQL, cronfence_complete on SQLite), as a command's psql does,
+// and is then cut short by a lost lease: its end is recorded as a finished
+// run's, since the store says its slot is completed, not "left for a
+// replica to resume" (which Run.Complete alone used to tell the scheduler).
+// The SQL reads the database's own clock, so the cluster's clock starts at
+// the real time here.
+func TestCompleteInSQLThenInterrupted(t *testing.T) {
+	eachStoreFrom(t, time.Now().UTC().Truncate(time.Minute), func(t *testing.T, c *cluster) {
+		fx := newEffects(t, c.open(t))
+		job := Job{Name: "psql", Schedule: "* * * * *", MaxAttempts: 3, Handler: func(ctx context.Context, run *Run) error {
+			if err := fx.writeSQL(ctx, run); err != nil {
+				return err
+			}
+			return fmt.Errorf("cut short: %w", ErrLeaseLost)
+		}}
+		a := c.start("a", 0, job)
+		c.advance(time.Minute, time.Minute)
+		slot := c.db.Now()
+		c.advance(10*time.Second, 500*time.Millisecond)
+		if n := fx.count(t, "psql", slot); n != 1 {
+			t.Fatalf("the slot's effect committed %d times, want once", n)
+		}
+		rows, err := a.store.RunList(context.Background(), store.RunListParams{Job: "psql"})
+		if err != nil || countRuns(rows, slot) != 1 {
+			t.Fatalf("run rows = %+v, %v; want one", rows, err)
+		}
+		if strings.Contains(rows[0].Error, "left for a replica to resume") || rows[0].Success {
+			t.Fatalf("run row %+v; want a failure recorded as the end of a completed slot, not left to resume", rows[0])
+		}
+		if got, err := a.store.SlotGet(context.Background(), "psql", slot); err != nil || got.Status != store.SlotCompleted {
+			t.Fatalf("slot = %+v, %v; want completed", got, err)
 		}
 	})
 }

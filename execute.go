@@ -110,7 +110,7 @@ func (s *Scheduler) execute(spec runSpec) {
 		// it too, but not the run's own log lines.
 		s.log.Error("cronfence: run failed", append(attrs, "error", err)...)
 	}
-	outcome, recorded, buffered := s.finish(spec, hold, run, err, logs.snapshot())
+	outcome, recorded, buffered := s.finish(spec, hold, err, logs.snapshot())
 	s.observe(RunEndEvent{
 		Job: job.Name, Slot: spec.slot, Lease: spec.lease.Name, Generation: spec.lease.Generation, Attempt: spec.attempt,
 		Manual: spec.manual, CatchUp: spec.catchUp, Outcome: outcome, Duration: duration, Recorded: recorded,
@@ -127,7 +127,7 @@ func (s *Scheduler) execute(spec runSpec) {
 // recorded it, and the job's buffered slot that waits for this run to end,
 // if any. A run that held a lease keeps it renewed (hold) until its end is
 // recorded: see recordEnd.
-func (s *Scheduler) finish(spec runSpec, hold *leasekeeper.Hold, run *Run, runErr error, logs []string) (outcome RunOutcome, recorded bool, buffered time.Time) {
+func (s *Scheduler) finish(spec runSpec, hold *leasekeeper.Hold, runErr error, logs []string) (outcome RunOutcome, recorded bool, buffered time.Time) {
 	job := spec.job
 	row := store.Run{
 		Manual: spec.manual, CatchUp: spec.catchUp, Attempt: spec.attempt, Success: runErr == nil, Logs: logs,
@@ -150,7 +150,7 @@ func (s *Scheduler) finish(spec runSpec, hold *leasekeeper.Hold, run *Run, runEr
 		}
 		return outcome, true, time.Time{}
 	}
-	if why := s.interruption(spec, runErr); why != "" && !s.completedItsSlot(spec, run) {
+	if why := s.interruption(spec, runErr); why != "" && !s.completedItsSlot(spec) {
 		return s.leaveToResume(spec, hold, row, why)
 	}
 	status := store.SlotCompleted
@@ -200,14 +200,16 @@ func (s *Scheduler) leaveToResume(spec runSpec, hold *leasekeeper.Hold, row stor
 	return RunInterrupted, true, time.Time{}
 }
 
-// completedItsSlot reports whether an interrupted run had completed its
-// slot in its own transaction (Run.Complete) before it was cut short: its
-// effect is committed, so its end is recorded as any finished run's, not
-// left to resume. Run.Complete only says its statement ran; whether the
-// caller's transaction committed the slot tells (one read, on this rare
-// path).
-func (s *Scheduler) completedItsSlot(spec runSpec, run *Run) bool {
-	if !run.completed.Load() {
+// completedItsSlot reports whether an interrupted run's slot was completed
+// in the run's own transaction before it was cut short (Run.Complete, or
+// complete() from a command's psql): its effect is committed, so its end is
+// recorded as any finished run's, not left to resume. Only the store can
+// tell (a command's transaction is not the scheduler's, and Run.Complete's
+// statement may have been rolled back after it ran): one read, on this rare
+// path. A read that fails leaves the run interrupted, which is safe: a
+// completed slot is never resumed, whatever its run row says.
+func (s *Scheduler) completedItsSlot(spec runSpec) bool {
+	if spec.slot.IsZero() {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), finishTimeout)

@@ -338,9 +338,10 @@ func (l *SlotLock) run(ctx context.Context, s store.Store, job *registered, res 
 		return res, runErr
 	}
 	res.Status = status
-	if status == store.SlotFailed && run.completed.Load() {
-		// fn completed the slot in its own transaction before it failed:
-		// the slot stayed completed, if that transaction committed.
+	if status == store.SlotFailed {
+		// fn may have completed the slot in its own transaction before it
+		// failed (Run.Complete, or a command's complete()): the slot then
+		// stayed completed. Only the store can tell.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 		if sl, err := s.SlotGet(rctx, l.Name, res.Slot); err == nil && sl.Generation == lease.Generation {
 			res.Status = sl.Status

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/cronfence/cronfence/store"
@@ -31,10 +30,9 @@ type Run struct {
 	// newest lines, bounded), where operators see them with the run.
 	Logger *slog.Logger
 
-	lease     *Lease
-	logs      *logBuffer
-	observe   func(Event) // the scheduler's; nil outside one
-	completed atomic.Bool // Complete's statement ran (its transaction may still roll back)
+	lease   *Lease
+	logs    *logBuffer
+	observe func(Event) // the scheduler's; nil outside one
 }
 
 // Fence checks, inside the caller's transaction tx, that this run still
@@ -72,11 +70,8 @@ func (r *Run) Complete(ctx context.Context, tx any) error {
 	err := r.lease.store.SlotComplete(ctx, tx, store.SlotCompleteParams{
 		Job: r.Job, Slot: r.Slot, LeaseName: r.lease.Name, Generation: r.Generation,
 	})
-	switch {
-	case errors.Is(err, ErrLeaseLost) && r.observe != nil:
+	if errors.Is(err, ErrLeaseLost) && r.observe != nil {
 		r.observe(FenceRefusedEvent{Job: r.Job, Lease: r.lease.Name, Generation: r.Generation})
-	case err == nil && !r.Slot.IsZero():
-		r.completed.Store(true)
 	}
 	return err
 }

@@ -68,13 +68,20 @@ var storeOpeners = []struct {
 	}},
 }
 
-// eachStore runs test once per store, in parallel.
+// eachStore runs test once per store, in parallel. A fixed, whole-minute
+// start keeps slot arithmetic readable.
 func eachStore(t *testing.T, test func(t *testing.T, c *cluster)) {
+	eachStoreFrom(t, time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), test)
+}
+
+// eachStoreFrom is eachStore with the cluster's clock starting at start:
+// near the real time for a test whose SQL reads the database's own clock
+// (complete() and fence() do), which the pinned clock does not move.
+func eachStoreFrom(t *testing.T, start time.Time, test func(t *testing.T, c *cluster)) {
 	for _, o := range storeOpeners {
 		t.Run(o.name, func(t *testing.T) {
 			t.Parallel()
-			// A fixed, whole-minute start keeps slot arithmetic readable.
-			db := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+			db := clock.NewFake(start)
 			c := &cluster{t: t, db: db, kind: o.name}
 			c.open = o.open(t, db.Now)
 			test(t, c)

@@ -309,8 +309,13 @@ func (k *Keeper) renewDue() {
 	k.mu.Unlock()
 
 	for _, h := range expired {
-		h.lose(fmt.Errorf("lease %q at generation %d: renewals failed until it expired (last error: %v): %w",
-			h.lease.Name, h.lease.Generation, h.lastErr, store.ErrLeaseLost))
+		why := fmt.Sprintf("renewals failed until it expired (last error: %v)", h.lastErr)
+		if h.lastErr == nil {
+			// No renewal failed: none was sent in time. This process was
+			// paused (stopped, a VM frozen, starved) past the lease's TTL.
+			why = "it was not renewed before it expired (this process was paused or starved past its TTL)"
+		}
+		h.lose(fmt.Errorf("lease %q at generation %d: %s: %w", h.lease.Name, h.lease.Generation, why, store.ErrLeaseLost))
 	}
 	if len(due) == 0 {
 		return
