@@ -235,8 +235,8 @@ func TestCompleteThenFail(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
 		fx := newEffects(t, c.open(t))
 		failWith := map[string]error{
-			"after-commit":   errors.New("the report could not be mailed"),
-			"lease-lost":     fmt.Errorf("stopped: %w", ErrLeaseLost),
+			"after-commit": errors.New("the report could not be mailed"),
+			"lease-lost":   fmt.Errorf("stopped: %w", ErrLeaseLost),
 		}
 		var jobs []Job
 		for name, fail := range failWith {
