@@ -10,10 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/cronfence/cronfence/internal/clock"
-	"github.com/cronfence/cronfence/internal/pgtest"
 	"github.com/cronfence/cronfence/store"
 	"github.com/cronfence/cronfence/store/postgres"
 	"github.com/cronfence/cronfence/store/sqlite"
@@ -143,27 +140,9 @@ func TestCompletedSlotIsNeverResumed(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			db := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-			pool, schema := pgtest.Schema(t)
-			direct, err := postgres.New(pool, &postgres.Config{Schema: schema, NowFunc: db.Now})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := direct.Migrate(context.Background()); err != nil {
-				t.Fatal(err)
-			}
+			c, direct, throughProxy, proxy := proxiedCluster(t)
+			db := c.db
 			fx := newEffects(t, direct)
-			proxy := pgtest.NewProxy(t)
-			proxied, err := pgxpool.New(context.Background(), proxy.URL(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(proxied.Close)
-			throughProxy, err := postgres.New(proxied, &postgres.Config{Schema: schema, NowFunc: db.Now})
-			if err != nil {
-				t.Fatal(err)
-			}
-			c := &cluster{t: t, db: db, kind: "postgres", open: func(t *testing.T) store.Store { return withoutLiveness{direct} }}
 
 			slot := db.Now().Add(time.Minute)
 			var mu sync.Mutex

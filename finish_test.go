@@ -35,30 +35,8 @@ func TestFinishThatFailsOnceIsRetriedNotResumed(t *testing.T) {
 		t.Skip("-short: needs PostgreSQL")
 	}
 	t.Parallel()
-	db := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	pool, schema := pgtest.Schema(t)
-	direct, err := postgres.New(pool, &postgres.Config{Schema: schema, NowFunc: db.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := direct.Migrate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	proxy := pgtest.NewProxy(t)
-	pcfg, err := pgxpool.ParseConfig(proxy.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxied, err := pgxpool.NewWithConfig(context.Background(), pcfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(proxied.Close)
-	throughProxy, err := postgres.New(proxied, &postgres.Config{Schema: schema, NowFunc: db.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &cluster{t: t, db: db, kind: "postgres", open: func(t *testing.T) store.Store { return withoutLiveness{direct} }}
+	c, direct, throughProxy, proxy := proxiedCluster(t)
+	db := c.db
 
 	slot := db.Now().Add(time.Minute) // 12:01
 	l := newLedger()
@@ -126,6 +104,36 @@ func TestFinishThatFailsOnceIsRetriedNotResumed(t *testing.T) {
 	if n := countRuns(runs, slot); n != 1 {
 		t.Fatalf("%d run rows for the slot, want 1: %+v", n, runs)
 	}
+}
+
+// proxiedCluster is a cluster on a fresh PostgreSQL schema whose replicas
+// run without liveness locks (withoutLiveness), with two stores on it:
+// direct, which the cluster opens for its replicas, and throughProxy, over a
+// TCP proxy the test cuts to take that store's database away while the
+// database lives on for everyone else.
+func proxiedCluster(t *testing.T) (c *cluster, direct, throughProxy *postgres.Store, proxy *pgtest.Proxy) {
+	t.Helper()
+	db := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	pool, schema := pgtest.Schema(t)
+	direct, err := postgres.New(pool, &postgres.Config{Schema: schema, NowFunc: db.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := direct.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	proxy = pgtest.NewProxy(t)
+	proxied, err := pgxpool.New(context.Background(), proxy.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(proxied.Close)
+	throughProxy, err = postgres.New(proxied, &postgres.Config{Schema: schema, NowFunc: db.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = &cluster{t: t, db: db, kind: "postgres", open: func(t *testing.T) store.Store { return withoutLiveness{direct} }}
+	return c, direct, throughProxy, proxy
 }
 
 func countRuns(runs []store.Run, slot time.Time) int {
