@@ -198,9 +198,35 @@ func LockSlot(ctx context.Context, s store.Store, l SlotLock, fn func(ctx contex
 	res.Claim = claim
 	if !claim.Claimed {
 		res.refused(claim)
+		if claim.Refusal == store.ClaimAttemptsExhausted && claim.Slot.Status == store.SlotRunning {
+			l.abandon(ctx, s, claim.Slot, &res)
+		}
 		return res, nil
 	}
 	return l.run(ctx, s, job, res, sent, fn)
+}
+
+// abandon ends as failed a slot whose last attempt's run died (its
+// process was killed before recording its end): no claim may run it again,
+// and no scheduler registers a lock's job to end it, so it would otherwise
+// stay running for good. As the scheduler's resume scan does, only once the
+// run has been dead for a lease TTL (a live owner that lost its lease
+// records its own end first), and once across hosts.
+func (l *SlotLock) abandon(ctx context.Context, s store.Store, sl store.Slot, res *SlotLockResult) {
+	why := fmt.Sprintf("interrupted on its last attempt (%d of %d): the run by %s at generation %d died without recording its end",
+		sl.Attempts, l.MaxAttempts, sl.Owner, sl.Generation)
+	ended, err := s.SlotAbandon(ctx, store.SlotAbandonParams{
+		Job: sl.Job, Slot: sl.Slot, LeaseName: sl.LeaseName, Owner: sl.Owner, Generation: sl.Generation,
+		MaxAttempts: l.MaxAttempts, Grace: l.TTL, Error: why,
+		Logs: []string{fmt.Sprintf("Slot %s ended failed by %s: %s; no attempt is left", sl.Slot.UTC().Format(time.RFC3339), l.Owner, why)},
+	})
+	switch {
+	case err != nil:
+		l.Logger.Warn("cronfence: could not end a dead slot that has no attempt left", "job", sl.Job, "slot", sl.Slot, "error", err)
+	case ended.SlotUpdated:
+		l.Logger.Warn("cronfence: slot failed: "+why, "job", sl.Job, "slot", sl.Slot)
+		res.Status = store.SlotFailed
+	}
 }
 
 // prepare validates l and fills in its defaults; the job it returns is

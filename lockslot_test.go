@@ -455,3 +455,45 @@ func TestLockSlotRefusesBadArguments(t *testing.T) {
 		})
 	}
 }
+
+// TestLockSlotEndsADeadLastAttempt: the host running a slot's last attempt
+// is killed before recording its end. No claim may run the slot again, and
+// no scheduler registers a lock's job to end it: the next host to call ends
+// it failed (once its lease has been dead for a TTL), so it does not stay
+// running for good, and says so; a host after it finds it failed.
+func TestLockSlotEndsADeadLastAttempt(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		hosts := newLockHosts(c, "host-b", "host-c")
+		l := SlotLock{Name: "backup", Schedule: "*/5 * * * *", TTL: 30 * time.Second}
+		slot := c.db.Now() // 12:00
+		// host-a claims the slot and dies: nothing records its end.
+		st := c.open(t)
+		dead, err := st.SlotClaim(context.Background(), store.SlotClaimParams{
+			Job: "backup", Slot: slot, LeaseName: "job:backup", Owner: "host-a", TTL: 30 * time.Second, MaxAttempts: 1})
+		if err != nil || !dead.Claimed {
+			t.Fatalf("host-a's claim = %+v, %v", dead, err)
+		}
+		c.db.Advance(2 * time.Minute) // its lease expired over a TTL ago
+
+		var f counted
+		res, err := hosts.lock("host-b", l, f.fn)
+		if err != nil || res.Ran || f.n.Load() != 0 || res.Refusal != store.ClaimAttemptsExhausted || res.Status != store.SlotFailed {
+			t.Fatalf("host-b = %+v, %v (ran %d); want refused, out of attempts, the slot ended failed", res, err, f.n.Load())
+		}
+		got, err := st.SlotGet(context.Background(), "backup", slot)
+		if err != nil || got.Status != store.SlotFailed || got.FinishedAt.IsZero() {
+			t.Fatalf("slot = %+v, %v; want failed", got, err)
+		}
+		runs, err := st.RunList(context.Background(), store.RunListParams{Job: "backup"})
+		if err != nil || len(runs) != 1 || runs[0].Success || !strings.Contains(runs[0].Error, "died without recording its end") || runs[0].Owner != "host-a" {
+			t.Fatalf("run rows = %+v, %v; want one failure under host-a saying its run died", runs, err)
+		}
+		res, err = hosts.lock("host-c", l, f.fn)
+		if err != nil || res.Ran || res.Refusal != store.ClaimAttemptsExhausted || res.Status != store.SlotFailed {
+			t.Fatalf("host-c = %+v, %v; want refused, the slot failed", res, err)
+		}
+		if runs, _ := st.RunList(context.Background(), store.RunListParams{Job: "backup"}); len(runs) != 1 {
+			t.Fatalf("a second abandon wrote a run row: %+v", runs)
+		}
+	})
+}
