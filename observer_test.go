@@ -234,6 +234,7 @@ func TestObserverSeesLeaseLostAndFenceRefused(t *testing.T) {
 		}
 		c.settle()
 		wantEvents(t, "takeover", rec,
+			ClockOffsetEvent{}, // the jump of ttl/3 past the loop's one-second sleep reads as a clock step
 			LeaseLostEvent{Job: "victim", Lease: "job:victim", Generation: run.Generation},
 			FenceRefusedEvent{Job: "victim", Lease: "job:victim", Generation: run.Generation},
 			RunEndEvent{Job: "victim", Slot: slot, Lease: "job:victim", Generation: run.Generation, Attempt: 1, Outcome: RunInterrupted, Duration: ttl / 3, Recorded: true})
@@ -326,6 +327,9 @@ func TestObserverSeesBufferedClaim(t *testing.T) {
 		m1, m2 := t0.Add(time.Minute), t0.Add(2*time.Minute)
 		wantEvents(t, "overlap", rec,
 			ClockOffsetEvent{},
+			// Each minute's jump past the loop's one-second sleep reads to
+			// the replica as a step of its clock: it measures again.
+			ClockOffsetEvent{}, ClockOffsetEvent{},
 			ClaimEvent{Job: "long", Slot: m1, Won: true},
 			RunStartEvent{Job: "long", Slot: m1, Lease: "job:long", Generation: first.Generation, Attempt: 1},
 			ClaimEvent{Job: "long", Slot: m2, Refusal: store.ClaimHeld, Recorded: store.SlotBuffered},
@@ -338,6 +342,7 @@ func TestObserverSeesBufferedClaim(t *testing.T) {
 		close(b.release)
 		c.settle()
 		wantEvents(t, "the run ends", rec,
+			ClockOffsetEvent{}, // the 30s jump
 			RunEndEvent{Job: "long", Slot: m1, Lease: "job:long", Generation: first.Generation, Attempt: 1, Outcome: RunSucceeded, Duration: 90 * time.Second, Recorded: true},
 			ClaimEvent{Job: "long", Slot: m2, Won: true, Buffered: true},
 			RunStartEvent{Job: "long", Slot: m2, Lease: "job:long", Generation: second.Generation, Attempt: 1, Latency: 30 * time.Second},
@@ -384,6 +389,7 @@ func TestObserverSeesInterruptedAndResumed(t *testing.T) {
 		}
 		wantEvents(t, "a", recA,
 			ClockOffsetEvent{},
+			ClockOffsetEvent{}, // the jump to the slot, past the loop's one-second sleep, reads as a clock step
 			ClaimEvent{Job: "long", Slot: slot, Won: true},
 			RunStartEvent{Job: "long", Slot: slot, Lease: "job:long", Generation: first.Generation, Attempt: 1},
 			RunEndEvent{Job: "long", Slot: slot, Lease: "job:long", Generation: first.Generation, Attempt: 1, Outcome: RunInterrupted, Recorded: true},

@@ -211,6 +211,7 @@ func (s *Scheduler) loop(ctx context.Context) {
 			wait = min(wait, max(s.nextResume.Sub(now), 0))
 		}
 		s.mu.Unlock()
+		slept := s.cfg.Clock.Now()
 		timer := s.cfg.Clock.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -222,19 +223,48 @@ func (s *Scheduler) loop(ctx context.Context) {
 		case <-timer.C():
 		}
 		s.busy.Add(1)
-		s.tick(ctx)
+		s.tick(ctx, s.clockStep(slept, wait))
 		s.busy.Add(-1)
 	}
 }
 
-// tick does what is due: clock check, catch-up, pruning and fires.
-func (s *Scheduler) tick(ctx context.Context) {
+// clockStepThreshold is how far this replica's clock may move away from a
+// timer's wait before the loop takes it for a step of the clock.
+const clockStepThreshold = time.Second
+
+// clockStep returns how far this replica's clock was stepped while the loop
+// slept for wait from slept: timers run on the monotonic clock, which an NTP
+// step, a resumed VM or an operator's date -s does not move, so the wall
+// clock's movement should equal the wait. Zero when it (nearly) does. A
+// timer that fires late (a busy host) reads as a small forward step, which
+// only costs one clock measurement.
+func (s *Scheduler) clockStep(slept time.Time, wait time.Duration) time.Duration {
+	moved := s.cfg.Clock.Now().Round(0).Sub(slept.Round(0)) // wall clock only: Round(0) drops the monotonic reading
+	if step := moved - wait; step > clockStepThreshold || step < -clockStepThreshold {
+		return step
+	}
+	return 0
+}
+
+// tick does what is due: clock check, catch-up, pruning and fires. When
+// the replica's clock was stepped (step not zero), its offset from the
+// database clock is measured again first: every instant the scheduler
+// judges by (slots, its own next clock check, prune and resume passes) is
+// this clock corrected by that offset, so one measurement puts them all
+// right, before anything fires early or waits for a clock that jumped
+// back.
+func (s *Scheduler) tick(ctx context.Context, step time.Duration) {
+	if step != 0 {
+		s.log.Warn("cronfence: this replica's clock was stepped (or the host slept); measuring its offset from the database clock again", "step", step)
+		s.measureOffset(ctx)
+	}
 	now := s.scheduleNow()
 	s.mu.Lock()
 	checkClock := !now.Before(s.nextClockCheck)
-	if checkClock {
-		s.nextClockCheck = now.Add(s.cfg.ClockCheckEvery)
+	if checkClock || step != 0 {
+		s.nextClockCheck = now.Add(s.cfg.ClockCheckEvery) // a step's measurement is this period's
 	}
+	checkClock = checkClock && step == 0
 	// An API-only replica (DisableTimers) leaves pruning, resuming and the
 	// absence checks to the replicas that fire.
 	timers := !s.cfg.DisableTimers
