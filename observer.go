@@ -164,6 +164,7 @@ const (
 // observeClaim reports the store's answer to one claim and, when this
 // replica recorded the slot as skipped, the skip.
 func (s *Scheduler) observeClaim(job string, slot time.Time, r store.SlotClaimResult, kind claimKind) {
+	s.notePauseState(r.PauseStateUnread)
 	if s.cfg.Observer == nil {
 		return
 	}
@@ -178,4 +179,19 @@ func (s *Scheduler) observeClaim(job string, slot time.Time, r store.SlotClaimRe
 		}
 		s.observe(SkipEvent{Job: job, Slot: slot, Reason: reason, Holder: r.Lease.Owner})
 	}
+}
+
+// notePauseState warns, once, when a claim found the pause overrides
+// unreadable (their table is missing or damaged), and says, once, when
+// they read again. Meanwhile every job runs on its declared enabled value:
+// a broken pause table fails open rather than stopping every job.
+func (s *Scheduler) notePauseState(unread bool) {
+	if unread == s.pauseUnread.Load() || s.pauseUnread.Swap(unread) == unread {
+		return
+	}
+	if unread {
+		s.log.Warn("cronfence: the pause overrides cannot be read (the job_state table is missing or damaged); jobs run on their declared enabled value until it reads again")
+		return
+	}
+	s.log.Info("cronfence: the pause overrides read again; they decide again")
 }

@@ -39,17 +39,18 @@ type Scheduler struct {
 	unregistered              []string     // jobs registered after Start whose first registration is not recorded yet
 	monitor                   monitorState // the absence checks (monitor.go)
 
-	wake       chan struct{}
-	loopCancel context.CancelFunc
-	loopDone   chan struct{}
-	runsCtx    context.Context // parent of every handler's context; cancelled after the shutdown grace
-	runsCancel context.CancelFunc
-	runs       sync.WaitGroup
-	scans      sync.WaitGroup // the resume pass in its own goroutine, if one runs
-	resuming   atomic.Bool    // a resume pass runs
-	busy       atomic.Int64   // fires, resume passes and runs in progress; for tests
-	offset     atomic.Int64   // this clock minus the database clock, in ns
-	reg        registry       // this replica's row in the replica registry (registry.go)
+	wake        chan struct{}
+	loopCancel  context.CancelFunc
+	loopDone    chan struct{}
+	runsCtx     context.Context // parent of every handler's context; cancelled after the shutdown grace
+	runsCancel  context.CancelFunc
+	runs        sync.WaitGroup
+	scans       sync.WaitGroup // the resume pass in its own goroutine, if one runs
+	resuming    atomic.Bool    // a resume pass runs
+	busy        atomic.Int64   // fires, resume passes and runs in progress; for tests
+	offset      atomic.Int64   // this clock minus the database clock, in ns
+	pauseUnread atomic.Bool    // the last claim could not read the pause overrides (see notePauseState)
+	reg         registry       // this replica's row in the replica registry (registry.go)
 }
 
 // New returns a Scheduler. It does no I/O.

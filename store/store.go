@@ -77,6 +77,11 @@ type Store interface {
 	// is never claimed again; an interrupted, failed or buffered one can be,
 	// with attempts + 1, while attempts stay below p.MaxAttempts.
 	//
+	// When the pause overrides cannot be read (their table is missing or
+	// damaged), the declared values decide and each result says so
+	// (PauseStateUnread), rather than the claim failing: a broken pause
+	// table must not stop every job.
+	//
 	// A due slot of a paused job is refused with ClaimPaused and, in the same
 	// statement, settled: when it has no row yet it is recorded skipped (no
 	// run row), so a claim that arrives after the resume (a replica whose
@@ -326,6 +331,12 @@ type SlotClaimResult struct {
 	// SkipRun is the skip run row this call wrote, when Recorded is
 	// SlotSkipped.
 	SkipRun Run
+	// PauseStateUnread reports that the job's pause override could not be
+	// read (its table is missing or damaged: renamed, dropped), so the
+	// job's declared enabled value decided, as if no override were set. A
+	// broken pause table fails open: declared-enabled jobs keep running,
+	// declared-disabled ones stay off. The caller warns.
+	PauseStateUnread bool
 }
 
 // SlotCompleteParams are the arguments of Store.SlotComplete: the slot and

@@ -197,6 +197,13 @@ func tables(version int) []string {
 	return out
 }
 
+// pauseTable is the one table a schema may lack and still be worked on: the
+// pause overrides. Without it the declared values decide (a broken pause
+// table fails open: SlotClaim reports PauseStateUnread), so a replica
+// starts and keeps running its declared-enabled jobs; every other table
+// missing is damage, and refused.
+const pauseTable = "job_state"
+
 // checkTables returns an error naming the tables of the migrations up to
 // version that the schema lacks. SchemaVersion and Migrate check, so a schema with a table
 // dropped by hand is refused at start-up instead of failing on every write
@@ -205,8 +212,9 @@ func (s *Store) checkTables(ctx context.Context, q interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
 }, version int) error {
 	var missing []string
+	required := slices.DeleteFunc(tables(version), func(t string) bool { return t == pauseTable })
 	err := q.QueryRow(ctx, `SELECT coalesce(array_agg(t), '{}') FROM unnest($2::text[]) AS t
-		WHERE to_regclass(quote_ident($1) || '.' || quote_ident(t)) IS NULL`, s.schema, tables(version)).Scan(&missing)
+		WHERE to_regclass(quote_ident($1) || '.' || quote_ident(t)) IS NULL`, s.schema, required).Scan(&missing)
 	if err != nil {
 		return s.translate("look for the tables", err)
 	}

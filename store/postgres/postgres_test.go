@@ -96,6 +96,15 @@ func TestConformance(t *testing.T) {
 				return n == 1
 			},
 			Dump: func(t *testing.T) string { return dumpSchema(t, s, schema) },
+			RenameTable: func(t *testing.T, table string, back bool) {
+				from, to := table, table+"_aside"
+				if back {
+					from, to = to, from
+				}
+				if _, err := s.Pool().Exec(context.Background(), `ALTER TABLE `+pgx.Identifier{schema, from}.Sanitize()+` RENAME TO `+pgx.Identifier{to}.Sanitize()); err != nil {
+					t.Fatal(err)
+				}
+			},
 		}
 	})
 }

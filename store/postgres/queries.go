@@ -1,11 +1,16 @@
 package postgres
 
+import "strings"
+
 // queries holds every statement with the schema filled in, built once per
 // Store. {{schema}} marks where the quoted schema name goes.
 type queries struct {
 	leaseAcquire, leaseRenew, leaseRenewBatch, leaseRelease, leaseGet, leaseFence string
 	slotClaim, slotFinish, slotGet, slotListInterrupted, slotAbandon              string
 	slotComplete, jobRegister                                                     string
+	// slotClaimDeclared is slotClaim without the pause overrides: the
+	// declared values decide, for when job_state cannot be read.
+	slotClaimDeclared string
 	runInsert, runList, prune, jobStateSet, jobStateList                          string
 	replicaHeartbeat, replicaList, replicaRemove                                  string
 	alertRaise, alertResolve, alertList, leaseList                                string
@@ -22,6 +27,7 @@ func newQueries(schema string) queries {
 		leaseGet:            leaseGetSQL,
 		leaseFence:          leaseFenceSQL,
 		slotClaim:           slotClaimSQL,
+		slotClaimDeclared:   strings.Replace(slotClaimSQL, jobStateJoin, noJobStateJoin, 1),
 		slotFinish:          slotFinishSQL,
 		slotGet:             slotGetSQL,
 		slotListInterrupted: slotListInterruptedSQL,
@@ -41,7 +47,7 @@ func newQueries(schema string) queries {
 	}
 	for _, p := range []*string{
 		&q.leaseAcquire, &q.leaseRenew, &q.leaseRenewBatch, &q.jobStateSet, &q.jobStateList, &q.leaseRelease, &q.leaseGet, &q.leaseFence,
-		&q.slotClaim, &q.slotFinish, &q.slotGet, &q.slotListInterrupted, &q.slotAbandon, &q.slotComplete, &q.jobRegister, &q.runInsert, &q.runList, &q.prune,
+		&q.slotClaim, &q.slotClaimDeclared, &q.slotFinish, &q.slotGet, &q.slotListInterrupted, &q.slotAbandon, &q.slotComplete, &q.jobRegister, &q.runInsert, &q.runList, &q.prune,
 		&q.replicaHeartbeat, &q.replicaList, &q.replicaRemove, &q.alertRaise, &q.alertResolve, &q.alertList, &q.leaseList,
 	} {
 		*p = withSchema(schema, *p)
@@ -302,7 +308,7 @@ gate AS (
       FROM i
      CROSS JOIN c
       LEFT JOIN prev p ON p.ord = i.ord
-      LEFT JOIN {{schema}}.job_state js ON js.job = i.job
+     ` + jobStateJoin + `
 ),
 ` + leaseProbe("SELECT i.lease_name FROM i JOIN gate g ON g.ord = i.ord AND g.refusal IS NULL", "$9") + `,
 lease AS (
@@ -403,6 +409,14 @@ SELECT coalesce(g.refusal, CASE WHEN i.lease_name IN (SELECT name FROM busy) THE
        WHERE name = CASE WHEN p.guarded THEN p.lease_name ELSE i.lease_name END
   ) h ON true
  ORDER BY i.ord`
+
+// jobStateJoin is where slotClaimSQL reads the pause overrides, and
+// noJobStateJoin what replaces it when they cannot be read (job_state is
+// missing or damaged): no override, so the declared values decide.
+const (
+	jobStateJoin   = `LEFT JOIN {{schema}}.job_state js ON js.job = i.job`
+	noJobStateJoin = `LEFT JOIN (SELECT NULL::text AS job, NULL::boolean AS enabled_override) js ON false`
+)
 
 // slotFinishSQL ends a run in one round trip: slot marked and lease
 // released, both only for the claim's owner and generation, and the run row

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cronfence/cronfence/store"
 )
@@ -63,18 +64,66 @@ func (s *Store) SlotClaimBatch(ctx context.Context, items []store.SlotClaimParam
 		}
 	}
 	first := items[0]
-	rows, err := s.pool.Query(ctx, s.q.slotClaim, jobs, slots, leaseNames, disabled, overlaps, maxAttempts, ttls, catchUp,
-		first.Owner, s.nowArg(first.Now), s.liveKeyArg(first.LiveKey))
+	args := []any{jobs, slots, leaseNames, disabled, overlaps, maxAttempts, ttls, catchUp,
+		first.Owner, s.nowArg(first.Now), s.liveKeyArg(first.LiveKey)}
+	pauseUnread := false
+	results, lostRace, err := s.claimRows(ctx, s.q.slotClaim, args, items, jobs, slots, leaseNames)
+	if isSchemaError(err) {
+		// The statement cannot run as written: a table or column is
+		// missing or refused. If the pause overrides are what is broken
+		// (job_state renamed or dropped), the claim without them runs, on
+		// the declared values: a broken pause table fails open. If not,
+		// it fails too, and the first error is the one to report. Nothing
+		// of the failed statement was written.
+		if r, l, err2 := s.claimRows(ctx, s.q.slotClaimDeclared, args, items, jobs, slots, leaseNames); err2 == nil {
+			results, lostRace, err, pauseUnread = r, l, nil, true
+		}
+	}
 	if err != nil {
 		return nil, s.translate(fmt.Sprintf("claim %d slot(s), first of job %q", n, first.Job), err)
 	}
-	results := make([]store.SlotClaimResult, 0, n)
-	var lostRace []int // items whose lease was taken but whose slot was not
+	for i := range results {
+		results[i].PauseStateUnread = pauseUnread
+	}
+
+	// Rare race: a lease was taken, but between the statement's snapshot and
+	// its claim another owner completed the slot (or claimed it under a
+	// different lease). Give the lease back and report what stands now.
+	for _, i := range lostRace {
+		if _, err := s.LeaseRelease(ctx, results[i].Lease.Ref()); err != nil {
+			return nil, fmt.Errorf("postgres: claim of job %q lost a race and could not release lease %q: %w", jobs[i], leaseNames[i], err)
+		}
+		current, err := s.SlotGet(ctx, jobs[i], slots[i])
+		if err != nil {
+			return nil, err
+		}
+		results[i] = refusalFor(current, items[i].MaxAttempts)
+		results[i].PauseStateUnread = pauseUnread
+	}
+	inOrder := make([]store.SlotClaimResult, n)
+	for i, j := range order {
+		inOrder[j] = results[i]
+	}
+	return inOrder, nil
+}
+
+// claimRows runs a claim statement (slotClaimSQL or its declared-values
+// variant) and reads its rows into results, in the items' (sorted) order,
+// with the indexes of items whose lease was taken but whose slot was not.
+// The error is the driver's, untranslated.
+func (s *Store) claimRows(ctx context.Context, sql string, args []any, items []store.SlotClaimParams,
+	jobs []string, slots []time.Time, leaseNames []string) (results []store.SlotClaimResult, lostRace []int, err error) {
+	n := len(items)
+	rows, err := s.pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	results = make([]store.SlotClaimResult, 0, n)
 	for rows.Next() {
 		i := len(results)
 		if i >= n {
-			rows.Close()
-			return nil, fmt.Errorf("postgres: claim returned more rows than the %d items", n)
+			return nil, nil, fmt.Errorf("postgres: claim returned more rows than the %d items", n)
 		}
 		var (
 			refusal, recorded, skipLogs = (*string)(nil), (*string)(nil), []string(nil)
@@ -92,8 +141,7 @@ func (s *Store) SlotClaimBatch(ctx context.Context, items []store.SlotClaimParam
 			&recorded, &skipID, &skipAt, &skipLogs,
 		)
 		if err != nil {
-			rows.Close()
-			return nil, s.translate(fmt.Sprintf("claim slot of job %q", jobs[i]), err)
+			return nil, nil, err
 		}
 		p := items[i]
 		lease.name = &leaseNames[i]
@@ -126,30 +174,20 @@ func (s *Store) SlotClaimBatch(ctx context.Context, items []store.SlotClaimParam
 		results = append(results, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, s.translate(fmt.Sprintf("claim %d slot(s), first of job %q", n, first.Job), err)
+		return nil, nil, err
 	}
 	if len(results) != n {
-		return nil, fmt.Errorf("postgres: claim returned %d rows for %d items", len(results), n)
+		return nil, nil, fmt.Errorf("postgres: claim returned %d rows for %d items", len(results), n)
 	}
+	return results, lostRace, nil
+}
 
-	// Rare race: a lease was taken, but between the statement's snapshot and
-	// its claim another owner completed the slot (or claimed it under a
-	// different lease). Give the lease back and report what stands now.
-	for _, i := range lostRace {
-		if _, err := s.LeaseRelease(ctx, results[i].Lease.Ref()); err != nil {
-			return nil, fmt.Errorf("postgres: claim of job %q lost a race and could not release lease %q: %w", jobs[i], leaseNames[i], err)
-		}
-		current, err := s.SlotGet(ctx, jobs[i], slots[i])
-		if err != nil {
-			return nil, err
-		}
-		results[i] = refusalFor(current, items[i].MaxAttempts)
-	}
-	inOrder := make([]store.SlotClaimResult, n)
-	for i, j := range order {
-		inOrder[j] = results[i]
-	}
-	return inOrder, nil
+// isSchemaError reports a statement refused because what it names does not
+// exist or may not be used (undefined_table, undefined_column,
+// insufficient_privilege): a damaged schema, not an unreachable server.
+func isSchemaError(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "42703" || pgErr.Code == "42501")
 }
 
 // refusalFor says why an existing slot row cannot be claimed.

@@ -60,6 +60,15 @@ func TestConformance(t *testing.T) {
 				return n == 1
 			},
 			Dump: func(t *testing.T) string { return dumpTables(t, s.DB()) },
+			RenameTable: func(t *testing.T, table string, back bool) {
+				from, to := "cronfence_"+table, "cronfence_"+table+"_aside"
+				if back {
+					from, to = to, from
+				}
+				if _, err := s.DB().Exec(`ALTER TABLE ` + from + ` RENAME TO ` + to); err != nil {
+					t.Fatal(err)
+				}
+			},
 		}
 	})
 }

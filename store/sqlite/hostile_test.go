@@ -87,7 +87,8 @@ func TestHostileTableListMatchesMigrations(t *testing.T) {
 
 // A file with one of its tables dropped by hand is refused by
 // SchemaVersion and Migrate, naming the table, instead of looking healthy
-// and failing on every write.
+// and failing on every write: any but cronfence_job_state, the pause
+// overrides, which fail open (the declared values decide).
 func TestHostileMissingTable(t *testing.T) {
 	t.Parallel()
 	all, err := tables(1 << 20)
@@ -95,6 +96,9 @@ func TestHostileMissingTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, table := range all {
+		if table == "cronfence_job_state" {
+			continue // the pause overrides fail open (see TestConformance/PauseTable)
+		}
 		t.Run(table, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()

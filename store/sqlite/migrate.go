@@ -196,6 +196,13 @@ func tables(version int) ([]string, error) {
 	return out, nil
 }
 
+// pauseTable is the one table a file may lack and still be worked on: the
+// pause overrides. Without it the declared values decide (a broken pause
+// table fails open: SlotClaim reports PauseStateUnread), so a replica
+// starts and keeps running its declared-enabled jobs; every other table
+// missing is damage, and refused.
+const pauseTable = "cronfence_job_state"
+
 // checkTables returns an error naming the tables of the migrations up to
 // version that the file lacks, found in one query. SchemaVersion and Migrate
 // check, so a file with a table dropped by hand is refused at start-up
@@ -205,6 +212,7 @@ func checkTables(ctx context.Context, q querier, version int) error {
 	if err != nil || len(ts) == 0 {
 		return err
 	}
+	ts = slices.DeleteFunc(ts, func(t string) bool { return t == pauseTable })
 	list, err := json.Marshal(ts)
 	if err != nil {
 		return err

@@ -115,9 +115,20 @@ func claimSlot(ctx context.Context, tx *sql.Tx, p store.SlotClaimParams, slot, n
 	if slot.After(now) {
 		return refuse(store.ClaimNotDue, store.Lease{})
 	}
-	enabled, err := jobEnabled(ctx, tx, p.Job, !p.DeclaredDisabled)
+	enabled, unread, err := jobEnabled(ctx, tx, p.Job, !p.DeclaredDisabled)
 	if err != nil {
 		return store.SlotClaimResult{}, err
+	}
+	res, err := claimEnabled(ctx, tx, p, slot, now, existing, found, enabled)
+	res.PauseStateUnread = unread
+	return res, err
+}
+
+// claimEnabled goes on with claimSlot once the job's pause state is known.
+func claimEnabled(ctx context.Context, tx *sql.Tx, p store.SlotClaimParams, slot, now time.Time,
+	existing store.Slot, found, enabled bool) (store.SlotClaimResult, error) {
+	refuse := func(why store.ClaimRefusal, holder store.Lease) (store.SlotClaimResult, error) {
+		return store.SlotClaimResult{Refusal: why, Slot: existing, Lease: holder}, nil
 	}
 	if !enabled {
 		if !found {
@@ -182,19 +193,36 @@ func claimSlot(ctx context.Context, tx *sql.Tx, p store.SlotClaimParams, slot, n
 }
 
 // jobEnabled reads the job's override; with none set (no row, or NULL) the
-// declared value decides.
-func jobEnabled(ctx context.Context, q querier, job string, declared bool) (bool, error) {
+// declared value decides. When the overrides cannot be read at all (their
+// table is missing or damaged: renamed, dropped, a column gone), the
+// declared value decides too and unread says so: a broken pause table
+// fails open rather than stopping every job. The failed read leaves the
+// transaction usable: SQLite fails that statement only.
+func jobEnabled(ctx context.Context, q querier, job string, declared bool) (enabled, unread bool, err error) {
 	var override sql.NullBool
-	err := q.QueryRowContext(ctx, `SELECT enabled_override FROM cronfence_job_state WHERE job = ?`, job).Scan(&override)
+	err = q.QueryRowContext(ctx, `SELECT enabled_override FROM cronfence_job_state WHERE job = ?`, job).Scan(&override)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return declared, nil
+		return declared, false, nil
+	case isMissingSchema(err):
+		return declared, true, nil
 	case err != nil:
-		return false, err
+		return false, false, err
 	case override.Valid:
-		return override.Bool, nil
+		return override.Bool, false, nil
 	}
-	return declared, nil
+	return declared, false, nil
+}
+
+// isMissingSchema reports a statement refused because a table or column it
+// names does not exist. SQLite reports both as its generic SQLITE_ERROR,
+// told apart by the message.
+func isMissingSchema(err error) bool {
+	if err == nil {
+		return false
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "no such table") || strings.Contains(msg, "no such column")
 }
 
 // settlePaused records a due slot of a paused job, which has no row yet, as

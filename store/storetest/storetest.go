@@ -41,6 +41,12 @@ type Bundle struct {
 	// Dump returns every row of every table of the store, as text in a
 	// stable order, so a refused call can be shown to have written nothing.
 	Dump func(t *testing.T) string
+
+	// RenameTable renames one of the store's tables, named without the
+	// store's prefix or schema ("job_state"), aside, as an operator's
+	// mistake would, or, with back, to its name again. For the tests of a
+	// damaged schema.
+	RenameTable func(t *testing.T, table string, back bool)
 }
 
 // Run exercises a store. newBundle is called once per test, from tests that
@@ -55,6 +61,7 @@ func Run(t *testing.T, newBundle func(t *testing.T) Bundle) {
 		{"Fence", fenceTests},
 		{"Complete", completeTests},
 		{"Register", registerTests},
+		{"PauseTable", pauseTableTests},
 		{"Slot", slotTests},
 		{"JobState", jobStateTests},
 		{"Batch", batchTests},
