@@ -95,7 +95,7 @@ func TestBrokenPauseTableFailsOpen(t *testing.T) {
 		if n := strings.Count(logs.String(), "the pause overrides cannot be read"); n != 1 {
 			t.Fatalf("the warning was logged %d times, want once:\n%s", n, logs.String())
 		}
-		c.start("b", 0, jobs...) // starts on the damaged schema
+		c.start("b", 0, jobs...)            // starts on the damaged schema
 		c.advance(time.Minute, time.Second) // 12:03
 		wantRan("renamed, two replicas", c.db.Now(), map[string]int{"on": 1, "off": 0, "paused": 1})
 

@@ -10,10 +10,10 @@ type queries struct {
 	slotComplete, jobRegister                                                     string
 	// slotClaimDeclared is slotClaim without the pause overrides: the
 	// declared values decide, for when job_state cannot be read.
-	slotClaimDeclared string
-	runInsert, runList, prune, jobStateSet, jobStateList                          string
-	replicaHeartbeat, replicaList, replicaRemove                                  string
-	alertRaise, alertResolve, alertList, leaseList                                string
+	slotClaimDeclared                                    string
+	runInsert, runList, prune, jobStateSet, jobStateList string
+	replicaHeartbeat, replicaList, replicaRemove         string
+	alertRaise, alertResolve, alertList, leaseList       string
 }
 
 func newQueries(schema string) queries {
