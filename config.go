@@ -37,6 +37,8 @@ const (
 	// ClockOffsetWarning is the offset from the database clock above which a
 	// replica logs a warning.
 	ClockOffsetWarning = time.Second
+	// DefaultStoreTimeout is the default of Config.StoreTimeout.
+	DefaultStoreTimeout = 10 * time.Second
 )
 
 // Defaults of the absence checks (see docs/alerts.md).
@@ -137,6 +139,21 @@ type Config struct {
 
 	// Alerts tunes the absence checks. Zero fields take their defaults.
 	Alerts AlertThresholds
+
+	// StoreTimeout bounds each store round trip the scheduler makes on its
+	// own (claims, clock reads, heartbeats, scans for dead runs, pruning,
+	// the absence checks), in real time (not on Clock: it bounds how long
+	// the database takes to answer). A database that accepts connections
+	// but does not answer (a hung server, a lock, a half-open network)
+	// then counts as down once it passes, as a refused connection does:
+	// RunWhenStoreDown jobs run with a warning, the other slots are left
+	// to catch-up, and the first failure and the recovery are logged once
+	// each. It must leave room for the largest claim this replica makes
+	// (thousands of jobs due at one instant take seconds). The end of a
+	// run has its own bound (a third of the lease TTL) and is retried; a
+	// lease renewal is bounded by the lease's expiry. Defaults to
+	// DefaultStoreTimeout (10s).
+	StoreTimeout time.Duration
 }
 
 // AlertThresholds tune the absence checks (docs/alerts.md).
@@ -198,6 +215,9 @@ func (c *Config) withDefaults() Config {
 	if out.CheckEvery == 0 {
 		out.CheckEvery = DefaultCheckEvery
 	}
+	if out.StoreTimeout == 0 {
+		out.StoreTimeout = DefaultStoreTimeout
+	}
 	out.Alerts = out.Alerts.withDefaults(out)
 	return out
 }
@@ -221,6 +241,8 @@ func (c *Config) validate() error {
 	case c.CheckEvery > store.MaxTTL/2:
 		// The checks' lease lasts two periods and no lease may outlast MaxTTL.
 		return errInvalid(fmt.Sprintf("Config.CheckEvery must be at most %s, got %s", store.MaxTTL/2, c.CheckEvery))
+	case c.StoreTimeout < 0:
+		return errInvalid(fmt.Sprintf("Config.StoreTimeout must not be negative, got %s", c.StoreTimeout))
 	case c.Alerts.ReplicaStale < 0:
 		return errInvalid(fmt.Sprintf("Config.Alerts.ReplicaStale must not be negative, got %s", c.Alerts.ReplicaStale))
 	}

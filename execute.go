@@ -141,7 +141,7 @@ func (s *Scheduler) finish(spec runSpec, hold *leasekeeper.Hold, runErr error, l
 	if spec.lease.Generation == 0 {
 		// A fail-open run held no lease: record what happened, if the store
 		// is back.
-		ctx, cancel := context.WithTimeout(context.Background(), finishTimeout)
+		ctx, cancel := context.WithTimeoutCause(context.Background(), finishTimeout, errStoreTimeout)
 		defer cancel()
 		row.Job, row.Slot, row.Owner, row.StartedAt = job.Name, spec.slot, s.cfg.Owner, time.Time{}
 		if _, err := s.store.RunInsert(ctx, row); err != nil {
@@ -182,7 +182,7 @@ func (s *Scheduler) finish(spec runSpec, hold *leasekeeper.Hold, runErr error, l
 // changes nothing.
 func (s *Scheduler) leaveToResume(spec runSpec, hold *leasekeeper.Hold, row store.Run, why string) (RunOutcome, bool, time.Time) {
 	job := spec.job
-	ctx, cancel := context.WithTimeout(context.Background(), finishTimeout)
+	ctx, cancel := context.WithTimeoutCause(context.Background(), finishTimeout, errStoreTimeout)
 	defer cancel()
 	hold.Quiesce() // no renewal may extend the lease after its release
 	if _, err := s.store.LeaseRelease(ctx, spec.lease.Ref()); err != nil {
@@ -212,7 +212,7 @@ func (s *Scheduler) completedItsSlot(spec runSpec) bool {
 	if spec.slot.IsZero() {
 		return false
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), finishTimeout)
+	ctx, cancel := context.WithTimeoutCause(context.Background(), finishTimeout, errStoreTimeout)
 	defer cancel()
 	sl, err := s.store.SlotGet(ctx, spec.job.Name, spec.slot)
 	return err == nil && sl.Status == store.SlotCompleted && sl.Generation == spec.lease.Generation
@@ -245,7 +245,7 @@ func (s *Scheduler) runBuffered(job *registered, slot time.Time) {
 	if stopped {
 		return // left buffered: catch-up or the next run picks it up
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), finishTimeout)
+	ctx, cancel := context.WithTimeoutCause(context.Background(), finishTimeout, errStoreTimeout)
 	defer cancel()
 	sent := s.cfg.Clock.Now()
 	r, err := s.store.SlotClaim(ctx, job.claimParams(slot, s.cfg.Owner, s.liveKey, false))

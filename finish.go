@@ -48,7 +48,7 @@ type endRecorder struct {
 // attempt renewals are held (Quiesce), so none overtakes the release. A
 // retried attempt is safe when an earlier one committed but its answer was
 // lost: the store writes one run row per holding. Each attempt is bounded
-// by a third of the lease's TTL (1s to 10s), on e.clock.
+// by a third of the lease's TTL (1s to 10s), in real time.
 //
 // Retrying stops only when the store refuses the call as invalid or closed,
 // or when e.stop is closed: the process is going away, and its slot is then
@@ -58,7 +58,8 @@ func (e endRecorder) record(hold *leasekeeper.Hold, ttl time.Duration, p store.S
 	pause := finishRetryFirst
 	for tries := 1; ; tries++ {
 		hold.Quiesce()
-		ctx, cancel := withTimeoutOn(e.clock, context.Background(), attempt, errFinishAttemptTimeout)
+		// Real time: it bounds how long the database takes to answer.
+		ctx, cancel := context.WithTimeoutCause(context.Background(), attempt, errFinishAttemptTimeout)
 		res, err := e.store.SlotFinish(ctx, p)
 		cancel()
 		if err == nil {

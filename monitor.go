@@ -92,6 +92,9 @@ func (s *Scheduler) checkAbsence(ctx context.Context, now time.Time) {
 		defer s.busy.Add(-1)
 		defer m.passes.Done()
 		defer func() { m.mu.Lock(); m.running = false; m.mu.Unlock() }()
+		// One bound for the whole pass: a few reads and the alerts' writes.
+		ctx, cancel := s.bounded(ctx)
+		defer cancel()
 		s.monitorPass(ctx, mon)
 	}()
 }

@@ -83,7 +83,9 @@ func (s *Scheduler) heartbeat(ctx context.Context, now time.Time) {
 	s.reg.mu.Lock()
 	s.reg.dirty = false // a Register from here on marks it again
 	s.reg.mu.Unlock()
-	_, err := m.ReplicaHeartbeat(ctx, s.replicaRow())
+	bctx, cancel := s.bounded(ctx)
+	_, err := m.ReplicaHeartbeat(bctx, s.replicaRow())
+	cancel()
 
 	s.reg.mu.Lock()
 	defer s.reg.mu.Unlock()

@@ -361,16 +361,17 @@ func (s *Scheduler) fire(ctx context.Context, due []*entry, now time.Time) {
 	}
 	due = claimed
 	sent := s.cfg.Clock.Now()
-	results, err := s.store.SlotClaimBatch(ctx, items)
-	if err != nil && ctx.Err() == nil && !s.isDown() {
+	results, err := s.claimBatch(ctx, items)
+	if err != nil && ctx.Err() == nil && !s.isDown() && !errors.Is(err, errStoreTimeout) {
 		// Once more at once before leaving the slots to catch-up: after a
 		// database restart the first statement sent on a pooled connection
 		// fails, and the pool hands out a fresh one. Safe even when the
 		// first claim committed and only its answer was lost: the lease is
 		// then this owner's, the retry is refused, and the interrupted-run
-		// scan resumes the slot once that lease expires.
+		// scan resumes the slot once that lease expires. Not after a store
+		// that did not answer in time: that would only wait as long again.
 		s.log.Warn("cronfence: a claim failed; trying once more", "error", err)
-		results, err = s.store.SlotClaimBatch(ctx, items)
+		results, err = s.claimBatch(ctx, items)
 	}
 	if err != nil {
 		s.storeDown(err, due)
@@ -530,7 +531,7 @@ func (s *Scheduler) runCatchUp(ctx context.Context, now time.Time, candidates ma
 		return
 	}
 	sent := s.cfg.Clock.Now()
-	results, err := s.store.SlotClaimBatch(ctx, items)
+	results, err := s.claimBatch(ctx, items)
 	if err != nil {
 		s.mu.Lock()
 		for i, r := range jobs { // try again when the store is back (after this replica registered them)
@@ -560,6 +561,8 @@ func (s *Scheduler) runCatchUp(ctx context.Context, now time.Time, candidates ma
 // is logged; the jobs are tried again at the next tick, and catch-up at
 // start-up passes over a job whose first registration is unknown.
 func (s *Scheduler) registerJobs(ctx context.Context, names []string) {
+	ctx, cancel := s.bounded(ctx)
+	defer cancel()
 	regs, err := s.store.JobRegister(ctx, store.JobRegisterParams{Jobs: names})
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -608,7 +611,9 @@ func (s *Scheduler) resumeInBackground(ctx context.Context) {
 // owner's session is gone) or lost its lease. One query finds them; they are
 // claimed, the latest per job, in one more round trip.
 func (s *Scheduler) resumeInterrupted(ctx context.Context) {
-	dead, err := s.store.SlotListInterrupted(ctx)
+	listCtx, cancel := s.bounded(ctx)
+	dead, err := s.store.SlotListInterrupted(listCtx)
+	cancel()
 	if err != nil {
 		s.log.Warn("cronfence: could not look for interrupted runs", "error", err)
 		return
@@ -652,7 +657,7 @@ func (s *Scheduler) resumeInterrupted(ctx context.Context) {
 		return
 	}
 	sent := s.cfg.Clock.Now()
-	results, err := s.store.SlotClaimBatch(ctx, items)
+	results, err := s.claimBatch(ctx, items)
 	if err != nil {
 		s.log.Warn("cronfence: could not resume interrupted runs", "error", err)
 		return
@@ -684,6 +689,8 @@ type abandoned struct {
 func (s *Scheduler) abandon(ctx context.Context, job *registered, sl store.Slot) {
 	why := fmt.Sprintf("interrupted on its last attempt (%d of %d): the run by %s at generation %d died without recording its end",
 		sl.Attempts, job.MaxAttempts, sl.Owner, sl.Generation)
+	ctx, cancel := s.bounded(ctx)
+	defer cancel()
 	res, err := s.store.SlotAbandon(ctx, store.SlotAbandonParams{
 		Job: sl.Job, Slot: sl.Slot, LeaseName: sl.LeaseName, Owner: sl.Owner, Generation: sl.Generation,
 		MaxAttempts: job.MaxAttempts, Grace: job.LeaseTTL, Error: why,
@@ -708,6 +715,8 @@ func (s *Scheduler) abandon(ctx context.Context, job *registered, sl store.Slot)
 // measureOffset measures this clock against the database clock, halving the
 // round trip, and warns when they are more than ClockOffsetWarning apart.
 func (s *Scheduler) measureOffset(ctx context.Context) {
+	ctx, cancel := s.bounded(ctx)
+	defer cancel()
 	before := s.cfg.Clock.Now()
 	db, err := s.store.Now(ctx)
 	if err != nil {
@@ -745,7 +754,13 @@ func (s *Scheduler) prune(ctx context.Context) {
 	if !ok {
 		return
 	}
-	defer func() { _, _ = s.store.LeaseRelease(context.WithoutCancel(ctx), l.Ref()) }()
+	defer func() {
+		ctx, cancel := s.bounded(context.WithoutCancel(ctx))
+		defer cancel()
+		_, _ = s.store.LeaseRelease(ctx, l.Ref())
+	}()
+	ctx, cancel := s.bounded(ctx)
+	defer cancel()
 	res, err := s.store.Prune(ctx, store.PruneParams{Before: l.AcquiredAt.Add(-s.cfg.Retention)})
 	if err != nil {
 		s.log.Warn("cronfence: prune failed", "error", err)
@@ -760,6 +775,8 @@ func (s *Scheduler) prune(ctx context.Context) {
 // absence checks) when it is free. False when another replica holds it or
 // the store could not be reached, which is logged.
 func (s *Scheduler) takeLease(ctx context.Context, name string, ttl time.Duration) (store.Lease, bool) {
+	ctx, cancel := s.bounded(ctx)
+	defer cancel()
 	l, ok, err := s.store.LeaseAcquire(ctx, store.LeaseAcquireParams{Name: name, Owner: s.cfg.Owner, TTL: ttl, LiveKey: s.liveKey})
 	if err != nil {
 		if ctx.Err() == nil {
@@ -768,4 +785,31 @@ func (s *Scheduler) takeLease(ctx context.Context, name string, ttl time.Duratio
 		return store.Lease{}, false
 	}
 	return l, ok
+}
+
+// errStoreTimeout is the cause of a store round trip of the scheduler's
+// that did not answer within Config.StoreTimeout.
+var errStoreTimeout = errors.New("cronfence: the store did not answer within Config.StoreTimeout")
+
+// bounded returns parent bounded by Config.StoreTimeout, for one store
+// round trip the scheduler makes on its own: a database that accepts
+// connections but does not answer must not hold the loop (or a scan, a
+// prune) for good. The bound is real time, not the scheduler's Clock: it
+// bounds how long a real database takes to answer, which no injected clock
+// moves.
+func (s *Scheduler) bounded(parent context.Context) (context.Context, func()) {
+	return context.WithTimeoutCause(parent, s.cfg.StoreTimeout, errStoreTimeout)
+}
+
+// claimBatch is one bounded claim round trip. A claim the store did not
+// answer in time fails with an error wrapping errStoreTimeout: the store
+// counts as down (storeDown), as when it refuses connections.
+func (s *Scheduler) claimBatch(ctx context.Context, items []store.SlotClaimParams) ([]store.SlotClaimResult, error) {
+	bctx, cancel := s.bounded(ctx)
+	defer cancel()
+	results, err := s.store.SlotClaimBatch(bctx, items)
+	if err != nil && context.Cause(bctx) == errStoreTimeout && ctx.Err() == nil {
+		err = fmt.Errorf("%w (after %s): %w", errStoreTimeout, s.cfg.StoreTimeout, err)
+	}
+	return results, err
 }

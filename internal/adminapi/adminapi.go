@@ -24,6 +24,7 @@
 package adminapi
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -76,7 +77,16 @@ type Options struct {
 	// the database clock, for GET /api/admin/cron/replicas to call it live.
 	// Defaults to DefaultReplicaLiveFor (30s).
 	ReplicaLiveFor time.Duration
+	// StoreTimeout bounds the store's work for one request: a database
+	// that accepts connections but does not answer (a hung server, a lock,
+	// a half-open network) gets 503 STORE_UNAVAILABLE within it, and a
+	// change that could not be saved in time is not saved. Defaults to
+	// DefaultStoreTimeout (5s).
+	StoreTimeout time.Duration
 }
+
+// DefaultStoreTimeout is the default of Options.StoreTimeout.
+const DefaultStoreTimeout = 5 * time.Second
 
 type api struct {
 	sched   *cronfence.Scheduler
@@ -84,12 +94,13 @@ type api struct {
 	log     *slog.Logger
 	maxBody int64
 	liveFor time.Duration
+	timeout time.Duration // of the store's work for one request
 }
 
 // New returns the handler of the admin API, /healthz and /readyz over sched.
 // tokens are copied; with none, every admin request is answered 401.
 func New(sched *cronfence.Scheduler, tokens []Token, opts *Options) http.Handler {
-	a := &api{sched: sched, log: slog.Default(), maxBody: DefaultMaxBodyBytes, liveFor: DefaultReplicaLiveFor}
+	a := &api{sched: sched, log: slog.Default(), maxBody: DefaultMaxBodyBytes, liveFor: DefaultReplicaLiveFor, timeout: DefaultStoreTimeout}
 	if opts != nil {
 		if opts.Logger != nil {
 			a.log = opts.Logger
@@ -99,6 +110,9 @@ func New(sched *cronfence.Scheduler, tokens []Token, opts *Options) http.Handler
 		}
 		if opts.ReplicaLiveFor > 0 {
 			a.liveFor = opts.ReplicaLiveFor
+		}
+		if opts.StoreTimeout > 0 {
+			a.timeout = opts.StoreTimeout
 		}
 	}
 	a.tokens = NewTokens(tokens)
@@ -163,6 +177,11 @@ func match(escaped, method string) (route, bool) {
 }
 
 func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// Every store call a request makes is bounded: a database that does
+	// not answer gets a 503 in time (storeError), not a request left open.
+	ctx, cancel := context.WithTimeout(r.Context(), a.timeout)
+	defer cancel()
+	r = r.WithContext(ctx)
 	path := r.URL.EscapedPath()
 	switch path {
 	case "/healthz":

@@ -1,7 +1,6 @@
 package pgtest
 
 import (
-	"io"
 	"net"
 	"net/url"
 	"sync"
@@ -12,13 +11,17 @@ import (
 // process does when its connections break while the database lives on: a
 // blip of the network between one replica and the database, or a pooler's
 // restart. Cut resets every connection through it and refuses new ones until
-// Restore. Other connections to the database are not touched.
+// Restore. Hold keeps every connection open and passes no byte either way
+// until Release, as a hung server, a lock or a half-open network look to a
+// client: nothing is refused, nothing answers. Other connections to the
+// database are not touched.
 type Proxy struct {
 	target string
 	ln     net.Listener
 
 	mu    sync.Mutex
 	cut   bool
+	held  chan struct{} // non-nil while held; closed by Release
 	conns map[net.Conn]struct{}
 	wg    sync.WaitGroup
 }
@@ -70,6 +73,36 @@ func (p *Proxy) Restore() {
 	p.mu.Unlock()
 }
 
+// Hold stops passing bytes, in both directions, on every connection through
+// the proxy and every new one, until Release; the connections stay open.
+func (p *Proxy) Hold() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.held == nil {
+		p.held = make(chan struct{})
+	}
+}
+
+// Release passes the bytes held, and every later one, again.
+func (p *Proxy) Release() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.held != nil {
+		close(p.held)
+		p.held = nil
+	}
+}
+
+// waitWhileHeld returns once the proxy is not held.
+func (p *Proxy) waitWhileHeld() {
+	p.mu.Lock()
+	held := p.held
+	p.mu.Unlock()
+	if held != nil {
+		<-held
+	}
+}
+
 func (p *Proxy) serve() {
 	for {
 		client, err := p.ln.Accept()
@@ -103,11 +136,23 @@ func (p *Proxy) serve() {
 	}
 }
 
-// pipe copies one direction; the end of either (a reset, a close) ends
-// both.
+// pipe copies one direction, holding what it read while the proxy is held;
+// the end of either side (a reset, a close) ends both.
 func (p *Proxy) pipe(dst, src net.Conn) {
 	defer p.wg.Done()
-	_, _ = io.Copy(dst, src)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			p.waitWhileHeld()
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				break
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
 	_ = dst.Close()
 	_ = src.Close()
 	p.mu.Lock()
@@ -119,5 +164,6 @@ func (p *Proxy) pipe(dst, src net.Conn) {
 func (p *Proxy) close() {
 	_ = p.ln.Close()
 	p.Cut()
+	p.Release()
 	p.wg.Wait()
 }

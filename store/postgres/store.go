@@ -119,12 +119,15 @@ func (s *Store) Now(ctx context.Context) (time.Time, error) {
 	if err := s.usable(); err != nil {
 		return time.Time{}, err
 	}
-	if s.nowFn != nil {
-		return s.nowFn().UTC().Truncate(time.Microsecond), nil
-	}
 	var now time.Time
 	if err := s.pool.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&now); err != nil {
 		return time.Time{}, s.translate("read the database clock", err)
+	}
+	if s.nowFn != nil {
+		// Pinned, but still a round trip: callers read the clock to learn
+		// whether the database answers, too (the scheduler probes an
+		// unreachable store with it).
+		return s.nowFn().UTC().Truncate(time.Microsecond), nil
 	}
 	return now.UTC(), nil
 }
