@@ -279,7 +279,7 @@ func (s *Scheduler) withTimeout(parent context.Context, d time.Duration, cause e
 // ender records the end of this scheduler's runs; it stops retrying once
 // shutdown has cancelled the runs.
 func (s *Scheduler) ender() endRecorder {
-	return endRecorder{store: s.store, clock: s.cfg.Clock, log: s.log, stop: s.runsCtx.Done()}
+	return endRecorder{store: s.store, log: s.log, stop: s.runsCtx.Done()}
 }
 
 // ManualRun describes a run started by Trigger.

@@ -34,7 +34,6 @@ var errFinishAttemptTimeout = errors.New("cronfence: the store did not answer in
 // releases the lease): the scheduler's and LockSlot's.
 type endRecorder struct {
 	store store.Store
-	clock clock.Clock
 	log   *slog.Logger
 	stop  <-chan struct{} // closed when retrying must end (shutdown); nil: never
 }
@@ -48,7 +47,8 @@ type endRecorder struct {
 // attempt renewals are held (Quiesce), so none overtakes the release. A
 // retried attempt is safe when an earlier one committed but its answer was
 // lost: the store writes one run row per holding. Each attempt is bounded
-// by a third of the lease's TTL (1s to 10s), in real time.
+// by a third of the lease's TTL (1s to 10s); attempts and pauses are real
+// time, the pace of a real database's recovery.
 //
 // Retrying stops only when the store refuses the call as invalid or closed,
 // or when e.stop is closed: the process is going away, and its slot is then
@@ -77,9 +77,11 @@ func (e endRecorder) record(hold *leasekeeper.Hold, ttl time.Duration, p store.S
 			e.log.Warn("cronfence: could not record the end of the run; trying again while its lease is renewed",
 				"job", p.Job, "slot", p.Slot, "generation", p.Generation, "error", err)
 		}
-		timer := e.clock.NewTimer(jitter(pause))
+		// Real time, as the bound: the pause is how long a real database
+		// gets to recover, which no injected clock moves.
+		timer := time.NewTimer(jitter(pause))
 		select {
-		case <-timer.C():
+		case <-timer.C:
 		case <-e.stop:
 			timer.Stop()
 		}

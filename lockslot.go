@@ -72,8 +72,8 @@ type SlotLock struct {
 	// run.Logger (which also land in the run row). Defaults to
 	// slog.Default().
 	Logger *slog.Logger
-	// Clock drives the lease renewals, the early wait and the retries of
-	// the run's end. Defaults to the process clock.
+	// Clock drives the lease renewals and the early wait. Defaults to the
+	// process clock.
 	Clock Clock
 }
 
@@ -340,7 +340,7 @@ func (l *SlotLock) run(ctx context.Context, s store.Store, job *registered, res 
 		l.Logger.Warn("cronfence: the run's lease was lost while it ran, but its function succeeded; recording its end unless the slot was taken over",
 			append(attrs, "error", lost)...)
 	}
-	ender := endRecorder{store: s, clock: l.Clock, log: l.Logger, stop: ctx.Done()}
+	ender := endRecorder{store: s, log: l.Logger, stop: ctx.Done()}
 	fin, err := ender.record(hold, l.TTL, store.SlotFinishParams{
 		Job: l.Name, Slot: res.Slot, LeaseName: lease.Name, Owner: lease.Owner,
 		Generation: lease.Generation, Status: status, Run: row,
