@@ -90,21 +90,11 @@ func (s *Scheduler) execute(spec runSpec) {
 	})
 	err := callHandler(ctx, job.Handler, run)
 	duration := s.cfg.Clock.Now().Sub(started)
-	// Why the run's context ended, if it did while the handler ran.
-	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(err, cause) {
-		err = fmt.Errorf("%w (%w)", err, cause)
-	}
+	var lost error
 	if hold != nil {
-		if lost := hold.Lost(); lost != nil && err != nil && !errors.Is(err, lost) {
-			err = errors.Join(err, lost) // a handler that returned the cause says it once
-		} else if lost != nil && err == nil {
-			// The handler finished its work: record it, unless the slot was
-			// taken over meanwhile (the finish tells), rather than leave it
-			// to be run a second time.
-			s.log.Warn("cronfence: the run's lease was lost while it ran, but its handler succeeded; recording its end unless the slot was taken over",
-				append(attrs, "error", lost)...)
-		}
+		lost = hold.Lost()
 	}
+	err = handlerError(ctx, err, lost, s.log, attrs)
 	if err != nil {
 		// The error goes into the run row's error; the scheduler's log gets
 		// it too, but not the run's own log lines.
@@ -126,7 +116,7 @@ func (s *Scheduler) execute(spec runSpec) {
 // finish ends the run. It returns how the run ended, whether the store
 // recorded it, and the job's buffered slot that waits for this run to end,
 // if any. A run that held a lease keeps it renewed (hold) until its end is
-// recorded: see recordEnd.
+// recorded: see endRecorder.
 func (s *Scheduler) finish(spec runSpec, hold *leasekeeper.Hold, runErr error, logs []string) (outcome RunOutcome, recorded bool, buffered time.Time) {
 	job := spec.job
 	row := store.Run{
@@ -141,7 +131,7 @@ func (s *Scheduler) finish(spec runSpec, hold *leasekeeper.Hold, runErr error, l
 	if spec.lease.Generation == 0 {
 		// A fail-open run held no lease: record what happened, if the store
 		// is back.
-		ctx, cancel := context.WithTimeoutCause(context.Background(), finishTimeout, errStoreTimeout)
+		ctx, cancel := s.bounded(context.Background())
 		defer cancel()
 		row.Job, row.Slot, row.Owner, row.StartedAt = job.Name, spec.slot, s.cfg.Owner, time.Time{}
 		if _, err := s.store.RunInsert(ctx, row); err != nil {
@@ -182,7 +172,7 @@ func (s *Scheduler) finish(spec runSpec, hold *leasekeeper.Hold, runErr error, l
 // changes nothing.
 func (s *Scheduler) leaveToResume(spec runSpec, hold *leasekeeper.Hold, row store.Run, why string) (RunOutcome, bool, time.Time) {
 	job := spec.job
-	ctx, cancel := context.WithTimeoutCause(context.Background(), finishTimeout, errStoreTimeout)
+	ctx, cancel := s.bounded(context.Background())
 	defer cancel()
 	hold.Quiesce() // no renewal may extend the lease after its release
 	if _, err := s.store.LeaseRelease(ctx, spec.lease.Ref()); err != nil {
@@ -212,7 +202,7 @@ func (s *Scheduler) completedItsSlot(spec runSpec) bool {
 	if spec.slot.IsZero() {
 		return false
 	}
-	ctx, cancel := context.WithTimeoutCause(context.Background(), finishTimeout, errStoreTimeout)
+	ctx, cancel := s.bounded(context.Background())
 	defer cancel()
 	sl, err := s.store.SlotGet(ctx, spec.job.Name, spec.slot)
 	return err == nil && sl.Status == store.SlotCompleted && sl.Generation == spec.lease.Generation
@@ -245,7 +235,7 @@ func (s *Scheduler) runBuffered(job *registered, slot time.Time) {
 	if stopped {
 		return // left buffered: catch-up or the next run picks it up
 	}
-	ctx, cancel := context.WithTimeoutCause(context.Background(), finishTimeout, errStoreTimeout)
+	ctx, cancel := s.bounded(context.Background())
 	defer cancel()
 	sent := s.cfg.Clock.Now()
 	r, err := s.store.SlotClaim(ctx, job.claimParams(slot, s.cfg.Owner, s.liveKey, false))
@@ -271,9 +261,40 @@ func callHandler(ctx context.Context, h Handler, run *Run) (err error) {
 	return h(ctx, run)
 }
 
+// handlerError is a handler's error as its run records it: with why the
+// run's context ended, if it did while the handler ran, and the loss of its
+// lease (lost; nil while the lease held), each said once. A handler that
+// succeeded although its lease was lost keeps its nil error: its work is
+// done, and its end is recorded, unless the slot was taken over meanwhile
+// (the finish tells), rather than left to be run a second time; log says so.
+func handlerError(ctx context.Context, err, lost error, log *slog.Logger, attrs []any) error {
+	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(err, cause) {
+		err = fmt.Errorf("%w (%w)", err, cause)
+	}
+	switch {
+	case lost != nil && err != nil && !errors.Is(err, lost):
+		err = errors.Join(err, lost)
+	case lost != nil && err == nil:
+		log.Warn("cronfence: the run's lease was lost while it ran, but its handler succeeded; recording its end unless the slot was taken over",
+			append(attrs, "error", lost)...)
+	}
+	return err
+}
+
 // withTimeout is context.WithTimeoutCause on the scheduler's clock.
 func (s *Scheduler) withTimeout(parent context.Context, d time.Duration, cause error) (context.Context, func()) {
-	return withTimeoutOn(s.cfg.Clock, parent, d, cause)
+	ctx, cancel := context.WithCancelCause(parent)
+	timer := s.cfg.Clock.NewTimer(d)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-timer.C():
+			cancel(cause)
+		case <-done:
+			timer.Stop()
+		}
+	}()
+	return ctx, func() { close(done); cancel(context.Canceled) }
 }
 
 // ender records the end of this scheduler's runs; it stops retrying once

@@ -7,14 +7,12 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/cronfence/cronfence/internal/clock"
 	"github.com/cronfence/cronfence/internal/leasekeeper"
 	"github.com/cronfence/cronfence/store"
 )
 
-// finishTimeout bounds the round trips that end a run without a lease to
-// hand over (a fail-open run's row, an interrupted run's release and row),
-// and is the longest bound of one attempt of endRecorder.
+// finishTimeout is the longest bound of one attempt of endRecorder (and of
+// LockSlot's read of a failed run's slot).
 const finishTimeout = 10 * time.Second
 
 // Recording a run's end: each attempt is bounded, and failed attempts are
@@ -102,20 +100,4 @@ func closed(c <-chan struct{}) bool {
 // one outage do not hit the store in step.
 func jitter(d time.Duration) time.Duration {
 	return d - d/5 + time.Duration(rand.Int64N(int64(d/5)*2+1))
-}
-
-// withTimeoutOn is context.WithTimeoutCause on clk.
-func withTimeoutOn(clk clock.Clock, parent context.Context, d time.Duration, cause error) (context.Context, func()) {
-	ctx, cancel := context.WithCancelCause(parent)
-	timer := clk.NewTimer(d)
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-timer.C():
-			cancel(cause)
-		case <-done:
-			timer.Stop()
-		}
-	}()
-	return ctx, func() { close(done); cancel(context.Canceled) }
 }

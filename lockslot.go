@@ -145,7 +145,13 @@ type SlotLockResult struct {
 // is taken over at once; two calls at once under one owner share no lock,
 // and the second's lease waits for its TTL instead.
 func LockSlot(ctx context.Context, s store.Store, l SlotLock, fn func(ctx context.Context, run *Run) error) (SlotLockResult, error) {
-	job, err := l.prepare(s, fn)
+	switch {
+	case s == nil:
+		return SlotLockResult{}, errInvalid("LockSlot needs a store, got nil")
+	case fn == nil:
+		return SlotLockResult{}, errInvalid(fmt.Sprintf("LockSlot %q needs a function to run, got nil", l.Name))
+	}
+	job, err := l.prepare()
 	if err != nil {
 		return SlotLockResult{}, err
 	}
@@ -229,23 +235,30 @@ func (l *SlotLock) abandon(ctx context.Context, s store.Store, sl store.Slot, re
 	}
 }
 
+// Validate checks l's fields as LockSlot does, without touching a store:
+// for a caller (the lock command) that refuses bad input before it opens
+// the database. The error wraps store.ErrInvalidArgument.
+func (l SlotLock) Validate() error {
+	_, err := l.prepare()
+	return err
+}
+
 // prepare validates l and fills in its defaults; the job it returns is
-// what the scheduler would register for it.
-func (l *SlotLock) prepare(s store.Store, fn func(context.Context, *Run) error) (*registered, error) {
-	switch {
-	case s == nil:
-		return nil, errInvalid("LockSlot needs a store, got nil")
-	case fn == nil:
-		return nil, errInvalid(fmt.Sprintf("LockSlot %q needs a function to run, got nil", l.Name))
-	case l.Schedule == "":
+// what the scheduler would register for it (its handler is LockSlot's fn,
+// passed apart).
+func (l *SlotLock) prepare() (*registered, error) {
+	if l.Schedule == "" {
 		return nil, errInvalid(fmt.Sprintf("LockSlot %q needs a schedule", l.Name))
 	}
 	if l.MaxAttempts == 0 {
 		l.MaxAttempts = DefaultSlotLockAttempts
 	}
-	job, err := Job{Name: l.Name, Schedule: l.Schedule, TimeZone: l.TimeZone, Handler: fn, LeaseTTL: l.TTL, MaxAttempts: l.MaxAttempts}.prepare()
+	job, err := Job{Name: l.Name, Schedule: l.Schedule, TimeZone: l.TimeZone, Handler: noHandler, LeaseTTL: l.TTL, MaxAttempts: l.MaxAttempts}.prepare()
 	if err != nil {
 		return nil, err
+	}
+	if now := time.Now(); job.sched.Prev(now).IsZero() && job.sched.Next(now).IsZero() {
+		return nil, errInvalid(fmt.Sprintf("lock slot of %q: schedule %q has no slots", l.Name, l.Schedule))
 	}
 	l.TTL = job.LeaseTTL
 	if l.Owner == "" {
@@ -320,25 +333,13 @@ func (l *SlotLock) run(ctx context.Context, s store.Store, job *registered, res 
 		lease:  newLease(lease, s), logs: logs,
 	}
 	runErr := callHandler(runCtx, fn, run)
-	if cause := context.Cause(runCtx); runErr != nil && cause != nil && !errors.Is(runErr, cause) {
-		runErr = fmt.Errorf("%w (%w)", runErr, cause)
-	}
-	lost := hold.Lost()
-	if lost != nil && runErr != nil && !errors.Is(runErr, lost) {
-		runErr = errors.Join(runErr, lost) // a function that returned the cause says it once
-	}
+	lost := hold.Lost() // after fn: whether the lease held while it ran
+	runErr = handlerError(runCtx, runErr, lost, l.Logger, attrs)
 
 	row := store.Run{Attempt: res.Attempt, Success: runErr == nil, Logs: logs.snapshot(), StartedAt: lease.AcquiredAt}
 	status := store.SlotCompleted
 	if runErr != nil {
 		row.Error, status = runErr.Error(), store.SlotFailed
-	}
-	if lost != nil && runErr == nil {
-		// fn finished its work: record it, unless the slot was taken over
-		// meanwhile (the finish tells), rather than leave it to be run a
-		// second time.
-		l.Logger.Warn("cronfence: the run's lease was lost while it ran, but its function succeeded; recording its end unless the slot was taken over",
-			append(attrs, "error", lost)...)
 	}
 	ender := endRecorder{store: s, log: l.Logger, stop: ctx.Done()}
 	fin, err := ender.record(hold, l.TTL, store.SlotFinishParams{
@@ -376,6 +377,10 @@ func (l *SlotLock) run(ctx context.Context, s store.Store, job *registered, res 
 	}
 	return res, runErr
 }
+
+// noHandler stands for LockSlot's fn in the job prepare validates: the
+// function is passed apart, per call.
+func noHandler(context.Context, *Run) error { return nil }
 
 // sleepOn waits d on clk, or until ctx ends.
 func sleepOn(ctx context.Context, clk clock.Clock, d time.Duration) error {

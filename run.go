@@ -43,7 +43,12 @@ func (r *Run) Fence(ctx context.Context, tx any) error {
 	if r.lease == nil {
 		return errInvalid("run of job " + r.Job + " holds no lease to fence with (the store was unreachable when it started)")
 	}
-	err := r.lease.Fence(ctx, tx)
+	return r.refused(r.lease.Fence(ctx, tx))
+}
+
+// refused reports a fence or a completion that the lease refused to the
+// scheduler's observer, and returns err.
+func (r *Run) refused(err error) error {
 	if errors.Is(err, ErrLeaseLost) && r.observe != nil {
 		r.observe(FenceRefusedEvent{Job: r.Job, Lease: r.lease.Name, Generation: r.Generation})
 	}
@@ -67,13 +72,9 @@ func (r *Run) Complete(ctx context.Context, tx any) error {
 	if r.lease == nil {
 		return errInvalid("run of job " + r.Job + " holds no lease to complete its slot with (the store was unreachable when it started)")
 	}
-	err := r.lease.store.SlotComplete(ctx, tx, store.SlotCompleteParams{
+	return r.refused(r.lease.store.SlotComplete(ctx, tx, store.SlotCompleteParams{
 		Job: r.Job, Slot: r.Slot, LeaseName: r.lease.Name, Generation: r.Generation,
-	})
-	if errors.Is(err, ErrLeaseLost) && r.observe != nil {
-		r.observe(FenceRefusedEvent{Job: r.Job, Lease: r.lease.Name, Generation: r.Generation})
-	}
-	return err
+	}))
 }
 
 // IdempotencyKey derives a key for this run's effects from the job and the

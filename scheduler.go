@@ -261,11 +261,11 @@ func (s *Scheduler) tick(ctx context.Context, step time.Duration) {
 	}
 	now := s.scheduleNow()
 	s.mu.Lock()
-	checkClock := !now.Before(s.nextClockCheck)
+	// A step's measurement counts as this period's clock check.
+	checkClock := step == 0 && !now.Before(s.nextClockCheck)
 	if checkClock || step != 0 {
-		s.nextClockCheck = now.Add(s.cfg.ClockCheckEvery) // a step's measurement is this period's
+		s.nextClockCheck = now.Add(s.cfg.ClockCheckEvery)
 	}
-	checkClock = checkClock && step == 0
 	// An API-only replica (DisableTimers) leaves pruning, resuming and the
 	// absence checks to the replicas that fire.
 	timers := !s.cfg.DisableTimers
