@@ -198,15 +198,6 @@ func (h *Hold) Resume() {
 	h.k.poke()
 }
 
-// Trusted reports whether the lease is, as far as this process can tell,
-// still held: not lost, and its last renewal (or acquisition) was sent less
-// than a TTL ago.
-func (h *Hold) Trusted() bool {
-	h.k.mu.Lock()
-	defer h.k.mu.Unlock()
-	return h.lost == nil && h.k.opts.Clock.Now().Before(h.trustedUntil)
-}
-
 func (h *Hold) lose(err error) {
 	h.k.mu.Lock()
 	first := h.lost == nil

@@ -2,6 +2,7 @@ package leasekeeper_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -66,8 +67,8 @@ func TestQuiesceWaitsForTheRenewalInFlightAndStartsNone(t *testing.T) {
 	// renewed: the keeper cannot trust it any more.
 	h.Resume()
 	<-h.Context().Done()
-	if h.Trusted() {
-		t.Fatal("a lease past its TTL is still trusted")
+	if err := h.Lost(); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("a lease past its TTL: Lost = %v, want ErrLeaseLost", err)
 	}
 }
 
@@ -88,7 +89,7 @@ func TestResumeRenewsADueLease(t *testing.T) {
 	if err := b.nextEvent(t); err != nil {
 		t.Fatalf("renewal after Resume: %v", err)
 	}
-	if !h.Trusted() {
-		t.Fatal("a renewed lease is not trusted")
+	if err := h.Lost(); err != nil || h.Context().Err() != nil {
+		t.Fatalf("a renewed lease: Lost = %v, context %v; want it held", err, h.Context().Err())
 	}
 }
