@@ -148,13 +148,15 @@ func (s *Store) LeaseFence(ctx context.Context, tx any, name string, generation 
 	if err != nil {
 		return fmt.Errorf("postgres: fence lease %q: %w", name, err)
 	}
-	return s.fence(ctx, q, name, generation)
+	return s.fence(ctx, q, name, generation, s.q.leaseFence, name, generation, s.nowArg(time.Time{}))
 }
 
-// fence runs leaseFenceSQL through q, as LeaseFence describes.
-func (s *Store) fence(ctx context.Context, q querier, name string, generation int64) error {
+// fence runs, through q, a fencing statement (leaseFenceSQL, or
+// slotCompleteSQL, which fences first) that returns a row only when
+// generation holds the lease name, as LeaseFence describes.
+func (s *Store) fence(ctx context.Context, q querier, name string, generation int64, sql string, args ...any) error {
 	var one int
-	err := q.queryRow(ctx, s.q.leaseFence, name, generation, s.nowArg(time.Time{})).Scan(&one)
+	err := q.queryRow(ctx, sql, args...).Scan(&one)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("postgres: fence lease %q at generation %d: %w", name, generation, store.ErrLeaseLost)
 	}
@@ -181,7 +183,6 @@ func (s *Store) fence(ctx context.Context, q querier, name string, generation in
 // transaction, on pgx or database/sql alike.
 type querier interface {
 	queryRow(ctx context.Context, sql string, args ...any) pgx.Row
-	exec(ctx context.Context, sql string, args ...any) error
 }
 
 // txQuerier accepts only transactions: a fence on a pool or a bare
@@ -203,20 +204,10 @@ func (t pgxTx) queryRow(ctx context.Context, q string, args ...any) pgx.Row {
 	return t.tx.QueryRow(ctx, q, args...)
 }
 
-func (t pgxTx) exec(ctx context.Context, q string, args ...any) error {
-	_, err := t.tx.Exec(ctx, q, args...)
-	return err
-}
-
 type sqlTx struct{ tx *sql.Tx }
 
 func (t sqlTx) queryRow(ctx context.Context, q string, args ...any) pgx.Row {
 	return sqlRow{t.tx.QueryRowContext(ctx, q, args...)}
-}
-
-func (t sqlTx) exec(ctx context.Context, q string, args ...any) error {
-	_, err := t.tx.ExecContext(ctx, q, args...)
-	return err
 }
 
 // sqlRow reports database/sql's no-row error as pgx's.

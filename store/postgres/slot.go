@@ -67,7 +67,7 @@ func (s *Store) SlotClaimBatch(ctx context.Context, items []store.SlotClaimParam
 	args := []any{jobs, slots, leaseNames, disabled, overlaps, maxAttempts, ttls, catchUp,
 		first.Owner, s.nowArg(first.Now), s.liveKeyArg(first.LiveKey)}
 	pauseUnread := false
-	results, lostRace, err := s.claimRows(ctx, s.q.slotClaim, args, items, jobs, slots, leaseNames)
+	results, lostRace, err := s.claimRows(ctx, s.q.slotClaim, args, items, slots, leaseNames)
 	if isSchemaError(err) {
 		// The statement cannot run as written: a table or column is
 		// missing or refused. If the pause overrides are what is broken
@@ -75,7 +75,7 @@ func (s *Store) SlotClaimBatch(ctx context.Context, items []store.SlotClaimParam
 		// the declared values: a broken pause table fails open. If not,
 		// it fails too, and the first error is the one to report. Nothing
 		// of the failed statement was written.
-		if r, l, err2 := s.claimRows(ctx, s.q.slotClaimDeclared, args, items, jobs, slots, leaseNames); err2 == nil {
+		if r, l, err2 := s.claimRows(ctx, s.q.slotClaimDeclared, args, items, slots, leaseNames); err2 == nil {
 			results, lostRace, err, pauseUnread = r, l, nil, true
 		}
 	}
@@ -112,7 +112,7 @@ func (s *Store) SlotClaimBatch(ctx context.Context, items []store.SlotClaimParam
 // with the indexes of items whose lease was taken but whose slot was not.
 // The error is the driver's, untranslated.
 func (s *Store) claimRows(ctx context.Context, sql string, args []any, items []store.SlotClaimParams,
-	jobs []string, slots []time.Time, leaseNames []string) (results []store.SlotClaimResult, lostRace []int, err error) {
+	slots []time.Time, leaseNames []string) (results []store.SlotClaimResult, lostRace []int, err error) {
 	n := len(items)
 	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
@@ -382,14 +382,10 @@ func (s *Store) SlotComplete(ctx context.Context, tx any, p store.SlotCompletePa
 	if err != nil {
 		return fmt.Errorf("postgres: complete slot of job %q: %w", p.Job, err)
 	}
-	if err := s.fence(ctx, q, p.LeaseName, p.Generation); err != nil {
-		return err
-	}
+	now := s.nowArg(time.Time{})
 	if p.Slot.IsZero() {
-		return nil // a manual run: no slot to complete
+		// A manual run: no slot to complete, the fence alone.
+		return s.fence(ctx, q, p.LeaseName, p.Generation, s.q.leaseFence, p.LeaseName, p.Generation, now)
 	}
-	if err := q.exec(ctx, s.q.slotComplete, p.Job, slotTime(p.Slot), p.LeaseName, p.Generation, s.nowArg(time.Time{})); err != nil {
-		return s.translate(fmt.Sprintf("complete slot %s of job %q", slotTime(p.Slot).Format(time.RFC3339Nano), p.Job), err)
-	}
-	return nil
+	return s.fence(ctx, q, p.LeaseName, p.Generation, s.q.slotComplete, p.Job, slotTime(p.Slot), p.LeaseName, p.Generation, now)
 }

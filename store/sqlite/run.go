@@ -82,24 +82,21 @@ func insertRun(ctx context.Context, q querier, run store.Run, now time.Time) (st
 			return store.Run{}, err
 		}
 	}
-	if run.LeaseName != "" {
-		existing, err := scanRun(q.QueryRowContext(ctx,
-			`SELECT `+runColumns+` FROM cronfence_runs WHERE lease_name = ? AND generation = ?`, run.LeaseName, run.Generation))
-		if err == nil {
-			return existing, nil
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
-			return store.Run{}, err
-		}
-	}
 	err := q.QueryRowContext(ctx, `
 		INSERT INTO cronfence_runs (job, slot, manual, catch_up, owner, generation, lease_name, attempt,
 			started_at, finished_at, success, skipped, reason, error, logs)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (lease_name, generation) WHERE lease_name <> '' DO NOTHING
 		RETURNING id`,
 		run.Job, nullMicros(run.Slot), run.Manual, run.CatchUp, run.Owner, run.Generation, run.LeaseName, run.Attempt,
 		micros(run.StartedAt), micros(run.FinishedAt), run.Success, run.Skipped, run.Reason, run.Error, string(logs),
 	).Scan(&run.ID)
+	if errors.Is(err, sql.ErrNoRows) {
+		// The holding's row is there already (only a holding's insert can
+		// conflict): return it.
+		return scanRun(q.QueryRowContext(ctx,
+			`SELECT `+runColumns+` FROM cronfence_runs WHERE lease_name = ? AND generation = ?`, run.LeaseName, run.Generation))
+	}
 	if err != nil {
 		return store.Run{}, err
 	}

@@ -98,7 +98,7 @@ func (s *Store) SlotClaimBatch(ctx context.Context, items []store.SlotClaimParam
 //     interrupted one is taken over with one more attempt.
 //  4. Held by another run (an overlap): refused with already_executing
 //     naming the holder, and the slot recorded; see recordOverlap.
-func claimSlot(ctx context.Context, tx *sql.Tx, p store.SlotClaimParams, slot, now time.Time) (store.SlotClaimResult, error) {
+func claimSlot(ctx context.Context, tx *sql.Tx, p store.SlotClaimParams, slot, now time.Time) (res store.SlotClaimResult, err error) {
 	// Each read is its own small statement: preparing a statement is most of
 	// what one costs here, and a join of the three costs more than all three.
 	existing, err := getSlot(ctx, tx, p.Job, slot)
@@ -119,17 +119,8 @@ func claimSlot(ctx context.Context, tx *sql.Tx, p store.SlotClaimParams, slot, n
 	if err != nil {
 		return store.SlotClaimResult{}, err
 	}
-	res, err := claimEnabled(ctx, tx, p, slot, now, existing, found, enabled)
-	res.PauseStateUnread = unread
-	return res, err
-}
-
-// claimEnabled goes on with claimSlot once the job's pause state is known.
-func claimEnabled(ctx context.Context, tx *sql.Tx, p store.SlotClaimParams, slot, now time.Time,
-	existing store.Slot, found, enabled bool) (store.SlotClaimResult, error) {
-	refuse := func(why store.ClaimRefusal, holder store.Lease) (store.SlotClaimResult, error) {
-		return store.SlotClaimResult{Refusal: why, Slot: existing, Lease: holder}, nil
-	}
+	// Whatever the answer, it says whether the declared value decided.
+	defer func() { res.PauseStateUnread = unread }()
 	if !enabled {
 		if !found {
 			if err := settlePaused(ctx, tx, p, slot, now); err != nil {
