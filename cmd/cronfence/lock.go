@@ -12,7 +12,6 @@ import (
 
 	"github.com/cronfence/cronfence"
 	"github.com/cronfence/cronfence/internal/command"
-	"github.com/cronfence/cronfence/schedule"
 	"github.com/cronfence/cronfence/store"
 )
 
@@ -149,26 +148,14 @@ func (c *lockCmd) validateSchedule() error {
 		}
 		return nil
 	}
-	loc := time.UTC
-	if c.TZ != "" {
-		if c.TZ == "Local" {
-			return usageError("lock %q: --tz %q: each machine's local zone may differ; name an IANA zone such as Europe/Lisbon", c.Name, c.TZ)
+	// The spec, its zone and the rest are the library's to judge, before
+	// the database is opened: the words of its error, under the flags.
+	if err := c.slotLock().Validate(); err != nil {
+		flags := fmt.Sprintf("--schedule %q", *c.Schedule)
+		if c.TZ != "" {
+			flags += fmt.Sprintf(" --tz %q", c.TZ)
 		}
-		var err error
-		if loc, err = time.LoadLocation(c.TZ); err != nil {
-			return usageError("lock %q: --tz %q: unknown time zone: %w", c.Name, c.TZ, err)
-		}
-	}
-	spec := *c.Schedule
-	if spec == "" {
-		return usageError("lock %q: --schedule needs a cron spec, such as \"30 2 * * *\"", c.Name)
-	}
-	sched, err := schedule.Parse(spec, &schedule.Options{Location: loc})
-	if err != nil {
-		return usageError("lock %q: --schedule %q: %w", c.Name, spec, err)
-	}
-	if now := time.Now(); sched.Prev(now).IsZero() && sched.Next(now).IsZero() {
-		return usageError("lock %q: --schedule %q has no slots", c.Name, spec)
+		return usageError("lock %q: %s: %w", c.Name, flags, err)
 	}
 	if c.MaxAttempts != nil && *c.MaxAttempts < 1 {
 		return usageError("lock %q: --max-attempts must be at least 1, got %d", c.Name, *c.MaxAttempts)
@@ -179,14 +166,9 @@ func (c *lockCmd) validateSchedule() error {
 	return nil
 }
 
-// runSlot runs the command once per slot of --schedule across hosts.
-func (c *lockCmd) runSlot(a *app, db *database) error {
-	l := cronfence.SlotLock{
-		Name: c.Name, Schedule: *c.Schedule, TimeZone: c.TZ, TTL: c.TTL,
-		// Warnings (a run's end recorded only after retries, a lost lease)
-		// go to stderr beside the command's own output.
-		Logger: slog.New(slog.NewTextHandler(a.stderr, nil)),
-	}
+// slotLock is --schedule and its flags as the library takes them.
+func (c *lockCmd) slotLock() cronfence.SlotLock {
+	l := cronfence.SlotLock{Name: c.Name, Schedule: *c.Schedule, TimeZone: c.TZ, TTL: c.TTL}
 	if c.MaxAttempts != nil {
 		l.MaxAttempts = *c.MaxAttempts
 	}
@@ -196,6 +178,15 @@ func (c *lockCmd) runSlot(a *app, db *database) error {
 			l.EarlyGrace = -1 // off
 		}
 	}
+	return l
+}
+
+// runSlot runs the command once per slot of --schedule across hosts.
+func (c *lockCmd) runSlot(a *app, db *database) error {
+	l := c.slotLock()
+	// Warnings (a run's end recorded only after retries, a lost lease) go
+	// to stderr beside the command's own output.
+	l.Logger = slog.New(slog.NewTextHandler(a.stderr, nil))
 	offset, shifted, err := testOffset()
 	if err != nil {
 		return err
