@@ -4,3 +4,7 @@ package postgres
 // claims it records keys with see it (liveKeyArg): for tests that must know
 // a break has been noticed before they claim.
 func (s *Store) LiveKeyHeld(key int64) bool { return s.liveKeyArg(key) == key }
+
+// LeaseAcquireSQL is the acquisition statement, for tests that run it
+// inside a transaction of their own to see what it locks.
+func (s *Store) LeaseAcquireSQL() string { return s.q.leaseAcquire }

@@ -253,3 +253,223 @@ func TestClaimOfADeposedWritersLeaseIsBusyNotWaited(t *testing.T) {
 		t.Fatalf("claim after the writer's transaction ended = %+v, %v; want claimed at generation %d", again, err, first.Lease.Generation+1)
 	}
 }
+
+// A claim that races the winner of the same lease never waits for the
+// winner's handler. The loser's snapshot shows the lease free (expired, or
+// never taken); by the time the loser reaches the row, the winner's claim
+// has committed and its handler has fenced in a transaction that may last
+// the whole run. The loser must read the lease as held and go on, not lock
+// the row behind the fence: that held up its whole batch, every job due at
+// that instant on that replica (docs/reliability.md, finding 14).
+//
+// The interleaving is made, not hoped for: the loser's batch has a job
+// whose lease row sorts first and is locked by a transaction standing for
+// another claim in flight, so the loser stops there, after its snapshot and
+// before the raced row; meanwhile the winner commits and fences. Then the
+// first row is let go.
+func TestClaimRacingTheWinnerDoesNotWaitForItsFence(t *testing.T) {
+	t.Parallel()
+	for _, fresh := range []bool{false, true} {
+		name := "expired lease"
+		if fresh {
+			name = "lease never taken"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			testClaimRacingTheWinner(t, fresh)
+		})
+	}
+}
+
+func testClaimRacingTheWinner(t *testing.T, fresh bool) {
+	s, schema := newStore(t)
+	loser := openOn(t, schema)
+	leases, slots := pgx.Identifier{schema, "leases"}.Sanitize(), pgx.Identifier{schema, "slots"}.Sanitize()
+	now, err := s.Now(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot := now.Add(-time.Minute).Truncate(time.Second)
+	claim := func(job, owner string, slot, at time.Time) store.SlotClaimParams {
+		return store.SlotClaimParams{Job: job, Slot: slot, LeaseName: "job:" + job, Owner: owner, TTL: time.Second, MaxAttempts: 3, Now: at}
+	}
+	// Earlier slots, claimed a minute ago: both leases expired since.
+	jobs := []string{"aa-first"}
+	if !fresh {
+		jobs = append(jobs, "zz-raced")
+	}
+	for _, job := range jobs {
+		if r, err := s.SlotClaim(ctx(t), claim(job, "old", slot, slot)); err != nil || !r.Claimed {
+			t.Fatalf("earlier claim of %s = %+v, %v", job, r, err)
+		}
+	}
+	next := slot.Add(30 * time.Second)
+
+	begin := func() pgx.Tx {
+		tx, err := s.Pool().Begin(ctx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { tx.Rollback(context.Background()) })
+		return tx
+	}
+	// Another claim in flight holds the first job's lease row.
+	inFlight := begin()
+	if _, err := inFlight.Exec(ctx(t), `SELECT 1 FROM `+leases+` WHERE name = 'job:aa-first' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	// The winner's claim of the raced job, as its statement writes it: the
+	// lease taken (or created) and the slot inserted, not yet committed.
+	winner := begin()
+	var generation int64
+	err = winner.QueryRow(ctx(t), `
+		INSERT INTO `+leases+` AS t (name, owner, generation, acquired_at, renewed_at, expires_at)
+		VALUES ('job:zz-raced', 'winner', 1, now(), now(), now() + interval '1 hour')
+		ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name, owner = EXCLUDED.owner, generation = t.generation + 1,
+		       acquired_at = EXCLUDED.acquired_at, renewed_at = EXCLUDED.renewed_at, expires_at = EXCLUDED.expires_at
+		RETURNING generation`).Scan(&generation)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := winner.Exec(ctx(t), `
+		INSERT INTO `+slots+` (job, slot, status, owner, lease_name, generation, attempts, started_at)
+		VALUES ('zz-raced', $1, 'running', 'winner', 'job:zz-raced', $2, 1, now())`, next, generation); err != nil {
+		t.Fatal(err)
+	}
+
+	done := make(chan claimed, 1)
+	go func() {
+		done <- claimBatch(t, loser, claim("aa-first", "loser", next, now), claim("zz-raced", "loser", next, now))
+	}()
+	waitUntilBlockedBy(t, s.Pool(), schema, backendPID(t, inFlight))
+
+	// The winner commits and its handler fences, in a transaction that
+	// stays open.
+	if err := winner.Commit(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	handler := begin()
+	if err := s.LeaseFence(ctx(t), handler, "job:zz-raced", generation); err != nil {
+		t.Fatal(err)
+	}
+	handlerPID := backendPID(t, handler)
+	if err := inFlight.Rollback(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+
+	var r claimed
+	for r.rs == nil && r.err == nil {
+		select {
+		case r = <-done:
+		default:
+			if blocked := blockedBy(t, s.Pool(), schema, handlerPID); blocked != "" {
+				t.Fatalf("the losing claim waits for the winner's fenced transaction: %.300s", blocked)
+			}
+			time.Sleep(2 * time.Millisecond) // polling the server, not waiting out a timer
+		}
+	}
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if !r.rs[0].Claimed {
+		t.Errorf("the batch's first job = %+v; want claimed", r.rs[0])
+	}
+	if got := r.rs[1]; got.Claimed || got.Refusal != store.ClaimHeld {
+		t.Errorf("the raced job = %+v; want refused %s", got, store.ClaimHeld)
+	}
+	if err := handler.Commit(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if sl, err := s.SlotGet(ctx(t), "zz-raced", next); err != nil || sl.Owner != "winner" || sl.Generation != generation {
+		t.Errorf("the raced slot = %+v, %v; want the winner's", sl, err)
+	}
+}
+
+// backendPID is the server process of tx's connection.
+func backendPID(t *testing.T, tx pgx.Tx) int {
+	t.Helper()
+	var pid int
+	if err := tx.QueryRow(ctx(t), `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+// blockedBy returns the statements on schema's tables that wait on a lock
+// pid holds, or "".
+func blockedBy(t *testing.T, pool *pgxpool.Pool, schema string, pid int) string {
+	t.Helper()
+	var waiting string
+	err := pool.QueryRow(ctx(t), `
+		SELECT coalesce(string_agg(query, ' | '), '') FROM pg_stat_activity
+		 WHERE datname = current_database() AND wait_event_type = 'Lock'
+		   AND strpos(query, $1) > 0 AND $2 = ANY (pg_blocking_pids(pid))`, schema, pid).Scan(&waiting)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return waiting
+}
+
+// waitUntilBlockedBy returns once a statement on schema's tables waits on
+// a lock pid holds.
+func waitUntilBlockedBy(t *testing.T, pool *pgxpool.Pool, schema string, pid int) {
+	t.Helper()
+	for blockedBy(t, pool, schema, pid) == "" {
+		time.Sleep(2 * time.Millisecond) // polling the server, not waiting out a timer
+	}
+}
+
+// The other half of the fence: a takeover's transaction holds the row
+// against a fence of the generation it replaces until it commits, and that
+// fence then fails. Were the takeover's lock one a fence does not conflict
+// with (a plain update of the row takes FOR NO KEY UPDATE), the deposed
+// writer's fence would read the old row from its snapshot and pass while
+// the takeover commits. Here the deposed owner's lease is still unexpired
+// by the database clock, and the taker judges it expired by a pinned
+// clock, so only the lock can turn the fence down.
+func TestFenceOfTheReplacedGenerationWaitsForTheTakeover(t *testing.T) {
+	t.Parallel()
+	s, schema := newStore(t)
+	old, ok, err := s.LeaseAcquire(ctx(t), store.LeaseAcquireParams{Name: "job:report", Owner: "a", TTL: time.Minute})
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	takeover, err := s.Pool().Begin(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer takeover.Rollback(context.Background())
+	var taken bool
+	var l store.Lease
+	err = takeover.QueryRow(ctx(t), s.LeaseAcquireSQL(), "job:report", "b", time.Minute.Microseconds(), old.ExpiresAt.Add(time.Second), 0).
+		Scan(&taken, &l.Name, &l.Owner, &l.Generation, &l.AcquiredAt, &l.RenewedAt, &l.ExpiresAt)
+	if err != nil || !taken || l.Generation != old.Generation+1 {
+		t.Fatalf("takeover = %v %+v, %v", taken, l, err)
+	}
+	takeoverPID := backendPID(t, takeover)
+
+	fenced := make(chan error, 1)
+	go func() {
+		tx, err := s.Pool().Begin(ctx(t))
+		if err != nil {
+			fenced <- err
+			return
+		}
+		defer tx.Rollback(context.Background())
+		fenced <- s.LeaseFence(ctx(t), tx, old.Name, old.Generation)
+	}()
+	for blockedBy(t, s.Pool(), schema, takeoverPID) == "" {
+		select {
+		case err := <-fenced:
+			t.Fatalf("the deposed owner's fence ended during the takeover (%v); want it to wait for the commit", err)
+		default:
+			time.Sleep(2 * time.Millisecond) // polling the server, not waiting out a timer
+		}
+	}
+	if err := takeover.Commit(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-fenced; !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("the deposed owner's fence after the takeover = %v; want %v", err, store.ErrLeaseLost)
+	}
+}

@@ -57,81 +57,55 @@ func newQueries(schema string) queries {
 
 const leaseColumns = `name, owner, generation, acquired_at, renewed_at, expires_at`
 
-// leaseTakeover ends every lease acquisition (an INSERT … SELECT into the
-// leases table aliased t): the row is taken only when the lease expired or
-// its owner's process is gone (its liveness lock is free: the
-// transaction-level try-lock conflicts with the owner's session lock), and
-// the generation goes up by one. One text, so the plain acquisition and the
-// claim's cannot drift apart.
+// leaseAcquisition is the CTEs of every lease acquisition, the plain one
+// and the claim's, so that the two cannot drift apart. wanted is a SELECT
+// of (name, ttl_us): the leases owner (a parameter) asks for, with their
+// TTLs in µs; liveKey is the parameter of owner's liveness key, or 0. The
+// clock is c.now. The last CTE, lease, has a row for each lease taken,
+// with leaseColumns, at its new generation.
 //
-// SET name = EXCLUDED.name changes nothing, but naming a key column makes
-// the row lock ON CONFLICT takes FOR UPDATE rather than FOR NO KEY UPDATE.
-// That is the one lock mode that conflicts with the fence's FOR KEY SHARE
-// (see leaseFenceSQL): a takeover that reaches a fenced row waits for the
-// fenced transaction to commit (leaseProbe turns most such takeovers away
-// before), while the owner's renewals and release, plain updates of
-// non-key columns, do not.
-const leaseTakeover = `
-    ON CONFLICT (name) DO UPDATE
-       SET name        = EXCLUDED.name,
-           owner       = EXCLUDED.owner,
-           generation  = t.generation + 1,
-           acquired_at = EXCLUDED.acquired_at,
-           renewed_at  = EXCLUDED.renewed_at,
-           expires_at  = EXCLUDED.expires_at,
-           live_key    = EXCLUDED.live_key
-     WHERE t.expires_at <= EXCLUDED.acquired_at
-        OR (t.live_key IS NOT NULL AND t.owner <> EXCLUDED.owner AND pg_try_advisory_xact_lock(t.live_key))
-    RETURNING t.name, t.owner, t.generation, t.acquired_at, t.renewed_at, t.expires_at
-`
-
-// leaseNotHeld is the WHERE of every acquisition's SELECT: the lease is
-// taken only when, by the statement's snapshot, nobody holds it, that is,
-// it expired, or its owner's process is gone (as in leaseTakeover), or it
-// was never taken. A lease held by the snapshot is left alone, without
-// reaching for its row lock: that lock waits for any fenced transaction of
-// the holder's (see leaseFenceSQL), possibly for a whole run, only for
-// leaseTakeover to turn the acquisition down after it. Judged by the
-// snapshot, the acquisition is as if made at the statement's start.
+// A lease is taken when, at the row's newest version, nobody holds it: it
+// expired, its owner's process is gone (the owner's session holds its
+// liveness lock, and the transaction-level try-lock conflicts with it), or
+// it was never taken. Never by waiting for a handler: a handler's fenced
+// transaction, which may last its whole run, holds the row FOR KEY SHARE
+// (see leaseFenceSQL), and this statement never asks for a lock that
+// conflicts with that one and waits for it.
 //
-// The lease's name is i.lease_name (or the parameter named by name), the
-// contender's owner the parameter named by owner, the clock c.now.
-func leaseNotHeld(name, owner string) string {
-	return `
-     WHERE NOT EXISTS (SELECT 1 FROM {{schema}}.leases h WHERE h.name = ` + name + ` AND ` + leaseHeld("h", owner) + `)`
-}
-
-// leaseHeld is true for the lease row alias that someone other than the
-// contender owner holds at c.now: unexpired, and its owner's process not
-// gone (the negation of leaseTakeover's WHERE).
-func leaseHeld(alias, owner string) string {
-	return `(` + alias + `.expires_at > c.now AND NOT (` + alias + `.live_key IS NOT NULL AND ` + alias + `.owner <> ` + owner +
-		` AND pg_try_advisory_xact_lock(` + alias + `.live_key)))`
-}
-
-// leaseProbe is the CTEs probe, taken and busy, for the leases names (a
-// subquery) that the contender owner (a parameter) goes on to acquire:
-// they find, without waiting, the leases a deposed writer still fences.
-// Expired (or dead) by the snapshot, such a lease's row is free of claims,
-// renewals and releases, so probe's FOR NO KEY UPDATE SKIP LOCKED locks it
-// (that mode does not conflict with the fence's FOR KEY SHARE, and passes
-// over rows another statement is writing), but not free for a takeover:
-// taken's FOR UPDATE SKIP LOCKED, which does conflict, passes over it.
-// busy is what probe locked and taken did not. A busy lease is left alone
-// (see leaseNotBusy): waiting for that transaction, which lasts as long as
-// its writer is frozen or cut off, held up everything the statement did,
-// every job of a claim batch. A row another statement is writing is not
-// busy: the upsert waits for it (milliseconds), and re-checks. That wait is
-// the one left: when the other statement is a claim that wins the lease and
-// its handler fences before this upsert locks the row, the upsert waits for
-// that handler's transaction (docs/reliability.md, finding 14).
-func leaseProbe(names, owner string) string {
-	return `probe AS (
+//   - probe locks, in name order, the rows the snapshot shows as free,
+//     FOR NO KEY UPDATE: that waits for a claim, renewal or release
+//     writing the row (one statement, milliseconds), never for a fence,
+//     and re-reads the row once that writer commits: a lease the writer
+//     took is held now, and drops out. (Before, probe skipped such rows and
+//     the upsert waited for the writer and then locked the row FOR UPDATE,
+//     behind the fence the writer's handler had taken meanwhile: finding
+//     14 of docs/reliability.md.)
+//   - taken locks those rows again FOR UPDATE SKIP LOCKED: the one mode
+//     that conflicts with a fence, so it passes over a row that a fenced
+//     transaction holds. Such a lease is busy: expired, but its deposed
+//     writer, frozen or cut off, is still inside a transaction fenced under
+//     it. Its takeover is turned down at once (the claim answers
+//     lease_busy) instead of waiting for that transaction as long as it
+//     lasts.
+//   - taken_over moves each row taken to owner at the next generation.
+//     This transaction holds the row FOR UPDATE until it commits, so a
+//     fence of the old generation waits for the commit and then fails.
+//   - created inserts the leases the snapshot did not have. ON CONFLICT DO
+//     NOTHING: when a concurrent acquisition inserted the row first, this
+//     one waits for that statement's commit and takes no lock on the row
+//     (DO UPDATE would, behind a fence), so the lease reads as held.
+//
+// Rows are locked in name order, lease rows before slot rows (see
+// slotClaimSQL), so two statements cannot deadlock.
+func leaseAcquisition(wanted, owner, liveKey string) string {
+	return `wanted AS (` + wanted + `),
+probe AS (
     SELECT x.name
       FROM {{schema}}.leases x
      CROSS JOIN c
-     WHERE x.name IN (` + names + `) AND NOT ` + leaseHeld("x", owner) + `
-       FOR NO KEY UPDATE OF x SKIP LOCKED
+     WHERE x.name IN (SELECT name FROM wanted) AND NOT ` + leaseHeld("x", owner) + `
+     ORDER BY x.name
+       FOR NO KEY UPDATE OF x
 ),
 taken AS (
     SELECT x.name FROM {{schema}}.leases x WHERE x.name IN (SELECT name FROM probe)
@@ -139,37 +113,68 @@ taken AS (
 ),
 busy AS (
     SELECT name FROM probe EXCEPT SELECT name FROM taken
+),
+taken_over AS (
+    UPDATE {{schema}}.leases AS t
+       SET owner       = ` + owner + `,
+           generation  = t.generation + 1,
+           acquired_at = c.now,
+           renewed_at  = c.now,
+           expires_at  = c.now + w.ttl_us * interval '1 microsecond',
+           live_key    = nullif(` + liveKey + `::bigint, 0)
+      FROM wanted w, c
+     WHERE t.name = w.name AND t.name IN (SELECT name FROM taken)
+       AND NOT ` + leaseHeld("t", owner) + `
+    RETURNING ` + prefixed("t", leaseColumns) + `
+),
+created AS (
+    INSERT INTO {{schema}}.leases AS t (name, owner, generation, acquired_at, renewed_at, expires_at, live_key)
+    SELECT w.name, ` + owner + `, 1, c.now, c.now, c.now + w.ttl_us * interval '1 microsecond', nullif(` + liveKey + `::bigint, 0)
+      FROM wanted w
+     CROSS JOIN c
+     WHERE NOT EXISTS (SELECT 1 FROM {{schema}}.leases x WHERE x.name = w.name)
+       -- probe and taken lock first (an InitPlan, run before the first row).
+       AND (SELECT count(*) FROM taken) >= 0
+     ORDER BY w.name
+    ON CONFLICT (name) DO NOTHING
+    RETURNING ` + prefixed("t", leaseColumns) + `
+),
+lease AS (
+    SELECT * FROM taken_over UNION ALL SELECT * FROM created
 )`
 }
 
-// leaseNotBusy follows leaseNotHeld: it makes probe and taken lock first
-// (an InitPlan, run before the first row is inserted) and leaves a busy
-// lease alone.
-func leaseNotBusy(name string) string {
-	return `
-       AND (SELECT count(*) FROM taken) >= 0
-       AND ` + name + ` NOT IN (SELECT name FROM busy)`
+// prefixed qualifies each of the comma-separated columns with alias.
+func prefixed(alias, columns string) string {
+	cols := strings.Split(columns, ", ")
+	for i, c := range cols {
+		cols[i] = alias + "." + c
+	}
+	return strings.Join(cols, ", ")
+}
+
+// leaseHeld is true for the lease row alias that someone other than the
+// contender owner holds at c.now: unexpired, and its owner's process not
+// gone.
+func leaseHeld(alias, owner string) string {
+	return `(` + alias + `.expires_at > c.now AND NOT (` + alias + `.live_key IS NOT NULL AND ` + alias + `.owner <> ` + owner +
+		` AND pg_try_advisory_xact_lock(` + alias + `.live_key)))`
 }
 
 // leaseAcquireSQL takes the lease when it is free or expired, in one atomic
-// statement: concurrent contenders serialise on the primary key, and the
-// loser re-evaluates the WHERE on the winner's row, so exactly one gets each
-// generation. A lease whose owner's liveness lock is free (see
-// slotClaimSQL) is taken over before its expiry. When nothing was taken, the
-// second branch reports the holder (as of the statement's snapshot).
+// statement (see leaseAcquisition): concurrent contenders serialise on the
+// row, and exactly one gets each generation. When nothing was taken, the
+// second branch reports the holder (as of the statement's snapshot; no row
+// when the holder's row is newer than it).
 //
 // $1 name, $2 owner, $3 TTL in µs, $4 pinned now or NULL, $5 live key or 0.
 var leaseAcquireSQL = `
 WITH c AS (SELECT coalesce($4::timestamptz, now()) AS now),
-` + leaseProbe("SELECT $1::text", "$2") + `,
-acquired AS (
-    INSERT INTO {{schema}}.leases AS t (name, owner, generation, acquired_at, renewed_at, expires_at, live_key)
-    SELECT $1, $2, 1, c.now, c.now, c.now + $3::bigint * interval '1 microsecond', nullif($5::bigint, 0) FROM c` +
-	leaseNotHeld("$1", "$2") + leaseNotBusy("$1") + leaseTakeover + `)
-SELECT true, ` + leaseColumns + ` FROM acquired
+` + leaseAcquisition("SELECT $1::text AS name, $3::bigint AS ttl_us", "$2", "$5") + `
+SELECT true, ` + leaseColumns + ` FROM lease
 UNION ALL
 SELECT false, ` + leaseColumns + ` FROM {{schema}}.leases
- WHERE name = $1 AND NOT EXISTS (SELECT 1 FROM acquired)`
+ WHERE name = $1 AND NOT EXISTS (SELECT 1 FROM lease)`
 
 // leaseRenewSQL extends the lease only for its owner at its generation and
 // only before it expired: a holder that lost it gets no row back.
@@ -207,7 +212,7 @@ RETURNING t.name, t.owner, t.generation, t.acquired_at, t.renewed_at, t.expires_
 const leaseGetSQL = `SELECT ` + leaseColumns + ` FROM {{schema}}.leases WHERE name = $1`
 
 // leaseFenceSQL runs inside the caller's transaction. FOR KEY SHARE
-// conflicts with the FOR UPDATE lock a takeover takes (see leaseTakeover),
+// conflicts with the FOR UPDATE lock a takeover takes (see leaseAcquisition),
 // so the takeover waits for the commit. It does not conflict with the
 // FOR NO KEY UPDATE of a renewal: with FOR SHARE, a handler's open fenced
 // transaction held up its replica's renewal batch, every lease it renews,
@@ -231,19 +236,17 @@ const slotColumns = `job, slot, status, owner, lease_name, generation, attempts,
 //     or skipped slot, one still running under a live lease, or one out of
 //     attempts. A refused item touches nothing, except that a paused one
 //     is settled (see settle).
-//   - probe, taken and busy find, without waiting, the leases a deposed
-//     writer still fences: expired (or dead) by the snapshot, their row
-//     is free of claims, renewals and releases (probe's FOR NO KEY UPDATE
-//     SKIP LOCKED passes over those, and does not conflict with the
-//     fence's FOR KEY SHARE) but not for a takeover (taken's FOR UPDATE
-//     SKIP LOCKED does conflict). Such an item is refused lease_busy and
-//     writes nothing: waiting for that transaction, which lasts as long as
-//     its writer is frozen or cut off, held up every item of the batch,
-//     every job due at that instant. A row another claim is writing is not
-//     busy: the lease upsert waits for that claim (see leaseProbe).
-//   - lease is the acquisition of leaseAcquireSQL, the point where
-//     contenders serialise; only its winners go on. A lease whose owner's
-//     liveness lock is free (its process is gone) is taken over at once.
+//   - wanted, probe, taken, busy, taken_over, created and lease are the
+//     acquisition of the items' leases (see leaseAcquisition), the point
+//     where contenders serialise; only its winners go on. A lease whose
+//     owner's liveness lock is free (its process is gone) is taken over at
+//     once. It waits for no handler's fenced transaction: a lease whose
+//     deposed writer is still inside one (expired, or dead, by the
+//     snapshot, and fenced) is busy, and its item is refused lease_busy
+//     and writes nothing (waiting for that transaction, which lasts as
+//     long as its writer is frozen or cut off, held up every item of the
+//     batch, every job due at that instant); a lease that a concurrent
+//     claim took reads as held, and its item goes on to mark.
 //   - claim inserts the slot, or takes over a failed, buffered or
 //     interrupted one; its WHERE is re-checked on the newest row version
 //     (attempts must be what the gate saw), so a concurrent completion is
@@ -310,13 +313,7 @@ gate AS (
       LEFT JOIN prev p ON p.ord = i.ord
      ` + jobStateJoin + `
 ),
-` + leaseProbe("SELECT i.lease_name FROM i JOIN gate g ON g.ord = i.ord AND g.refusal IS NULL", "$9") + `,
-lease AS (
-    INSERT INTO {{schema}}.leases AS t (name, owner, generation, acquired_at, renewed_at, expires_at, live_key)
-    SELECT i.lease_name, $9, 1, c.now, c.now, c.now + i.ttl_us * interval '1 microsecond', nullif($11::bigint, 0)
-      FROM i
-      JOIN gate g ON g.ord = i.ord AND g.refusal IS NULL
-     CROSS JOIN c` + leaseNotHeld("i.lease_name", "$9") + leaseNotBusy("i.lease_name") + leaseTakeover + `),
+` + leaseAcquisition(`SELECT i.lease_name AS name, i.ttl_us FROM i JOIN gate g ON g.ord = i.ord AND g.refusal IS NULL`, "$9", "$11") + `,
 claim AS (
     INSERT INTO {{schema}}.slots AS s (job, slot, status, owner, lease_name, generation, attempts, started_at, finished_at)
     SELECT i.job, i.slot, 'running', l.owner, l.name, l.generation, coalesce(p.attempts, 0) + 1, l.acquired_at, NULL
