@@ -145,6 +145,19 @@ type Store interface {
 	// as SlotFinish's, the job's slot that waited for this run.
 	SlotAbandon(ctx context.Context, p SlotAbandonParams) (SlotFinishResult, error)
 
+	// SlotSkip records, in one round trip, slots that nobody will run, each
+	// with its reason: given up because a deposed writer held its lease
+	// until a later slot was due (SkipLeaseBusy), or passed over because
+	// the scheduler could not fire it in time and fired a later slot
+	// instead (SkipPassedOver). An item is recorded only when its slot has
+	// no row (a replica that claimed, ran or recorded it wins) and the
+	// database clock has reached its After; its slot is then final,
+	// skipped (a later claim is refused ClaimSkipped), and a skip run row
+	// with the reason and the log line is written. Concurrent calls record
+	// each slot once. It returns the run rows written, in the items'
+	// order; items not recorded are left out.
+	SlotSkip(ctx context.Context, items []SlotSkipParams) ([]Run, error)
+
 	// SlotGet returns the claim of (job, slot) or ErrNotFound.
 	SlotGet(ctx context.Context, job string, slot time.Time) (Slot, error)
 
@@ -337,6 +350,41 @@ type SlotClaimResult struct {
 	// broken pause table fails open: declared-enabled jobs keep running,
 	// declared-disabled ones stay off. The caller warns.
 	PauseStateUnread bool
+}
+
+// SkipReason says why Store.SlotSkip gave a slot up; it is the Reason of
+// the skip run row.
+type SkipReason string
+
+const (
+	// SkipLeaseBusy: a deposed writer (its lease expired) stayed inside a
+	// transaction fenced under the job's lease until a later slot was due
+	// (for a catch-up, until its window closed), so the takeover never
+	// came in time.
+	SkipLeaseBusy SkipReason = "lease_busy"
+	// SkipPassedOver: the scheduler could not fire the slot in time (its
+	// host slept, its process was stopped, its loop stalled, its clock
+	// jumped) and fired the job's latest slot instead.
+	SkipPassedOver SkipReason = "passed_over"
+)
+
+// SlotSkipParams are the arguments of Store.SlotSkip, for one slot. Items
+// of one call name distinct (Job, Slot)s and share Owner and Now.
+type SlotSkipParams struct {
+	Job       string
+	Slot      time.Time
+	LeaseName string // the lease a claim of the slot would take, as recorded on its row
+	Owner     string // who gives the slot up
+	// After is when, by the database clock, the slot was given up: the
+	// later slot fired instead, or the end of a catch-up's window. Not
+	// before Slot. Nothing is recorded while the database clock is before
+	// it: a replica whose clock runs ahead must not settle a slot that
+	// others may still claim.
+	After   time.Time
+	CatchUp bool // a catch-up's slot
+	Reason  SkipReason
+	Log     string    // the run row's log line: what happened, naming the writer or the stall
+	Now     time.Time // pins the clock for this call; zero means the database clock
 }
 
 // SlotCompleteParams are the arguments of Store.SlotComplete: the slot and

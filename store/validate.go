@@ -192,6 +192,67 @@ func ValidateClaimBatch(items []SlotClaimParams) error {
 	return nil
 }
 
+// Validate checks one item of Store.SlotSkip.
+func (p SlotSkipParams) Validate() error {
+	if err := ValidateName("job", p.Job); err != nil {
+		return err
+	}
+	if p.Slot.IsZero() {
+		return invalid("skip needs a slot")
+	}
+	if err := ValidateName("lease name", p.LeaseName); err != nil {
+		return err
+	}
+	if err := ValidateName("owner", p.Owner); err != nil {
+		return err
+	}
+	if p.After.Before(p.Slot) {
+		return invalid("skip of slot %s: after (%s) is before the slot", p.Slot.UTC().Format(time.RFC3339Nano), p.After.UTC().Format(time.RFC3339Nano))
+	}
+	switch p.Reason {
+	case SkipLeaseBusy, SkipPassedOver:
+	default:
+		return invalid("skip reason %q is not one of %q, %q", p.Reason, SkipLeaseBusy, SkipPassedOver)
+	}
+	return nil
+}
+
+// ValidateSkipBatch checks the items of Store.SlotSkip: each valid, no
+// (job, slot) twice, Owner and Now shared.
+func ValidateSkipBatch(items []SlotSkipParams) error {
+	type jobSlot struct {
+		job  string
+		slot int64
+	}
+	seen := make(map[jobSlot]bool, len(items))
+	for i, p := range items {
+		if err := p.Validate(); err != nil {
+			return fmt.Errorf("item %d: %w", i, err)
+		}
+		key := jobSlot{p.Job, p.Slot.UnixMicro()}
+		if seen[key] {
+			return invalid("item %d: job %q slot %s appears twice in one batch", i, p.Job, p.Slot.UTC().Format(time.RFC3339Nano))
+		}
+		seen[key] = true
+		if p.Owner != items[0].Owner || !p.Now.Equal(items[0].Now) {
+			return invalid("item %d: Owner and Now must be the same for every item of a batch", i)
+		}
+	}
+	return nil
+}
+
+// Run is the skip run row SlotSkip writes for p at now.
+func (p SlotSkipParams) Run(now time.Time) Run {
+	var logs []string
+	if p.Log != "" {
+		logs = []string{p.Log}
+	}
+	return Run{
+		Job: p.Job, Slot: p.Slot, CatchUp: p.CatchUp, Owner: p.Owner, StartedAt: now, FinishedAt: now,
+		Success: true, Skipped: true, Reason: string(p.Reason), Logs: logs,
+	}.Bounded()
+}
+
 // ValidateRenewBatch checks the items of LeaseRenewBatch: each valid, Now
 // shared.
 func ValidateRenewBatch(items []LeaseRenewParams) error {

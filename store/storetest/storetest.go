@@ -71,6 +71,7 @@ func Run(t *testing.T, newBundle func(t *testing.T) Bundle) {
 		{"Race", raceTests},
 		{"Monitor", monitorTests},
 		{"Settle", settleTests},
+		{"Skip", skipTests},
 		{"Hostile", hostileTests},
 	} {
 		t.Run(group.name, func(t *testing.T) {
