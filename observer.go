@@ -91,7 +91,7 @@ type RunEndEvent struct {
 type SkipEvent struct {
 	Job    string
 	Slot   time.Time // zero for a refused manual run
-	Reason string    // e.g. "already_executing"
+	Reason string    // the skip row's: "already_executing", "lease_busy" or "passed_over"
 	Holder string    // the owner holding the lease, when known
 	Manual bool
 }

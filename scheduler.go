@@ -33,6 +33,7 @@ type Scheduler struct {
 	keeper                    *leasekeeper.Keeper
 	catchUp                   bool                 // a catch-up pass is due: the store came back
 	missed                    map[string]time.Time // per job, the latest slot that fired while the store was down
+	deposed                   map[string]bool      // jobs whose deposed-writer alert this replica raised or refreshed (giveup.go)
 	down                      bool                 // the last claim failed: the store is unreachable
 	nextPrune, nextClockCheck time.Time
 	nextResume                time.Time
@@ -61,7 +62,7 @@ func New(cfg Config) (*Scheduler, error) {
 	c := cfg.withDefaults()
 	s := &Scheduler{
 		cfg: c, store: c.Store, log: c.Logger.With("owner", c.Owner),
-		jobs: map[string]*registered{}, missed: map[string]time.Time{}, wake: make(chan struct{}, 1),
+		jobs: map[string]*registered{}, missed: map[string]time.Time{}, deposed: map[string]bool{}, wake: make(chan struct{}, 1),
 	}
 	s.runsCtx, s.runsCancel = context.WithCancel(context.Background())
 	return s, nil
@@ -340,13 +341,16 @@ func (s *Scheduler) fire(ctx context.Context, due []*entry, now time.Time) {
 	// later on the next pass.
 	sort.Slice(due, func(i, j int) bool { return due[i].slot.Before(due[j].slot) })
 	leases := make(map[string]bool, len(due))
+	var passed []store.SlotSkipParams
 	for _, e := range due {
 		if !e.retry {
 			if latest := e.job.sched.Prev(now); latest.After(e.slot) {
 				// The host slept or the clock jumped past several slots: fire
-				// the latest; the others are catch-up's, if the job wants them.
+				// the latest, and record the others as passed over (below,
+				// after the claims) where no replica ran them.
 				s.log.Warn("cronfence: slots passed while the scheduler could not fire", "job", e.job.Name,
 					"first_missed", e.slot, "firing", latest.UTC())
+				passed = append(passed, s.passedOver(e.job, e.slot, latest, s.cfg.Owner)...)
 				e.slot = latest.UTC()
 			}
 		}
@@ -381,13 +385,14 @@ func (s *Scheduler) fire(ctx context.Context, due []*entry, now time.Time) {
 	for i, r := range results {
 		e := due[i]
 		s.observeClaim(e.job.Name, e.slot, r, claimFire)
+		s.resolveDeposed(ctx, e.job.Name, r)
 		switch {
 		case r.Claimed && e.catchUp:
 			s.startRun(e.job, r, sent, true, catchUpLine(e.slot, r))
 		case r.Claimed:
 			s.startRun(e.job, r, sent, false, "")
 		case r.Refusal == store.ClaimLeaseBusy:
-			s.retryBusy(e, r.Lease)
+			s.retryBusy(ctx, e, r.Lease)
 		case r.Refusal == store.ClaimNotDue:
 			// The slot fired a little early by the database clock (the
 			// offset moved since it was last measured, or the measurement
@@ -403,6 +408,7 @@ func (s *Scheduler) fire(ctx context.Context, due []*entry, now time.Time) {
 			s.log.Debug("cronfence: slot not claimed", "job", e.job.Name, "slot", e.slot, "reason", r.Refusal)
 		}
 	}
+	s.recordSkips(ctx, passed)
 }
 
 // busyRetryEvery is how often a slot refused store.ClaimLeaseBusy is tried
@@ -417,20 +423,24 @@ const busyRetryEvery = 500 * time.Millisecond
 // which the store no longer makes the whole batch do. Once a later slot is
 // due, that one is fired instead (as after any stall, only the latest slot
 // of a job is fired; the others are catch-up's).
-func (s *Scheduler) retryBusy(e *entry, writer store.Lease) {
+func (s *Scheduler) retryBusy(ctx context.Context, e *entry, writer store.Lease) {
 	now := s.scheduleNow()
-	passed := e.job.sched.Prev(now).After(e.slot)
+	after := e.job.sched.Prev(now)
+	passed := after.After(e.slot)
 	if e.catchUp {
-		passed = now.Sub(e.slot) > e.job.CatchUpWindow
+		after = e.slot.Add(e.job.CatchUpWindow)
+		passed = now.After(after)
 	}
 	if passed {
 		s.log.Warn("cronfence: slot given up: a deposed writer's transaction held its lease until a later slot was due (for a catch-up, until its window closed)",
 			"job", e.job.Name, "slot", e.slot, "writer", writer.Owner, "generation", writer.Generation)
+		s.recordSkips(ctx, []store.SlotSkipParams{s.givenUp(e, writer, after)})
 		return
 	}
 	if !e.busy {
 		s.log.Warn("cronfence: slot waits: a deposed writer (its lease expired) is still inside a transaction fenced under it; the takeover waits for it to end",
 			"job", e.job.Name, "slot", e.slot, "writer", writer.Owner, "generation", writer.Generation)
+		s.raiseDeposed(ctx, e, writer)
 	}
 	s.retryLater(&entry{job: e.job, slot: e.slot, busy: true, catchUp: e.catchUp}, busyRetryEvery)
 }
@@ -545,8 +555,9 @@ func (s *Scheduler) runCatchUp(ctx context.Context, now time.Time, candidates ma
 	}
 	for i, r := range results {
 		s.observeClaim(jobs[i].Name, items[i].Slot, r, claimCatchUp)
+		s.resolveDeposed(ctx, jobs[i].Name, r)
 		if r.Refusal == store.ClaimLeaseBusy {
-			s.retryBusy(&entry{job: jobs[i], slot: items[i].Slot, catchUp: true}, r.Lease)
+			s.retryBusy(ctx, &entry{job: jobs[i], slot: items[i].Slot, catchUp: true}, r.Lease)
 			continue
 		}
 		if !r.Claimed {

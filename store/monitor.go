@@ -144,6 +144,13 @@ const (
 	// AlertClockOffset: a replica's clock is further from the database
 	// clock than the threshold. Subject: the replica's owner.
 	AlertClockOffset AlertKind = "clock_offset"
+	// AlertDeposedWriter: a replica whose lease expired (deposed: frozen,
+	// cut off) is still inside a transaction fenced under it, so the
+	// job's slots cannot be taken over: each waits, and is given up once a
+	// later slot is due. Raised by the scheduler that meets it, not by the
+	// absence checks; resolved when a claim of the job finds the lease
+	// takeable again. Subject: the job.
+	AlertDeposedWriter AlertKind = "deposed_writer"
 )
 
 // Alert is one row of the alerts table: an absence noticed, open until

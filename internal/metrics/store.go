@@ -161,6 +161,12 @@ func (w *instrumented) SlotAbandon(ctx context.Context, p store.SlotAbandonParam
 	return w.Store.SlotAbandon(ctx, p)
 }
 
+func (w *instrumented) SlotSkip(ctx context.Context, items []store.SlotSkipParams) ([]store.Run, error) {
+	ctx, done := w.op(ctx, "SlotSkip")
+	defer done()
+	return w.Store.SlotSkip(ctx, items)
+}
+
 func (w *instrumented) SlotGet(ctx context.Context, job string, slot time.Time) (store.Slot, error) {
 	ctx, done := w.op(ctx, "SlotGet")
 	defer done()

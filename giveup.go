@@ -1,0 +1,148 @@
+package cronfence
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/cronfence/cronfence/store"
+)
+
+// Slots nobody will run are recorded, never only logged: a slot given up
+// because a deposed writer held its lease until a later slot was due, and
+// slots passed over when the loop could not fire them in time (the host
+// slept, the process was stopped, the clock jumped) and fired the job's
+// latest instead. Store.SlotSkip writes each as skipped with a skip run row
+// naming the reason, once across replicas, and only where no replica
+// claimed or ran the slot: after one replica's stall the others usually
+// did, and nothing is written.
+
+// maxPassedOverRecorded bounds the skip rows one stall writes for one job:
+// an every-second job whose host slept for a day passed over 86,399 slots,
+// and a row for each would bury the history. The last row written says
+// that more followed.
+const maxPassedOverRecorded = 10
+
+// passedOver returns the skips for the job's slots from first up to, not
+// including, latest: the slots a stalled loop did not fire.
+func (s *Scheduler) passedOver(j *registered, first, latest time.Time, owner string) []store.SlotSkipParams {
+	var items []store.SlotSkipParams
+	for slot := first; !slot.IsZero() && slot.Before(latest); slot = j.sched.Next(slot) {
+		if len(items) == maxPassedOverRecorded {
+			last := &items[len(items)-1]
+			last.Log += fmt.Sprintf("; later slots until %s were passed over too, not recorded one by one", latest.UTC().Format(time.RFC3339))
+			break
+		}
+		items = append(items, store.SlotSkipParams{
+			Job: j.Name, Slot: slot.UTC(), LeaseName: j.leaseName(slot), Owner: owner, After: latest.UTC(),
+			Reason: store.SkipPassedOver,
+			Log: fmt.Sprintf("Skipped: passed over, the scheduler (%s) could not fire it in time (its host slept, its process was stopped or its clock jumped) and fired slot %s instead",
+				owner, latest.UTC().Format(time.RFC3339)),
+		})
+	}
+	return items
+}
+
+// givenUp is the skip of a slot refused store.ClaimLeaseBusy until it was
+// passed (after: the later slot, or the end of a catch-up's window).
+func (s *Scheduler) givenUp(e *entry, writer store.Lease, after time.Time) store.SlotSkipParams {
+	return store.SlotSkipParams{
+		Job: e.job.Name, Slot: e.slot, LeaseName: e.job.leaseName(e.slot), Owner: s.cfg.Owner, After: after,
+		CatchUp: e.catchUp, Reason: store.SkipLeaseBusy,
+		Log: fmt.Sprintf("Skipped: given up, a deposed writer (%s at generation %d) stayed inside a transaction fenced under lease %s after it expired, until a later slot was due",
+			writer.Owner, writer.Generation, writer.Name),
+	}
+}
+
+// recordSkips writes the skips in one bounded round trip and tells the
+// Observer of each one written. Nothing written is not an error: another
+// replica ran the slot, or recorded it first.
+func (s *Scheduler) recordSkips(ctx context.Context, items []store.SlotSkipParams) {
+	if len(items) == 0 {
+		return
+	}
+	ctx, cancel := s.bounded(ctx)
+	defer cancel()
+	runs, err := s.store.SlotSkip(ctx, items)
+	if err != nil {
+		if ctx.Err() == nil || context.Cause(ctx) == errStoreTimeout {
+			s.log.Warn("cronfence: could not record slots given up as skipped", "slots", len(items), "first_job", items[0].Job, "error", err)
+		}
+		return
+	}
+	for _, r := range runs {
+		s.log.Warn("cronfence: slot recorded as skipped", "job", r.Job, "slot", r.Slot, "reason", r.Reason)
+		s.observe(SkipEvent{Job: r.Job, Slot: r.Slot, Reason: r.Reason})
+	}
+}
+
+// A deposed writer sitting on an expired lease is an alert, not only a
+// log line: its process lost the lease (frozen, cut off) while inside a
+// transaction fenced under it, and until that transaction ends the job's
+// slots cannot be taken over; each waits, and is given up once a later slot
+// is due. The replica that meets it raises store.AlertDeposedWriter (raised
+// once across replicas, refreshed by the others), and a replica that met it
+// resolves it as soon as a claim of the job finds the lease takeable again:
+// claimed, or held by a live run.
+
+// raiseDeposed raises the deposed-writer alert for the job.
+func (s *Scheduler) raiseDeposed(ctx context.Context, e *entry, writer store.Lease) {
+	mon, ok := s.replicaMonitor()
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	s.deposed[e.job.Name] = true
+	s.mu.Unlock()
+	ctx, cancel := s.bounded(ctx)
+	defer cancel()
+	alert, raised, err := mon.AlertRaise(ctx, store.AlertRaiseParams{
+		Kind: store.AlertDeposedWriter, Subject: e.job.Name, RaisedBy: s.cfg.Owner,
+		Message: fmt.Sprintf("job %q waits for a deposed writer: %s, whose lease %s at generation %d expired at %s, is still inside a transaction fenced under it; its slots cannot be taken over until that transaction ends",
+			e.job.Name, writer.Owner, writer.Name, writer.Generation, writer.ExpiresAt.UTC().Format(time.RFC3339)),
+		Details: map[string]string{
+			"writer":     writer.Owner,
+			"lease":      writer.Name,
+			"generation": strconv.FormatInt(writer.Generation, 10),
+			"expired_at": writer.ExpiresAt.UTC().Format(time.RFC3339Nano),
+			"slot":       e.slot.UTC().Format(time.RFC3339),
+		},
+	})
+	if err != nil {
+		s.log.Warn("cronfence: could not raise an alert", "kind", store.AlertDeposedWriter, "subject", e.job.Name, "error", err)
+		return
+	}
+	if raised {
+		s.log.Warn("cronfence: alert raised: "+alert.Message, "kind", alert.Kind, "subject", alert.Subject, "alert_id", alert.ID, "details", alert.Details)
+		s.emitAlert(alert, true)
+	}
+}
+
+// resolveDeposed resolves the job's deposed-writer alert, if this replica
+// met one, once a claim of the job found its lease takeable again.
+func (s *Scheduler) resolveDeposed(ctx context.Context, job string, r store.SlotClaimResult) {
+	if !r.Claimed && r.Refusal != store.ClaimHeld {
+		return // the answer says nothing of the lease (not due, paused, …), or it is still busy
+	}
+	s.mu.Lock()
+	met := s.deposed[job]
+	delete(s.deposed, job)
+	s.mu.Unlock()
+	mon, ok := s.replicaMonitor()
+	if !met || !ok {
+		return
+	}
+	ctx, cancel := s.bounded(ctx)
+	defer cancel()
+	alert, resolved, err := mon.AlertResolve(ctx, store.AlertDeposedWriter, job)
+	if err != nil {
+		s.log.Warn("cronfence: could not resolve an alert", "kind", store.AlertDeposedWriter, "subject", job, "error", err)
+		return
+	}
+	if resolved {
+		s.log.Info("cronfence: alert resolved", "kind", alert.Kind, "subject", job, "alert_id", alert.ID,
+			"raised_at", alert.RaisedAt, "message", alert.Message)
+		s.emitAlert(alert, false)
+	}
+}

@@ -1,0 +1,181 @@
+package cronfence
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cronfence/cronfence/store"
+)
+
+// A slot that a deposed writer kept from being taken over until the next
+// slot was due is recorded, not only logged: skipped, with a run row that
+// names the writer. While the writer sits on the expired lease an alert
+// says so, naming it; the alert is resolved once the job's lease can be
+// taken again.
+func TestSlotGivenUpToADeposedWriterIsRecordedAndAlerted(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		needRowLocks(t, c)
+		ctx := context.Background()
+		st := c.open(t)
+		mon := st.(store.Monitor)
+		start := c.db.Now()
+		_, tx := frozenWriter(t, st, start.Add(-time.Minute), 1)
+		rec := &recorder{}
+		c.startWith(Config{Owner: "a", Clock: offsetClock{c.db, 0}, Retention: -1, Observer: rec},
+			Job{Name: "frozen", Schedule: "* * * * *", MaxAttempts: 1, Handler: func(context.Context, *Run) error { return nil }})
+		first, second := start.Add(time.Minute), start.Add(2*time.Minute)
+
+		c.advance(time.Minute, time.Minute) // the first slot meets the writer
+		open := openAlerts(t, mon, store.AlertDeposedWriter)
+		if len(open) != 1 || open[0].Subject != "frozen" || open[0].Details["writer"] != "dead" || open[0].Details["lease"] != "job:frozen" ||
+			!strings.Contains(open[0].Message, "dead") {
+			t.Fatalf("open deposed-writer alerts = %+v; want one for job frozen naming writer dead", open)
+		}
+
+		c.advance(time.Minute, 15*time.Second) // retried until the second slot is due: given up
+		sl, err := st.SlotGet(ctx, "frozen", first)
+		if err != nil || sl.Status != store.SlotSkipped {
+			t.Fatalf("the given-up slot = %+v, %v; want recorded skipped", sl, err)
+		}
+		skips := skipRuns(t, st, "frozen")
+		if len(skips) != 1 || !skips[0].Slot.Equal(first) || skips[0].Reason != string(store.SkipLeaseBusy) ||
+			len(skips[0].Logs) != 1 || !strings.Contains(skips[0].Logs[0], "dead at generation 1") {
+			t.Fatalf("skip rows = %+v; want one for slot %s, reason %s, naming the writer", skips, first, store.SkipLeaseBusy)
+		}
+		if !sawSkip(rec.take(), "frozen", first, string(store.SkipLeaseBusy)) {
+			t.Errorf("no SkipEvent for the given-up slot")
+		}
+		if n := len(openAlerts(t, mon, store.AlertDeposedWriter)); n != 1 {
+			t.Fatalf("%d deposed-writer alerts open while the writer still sits on the lease, want 1", n)
+		}
+
+		if err := tx.Rollback(ctx); err != nil {
+			t.Fatal(err)
+		}
+		c.advance(time.Second, 500*time.Millisecond) // the second slot's next retry takes the lease
+		if sl, err := st.SlotGet(ctx, "frozen", second); err != nil || sl.Generation != 2 {
+			t.Fatalf("the second slot after the writer left = %+v, %v; want claimed at generation 2", sl, err)
+		}
+		if open := openAlerts(t, mon, store.AlertDeposedWriter); len(open) != 0 {
+			t.Fatalf("deposed-writer alerts still open after the lease was taken: %+v", open)
+		}
+		resolved := false
+		for _, e := range rec.take() {
+			if a, ok := e.(AlertEvent); ok && a.Alert.Kind == store.AlertDeposedWriter && !a.Raised {
+				resolved = true
+			}
+		}
+		if !resolved {
+			t.Errorf("no AlertEvent resolving the deposed-writer alert")
+		}
+		c.wantNeverDown()
+	})
+}
+
+// Slots a stalled loop could not fire (the host slept, the process was
+// stopped) are recorded as passed over where no replica ran them, at most
+// maxPassedOverRecorded per job and stall; a slot another replica ran is
+// left as it is; the latest slot runs.
+func TestSlotsPassedOverInAStallAreRecorded(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		ctx := context.Background()
+		st := c.open(t)
+		start := c.db.Now()
+		l := newLedger()
+		rec := &recorder{}
+		c.startWith(Config{Owner: "a", Clock: offsetClock{c.db, 0}, Retention: -1, Observer: rec},
+			Job{Name: "minutely", Schedule: "* * * * *", Handler: l.handler(c.db)},
+			Job{Name: "secondly", Schedule: "* * * * * *", Handler: l.handler(c.db)})
+		// Another replica ran minutely's 12:02 slot meanwhile.
+		ranElsewhere := start.Add(2 * time.Minute)
+		other := c.open(t)
+		r, err := other.SlotClaim(ctx, store.SlotClaimParams{Job: "minutely", Slot: ranElsewhere, LeaseName: "job:minutely", Owner: "b",
+			TTL: time.Minute, MaxAttempts: 3, Now: ranElsewhere})
+		if err != nil || !r.Claimed {
+			t.Fatalf("the other replica's claim = %+v, %v", r, err)
+		}
+		if _, err := other.SlotFinish(ctx, store.SlotFinishParams{Job: "minutely", Slot: ranElsewhere, LeaseName: r.Lease.Name, Owner: "b",
+			Generation: r.Lease.Generation, Status: store.SlotCompleted, Now: ranElsewhere.Add(time.Second), Run: store.Run{Attempt: 1, Success: true}}); err != nil {
+			t.Fatal(err)
+		}
+
+		c.advance(5*time.Minute, 5*time.Minute) // one wake-up, five minutes late
+		latest := start.Add(5 * time.Minute)
+		if n := l.ran("minutely", latest); n != 1 {
+			t.Fatalf("minutely's latest slot ran %d times, want 1", n)
+		}
+		var passed []time.Time
+		for _, r := range skipRuns(t, st, "minutely") {
+			if r.Reason != string(store.SkipPassedOver) || !r.Skipped {
+				t.Errorf("minutely skip row %+v; want reason %s", r, store.SkipPassedOver)
+			}
+			passed = append(passed, r.Slot)
+		}
+		want := []time.Time{start.Add(4 * time.Minute), start.Add(3 * time.Minute), start.Add(time.Minute)} // newest first
+		if len(passed) != len(want) {
+			t.Fatalf("minutely's passed-over rows are for %v; want %v (12:02 ran elsewhere)", passed, want)
+		}
+		for i := range want {
+			if !passed[i].Equal(want[i]) {
+				t.Fatalf("minutely's passed-over rows are for %v; want %v (12:02 ran elsewhere)", passed, want)
+			}
+		}
+		if sl, err := st.SlotGet(ctx, "minutely", ranElsewhere); err != nil || sl.Status != store.SlotCompleted || sl.Owner != "b" {
+			t.Fatalf("the slot another replica ran = %+v, %v; want left completed", sl, err)
+		}
+		events := rec.take()
+		if !sawSkip(events, "minutely", start.Add(time.Minute), string(store.SkipPassedOver)) {
+			t.Errorf("no SkipEvent for a passed-over slot")
+		}
+
+		// An every-second job passed over 299 slots: the first ten are
+		// recorded, the tenth saying that more followed.
+		secondly := skipRuns(t, st, "secondly")
+		if len(secondly) != maxPassedOverRecorded {
+			t.Fatalf("secondly has %d passed-over rows, want %d", len(secondly), maxPassedOverRecorded)
+		}
+		if last := secondly[0]; !last.Slot.Equal(start.Add(maxPassedOverRecorded*time.Second)) || !strings.Contains(last.Logs[0], "later slots until") {
+			t.Errorf("secondly's last recorded row = %+v; want slot %s saying later slots followed", last, start.Add(maxPassedOverRecorded*time.Second))
+		}
+		if n := l.ran("secondly", latest); n != 1 {
+			t.Fatalf("secondly's latest slot ran %d times, want 1", n)
+		}
+		c.wantNeverDown()
+	})
+}
+
+func openAlerts(t *testing.T, mon store.Monitor, kind store.AlertKind) []store.Alert {
+	t.Helper()
+	alerts, err := mon.AlertList(context.Background(), store.AlertListParams{OpenOnly: true, Kind: kind})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return alerts
+}
+
+// skipRuns returns the job's skip run rows, newest first.
+func skipRuns(t *testing.T, st store.Store, job string) []store.Run {
+	t.Helper()
+	runs, err := st.RunList(context.Background(), store.RunListParams{Job: job})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var skips []store.Run
+	for _, r := range runs {
+		if r.Skipped {
+			skips = append(skips, r)
+		}
+	}
+	return skips
+}
+
+func sawSkip(events []Event, job string, slot time.Time, reason string) bool {
+	for _, e := range events {
+		if s, ok := e.(SkipEvent); ok && s.Job == job && s.Slot.Equal(slot) && s.Reason == reason {
+			return true
+		}
+	}
+	return false
+}
