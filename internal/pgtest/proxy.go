@@ -16,6 +16,7 @@ import (
 // client: nothing is refused, nothing answers. Other connections to the
 // database are not touched.
 type Proxy struct {
+	base   string // the URL proxied, whose host is target
 	target string
 	ln     net.Listener
 
@@ -30,7 +31,19 @@ type Proxy struct {
 // database's URL through it. It stops at cleanup.
 func NewProxy(t testing.TB) *Proxy {
 	t.Helper()
-	u, err := url.Parse(URL(t))
+	return newProxy(t, URL(t))
+}
+
+// NewProxyTo starts a proxy to the throwaway cluster c (or to a standby's
+// primary: Addr is what a standby streams from). It stops at cleanup.
+func NewProxyTo(t testing.TB, c *Cluster) *Proxy {
+	t.Helper()
+	return newProxy(t, c.URL())
+}
+
+func newProxy(t testing.TB, base string) *Proxy {
+	t.Helper()
+	u, err := url.Parse(base)
 	if err != nil {
 		t.Fatalf("pgtest: proxy: %v", err)
 	}
@@ -38,22 +51,25 @@ func NewProxy(t testing.TB) *Proxy {
 	if err != nil {
 		t.Fatalf("pgtest: proxy: %v", err)
 	}
-	p := &Proxy{target: u.Host, ln: ln, conns: map[net.Conn]struct{}{}}
+	p := &Proxy{base: base, target: u.Host, ln: ln, conns: map[net.Conn]struct{}{}}
 	go p.serve()
 	t.Cleanup(p.close)
 	return p
 }
 
-// URL is the test database's URL through the proxy.
+// URL is the database's URL through the proxy.
 func (p *Proxy) URL(t testing.TB) string {
 	t.Helper()
-	u, err := url.Parse(URL(t))
+	u, err := url.Parse(p.base)
 	if err != nil {
 		t.Fatalf("pgtest: proxy: %v", err)
 	}
 	u.Host = p.ln.Addr().String()
 	return u.String()
 }
+
+// Addr is the proxy's host:port.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
 // Cut resets every connection through the proxy and refuses new ones (they
 // are accepted and closed at once) until Restore.

@@ -96,10 +96,16 @@ const leaseColumns = `name, owner, generation, acquired_at, renewed_at, expires_
 //     one waits for that statement's commit and takes no lock on the row
 //     (DO UPDATE would, behind a fence), so the lease reads as held.
 //
+// Every generation a lease takes is at least epoch's floor (see
+// generationFloor), so a token is never issued twice across a failover.
+//
 // Rows are locked in name order, lease rows before slot rows (see
 // slotClaimSQL), so two statements cannot deadlock.
 func leaseAcquisition(wanted, owner, liveKey string) string {
 	return `wanted AS (` + wanted + `),
+epoch AS (
+    SELECT ` + generationFloor + ` AS floor
+),
 probe AS (
     SELECT x.name
       FROM {{schema}}.leases x
@@ -118,7 +124,7 @@ busy AS (
 taken_over AS (
     UPDATE {{schema}}.leases AS t
        SET owner       = ` + owner + `,
-           generation  = t.generation + 1,
+           generation  = greatest(t.generation + 1, (SELECT floor FROM epoch)),
            acquired_at = c.now,
            renewed_at  = c.now,
            expires_at  = c.now + w.ttl_us * interval '1 microsecond',
@@ -130,7 +136,7 @@ taken_over AS (
 ),
 created AS (
     INSERT INTO {{schema}}.leases AS t (name, owner, generation, acquired_at, renewed_at, expires_at, live_key)
-    SELECT w.name, ` + owner + `, 1, c.now, c.now, c.now + w.ttl_us * interval '1 microsecond', nullif(` + liveKey + `::bigint, 0)
+    SELECT w.name, ` + owner + `, greatest(1, (SELECT floor FROM epoch)), c.now, c.now, c.now + w.ttl_us * interval '1 microsecond', nullif(` + liveKey + `::bigint, 0)
       FROM wanted w
      CROSS JOIN c
      WHERE NOT EXISTS (SELECT 1 FROM {{schema}}.leases x WHERE x.name = w.name)
@@ -144,6 +150,30 @@ lease AS (
     SELECT * FROM taken_over UNION ALL SELECT * FROM created
 )`
 }
+
+// generationFloor is the least generation a lease may take on this
+// server: (timeline − 1) · 2^40, so 0 on a database that was never failed
+// over (generations go 1, 2, … as they always did) and above any generation
+// an earlier timeline can have issued once a standby is promoted.
+//
+// That is what keeps a fencing token from being issued twice. An
+// asynchronous standby promoted after replication was cut off has lost the
+// old primary's last commits; one of them may have given holder A
+// generation n. Counting on from the lease row it has, the new primary
+// would give generation n again, to holder B, and A's writer (frozen
+// through the failover) would then pass fence(lease, n) there: two owners,
+// one token. A promotion always starts a new timeline, so on the new
+// primary B's generation is at least 2^40 · (timeline − 1), above every n,
+// and A's fence fails. The timeline is the one the server writes WAL on
+// now (the first 8 hex digits of the current WAL file's name), which
+// changes the moment a promotion ends, before any write is accepted, unlike
+// pg_control_checkpoint(), which lags until the next checkpoint. On a
+// standby (in recovery) the floor is 0: the statement fails on its write
+// anyway, as read-only. A counter of 2^40 per lease and timeline lasts
+// thousands of years at one acquisition a second.
+const generationFloor = `CASE WHEN pg_is_in_recovery() THEN 0
+           ELSE ((('x' || left(pg_walfile_name(pg_current_wal_lsn()), 8))::bit(32)::bigint - 1) << 40)
+      END`
 
 // prefixed qualifies each of the comma-separated columns with alias.
 func prefixed(alias, columns string) string {
