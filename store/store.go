@@ -415,9 +415,22 @@ type SlotFinishParams struct {
 	LeaseName  string
 	Owner      string
 	Generation int64
-	Status     SlotStatus // SlotCompleted or SlotFailed
-	Run        Run        // the run row to write; job, slot, owner and generation are taken from above
-	Now        time.Time  // pins the clock for this call; zero means the database clock
+	// Status is what the slot becomes: SlotCompleted, SlotFailed, or
+	// SlotRunning, which leaves it as it is for a resume (the lease is
+	// released, so the next resume scan claims it, attempt + 1), unless
+	// this holding completed it (SlotComplete), when it stays completed.
+	// A slot this holding completed stays completed whatever Status says.
+	Status SlotStatus
+	Run    Run // the run row to write; job, slot, owner and generation are taken from above
+	// NotCompletedError, when not empty, is the run row's error, in place
+	// of Run.Error and with no success, if the slot does not end completed
+	// (Status SlotRunning or SlotFailed, and this holding did not complete
+	// it; with SlotRunning, also when the slot was taken over meanwhile:
+	// that is the resume the run was left for). For a run whose end depends on whether its own transaction
+	// completed the slot, decided in this one statement, on the database
+	// that holds the slot.
+	NotCompletedError string
+	Now               time.Time // pins the clock for this call; zero means the database clock
 }
 
 // SlotAbandonParams are the arguments of Store.SlotAbandon: the dead claim,
@@ -443,7 +456,11 @@ type SlotAbandonParams struct {
 
 // SlotFinishResult is what Store.SlotFinish returns.
 type SlotFinishResult struct {
-	SlotUpdated   bool // false when the slot was no longer this owner's; Run then records the takeover, not success
+	SlotUpdated bool // false when the slot was no longer this owner's; Run then records the takeover, not success
+	// SlotStatus is the slot's status after the finish, when SlotUpdated:
+	// completed (asked for, or completed by this holding before), failed,
+	// or running (left for a resume).
+	SlotStatus    SlotStatus
 	LeaseReleased bool // false when the lease was no longer this owner's
 	Run           Run  // the row written
 	// Buffered is the job's earliest buffered slot (overlap policy

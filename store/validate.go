@@ -289,10 +289,20 @@ func (p SlotFinishParams) Validate() error {
 	if err := validateRef(LeaseRef{Name: p.LeaseName, Owner: p.Owner, Generation: p.Generation}); err != nil {
 		return err
 	}
-	if p.Status != SlotCompleted && p.Status != SlotFailed {
-		return invalid("finish status must be %q or %q, got %q", SlotCompleted, SlotFailed, p.Status)
+	if p.Status != SlotCompleted && p.Status != SlotFailed && p.Status != SlotRunning {
+		return invalid("finish status must be %q, %q or %q, got %q", SlotCompleted, SlotFailed, SlotRunning, p.Status)
+	}
+	if p.Status == SlotRunning && p.Slot.IsZero() {
+		return invalid("finish status %q needs a slot: a manual run has no slot to leave running", SlotRunning)
 	}
 	return nil
+}
+
+// NotCompleted reports whether a finish with p leaves the slot other than
+// completed when it ends in status (the slot's status after it), and so
+// the run row takes p.NotCompletedError.
+func (p SlotFinishParams) NotCompleted(status SlotStatus) bool {
+	return p.NotCompletedError != "" && status != SlotCompleted
 }
 
 // Validate checks p before SlotAbandon.

@@ -224,12 +224,15 @@ func (s *Store) SlotFinish(ctx context.Context, p store.SlotFinishParams) (store
 	row := s.pool.QueryRow(ctx, s.q.slotFinish,
 		p.Job, nullTime(run.Slot), p.LeaseName, p.Owner, p.Generation, string(p.Status), s.nowArg(p.Now),
 		run.Manual, run.CatchUp, run.Attempt, nullTime(run.StartedAt), nullTime(run.FinishedAt),
-		run.Success, run.Skipped, run.Reason, run.Error, logsArg(run.Logs), store.TakenOverError(p.Generation, run.Error))
+		run.Success, run.Skipped, run.Reason, run.Error, logsArg(run.Logs), store.TakenOverError(p.Generation, run.Error),
+		store.Run{Error: p.NotCompletedError}.Bounded().Error)
 	var sr scannedRun
 	var buffered *time.Time
-	if err := row.Scan(append([]any{&res.SlotUpdated, &res.LeaseReleased, &buffered}, sr.dest()...)...); err != nil {
+	var status *string
+	if err := row.Scan(append([]any{&res.SlotUpdated, &status, &res.LeaseReleased, &buffered}, sr.dest()...)...); err != nil {
 		return store.SlotFinishResult{}, s.translate(fmt.Sprintf("finish slot of job %q", p.Job), err)
 	}
+	res.SlotStatus = store.SlotStatus(deref(status))
 	res.Run = sr.run()
 	if buffered != nil {
 		res.Buffered = buffered.UTC()

@@ -339,28 +339,38 @@ func (s *Store) SlotFinish(ctx context.Context, p store.SlotFinishParams) (res s
 			// transaction, or by this finish retried after its answer was
 			// lost) stays completed, with its finish time. A failed one is
 			// not taken for this holding's: SlotAbandon may have ended it.
+			// Status running leaves a running slot running (for a resume)
+			// and unfinished.
 			var started int64
+			var status string
 			err := tx.QueryRowContext(ctx, `
 				UPDATE cronfence_slots
 				   SET status = CASE WHEN status = 'running' THEN ?1 ELSE status END,
-				       finished_at = coalesce(finished_at, ?2)
+				       finished_at = CASE WHEN status = 'running' AND ?1 = 'running' THEN NULL ELSE coalesce(finished_at, ?2) END
 				WHERE job = ?3 AND slot = ?4 AND owner = ?5 AND lease_name = ?6 AND generation = ?7
 				  AND status IN ('running', 'completed')
-				RETURNING started_at`,
+				RETURNING started_at, status`,
 				string(p.Status), micros(now), p.Job, micros(slot), p.Owner, p.LeaseName, p.Generation,
-			).Scan(&started)
+			).Scan(&started, &status)
 			switch {
 			case err == nil:
-				res.SlotUpdated = true
+				res.SlotUpdated, res.SlotStatus = true, store.SlotStatus(status)
 				if run.StartedAt.IsZero() {
 					run.StartedAt = fromMicros(started)
+				}
+				if p.NotCompleted(res.SlotStatus) {
+					run.Success, run.Error = false, store.Run{Error: p.NotCompletedError}.Bounded().Error
 				}
 			case !errors.Is(err, sql.ErrNoRows):
 				return err
 			default:
 				// Taken over: the row records that, not the handler's
-				// verdict, which no longer counts for the slot.
+				// verdict, which no longer counts for the slot; for a run
+				// left to resume, the resume that followed.
 				run.Success, run.Error = false, store.TakenOverError(p.Generation, run.Error)
+				if p.Status == store.SlotRunning && p.NotCompletedError != "" {
+					run.Error = store.Run{Error: p.NotCompletedError}.Bounded().Error
+				}
 			}
 		}
 		var err error

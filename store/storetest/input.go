@@ -64,7 +64,7 @@ func badInput(t *testing.T, b Bundle) {
 		{"claim zero TTL", claim(func(p *store.SlotClaimParams) { p.TTL = 0 }), "TTL"},
 		{"claim over-long lease name", claim(func(p *store.SlotClaimParams) { p.LeaseName = long }), "lease name"},
 		{"finish bad status", func() error {
-			_, err := s.SlotFinish(ctx(t), store.SlotFinishParams{Job: "j", Slot: now, LeaseName: "l", Owner: "o", Generation: 1, Status: store.SlotRunning})
+			_, err := s.SlotFinish(ctx(t), store.SlotFinishParams{Job: "j", Slot: now, LeaseName: "l", Owner: "o", Generation: 1, Status: store.SlotSkipped})
 			return err
 		}(), "status"},
 		{"run without job", func() error { _, err := s.RunInsert(ctx(t), store.Run{}); return err }(), "job"},

@@ -72,6 +72,7 @@ func Run(t *testing.T, newBundle func(t *testing.T) Bundle) {
 		{"Monitor", monitorTests},
 		{"Settle", settleTests},
 		{"Skip", skipTests},
+		{"FinishRunning", finishRunningTests},
 		{"Hostile", hostileTests},
 	} {
 		t.Run(group.name, func(t *testing.T) {
