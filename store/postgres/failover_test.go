@@ -160,6 +160,11 @@ func TestReadOnlyServerSendsTheStoreToTheWritableHost(t *testing.T) {
 	if _, err := acquire("before"); err != nil {
 		t.Fatal(err)
 	}
+	key, release, err := s.LivenessHold(ctx(t), "owner-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
 	if port := serverPort(t, s); port != first.Addr()[len("127.0.0.1:"):] {
 		t.Fatalf("the store's connections go to port %s; want the first host, %s", port, first.Addr())
 	}
@@ -193,6 +198,42 @@ func TestReadOnlyServerSendsTheStoreToTheWritableHost(t *testing.T) {
 	if port := serverPort(t, s); port != second.Addr()[len("127.0.0.1:"):] {
 		t.Fatalf("the store's connections go to port %s after the demotion; want the writable host, %s", port, second.Addr())
 	}
+	// The liveness lock follows: held on the writable host, where the
+	// claims that record its key are judged. (Left on the demoted host,
+	// every lease of the owner would look like a dead owner's.)
+	writable := openCluster(t, second.URL(), false)
+	bound := ctx(t) // not a timing limit: only what ends the test if the lock never moves
+	for !advisoryHeld(t, writable, key) || !s.LiveKeyHeld(key) {
+		if bound.Err() != nil {
+			t.Fatalf("the liveness lock was not taken on the writable host (held there: %v; the store counts it held: %v)",
+				advisoryHeld(t, writable, key), s.LiveKeyHeld(key))
+		}
+		time.Sleep(5 * time.Millisecond) // polling the server, not waiting out a timer
+	}
+}
+
+// advisoryHeld reports whether a session of s's server holds the advisory
+// lock key.
+func advisoryHeld(t *testing.T, s *postgres.Store, key int64) bool {
+	t.Helper()
+	rows, err := s.Pool().Query(ctx(t), `SELECT classid::bigint, objid::bigint FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var hi, lo int64
+		if err := rows.Scan(&hi, &lo); err != nil {
+			t.Fatal(err)
+		}
+		if uint64(hi)<<32|uint64(lo) == uint64(key) {
+			return true
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return false
 }
 
 func serverPort(t *testing.T, s *postgres.Store) string {

@@ -125,6 +125,9 @@ type livenessHold struct {
 	// conn is watch's alone, and release's once watch has returned; nil
 	// while the lock is not held (between a break and the retake).
 	conn *pgx.Conn
+
+	mu   sync.Mutex
+	move context.CancelFunc // ends watch's wait on conn, to take the lock again elsewhere (see moveLiveness)
 }
 
 // watch waits on the connection for its session to end, and then takes the
@@ -137,7 +140,12 @@ func (h *livenessHold) watch(every time.Duration) {
 	defer close(h.done)
 	for {
 		if h.conn != nil {
-			awaitEnd(h.ctx, h.conn)
+			wait, move := context.WithCancel(h.ctx)
+			h.mu.Lock()
+			h.move = move
+			h.mu.Unlock()
+			awaitEnd(wait, h.conn)
+			move()
 			if h.ctx.Err() != nil {
 				return // released: release unlocks and closes
 			}
@@ -164,6 +172,26 @@ func (h *livenessHold) watch(every time.Duration) {
 		h.conn = conn
 		h.held.Store(true)
 	}
+}
+
+// moveLiveness makes every liveness hold give its connection up and take
+// its lock again on a new one, as after a break. The store calls it when a
+// write was refused as read-only: the server it reached is a standby or a
+// primary demoted by a failover, and the holds' sessions, which never
+// write, would otherwise stay on it, their locks invisible to the new
+// primary (every lease of this owner would look like a dead owner's there,
+// and be taken over at once). The pool was reset first, so the new
+// connections follow the URL to the writable host.
+func (s *Store) moveLiveness() {
+	s.liveHolds.Range(func(_, v any) bool {
+		h := v.(*livenessHold)
+		h.mu.Lock()
+		if h.move != nil {
+			h.move()
+		}
+		h.mu.Unlock()
+		return true
+	})
 }
 
 // awaitEnd reads the idle connection conn until its session ends or ctx

@@ -153,11 +153,13 @@ func withSchema(schema, sql string) string {
 // pooled connection go: they all lead to that server, and the pool would
 // keep them for their whole lifetime. New connections follow the URL again,
 // so with several hosts and target_session_attrs=read-write the next call
-// reaches the writable one.
+// reaches the writable one. The liveness locks move with them (see
+// moveLiveness).
 func (s *Store) translate(what string, err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "25006" {
 		s.pool.Reset()
+		s.moveLiveness()
 		return fmt.Errorf("postgres: %s: the server is read-only (a standby, or a primary demoted by a failover); the pool reconnects: %w", what, err)
 	}
 	switch {
