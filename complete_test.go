@@ -305,3 +305,61 @@ func TestCompleteInSQLThenInterrupted(t *testing.T) {
 		}
 	})
 }
+
+// A job that completes its slot in its own transaction (CompletesInTx)
+// counts a slot completed only when that transaction completed it. A
+// handler that returns nil without it (its COMMIT's answer was a success
+// from a server that then lost the commit in a failover, a demoted primary
+// that took it, or a handler that forgot) has no committed effect the
+// scheduler can know of: the slot is left to resume (attempts left) or
+// ends failed (none left), never completed on the handler's word. Without
+// the option the handler's nil completes the slot, as ever.
+func TestCompletesInTxTrustsOnlyTheTransaction(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		ctx := context.Background()
+		st := c.open(t)
+		fx := newEffects(t, st)
+		var mu sync.Mutex
+		attempts := map[string][]int{}
+		handler := func(ctx context.Context, run *Run) error {
+			mu.Lock()
+			attempts[run.Job] = append(attempts[run.Job], run.Attempt)
+			mu.Unlock()
+			if run.Attempt == 1 || run.Job == "never" {
+				return nil // as if its transaction's commit were lost
+			}
+			return fx.write(ctx, run, true)
+		}
+		c.startWith(Config{Owner: "a", Clock: offsetClock{c.db, 0}, Retention: -1},
+			Job{Name: "trusts", Schedule: "0 1 12 1 3 *", MaxAttempts: 3, CompletesInTx: true, Handler: handler},
+			Job{Name: "never", Schedule: "0 1 12 1 3 *", MaxAttempts: 2, CompletesInTx: true, Handler: handler},
+			Job{Name: "believes", Schedule: "0 1 12 1 3 *", MaxAttempts: 3, Handler: handler})
+		slot := c.db.Now().Add(time.Minute)
+		c.advance(time.Minute, time.Minute)
+		c.advance(3*time.Second, 500*time.Millisecond) // the resume scan's passes
+
+		sl, err := st.SlotGet(ctx, "trusts", slot)
+		if err != nil || sl.Status != store.SlotCompleted || sl.Attempts != 2 {
+			t.Errorf("trusts' slot = %+v, %v; want completed by attempt 2, whose transaction completed it", sl, err)
+		}
+		if n := fx.count(t, "trusts", slot); n != 1 {
+			t.Errorf("trusts' effect committed %d times, want 1", n)
+		}
+		rows, err := st.RunList(ctx, store.RunListParams{Job: "trusts"})
+		if err != nil || len(rows) != 2 || rows[1].Success || !strings.Contains(rows[1].Error, "did not complete its slot") {
+			t.Errorf("trusts' run rows = %+v, %v; want attempt 1 recorded as not completed, then attempt 2", rows, err)
+		}
+		if sl, err := st.SlotGet(ctx, "never", slot); err != nil || sl.Status != store.SlotFailed || sl.Attempts != 2 {
+			t.Errorf("never's slot = %+v, %v; want failed after its 2 attempts, neither completing it", sl, err)
+		}
+		if sl, err := st.SlotGet(ctx, "believes", slot); err != nil || sl.Status != store.SlotCompleted || sl.Attempts != 1 {
+			t.Errorf("believes' slot = %+v, %v; want completed at attempt 1 on the handler's word", sl, err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if got := fmt.Sprint(attempts["trusts"], attempts["never"], attempts["believes"]); got != "[1 2] [1 2] [1]" {
+			t.Errorf("attempts trusts, never, believes = %s; want [1 2] [1 2] [1]", got)
+		}
+		c.wantNeverDown()
+	})
+}

@@ -140,21 +140,47 @@ func (s *Scheduler) finish(spec runSpec, hold *leasekeeper.Hold, runErr error, l
 		}
 		return outcome, true, time.Time{}
 	}
-	if why := s.interruption(spec, runErr); why != "" && !s.completedItsSlot(spec) {
-		return s.leaveToResume(spec, hold, row, why)
-	}
-	status := store.SlotCompleted
-	if runErr != nil {
-		status = store.SlotFailed
-	}
-	res, err := s.ender().record(hold, job.LeaseTTL, store.SlotFinishParams{
+	p := store.SlotFinishParams{
 		Job: job.Name, Slot: spec.slot, LeaseName: spec.lease.Name, Owner: spec.lease.Owner,
-		Generation: spec.lease.Generation, Status: status, Run: row,
-	})
+		Generation: spec.lease.Generation, Status: store.SlotCompleted, Run: row,
+	}
+	if runErr != nil {
+		p.Status = store.SlotFailed
+	}
+	// Whether the run's own transaction completed its slot (Run.Complete,
+	// or complete() from a command's psql) is decided by the finish's one
+	// statement, on the database that holds the slot: no read before it,
+	// which after a failover may reach a server whose data no longer
+	// counts (a demoted primary answers reads).
+	switch why := s.interruption(spec, runErr); {
+	case why != "":
+		// Cut short from outside (shutdown, lease loss) with attempts
+		// left: the slot stays running and the lease is released, so a
+		// live replica resumes it (attempt + 1) as soon as the lease is
+		// free, instead of the slot counting as failed; unless its
+		// transaction completed it: its effect is committed, and its end is
+		// recorded as any finished run's.
+		p.Status = store.SlotRunning
+		p.NotCompletedError = "interrupted by " + why + ", left for a replica to resume: " + row.Error
+	case runErr == nil && job.CompletesInTx && !spec.slot.IsZero():
+		// A success counts only with its slot completed by the handler's
+		// transaction (see Job.CompletesInTx); else the slot is left to
+		// resume, or on its last attempt ends failed.
+		p.NotCompletedError = errNotCompleted.Error()
+		if spec.attempt < job.MaxAttempts {
+			p.Status = store.SlotRunning
+		} else {
+			p.Status = store.SlotFailed
+		}
+	}
+	res, err := s.ender().record(hold, job.LeaseTTL, p)
 	if err != nil {
 		s.log.Error("cronfence: could not record the end of a run; its slot is resumed by another replica once its lease expires",
 			"job", job.Name, "slot", spec.slot, "generation", spec.lease.Generation, "error", err)
 		return outcome, false, time.Time{}
+	}
+	if !spec.slot.IsZero() && !res.SlotUpdated && p.Status == store.SlotRunning && p.NotCompletedError != "" {
+		return RunInterrupted, true, time.Time{} // resumed already, as it was left to be
 	}
 	if !spec.slot.IsZero() && !res.SlotUpdated {
 		s.log.Warn("cronfence: the slot was taken over before this run ended; its result was not recorded on the slot",
@@ -162,51 +188,23 @@ func (s *Scheduler) finish(spec runSpec, hold *leasekeeper.Hold, runErr error, l
 		// A failure whatever the handler returned: the run row says so too.
 		return RunFailed, false, res.Buffered
 	}
+	if p.NotCompleted(res.SlotStatus) && !spec.slot.IsZero() {
+		if runErr == nil {
+			s.log.Warn("cronfence: the handler returned success without completing its slot in its transaction; it is not counted as completed",
+				"job", job.Name, "slot", spec.slot, "attempt", spec.attempt, "generation", spec.lease.Generation, "slot_status", res.SlotStatus)
+		}
+		if res.SlotStatus == store.SlotRunning {
+			// A slot buffered behind this one waits for its resumed run.
+			return RunInterrupted, true, time.Time{}
+		}
+		return RunFailed, true, res.Buffered
+	}
 	return outcome, true, res.Buffered
 }
 
-// leaveToResume ends a run cut short from outside (shutdown, lease loss)
-// with attempts left: the slot stays running and the lease is handed over,
-// so a live replica resumes the run (attempt + 1) as soon as the lease is
-// free, instead of the slot counting as failed. A lost lease's release
-// changes nothing.
-func (s *Scheduler) leaveToResume(spec runSpec, hold *leasekeeper.Hold, row store.Run, why string) (RunOutcome, bool, time.Time) {
-	job := spec.job
-	ctx, cancel := s.bounded(context.Background())
-	defer cancel()
-	hold.Quiesce() // no renewal may extend the lease after its release
-	if _, err := s.store.LeaseRelease(ctx, spec.lease.Ref()); err != nil {
-		s.log.Warn("cronfence: could not release the lease of an interrupted run", "job", job.Name, "why", why, "error", err)
-	}
-	// The run ends now by the clock the replica judges slots by (its own,
-	// corrected by its measured offset from the database clock).
-	row.Job, row.Slot, row.Owner, row.Generation, row.LeaseName = job.Name, spec.slot, spec.lease.Owner, spec.lease.Generation, spec.lease.Name
-	row.FinishedAt = s.scheduleNow()
-	row.Error = "interrupted by " + why + ", left for a replica to resume: " + row.Error
-	if _, err := s.store.RunInsert(ctx, row); err != nil {
-		s.log.Warn("cronfence: could not record an interrupted run", "job", job.Name, "why", why, "error", err)
-		return RunInterrupted, false, time.Time{}
-	}
-	return RunInterrupted, true, time.Time{}
-}
-
-// completedItsSlot reports whether an interrupted run's slot was completed
-// in the run's own transaction before it was cut short (Run.Complete, or
-// complete() from a command's psql): its effect is committed, so its end is
-// recorded as any finished run's, not left to resume. Only the store can
-// tell (a command's transaction is not the scheduler's, and Run.Complete's
-// statement may have been rolled back after it ran): one read, on this rare
-// path. A read that fails leaves the run interrupted, which is safe: a
-// completed slot is never resumed, whatever its run row says.
-func (s *Scheduler) completedItsSlot(spec runSpec) bool {
-	if spec.slot.IsZero() {
-		return false
-	}
-	ctx, cancel := s.bounded(context.Background())
-	defer cancel()
-	sl, err := s.store.SlotGet(ctx, spec.job.Name, spec.slot)
-	return err == nil && sl.Status == store.SlotCompleted && sl.Generation == spec.lease.Generation
-}
+// errNotCompleted is the error of a CompletesInTx job's run whose handler
+// returned nil with its slot not completed by its transaction.
+var errNotCompleted = errors.New("the handler returned success but did not complete its slot in its transaction (Job.CompletesInTx): its effect is not known to have committed")
 
 // interruption says why a scheduled run that ended in error was cut short
 // from outside ("shutdown", "lease loss": the keeper found the lease lost,

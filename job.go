@@ -80,6 +80,19 @@ type Job struct {
 	// cannot be reached at a fire (fail-open), with a warning. Default:
 	// leave the slot to catch-up.
 	RunWhenStoreDown bool
+	// CompletesInTx says the handler completes its slot itself, in the
+	// transaction that writes its effect: Run.Complete, or a command's
+	// complete() (cronfence_complete on SQLite), as the last statement
+	// before COMMIT. Then a slot counts as completed only when that
+	// transaction completed it: a handler that returns nil without it is
+	// treated as a run whose effect did not commit, its slot left to
+	// resume (attempts left) or ended failed. That is what keeps a slot
+	// from being lost when a COMMIT's success is answered by a server whose
+	// commit does not survive: an asynchronous standby promoted before it
+	// received the commit, or a demoted primary that took it after the
+	// promotion (docs/fencing.md). It costs one read per successful run.
+	// Default false: a handler's nil completes the slot.
+	CompletesInTx bool
 }
 
 // registered is a validated job with its parsed schedule.

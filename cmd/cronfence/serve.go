@@ -202,6 +202,7 @@ func schedulerJob(j config.Job, killGrace time.Duration) cronfence.Job {
 		MaxAttempts:      j.MaxAttempts,
 		Disabled:         j.Disabled,
 		RunWhenStoreDown: j.RunWhenStoreDown,
+		CompletesInTx:    j.CompletesInTx,
 	}
 }
 

@@ -106,7 +106,7 @@ type Token struct {
 }
 
 // Job is one job with defaults applied. The fields from Name to
-// RunWhenStoreDown have the names and meanings of cronfence.Job's.
+// CompletesInTx have the names and meanings of cronfence.Job's.
 type Job struct {
 	Name          string
 	Schedule      string
@@ -121,6 +121,10 @@ type Job struct {
 	// RunWhenStoreDown runs the command without a lease when the store
 	// cannot be reached.
 	RunWhenStoreDown bool
+	// CompletesInTx: the command completes its slot in its own
+	// transaction (complete() / cronfence_complete), and only that
+	// completion counts (completes_in_tx: true).
+	CompletesInTx bool
 
 	// Command is the argv to run, or nil when Shell is set.
 	Command []string

@@ -73,6 +73,7 @@ jobs:
     deadline: 2h
     enabled: false
     run_when_store_down: true
+    completes_in_tx: true
   - name: hello
     schedule: "@every 1h30m"
     shell: echo hello >> /tmp/x
@@ -90,14 +91,14 @@ jobs:
 		Jobs: []Job{{
 			Name: "daily-close", Schedule: "5 0 * * *", TimeZone: "UTC", Timeout: 10 * time.Minute,
 			LeaseTTL: 90 * time.Second, CatchUpWindow: time.Hour, Overlap: "buffer-one",
-			Deadline: 2 * time.Hour, MaxAttempts: 3, Disabled: true, RunWhenStoreDown: true,
+			Deadline: 2 * time.Hour, MaxAttempts: 3, Disabled: true, RunWhenStoreDown: true, CompletesInTx: true,
 			Command: []string{"/usr/local/bin/close-day", "--all", "7"},
 			Env:     map[string]string{"A": "1", "B": "job", "C": "3"}, Workdir: "/srv", Line: 15,
 		}, {
 			Name: "hello", Schedule: "@every 1h30m", TimeZone: "America/Sao_Paulo",
 			LeaseTTL: 45 * time.Second, Overlap: "skip", MaxAttempts: 2,
 			Shell: "echo hello >> /tmp/x", Env: map[string]string{"A": "1", "B": "2"},
-			Workdir: "/etc/cronfence/data", Line: 29,
+			Workdir: "/etc/cronfence/data", Line: 30,
 		}},
 		Monitor: defaultMonitor(),
 	}
@@ -175,6 +176,7 @@ defaults:
   deadline: 1h
   enabled: false
   run_when_store_down: true
+  completes_in_tx: true
 jobs:
   - name: inherits
     shell: x
@@ -192,16 +194,17 @@ jobs:
     deadline: 2h
     enabled: true
     run_when_store_down: false
+    completes_in_tx: false
 `)
 	want := []Job{{
 		Name: "inherits", Schedule: "@daily", TimeZone: "Europe/Lisbon", Timeout: time.Minute,
 		LeaseTTL: 30 * time.Second, CatchUpWindow: 5 * time.Minute, Overlap: "allow", Deadline: time.Hour,
-		MaxAttempts: 5, Disabled: true, RunWhenStoreDown: true, Shell: "x",
-		Env: map[string]string{"A": "1"}, Workdir: "/var", Line: 15,
+		MaxAttempts: 5, Disabled: true, RunWhenStoreDown: true, CompletesInTx: true, Shell: "x",
+		Env: map[string]string{"A": "1"}, Workdir: "/var", Line: 16,
 	}, {
 		Name: "overrides", Schedule: "@hourly", TimeZone: "Asia/Tokyo", Timeout: 2 * time.Minute,
 		LeaseTTL: time.Minute, CatchUpWindow: 10 * time.Minute, Overlap: "skip", Deadline: 2 * time.Hour,
-		MaxAttempts: 1, Shell: "x", Env: map[string]string{"A": "2", "B": "3"}, Workdir: "/tmp", Line: 17,
+		MaxAttempts: 1, Shell: "x", Env: map[string]string{"A": "2", "B": "3"}, Workdir: "/tmp", Line: 18,
 	}}
 	if diff := cmp.Diff(want, f.Jobs); diff != "" {
 		t.Fatalf("Jobs (-want +got):\n%s", diff)

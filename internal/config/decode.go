@@ -33,7 +33,7 @@ var (
 	tokenKeys = []string{"name", "role", "token"}
 	// jobFieldKeys are the fields defaults: may set too.
 	jobFieldKeys = []string{"schedule", "time_zone", "env", "workdir", "timeout", "lease_ttl",
-		"catch_up_window", "overlap", "max_attempts", "deadline", "enabled", "run_when_store_down"}
+		"catch_up_window", "overlap", "max_attempts", "deadline", "enabled", "run_when_store_down", "completes_in_tx"}
 	jobKeys = append([]string{"name", "command", "shell"}, jobFieldKeys...)
 )
 
@@ -400,7 +400,7 @@ type fields struct {
 	schedule, timeZone, workdir, overlap opt[string]
 	timeout, leaseTTL, catchUp, deadline opt[time.Duration]
 	maxAttempts                          opt[int]
-	enabled, runWhenStoreDown            opt[bool]
+	enabled, runWhenStoreDown, inTx      opt[bool]
 	env                                  opt[map[string]string]
 }
 
@@ -459,6 +459,9 @@ func (d *decoder) field(f *fields, key string, v *yaml.Node, path string) {
 	case "run_when_store_down":
 		x, ok := d.boolean(v, path)
 		f.runWhenStoreDown = set(x, ok, v, path)
+	case "completes_in_tx":
+		x, ok := d.boolean(v, path)
+		f.inTx = set(x, ok, v, path)
 	case "env":
 		x, ok := d.env(v, path)
 		f.env = set(x, ok, v, path)
@@ -710,13 +713,13 @@ func (d *decoder) resolve(own, def fields, path string, line int) Job {
 		timeout: own.timeout.or(def.timeout), leaseTTL: own.leaseTTL.or(def.leaseTTL),
 		catchUp: own.catchUp.or(def.catchUp), deadline: own.deadline.or(def.deadline),
 		maxAttempts: own.maxAttempts.or(def.maxAttempts), enabled: own.enabled.or(def.enabled),
-		runWhenStoreDown: own.runWhenStoreDown.or(def.runWhenStoreDown),
+		runWhenStoreDown: own.runWhenStoreDown.or(def.runWhenStoreDown), inTx: own.inTx.or(def.inTx),
 	}
 	j := Job{
 		Schedule: f.schedule.v, TimeZone: DefaultTimeZone, Timeout: f.timeout.v,
 		LeaseTTL: DefaultLeaseTTL, CatchUpWindow: f.catchUp.v, Overlap: DefaultOverlap,
 		Deadline: f.deadline.v, MaxAttempts: DefaultMaxAttempts, Disabled: f.enabled.set && !f.enabled.v,
-		RunWhenStoreDown: f.runWhenStoreDown.v, Env: map[string]string{},
+		RunWhenStoreDown: f.runWhenStoreDown.v, CompletesInTx: f.inTx.v, Env: map[string]string{},
 	}
 	if f.timeZone.set {
 		j.TimeZone = f.timeZone.v
