@@ -36,6 +36,7 @@ type runOpts struct {
 	sqlite       bool          // one SQLite file instead of PostgreSQL
 	guard        string        // weakcron's guard instead of cronfence ("advisory", "release-at-end")
 	write        writeMode     // how the job writes its effect; "" is writeComplete
+	failover     replication   // a standby beside the primary (faultFailover); "" none
 }
 
 // runChaos starts the world, injects faults for o.duration, lets the
@@ -45,7 +46,7 @@ func runChaos(t *testing.T, o runOpts) *report {
 	t.Helper()
 	t.Logf("chaos seed %d (replay: CHAOS_SEED=%d), %s of faults, %d replicas", o.seed, o.seed, o.duration, o.replicas)
 	h := newHarness(t, harnessOpts{replicas: o.replicas, breakFencing: o.breakFencing, sqlite: o.sqlite,
-		guard: o.guard, write: o.write})
+		guard: o.guard, write: o.write, failover: o.failover})
 	// Slots are owed from the first slot after every replica is up.
 	win := window{From: time.Now().Add(time.Second)}
 

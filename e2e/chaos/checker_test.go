@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -48,7 +49,7 @@ func (r *report) violate(format string, args ...any) {
 
 func (r *report) String() string {
 	kinds := make([]string, 0, len(r.Faults))
-	for _, k := range allFaults {
+	for _, k := range slices.Concat(allFaults, []faultKind{faultFailover}) {
 		if n := r.Faults[k]; n > 0 {
 			kinds = append(kinds, fmt.Sprintf("%s=%d", k, n))
 		}
@@ -87,7 +88,34 @@ func check(ev *evidence, faults []fault, win window, replicas int) *report {
 	checkRefusals(ev, r)
 	checkPauses(ev, faults, r)
 	checkMissed(ev, faults, win, replicas, r)
+	noteRecoveries(ev, faults, r)
 	return r
+}
+
+// noteRecoveries notes, for each failover, how long after it began the
+// first effect committed on the new primary, and that effect's generation
+// (above (timeline − 1) · 2^40 once its lease was taken on the new
+// timeline): the time to recover, which no rule judges.
+func noteRecoveries(ev *evidence, faults []fault, r *report) {
+	for _, f := range faults {
+		if f.Kind != faultFailover {
+			continue
+		}
+		var first *effect
+		for i := range ev.ledger {
+			e := &ev.ledger[i]
+			if e.CommittedAt.After(f.Start) && (first == nil || e.CommittedAt.Before(first.CommittedAt)) {
+				first = e
+			}
+		}
+		if first == nil {
+			r.Notes = append(r.Notes, fmt.Sprintf("failover at %s (%s): no effect committed after it", f.Start.Format("15:04:05.000"), f.Note))
+			continue
+		}
+		r.Notes = append(r.Notes, fmt.Sprintf("failover at %s (%s): first effect committed %d ms after it began (%s slot %s, generation %d)",
+			f.Start.Format("15:04:05.000"), f.Note, first.CommittedAt.Sub(f.Start).Milliseconds(), first.Job,
+			first.Slot.UTC().Format("15:04:05"), first.Generation))
+	}
 }
 
 // checkEffects: no (job, slot) effect committed twice, and every effect
@@ -619,7 +647,7 @@ func checkCatchUp(j chaosJob, last time.Time, faults []fault, down [][]span, cau
 		}
 		var affected []int
 		switch f.Kind {
-		case faultPGRestart:
+		case faultPGRestart, faultFailover:
 			for i := range down {
 				affected = append(affected, i)
 			}

@@ -24,6 +24,7 @@ const (
 	faultRolling   faultKind = "rolling"   // SIGTERM and restart of every replica, one by one
 	faultOffset    faultKind = "offset"    // a replica restarted with its clock 1-3 minutes off
 	faultPause     faultKind = "pause"     // a job paused through the API for 5-8s, then unset
+	faultFailover  faultKind = "failover"  // the primary killed, its standby promoted, a new standby made (with harnessOpts.failover only)
 )
 
 var allFaults = []faultKind{faultKill, faultFreeze, faultPGRestart, faultPartition, faultLatency, faultRolling, faultOffset, faultPause}
@@ -193,8 +194,12 @@ func (c *chaos) inject(ctx context.Context, kind faultKind) (fault, error) {
 	case faultPause:
 		f.Job = jobs[c.rng.IntN(len(jobs))].Name
 		err = c.pause(ctx, &f)
+	case faultFailover:
+		err = c.h.failOver(ctx, &f)
 	}
-	f.End = time.Now()
+	if f.End.IsZero() {
+		f.End = time.Now()
+	}
 	return f, err
 }
 

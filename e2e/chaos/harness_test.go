@@ -33,8 +33,9 @@ type harness struct {
 	config       string
 	runID        string // in every process's environment, to find leftovers
 	breakFencing bool
-	cluster      *pgcluster.Cluster // nil on SQLite
+	cluster      *pgcluster.Cluster // the primary; nil on SQLite
 	proxies      []*toxiproxy.Proxy // one per replica; nil on SQLite
+	failover     *failover          // the standby side, with harnessOpts.failover; nil without
 	sqlite       string             // the SQLite file, or "" on PostgreSQL
 	guard        string             // weakcron's guard, or "" for cronfence
 	weakBin      string             // weakcron, when guard is set
@@ -127,6 +128,9 @@ type harnessOpts struct {
 	// instead of cronfence; "" is cronfence.
 	guard string
 	write writeMode // how the job writes its effect; "" is writeComplete
+	// failover runs a streaming standby beside the primary, and a second
+	// proxy per replica to it ("async" or "sync"; see failover); "" none.
+	failover replication
 }
 
 // newHarness starts the database (a throwaway PostgreSQL cluster with a
@@ -147,6 +151,9 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 		err = h.setUpSQLite()
 	} else {
 		err = h.setUpPostgres(o.replicas)
+		if err == nil && o.failover != "" {
+			err = h.setUpStandby(o.failover, o.replicas)
+		}
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -160,6 +167,9 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 		r := &replica{h: h, name: name, listen: listen, log: filepath.Join(h.dir, name+".log")}
 		if h.proxies != nil {
 			r.proxy = h.proxies[i]
+		}
+		if h.failover != nil {
+			r.second = h.failover.proxies[i]
 		}
 		h.replicas = append(h.replicas, r)
 	}
@@ -190,7 +200,7 @@ func (h *harness) setUpPostgres(replicas int) error {
 		return fmt.Errorf("creating the chaos schema: %w", err)
 	}
 	var err error
-	if h.config, err = writeConfig(h.dir, jobScript); err != nil {
+	if h.config, err = writeConfig(h.dir, jobScript, h.write == writeComplete && !h.breakFencing); err != nil {
 		return err
 	}
 	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())

@@ -141,7 +141,7 @@ esac
 
 // writeConfig writes the job script (jobScript or sqliteJobScript) and the serve config into dir and
 // returns the config's path.
-func writeConfig(dir, jobScript string) (string, error) {
+func writeConfig(dir, jobScript string, inTx bool) (string, error) {
 	script := filepath.Join(dir, "job.sh")
 	if err := os.WriteFile(script, []byte(jobScript), 0o755); err != nil {
 		return "", err
@@ -149,6 +149,12 @@ func writeConfig(dir, jobScript string) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "tokens:\n  - name: chaos\n    role: admin\n    token: %s\n", adminToken)
 	fmt.Fprintf(&b, "defaults:\n  lease_ttl: %s\n  timeout: 30s\n  max_attempts: 5\n", leaseTTL)
+	if inTx {
+		// The job completes its slot in its transaction (complete()), and
+		// only that completion counts: a COMMIT answered by a server that
+		// then loses it (a failover) is not a completed slot.
+		b.WriteString("  completes_in_tx: true\n")
+	}
 	b.WriteString("jobs:\n")
 	for _, j := range jobs {
 		fmt.Fprintf(&b, "  - name: %s\n    schedule: \"*/%d * * * * *\"\n    command: [\"/bin/sh\", %q]\n", j.Name, j.Every, script)

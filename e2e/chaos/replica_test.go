@@ -27,6 +27,7 @@ type replica struct {
 	h      *harness
 	name   string           // r0, r1, …
 	proxy  *toxiproxy.Proxy // between this replica and PostgreSQL; nil on SQLite
+	second *toxiproxy.Proxy // with a standby, to the other server of the pair (see failover); else nil
 	listen string           // the admin API's address
 	log    string           // the job's append-only start log
 
@@ -41,10 +42,16 @@ type replica struct {
 }
 
 // dbURL is the database as this replica sees it: through its proxy ("" on
-// SQLite).
+// SQLite). With a standby, both servers of the pair, through their proxies,
+// and target_session_attrs=read-write, as an HA deployment lists them:
+// whichever is the primary now is the one connected to.
 func (r *replica) dbURL() string {
-	if r.proxy == nil {
+	switch {
+	case r.proxy == nil:
 		return ""
+	case r.second != nil:
+		return fmt.Sprintf("postgres://postgres@%s,%s/postgres?sslmode=disable&connect_timeout=5&target_session_attrs=read-write",
+			r.proxy.Listen, r.second.Listen)
 	}
 	return fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable&connect_timeout=5", r.proxy.Listen)
 }

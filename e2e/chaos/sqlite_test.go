@@ -87,7 +87,7 @@ func (h *harness) setUpSQLite() error {
 		return fmt.Errorf("creating the chaos tables: %w", err)
 	}
 	var err error
-	h.config, err = writeConfig(h.dir, sqliteJobScript)
+	h.config, err = writeConfig(h.dir, sqliteJobScript, h.write == writeComplete && !h.breakFencing)
 	return err
 }
 

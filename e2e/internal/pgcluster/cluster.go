@@ -227,3 +227,59 @@ func freePort() (int, error) {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
+
+// NewStandby starts a throwaway streaming standby of primary, made by
+// pg_basebackup (-R: primary_conninfo and standby.signal), removed at
+// cleanup. It streams asynchronously unless the primary's
+// synchronous_standby_names names it ('*' names any).
+func NewStandby(t testing.TB, primary *Cluster) (*Cluster, error) {
+	t.Helper()
+	c, err := startStandby(primary)
+	if err != nil {
+		return nil, fmt.Errorf("pgcluster: standby: %w", err)
+	}
+	t.Cleanup(func() {
+		if err := c.destroy(); err != nil {
+			t.Error(err)
+		}
+	})
+	return c, nil
+}
+
+func startStandby(primary *Cluster) (*Cluster, error) {
+	dir, err := os.MkdirTemp("/tmp", "cronfence-e2e-pg-")
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{bin: primary.bin, dir: dir, cred: primary.cred}
+	sock := filepath.Join(c.dir, "sock")
+	if err := os.Mkdir(sock, 0o700); err != nil {
+		return nil, errors.Join(err, c.destroy())
+	}
+	if c.cred != nil {
+		for _, p := range []string{c.dir, sock} {
+			if err := os.Chown(p, int(c.cred.Uid), int(c.cred.Gid)); err != nil {
+				return nil, errors.Join(err, c.destroy())
+			}
+		}
+	}
+	if err := c.run("pg_basebackup", "-D", c.dataDir(), "-h", "127.0.0.1", "-p", strconv.Itoa(primary.port), "-U", "postgres",
+		"-X", "stream", "-R", "-c", "fast", "-N"); err != nil {
+		return nil, errors.Join(err, c.destroy())
+	}
+	if c.port, err = freePort(); err != nil {
+		return nil, errors.Join(err, c.destroy())
+	}
+	if err := c.startServer(); err != nil {
+		return nil, errors.Join(err, c.destroy())
+	}
+	return c, nil
+}
+
+// Promote ends a standby's recovery and waits until it accepts writes, on
+// a new timeline.
+func (c *Cluster) Promote() error { return c.pgctl("promote") }
+
+// Kill stops the server as a crash would (pg_ctl stop -m immediate): no
+// checkpoint, and whatever a standby had not received yet is lost to it.
+func (c *Cluster) Kill() error { return c.pgctl("stop", "-m", "immediate") }
