@@ -52,10 +52,6 @@ const (
 	// rtWarmupFires run before the measured ones: they open the pools'
 	// connections and prepare every statement on them.
 	rtWarmupFires = 10
-	// rtLoserLag is how far the loser's clock runs behind the winner's, so
-	// the winner always claims first and the loser always meets running
-	// slots (refused already_executing, the common losing path).
-	rtLoserLag = 100 * time.Millisecond
 )
 
 // benchTrips is a pgx tracer counting exchanges with the server: each
@@ -217,7 +213,15 @@ func benchRoundTrips(b *testing.B, k int) {
 		jobs[i] = Job{Name: fmt.Sprintf("job-%03d", i), Schedule: "* * * * *", LeaseTTL: time.Hour, Handler: gate.handler}
 	}
 
-	open := func(owner string, offset time.Duration, migrate bool) rtReplica {
+	// The loser's clock is a fake of its own, moved to each slot only once
+	// the winner has claimed it, so the winner always claims first and the
+	// loser always meets running slots (refused already_executing, the
+	// common losing path). (A loser clock merely running behind no longer
+	// does: the scheduler measures its offset again when it sees its clock
+	// jump, as the fake clock's one-minute moves look, and fires on the
+	// database's time like the winner.)
+	lc := clock.NewFake(db.Now())
+	open := func(owner string, clk clock.Clock, migrate bool) rtReplica {
 		trips := &benchTrips{}
 		cfg := base.Config() // a copy, with pgtest's settings
 		cfg.ConnConfig.Tracer = trips
@@ -237,11 +241,16 @@ func benchRoundTrips(b *testing.B, k int) {
 			}
 		}
 		s, err := New(Config{
-			Store: st, Owner: owner, Logger: quiet, Clock: offsetClock{db, offset},
-			// Only the fire is counted: no pruning, and clock checks and
-			// the poll for interrupted runs pushed a day away (see
-			// BenchmarkSchedulerIdleRoundTrips for what they cost).
+			Store: st, Owner: owner, Logger: quiet, Clock: clk,
+			// Only the fire is counted: no pruning, no replica registry
+			// and absence checks, clock checks and the poll for
+			// interrupted runs pushed a day away (see
+			// BenchmarkSchedulerIdleRoundTrips for what they cost), and
+			// sleeps long enough that a fake clock moved to the next slot
+			// at once is not taken for a step of the clock (which is
+			// measured again then).
 			Retention: -1, ClockCheckEvery: 24 * time.Hour, ResumeEvery: 24 * time.Hour,
+			HeartbeatEvery: -1, CheckEvery: -1, MaxSleep: 2 * time.Minute,
 		})
 		if err != nil {
 			b.Fatal(err)
@@ -261,8 +270,8 @@ func benchRoundTrips(b *testing.B, k int) {
 		})
 		return rtReplica{s: s, trips: trips}
 	}
-	winner := open("winner", 0, true)
-	loser := open("loser", -rtLoserLag, false)
+	winner := open("winner", db, true)
+	loser := open("loser", lc, false)
 
 	// waitFor polls until both replicas' busy counts and the fake clock's
 	// timers are as given (each loop sleeps on one timer; the winner's
@@ -272,7 +281,7 @@ func benchRoundTrips(b *testing.B, k int) {
 	waitFor := func(what string, winnerBusy, timers int) {
 		b.Helper()
 		ok := func() bool {
-			return winner.s.busy.Load() == int64(winnerBusy) && loser.s.busy.Load() == 0 && db.Timers() == timers
+			return winner.s.busy.Load() == int64(winnerBusy) && loser.s.busy.Load() == 0 && db.Timers()+lc.Timers() == timers
 		}
 		deadline := time.Now().Add(30 * time.Second)
 		for time.Now().Before(deadline) {
@@ -285,7 +294,7 @@ func benchRoundTrips(b *testing.B, k int) {
 			time.Sleep(100 * time.Microsecond)
 		}
 		b.Fatalf("%s: winner busy %d (want %d), loser busy %d (want 0), %d timers (want %d)",
-			what, winner.s.busy.Load(), winnerBusy, loser.s.busy.Load(), db.Timers(), timers)
+			what, winner.s.busy.Load(), winnerBusy, loser.s.busy.Load(), db.Timers()+lc.Timers(), timers)
 	}
 	waitFor("start", 0, 2)
 
@@ -309,7 +318,7 @@ func benchRoundTrips(b *testing.B, k int) {
 		w1 := winner.trips.total()
 		claimSeen := winner.trips.record(record)
 
-		db.Advance(rtLoserLag)
+		lc.Advance(slot.Sub(now))
 		waitFor("loser's claim", k, 3)
 		l1 := loser.trips.total()
 		loseSeen := loser.trips.record(false)
