@@ -19,7 +19,7 @@ func TestSlotGivenUpToADeposedWriterIsRecordedAndAlerted(t *testing.T) {
 		needRowLocks(t, c)
 		ctx := context.Background()
 		st := c.open(t)
-		mon := st.(store.Monitor)
+		mon := store.Monitor(st)
 		start := c.db.Now()
 		_, tx := frozenWriter(t, st, start.Add(-time.Minute), 1)
 		rec := &recorder{}

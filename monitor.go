@@ -63,8 +63,8 @@ type monitorState struct {
 }
 
 // checkAbsence starts a pass of the absence checks when one is due, in a
-// goroutine of its own so that a slow pass never delays a fire. A store
-// without store.Monitor has no monitoring.
+// goroutine of its own so that a slow pass never delays a fire. A replica
+// without a registry row (HeartbeatEvery negative) runs none.
 func (s *Scheduler) checkAbsence(ctx context.Context, now time.Time) {
 	// Without a registry row of its own (replicaMonitor), a replica's
 	// checks would all wait for it (see errNotRegistered).

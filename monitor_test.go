@@ -110,11 +110,7 @@ type monitored struct {
 
 func newMonitored(t *testing.T, c *cluster) *monitored {
 	st := c.open(t)
-	mon, ok := st.(store.Monitor)
-	if !ok {
-		t.Fatalf("the %s store does not implement store.Monitor", c.kind)
-	}
-	m := &monitored{cluster: c, log: newAlertLog(), mon: mon}
+	m := &monitored{cluster: c, log: newAlertLog(), mon: st}
 	t.Cleanup(func() {
 		if t.Failed() {
 			m.dumpAlerts()
@@ -573,45 +569,6 @@ func TestAlertLeaseStuckHeldTooLongRaisedOnceAndResolved(t *testing.T) {
 	})
 }
 
-// A store without store.Monitor has no monitoring, and says nothing about
-// it: the scheduler runs as before.
-func TestMonitorNeedsStoreMonitor(t *testing.T) {
-	eachStore(t, func(t *testing.T, c *cluster) {
-		m := newMonitored(t, c)
-		l := newLedger()
-		job := Job{Name: "sync", Schedule: "@every 10s", Handler: l.handler(c.db)}
-		st := c.open(t)
-		s, err := New(Config{Owner: "plain", Store: plainStore{st}, Clock: offsetClock{c.db, 0}, Retention: -1, Logger: quiet, Observer: m.log.observer("plain")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Register(job); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		c.replicas = append(c.replicas, s)
-		t.Cleanup(func() { _ = s.Stop(context.Background()) })
-		c.advance(time.Minute, time.Second)
-		if n := l.ran("sync", time.Date(2026, 3, 1, 12, 0, 50, 0, time.UTC)); n != 1 {
-			t.Fatalf("slot 12:00:50 ran %d times, want once", n)
-		}
-		if _, err := m.mon.AlertList(context.Background(), store.AlertListParams{}); err != nil {
-			t.Fatal(err)
-		}
-		if _, _, err := st.LeaseAcquire(context.Background(), store.LeaseAcquireParams{Name: MonitorLeaseName, Owner: "probe", TTL: time.Second}); err != nil {
-			t.Fatal(err)
-		}
-		if lease, err := st.LeaseGet(context.Background(), MonitorLeaseName); err != nil || lease.Owner != "probe" || lease.Generation != 1 {
-			t.Fatalf("the monitor lease was taken before (%+v, %v): a store without Monitor ran checks", lease, err)
-		}
-	})
-}
-
-// plainStore hides a store's optional interfaces (Monitor, Liveness).
-type plainStore struct{ store.Store }
-
 // BenchmarkMonitorPass measures one pass of the absence checks over 300
 // jobs registered by one replica, each with a deadline and ten run rows:
 // its duration and, on PostgreSQL, its round trips counted at the driver.
@@ -663,7 +620,7 @@ func BenchmarkMonitorPass(b *testing.B) {
 			}
 		}
 		s.heartbeat(ctx, db.Now())
-		mon := st.(store.Monitor)
+		mon := st
 		s.monitorPass(ctx, mon) // takes the lease, prepares the statements
 		if s.monitor.lease.Generation == 0 {
 			b.Fatal("the pass did not take the monitor lease")
@@ -730,7 +687,7 @@ func TestAlertThresholdDefaultsAndValidation(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			cfg := tc.cfg
-			cfg.Store = plainStore{}
+			cfg.Store = configOnlyStore{} // New does no I/O
 			s, err := New(cfg)
 			if tc.wantErr != "" {
 				if err == nil || !errors.Is(err, store.ErrInvalidArgument) || !strings.Contains(err.Error(), tc.wantErr) {
@@ -793,3 +750,7 @@ func TestMonitorLeaseHeldAcrossPassesAndReleasedAtStop(t *testing.T) {
 		}
 	})
 }
+
+// configOnlyStore stands in for a store where only the configuration is
+// judged: New does no I/O, so none of its methods is called.
+type configOnlyStore struct{ store.Store }

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"runtime/debug"
@@ -46,8 +45,7 @@ func (s *Scheduler) replicaMonitor() (store.Monitor, bool) {
 	if s.cfg.HeartbeatEvery < 0 {
 		return nil, false
 	}
-	m, ok := s.store.(store.Monitor)
-	return m, ok
+	return s.store, true
 }
 
 // jobsChanged marks the registry row stale after Register: the next tick
@@ -173,15 +171,9 @@ func settingsHash(rj store.ReplicaJob) string {
 // Replicas returns the replica registry: every replica that recorded
 // itself, by owner, with its last heartbeat (by the database clock: compare
 // with Store().Now, not this replica's clock). A replica that crashed stays
-// listed, its heartbeat ageing, until pruned. The error wraps
-// errors.ErrUnsupported when the store keeps no registry (does not
-// implement store.Monitor).
+// listed, its heartbeat ageing, until pruned.
 func (s *Scheduler) Replicas(ctx context.Context) ([]store.Replica, error) {
-	m, ok := s.store.(store.Monitor)
-	if !ok {
-		return nil, fmt.Errorf("cronfence: the store (%T) keeps no replica registry: %w", s.store, errors.ErrUnsupported)
-	}
-	replicas, err := m.ReplicaList(ctx)
+	replicas, err := s.store.ReplicaList(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("cronfence: list replicas: %w", err)
 	}

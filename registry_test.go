@@ -2,7 +2,6 @@ package cronfence
 
 import (
 	"context"
-	"errors"
 	"os"
 	"regexp"
 	"testing"
@@ -196,13 +195,6 @@ func TestReplicaRegistryOptions(t *testing.T) {
 			t.Fatalf("after the API replica stopped, registry = %+v; want the worker only", rows)
 		}
 
-		bare, err := New(Config{Store: struct{ store.Store }{c.open(t)}, Logger: quiet, Clock: offsetClock{c.db, 0}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := bare.Replicas(context.Background()); !errors.Is(err, errors.ErrUnsupported) {
-			t.Fatalf("Replicas on a store without Monitor = %v, want errors.ErrUnsupported", err)
-		}
 	})
 }
 

@@ -5,10 +5,10 @@ import (
 	"time"
 )
 
-// Monitor is implemented by stores that keep the replica registry and the
-// alerts of absence monitoring. Both stores in this module implement it; the
-// scheduler uses it when present (a type assertion, like Liveness), so a
-// third-party store can leave it out and lose only the monitoring.
+// Monitor is the part of the store boundary that keeps the replica registry
+// and the alerts of absence monitoring. Every Store has it (Store embeds
+// it), so a wrapper that forwards Store forwards it too, and no caller
+// looks for it by type assertion.
 //
 // Every method is one round trip, validates its arguments first (an error
 // wrapping ErrInvalidArgument, nothing written) and returns ErrClosed after

@@ -12,6 +12,10 @@ import (
 //
 // A Store is safe for concurrent use.
 type Store interface {
+	// Monitor is the replica registry and the alerts of absence
+	// monitoring, which every store keeps.
+	Monitor
+
 	// Migrate brings the schema up to the version this binary knows. It is safe
 	// to call from many processes at once: one applies each migration, the
 	// others wait and then find nothing to do. It refuses, with

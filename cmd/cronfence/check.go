@@ -170,7 +170,6 @@ func (c *checkCmd) direct(ctx context.Context, a *app) (checkState, error) {
 	if dbv != binv {
 		return checkState{}, cannotTell("%s: %w", db.where, &store.SchemaVersionError{Database: dbv, Binary: binv})
 	}
-	// db.Store, not db: the wrapper would hide the store's store.Monitor.
 	reps, op, err := adminapi.Replicas(ctx, db.Store, c.StaleAfter)
 	if err != nil {
 		return checkState{}, cannotTell("%s in %s: %w", op, db.where, err)

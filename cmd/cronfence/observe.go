@@ -76,14 +76,9 @@ func (o *observability) instrument(s store.Store) store.Store {
 
 // watchLeases exports the leases of s's jobs as the store sees them, read
 // once per scrape through s's (instrumented) store, so this replica's
-// /metrics shows every holder's lease, a stopped one's included. A store
-// without store.Monitor has no such view.
+// /metrics shows every holder's lease, a stopped one's included.
 func (o *observability) watchLeases(s *cronfence.Scheduler, logger *slog.Logger) error {
-	m, ok := s.Store().(store.Monitor)
-	if !ok {
-		return nil
-	}
-	return metrics.RegisterLeases(o.reg, m, metrics.LeaseOptions{Jobs: s.Jobs, Logger: logger})
+	return metrics.RegisterLeases(o.reg, s.Store(), metrics.LeaseOptions{Jobs: s.Jobs, Logger: logger})
 }
 
 // observer is what the scheduler tells: every event to the metrics, alerts

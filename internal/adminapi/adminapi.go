@@ -19,8 +19,7 @@
 // A job name containing "/" is sent escaped (%2F) in the path. A job named
 // "alerts" or "replicas" is read with its name percent-escaped
 // (/api/admin/cron/%61lerts): the literal segment is the endpoint (see
-// match). The alerts and replicas endpoints answer 501 MONITOR_UNSUPPORTED
-// over a store that does not implement store.Monitor.
+// match).
 package adminapi
 
 import (

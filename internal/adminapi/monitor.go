@@ -26,10 +26,6 @@ const (
 	MaxAlertsLimit     = 1000
 )
 
-// ErrNoMonitor is returned by Alerts and Replicas for a store that does not
-// implement store.Monitor: it keeps no alerts and no replica registry.
-var ErrNoMonitor = errors.New("adminapi: the store does not keep alerts or replicas (it does not implement store.Monitor)")
-
 // Alert is one alert as the API answers it. "details" is never null;
 // "resolvedAt" is null while the alert is open.
 type Alert struct {
@@ -144,14 +140,9 @@ func ReplicaOf(r store.Replica, now time.Time, liveFor time.Duration) Replica {
 	return v
 }
 
-// Alerts lists alerts from st, newest first. It returns ErrNoMonitor when
-// st keeps none.
+// Alerts lists alerts from st, newest first.
 func Alerts(ctx context.Context, st store.Store, p store.AlertListParams) ([]Alert, error) {
-	m, ok := st.(store.Monitor)
-	if !ok {
-		return nil, ErrNoMonitor
-	}
-	rows, err := m.AlertList(ctx, p)
+	rows, err := st.AlertList(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -164,11 +155,8 @@ func Alerts(ctx context.Context, st store.Store, p store.AlertListParams) ([]Ale
 
 // Replicas reads the replica registry from st and judges each replica live
 // against the database clock. On failure it names the operation that
-// failed; it returns ErrNoMonitor when st keeps no registry.
+// failed.
 func Replicas(ctx context.Context, st store.Store, liveFor time.Duration) (ReplicaList, string, error) {
-	if _, ok := st.(store.Monitor); !ok {
-		return ReplicaList{}, "list replicas", ErrNoMonitor
-	}
 	now, err := st.Now(ctx)
 	if err != nil {
 		return ReplicaList{}, "read the database clock", err
@@ -179,11 +167,7 @@ func Replicas(ctx context.Context, st store.Store, liveFor time.Duration) (Repli
 // ReplicasAt is Replicas judging liveness against now, a database clock
 // reading the caller already made (the dashboard reads it once per page).
 func ReplicasAt(ctx context.Context, st store.Store, liveFor time.Duration, now time.Time) (ReplicaList, string, error) {
-	m, ok := st.(store.Monitor)
-	if !ok {
-		return ReplicaList{}, "list replicas", ErrNoMonitor
-	}
-	rows, err := m.ReplicaList(ctx)
+	rows, err := st.ReplicaList(ctx)
 	if err != nil {
 		return ReplicaList{}, "list replicas", err
 	}
@@ -209,11 +193,6 @@ func ReplicasAt(ctx context.Context, st store.Store, liveFor time.Duration, now 
 
 // monitorError answers a failure of Alerts or Replicas.
 func (a *api) monitorError(w http.ResponseWriter, r *http.Request, op string, err error) {
-	if errors.Is(err, ErrNoMonitor) {
-		writeError(w, http.StatusNotImplemented, "MONITOR_UNSUPPORTED",
-			fmt.Sprintf("%s: the store (%T) keeps no alerts or replica registry: it does not implement store.Monitor", op, a.sched.Store()), nil)
-		return
-	}
 	a.storeError(w, r, op, err)
 }
 

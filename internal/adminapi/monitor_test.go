@@ -290,21 +290,6 @@ func TestReplicasEndpoint(t *testing.T) {
 	}
 }
 
-// noMonitor is a third-party store: the real SQLite store seen through
-// store.Store only, so it does not implement store.Monitor.
-type noMonitor struct{ store.Store }
-
-func TestMonitorUnsupported(t *testing.T) {
-	t.Parallel()
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "cronfence.db"), nil)
-	must(t, err)
-	t.Cleanup(func() { _ = st.Close() })
-	must(t, st.Migrate(context.Background()))
-	b := serveStore(t, noMonitor{st}, nil)
-	b.wantErr(t, "GET", "/api/admin/cron/alerts", readSecret, "", 501, "MONITOR_UNSUPPORTED")
-	b.wantErr(t, "GET", "/api/admin/cron/replicas", readSecret, "", 501, "MONITOR_UNSUPPORTED")
-}
-
 // Jobs named "alerts" and "replicas": the literal GET is the endpoint, an
 // escaped spelling reads the job, and PUT, /run and /logs reach the job as
 // written.

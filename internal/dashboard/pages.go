@@ -1,7 +1,6 @@
 package dashboard
 
 import (
-	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -83,13 +82,12 @@ type replicaView struct {
 	Heartbeat stamp
 }
 
-// MonitorView is the alerts and replicas of a page, or why there are none.
+// MonitorView is the alerts and replicas of a page.
 type MonitorView struct {
-	Supported bool
-	Alerts    []alertView
-	Replicas  []replicaView
-	LiveFor   string
-	Checks    *checksView // nil: no replica ever ran the absence checks
+	Alerts   []alertView
+	Replicas []replicaView
+	LiveFor  string
+	Checks   *checksView // nil: no replica ever ran the absence checks
 }
 
 // checksView is who runs the absence checks and when they last ran.
@@ -122,9 +120,8 @@ type replicaJob struct {
 
 type alertsPage struct {
 	Chrome
-	Alerts    []alertView
-	Supported bool
-	Limit     int
+	Alerts []alertView
+	Limit  int
 }
 
 func (d *dashboard) chromeFor(title string, id adminapi.Identity, now time.Time) Chrome {
@@ -211,15 +208,11 @@ func (d *dashboard) alertViews(list []adminapi.Alert, now time.Time) []alertView
 	return out
 }
 
-// monitor reads open alerts (of subject, when not empty) and replicas. A
-// store without store.Monitor gives an empty, unsupported view; op names a
-// failed read.
+// monitor reads open alerts (of subject, when not empty) and replicas; op
+// names a failed read.
 func (d *dashboard) monitor(r *http.Request, subject string, now time.Time) (MonitorView, string, error) {
 	st := d.sched.Store()
 	alerts, err := adminapi.Alerts(r.Context(), st, store.AlertListParams{OpenOnly: true, Subject: subject, Limit: adminapi.MaxAlertsLimit})
-	if errors.Is(err, adminapi.ErrNoMonitor) {
-		return MonitorView{LiveFor: d.liveFor.String()}, "", nil
-	}
 	if err != nil {
 		return MonitorView{}, "list alerts", err
 	}
@@ -227,7 +220,7 @@ func (d *dashboard) monitor(r *http.Request, subject string, now time.Time) (Mon
 	if err != nil {
 		return MonitorView{}, op, err
 	}
-	mv := MonitorView{Supported: true, Alerts: d.alertViews(alerts, now), LiveFor: d.liveFor.String()}
+	mv := MonitorView{Alerts: d.alertViews(alerts, now), LiveFor: d.liveFor.String()}
 	if m := reps.Monitor; m != nil {
 		mv.Checks = &checksView{Holder: m.Holder, LastPass: parseAt(m.LastPassAt, time.UTC, now), Active: m.Active}
 	}
@@ -339,14 +332,10 @@ func (d *dashboard) alerts(w http.ResponseWriter, r *http.Request, id adminapi.I
 	limit := queryLimit(r, alertsPageLimit, adminapi.MaxAlertsLimit)
 	p := alertsPage{Chrome: d.chromeFor("Alerts", id, now), Limit: limit}
 	list, err := adminapi.Alerts(r.Context(), st, store.AlertListParams{Limit: limit})
-	switch {
-	case errors.Is(err, adminapi.ErrNoMonitor):
-	case err != nil:
+	if err != nil {
 		d.storeError(w, r, "list alerts", err)
 		return
-	default:
-		p.Supported = true
-		p.Alerts = d.alertViews(list, now)
 	}
+	p.Alerts = d.alertViews(list, now)
 	d.render(w, http.StatusOK, "alerts.html", p)
 }

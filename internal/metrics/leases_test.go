@@ -42,7 +42,7 @@ func TestLeaseGaugesShowEveryHoldersLease(t *testing.T) {
 				{Job: cronfence.Job{Name: "fanout", Overlap: cronfence.OverlapAllow}},
 				{Job: cronfence.Job{Name: "idle", Overlap: cronfence.OverlapSkip}},
 			}
-			if err := metrics.RegisterLeases(reg, here.(store.Monitor), metrics.LeaseOptions{
+			if err := metrics.RegisterLeases(reg, here, metrics.LeaseOptions{
 				Jobs: func() []cronfence.JobInfo { return jobs }, Logger: quiet,
 			}); err != nil {
 				t.Fatal(err)

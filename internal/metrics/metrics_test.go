@@ -157,7 +157,7 @@ func TestMetricsOfARealRunLintCleanAndMatch(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if err := metrics.RegisterLeases(reg, st.(store.Monitor), metrics.LeaseOptions{Jobs: s.Jobs, Logger: quiet}); err != nil {
+			if err := metrics.RegisterLeases(reg, st, metrics.LeaseOptions{Jobs: s.Jobs, Logger: quiet}); err != nil {
 				t.Fatal(err)
 			}
 			if err := s.Start(context.Background()); err != nil {
@@ -381,11 +381,9 @@ func TestInstrumentStoreKeepsOptionalInterfaces(t *testing.T) {
 				raw = &sqlite.Store{}
 			}
 			_, rawLive := raw.(store.Liveness)
-			_, rawMon := raw.(store.Monitor)
 			_, live := wrapped.(store.Liveness)
-			_, mon := wrapped.(store.Monitor)
-			if live != rawLive || mon != rawMon {
-				t.Fatalf("wrapped: liveness %v monitor %v; the store: liveness %v monitor %v", live, mon, rawLive, rawMon)
+			if live != rawLive {
+				t.Fatalf("wrapped: liveness %v; the store: liveness %v", live, rawLive)
 			}
 			if o.name == "postgres" && !live {
 				t.Fatal("the PostgreSQL store lost its liveness lock behind the wrapper")

@@ -30,25 +30,11 @@ func opOf(ctx context.Context) string {
 // that op (right for SQLite, where a call is one round trip to a local
 // file); without, the call only names the op for QueryTracer, which times
 // each query at the driver (PostgreSQL). The wrapper keeps the optional
-// store.Liveness and store.Monitor interfaces when s has them, since the
-// scheduler finds them by type assertion.
+// store.Liveness interface when s has it, since the scheduler finds it by
+// type assertion.
 func (c *Collector) InstrumentStore(s store.Store, timeCalls bool) store.Store {
 	w := &instrumented{Store: s, c: c, timed: timeCalls}
-	m, isMonitor := s.(store.Monitor)
-	l, isLiveness := s.(store.Liveness)
-	switch {
-	case isMonitor && isLiveness:
-		return struct {
-			*instrumented
-			*monitor
-			*liveness
-		}{w, &monitor{m, w}, &liveness{l, w}}
-	case isMonitor:
-		return struct {
-			*instrumented
-			*monitor
-		}{w, &monitor{m, w}}
-	case isLiveness:
+	if l, ok := s.(store.Liveness); ok {
 		return struct {
 			*instrumented
 			*liveness
@@ -203,52 +189,46 @@ func (w *instrumented) JobStateList(ctx context.Context) ([]store.JobState, erro
 	return w.Store.JobStateList(ctx)
 }
 
-// monitor instruments store.Monitor the same way.
-type monitor struct {
-	store.Monitor
-	w *instrumented
+func (w *instrumented) ReplicaHeartbeat(ctx context.Context, r store.Replica) (store.Replica, error) {
+	ctx, done := w.op(ctx, "ReplicaHeartbeat")
+	defer done()
+	return w.Store.ReplicaHeartbeat(ctx, r)
 }
 
-func (m *monitor) ReplicaHeartbeat(ctx context.Context, r store.Replica) (store.Replica, error) {
-	ctx, done := m.w.op(ctx, "ReplicaHeartbeat")
+func (w *instrumented) ReplicaList(ctx context.Context) ([]store.Replica, error) {
+	ctx, done := w.op(ctx, "ReplicaList")
 	defer done()
-	return m.Monitor.ReplicaHeartbeat(ctx, r)
+	return w.Store.ReplicaList(ctx)
 }
 
-func (m *monitor) ReplicaList(ctx context.Context) ([]store.Replica, error) {
-	ctx, done := m.w.op(ctx, "ReplicaList")
+func (w *instrumented) ReplicaRemove(ctx context.Context, owner string) error {
+	ctx, done := w.op(ctx, "ReplicaRemove")
 	defer done()
-	return m.Monitor.ReplicaList(ctx)
+	return w.Store.ReplicaRemove(ctx, owner)
 }
 
-func (m *monitor) ReplicaRemove(ctx context.Context, owner string) error {
-	ctx, done := m.w.op(ctx, "ReplicaRemove")
+func (w *instrumented) AlertRaise(ctx context.Context, p store.AlertRaiseParams) (store.Alert, bool, error) {
+	ctx, done := w.op(ctx, "AlertRaise")
 	defer done()
-	return m.Monitor.ReplicaRemove(ctx, owner)
+	return w.Store.AlertRaise(ctx, p)
 }
 
-func (m *monitor) AlertRaise(ctx context.Context, p store.AlertRaiseParams) (store.Alert, bool, error) {
-	ctx, done := m.w.op(ctx, "AlertRaise")
+func (w *instrumented) AlertResolve(ctx context.Context, kind store.AlertKind, subject string) (store.Alert, bool, error) {
+	ctx, done := w.op(ctx, "AlertResolve")
 	defer done()
-	return m.Monitor.AlertRaise(ctx, p)
+	return w.Store.AlertResolve(ctx, kind, subject)
 }
 
-func (m *monitor) AlertResolve(ctx context.Context, kind store.AlertKind, subject string) (store.Alert, bool, error) {
-	ctx, done := m.w.op(ctx, "AlertResolve")
+func (w *instrumented) AlertList(ctx context.Context, p store.AlertListParams) ([]store.Alert, error) {
+	ctx, done := w.op(ctx, "AlertList")
 	defer done()
-	return m.Monitor.AlertResolve(ctx, kind, subject)
+	return w.Store.AlertList(ctx, p)
 }
 
-func (m *monitor) AlertList(ctx context.Context, p store.AlertListParams) ([]store.Alert, error) {
-	ctx, done := m.w.op(ctx, "AlertList")
+func (w *instrumented) LeaseList(ctx context.Context, p store.LeaseListParams) (store.LeaseListResult, error) {
+	ctx, done := w.op(ctx, "LeaseList")
 	defer done()
-	return m.Monitor.AlertList(ctx, p)
-}
-
-func (m *monitor) LeaseList(ctx context.Context, p store.LeaseListParams) (store.LeaseListResult, error) {
-	ctx, done := m.w.op(ctx, "LeaseList")
-	defer done()
-	return m.Monitor.LeaseList(ctx, p)
+	return w.Store.LeaseList(ctx, p)
 }
 
 // liveness names the liveness session's queries. The hold lasts the
