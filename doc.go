@@ -11,7 +11,8 @@
 //
 // # Guarantees
 //
-// Numbered as in the project's DESIGN.md:
+// Numbered as in docs/design.md, which also has the data model, the state
+// machines and how a slot flows through the code:
 //
 //   - G1: a slot runs once across replicas. At each fire a replica claims
 //     every job due at that instant in one round trip (the pause state read
@@ -49,6 +50,12 @@
 //     after it.
 //   - G8: replica clocks do not matter: expiry and "due" come from the
 //     database clock; a replica whose clock runs ahead cannot claim early.
+//   - G9: absence is noticed: one replica at a time runs the absence checks
+//     (a deadline missed, a lease held too long, a skip streak, a slow run,
+//     config drift, an orphan job, a clock offset) and raises each alert
+//     once across replicas, to the log, the Observer, the store's alerts;
+//     a deposed writer sitting on an expired lease is raised by the
+//     scheduler that meets it (docs/alerts.md).
 //   - G10: history stays bounded: one replica at a time prunes runs and
 //     claims older than Config.Retention, keeping each job's latest claim.
 //
