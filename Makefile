@@ -3,6 +3,9 @@
 GO      ?= go
 PKGS    ?= ./...
 BENCH   ?= .
+# staticcheck runs at a pinned version, fetched through the Go module proxy
+# (go run caches the build): no install step, the same on every machine.
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME ?= 30s
 # make test fuzzes each target for a number of executions, not a duration:
 # Go 1.26's fuzz coordinator can report its own -fuzztime deadline as a
@@ -35,11 +38,12 @@ test-short: ## Run the tests fast: no race detector, database tests skipped when
 	$(GO) test -short -count=1 $(PKGS)
 
 .PHONY: lint
-lint: ## Check formatting (gofmt), go vet and that go.mod is tidy.
+lint: ## Check formatting (gofmt), go vet, staticcheck (pinned, from the Go module proxy) and that go.mod is tidy.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	$(GO) run $(STATICCHECK) $(PKGS)
 	$(GO) mod tidy -diff
-	cd e2e && $(GO) vet ./... && $(GO) mod tidy -diff
+	cd e2e && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./... && $(GO) mod tidy -diff
 
 .PHONY: bench
 bench: ## Run the benchmarks: round trips per store operation and per fire, latencies, memory.

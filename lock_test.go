@@ -271,8 +271,8 @@ func TestLockBadInput(t *testing.T) {
 }
 
 func TestOwnerIDUniquePerProcess(t *testing.T) {
-	if OwnerID() != OwnerID() {
-		t.Fatal("OwnerID changed within a process")
+	if first, again := OwnerID(), OwnerID(); first != again {
+		t.Fatalf("OwnerID changed within a process: %q, then %q", first, again)
 	}
 	if a, b := newOwnerID(), newOwnerID(); a == b {
 		t.Fatalf("two incarnations got the same owner id %q", a)

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/cronfence/cronfence/store"
 	"github.com/cronfence/cronfence/store/postgres"
@@ -172,7 +171,7 @@ func beginTx(t *testing.T, s store.Store) (tx any, rollback func()) {
 			t.Error(err)
 			return nil, func() {}
 		}
-		return tx, func() { _ = tx.(pgx.Tx).Rollback(ctx) }
+		return tx, func() { _ = tx.Rollback(ctx) }
 	case *sqlite.Store:
 		tx, err := s.DB().BeginTx(ctx, nil)
 		if err != nil {
