@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/cronfence/cronfence"
+	"github.com/cronfence/cronfence/cmd/cronfence/internal/config"
 	"github.com/cronfence/cronfence/internal/adminapi"
-	"github.com/cronfence/cronfence/internal/config"
 	"github.com/cronfence/cronfence/store"
 )
 

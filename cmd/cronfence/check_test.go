@@ -14,8 +14,8 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/cronfence/cronfence"
+	"github.com/cronfence/cronfence/cmd/cronfence/internal/config"
 	"github.com/cronfence/cronfence/internal/adminapi"
-	"github.com/cronfence/cronfence/internal/config"
 	"github.com/cronfence/cronfence/internal/pgtest"
 	"github.com/cronfence/cronfence/store"
 	"github.com/cronfence/cronfence/store/postgres"

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/cronfence/cronfence"
-	"github.com/cronfence/cronfence/internal/command"
+	"github.com/cronfence/cronfence/cmd/cronfence/internal/command"
 	"github.com/cronfence/cronfence/store"
 )
 

@@ -18,7 +18,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
-	"github.com/cronfence/cronfence/internal/command"
+	"github.com/cronfence/cronfence/cmd/cronfence/internal/command"
 )
 
 // Exit statuses of cronfence itself; `lock` otherwise exits with its
@@ -100,7 +100,7 @@ func usageError(format string, args ...any) error {
 }
 
 func main() {
-	// The hidden supervisor of every job command (internal/command): the
+	// The hidden supervisor of every job command (cmd/cronfence/internal/command): the
 	// binary re-executed, before any flag parsing or signal handling.
 	if len(os.Args) > 1 && os.Args[1] == command.SuperviseArg {
 		os.Exit(command.Supervise(os.Args[2:]))

@@ -15,7 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/cronfence/cronfence/internal/config"
+	"github.com/cronfence/cronfence/cmd/cronfence/internal/config"
 	"github.com/cronfence/cronfence/internal/metrics/scrape"
 	"github.com/cronfence/cronfence/internal/pgtest"
 	"github.com/cronfence/cronfence/store"

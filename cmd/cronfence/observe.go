@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/cronfence/cronfence"
-	"github.com/cronfence/cronfence/internal/config"
+	"github.com/cronfence/cronfence/cmd/cronfence/internal/config"
 	"github.com/cronfence/cronfence/internal/metrics"
 	"github.com/cronfence/cronfence/internal/webhook"
 	"github.com/cronfence/cronfence/store"

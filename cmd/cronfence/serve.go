@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/cronfence/cronfence"
+	"github.com/cronfence/cronfence/cmd/cronfence/internal/command"
+	"github.com/cronfence/cronfence/cmd/cronfence/internal/config"
 	"github.com/cronfence/cronfence/internal/adminapi"
 	"github.com/cronfence/cronfence/internal/clock"
-	"github.com/cronfence/cronfence/internal/command"
-	"github.com/cronfence/cronfence/internal/config"
 	"github.com/cronfence/cronfence/internal/dashboard"
 )
 

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/cronfence/cronfence"
-	"github.com/cronfence/cronfence/internal/config"
+	"github.com/cronfence/cronfence/cmd/cronfence/internal/config"
 )
 
 // Every field of the monitor: section reaches the field of the same name in

@@ -180,7 +180,7 @@ func TestMonitorExamplesAreTheDefaults(t *testing.T) {
 		{"examples/cronfence.yaml", "# "},
 		{"docs/alerts.md", ""},
 	} {
-		data, err := os.ReadFile(filepath.Join("..", "..", c.file))
+		data, err := os.ReadFile(filepath.Join("..", "..", "..", "..", c.file))
 		if err != nil {
 			t.Fatal(err)
 		}

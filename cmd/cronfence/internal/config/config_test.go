@@ -267,7 +267,7 @@ func TestParseEnvironment(t *testing.T) {
 
 func TestExample(t *testing.T) {
 	t.Parallel()
-	f, err := Load(filepath.Join("..", "..", "examples", "cronfence.yaml"))
+	f, err := Load(filepath.Join("..", "..", "..", "..", "examples", "cronfence.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
