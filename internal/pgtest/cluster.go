@@ -131,17 +131,8 @@ func newCluster(bin string) (*Cluster, error) {
 // create lays out the directory, runs initdb and starts the server on a free
 // port.
 func (c *Cluster) create() error {
-	if err := writeOwner(c.dir); err != nil {
-		return fmt.Errorf("pgtest: %w", err)
-	}
-	sock := filepath.Join(c.dir, "sock")
-	if err := os.Mkdir(sock, 0o700); err != nil {
-		return fmt.Errorf("pgtest: %w", err)
-	}
-	for _, p := range []string{c.dir, sock} {
-		if err := chown(p, c.user); err != nil {
-			return fmt.Errorf("pgtest: handing %s to the server's user: %w", p, err)
-		}
+	if err := c.layOut(); err != nil {
+		return err
 	}
 	// -N skips fsync: the cluster is thrown away, and initdb's syncs are most
 	// of its run time.
@@ -159,6 +150,24 @@ func (c *Cluster) create() error {
 		}
 	}
 	return err
+}
+
+// layOut writes the owner file and the socket directory, both the server
+// user's.
+func (c *Cluster) layOut() error {
+	if err := writeOwner(c.dir); err != nil {
+		return fmt.Errorf("pgtest: %w", err)
+	}
+	sock := filepath.Join(c.dir, "sock")
+	if err := os.Mkdir(sock, 0o700); err != nil {
+		return fmt.Errorf("pgtest: %w", err)
+	}
+	for _, p := range []string{c.dir, sock} {
+		if err := chown(p, c.user); err != nil {
+			return fmt.Errorf("pgtest: handing %s to the server's user: %w", p, err)
+		}
+	}
+	return nil
 }
 
 func (c *Cluster) start() error {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"testing"
 )
 
@@ -46,17 +45,8 @@ func NewStandby(t testing.TB, primaryAddr string) *Cluster {
 }
 
 func (c *Cluster) createStandby(host, port string) error {
-	if err := writeOwner(c.dir); err != nil {
-		return fmt.Errorf("pgtest: %w", err)
-	}
-	sock := filepath.Join(c.dir, "sock")
-	if err := os.Mkdir(sock, 0o700); err != nil {
-		return fmt.Errorf("pgtest: %w", err)
-	}
-	for _, p := range []string{c.dir, sock} {
-		if err := chown(p, c.user); err != nil {
-			return fmt.Errorf("pgtest: handing %s to the server's user: %w", p, err)
-		}
+	if err := c.layOut(); err != nil {
+		return err
 	}
 	// -c fast: a checkpoint at once rather than spread out; -N: no fsync,
 	// the copy is thrown away.

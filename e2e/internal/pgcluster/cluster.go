@@ -95,7 +95,9 @@ func start() (*Cluster, error) {
 	return c, nil
 }
 
-func (c *Cluster) create() error {
+// layOut makes the socket directory, and hands it and the cluster's
+// directory to the server's user.
+func (c *Cluster) layOut() error {
 	sock := filepath.Join(c.dir, "sock")
 	if err := os.Mkdir(sock, 0o700); err != nil {
 		return err
@@ -106,6 +108,13 @@ func (c *Cluster) create() error {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+func (c *Cluster) create() error {
+	if err := c.layOut(); err != nil {
+		return err
 	}
 	// -N: no fsync; the cluster is thrown away.
 	if err := c.run("initdb", "-D", c.dataDir(), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C", "-N"); err != nil {
@@ -252,16 +261,8 @@ func startStandby(primary *Cluster) (*Cluster, error) {
 		return nil, err
 	}
 	c := &Cluster{bin: primary.bin, dir: dir, cred: primary.cred}
-	sock := filepath.Join(c.dir, "sock")
-	if err := os.Mkdir(sock, 0o700); err != nil {
+	if err := c.layOut(); err != nil {
 		return nil, errors.Join(err, c.destroy())
-	}
-	if c.cred != nil {
-		for _, p := range []string{c.dir, sock} {
-			if err := os.Chown(p, int(c.cred.Uid), int(c.cred.Gid)); err != nil {
-				return nil, errors.Join(err, c.destroy())
-			}
-		}
 	}
 	if err := c.run("pg_basebackup", "-D", c.dataDir(), "-h", "127.0.0.1", "-p", strconv.Itoa(primary.port), "-U", "postgres",
 		"-X", "stream", "-R", "-c", "fast", "-N"); err != nil {
