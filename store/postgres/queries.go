@@ -129,8 +129,10 @@ taken_over AS (
            renewed_at  = c.now,
            expires_at  = c.now + w.ttl_us * interval '1 microsecond',
            live_key    = nullif(` + liveKey + `::bigint, 0)
-      FROM wanted w, c
-     WHERE t.name = w.name AND t.name IN (SELECT name FROM taken)
+      FROM wanted w
+      JOIN taken k ON k.name = w.name
+     CROSS JOIN c
+     WHERE t.name = w.name
        AND NOT ` + leaseHeld("t", owner) + `
     RETURNING ` + prefixed("t", leaseColumns) + `
 ),
