@@ -1,0 +1,154 @@
+package cronfence
+
+import (
+	"container/heap"
+	"context"
+	"time"
+)
+
+// The scheduling loop: one timer for the next fire, re-armed as jobs come
+// due, and the tick that does what is due.
+
+func (s *Scheduler) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// loop sleeps until the earliest entry is due, at most MaxSleep at a time so
+// that a suspended host or a clock jump is noticed, and fires.
+func (s *Scheduler) loop(ctx context.Context) {
+	defer close(s.loopDone)
+	defer s.scans.Wait()    // before loopDone: a pass may still start a run, which Stop then waits for
+	defer s.removeReplica() // after the last tick, so no heartbeat follows it
+	defer s.stopMonitor()   // after the last tick, so no pass follows it
+	for {
+		s.mu.Lock()
+		now := s.scheduleNow()
+		wait := s.cfg.MaxSleep
+		if s.heap.Len() > 0 {
+			wait = min(wait, max(s.heap[0].fireAt.Sub(now), 0))
+		}
+		if s.resumeScans() {
+			wait = min(wait, max(s.nextResume.Sub(now), 0))
+		}
+		s.mu.Unlock()
+		slept := s.cfg.Clock.Now()
+		timer := s.cfg.Clock.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		case <-s.wake:
+			timer.Stop()
+			continue
+		case <-timer.C():
+		}
+		s.busy.Add(1)
+		s.tick(ctx, s.clockStep(slept, wait))
+		s.busy.Add(-1)
+	}
+}
+
+// clockStepThreshold is how far this replica's clock may move away from a
+// timer's wait before the loop takes it for a step of the clock.
+const clockStepThreshold = time.Second
+
+// clockStep returns how far this replica's clock was stepped while the loop
+// slept for wait from slept: timers run on the monotonic clock, which an NTP
+// step, a resumed VM or an operator's date -s does not move, so the wall
+// clock's movement should equal the wait. Zero when it (nearly) does. A
+// timer that fires late (a busy host) reads as a small forward step, which
+// only costs one clock measurement.
+func (s *Scheduler) clockStep(slept time.Time, wait time.Duration) time.Duration {
+	moved := s.cfg.Clock.Now().Round(0).Sub(slept.Round(0)) // wall clock only: Round(0) drops the monotonic reading
+	if step := moved - wait; step > clockStepThreshold || step < -clockStepThreshold {
+		return step
+	}
+	return 0
+}
+
+// tick does what is due: clock check, catch-up, pruning and fires. When
+// the replica's clock was stepped (step not zero), its offset from the
+// database clock is measured again first: every instant the scheduler
+// judges by (slots, its own next clock check, prune and resume passes) is
+// this clock corrected by that offset, so one measurement puts them all
+// right, before anything fires early or waits for a clock that jumped
+// back.
+func (s *Scheduler) tick(ctx context.Context, step time.Duration) {
+	if step != 0 {
+		s.log.Warn("cronfence: this replica's clock was stepped (or the host slept); measuring its offset from the database clock again", "step", step)
+		s.measureOffset(ctx)
+	}
+	now := s.scheduleNow()
+	s.mu.Lock()
+	// A step's measurement counts as this period's clock check.
+	checkClock := step == 0 && !now.Before(s.nextClockCheck)
+	if checkClock || step != 0 {
+		s.nextClockCheck = now.Add(s.cfg.ClockCheckEvery)
+	}
+	// An API-only replica (DisableTimers) leaves pruning, resuming and the
+	// absence checks to the replicas that fire.
+	timers := !s.cfg.DisableTimers
+	prune := timers && s.cfg.Retention > 0 && !now.Before(s.nextPrune)
+	if prune {
+		s.nextPrune = now.Add(s.cfg.PruneEvery)
+	}
+	resume := s.resumeScans() && !now.Before(s.nextResume)
+	if resume {
+		s.nextResume = now.Add(s.cfg.ResumeEvery)
+	}
+	down := s.down
+	unregistered := s.unregistered
+	s.unregistered = nil
+	due := s.heap.popDue(now)
+	// Re-arm before claiming, so a slow store never delays the next slot.
+	// A retry was re-armed when it first fired.
+	for _, e := range due {
+		if e.retry {
+			continue
+		}
+		if next := e.job.sched.Next(now); !next.IsZero() {
+			heap.Push(&s.heap, &entry{job: e.job, slot: next.UTC(), fireAt: next})
+		}
+	}
+	s.mu.Unlock()
+
+	if checkClock || down {
+		// While the store is down, every tick probes it, so its return is
+		// noticed (and the missed slots caught up) before the next fire.
+		s.measureOffset(ctx)
+	}
+	if len(unregistered) > 0 {
+		s.registerJobs(ctx, unregistered)
+	}
+	// Read after the probe: when it found the store back, the missed slots
+	// are claimed now, before this tick's fires, which they came before.
+	// (A fire claimed first would hold the job's lease, and the missed
+	// slot would wait behind it, buffered, and run after the later slot.)
+	s.mu.Lock()
+	catchUp := s.catchUp
+	var missed map[string]time.Time
+	if catchUp {
+		missed, s.missed = s.missed, map[string]time.Time{}
+		s.catchUp = false
+	}
+	s.mu.Unlock()
+	if catchUp {
+		s.runCatchUp(ctx, now, missed, false)
+	}
+	if prune {
+		s.prune(ctx)
+	}
+	if timers {
+		s.checkAbsence(ctx, now)
+	}
+	if resume {
+		s.resumeInBackground(ctx)
+	}
+	if len(due) > 0 {
+		s.fire(ctx, due, now)
+	}
+	s.heartbeatIfDue(ctx, now)
+}

@@ -1,0 +1,50 @@
+package cronfence
+
+import (
+	"context"
+	"time"
+
+	"github.com/cronfence/cronfence/store"
+)
+
+// Pruning: one replica at a time, under the retention lease.
+
+// prune deletes history older than the retention, on one replica at a time
+// (whichever takes the retention lease).
+func (s *Scheduler) prune(ctx context.Context) {
+	l, ok := s.takeLease(ctx, "cronfence:retention", 5*time.Minute)
+	if !ok {
+		return
+	}
+	defer func() {
+		ctx, cancel := s.bounded(context.WithoutCancel(ctx))
+		defer cancel()
+		_, _ = s.store.LeaseRelease(ctx, l.Ref())
+	}()
+	ctx, cancel := s.bounded(ctx)
+	defer cancel()
+	res, err := s.store.Prune(ctx, store.PruneParams{Before: l.AcquiredAt.Add(-s.cfg.Retention)})
+	if err != nil {
+		s.log.Warn("cronfence: prune failed", "error", err)
+		return
+	}
+	if res.Slots > 0 || res.Runs > 0 {
+		s.log.Info("cronfence: pruned history", "slots", res.Slots, "runs", res.Runs, "retention", s.cfg.Retention)
+	}
+}
+
+// takeLease takes a cluster-wide lease of this replica's (pruning, the
+// absence checks) when it is free. False when another replica holds it or
+// the store could not be reached, which is logged.
+func (s *Scheduler) takeLease(ctx context.Context, name string, ttl time.Duration) (store.Lease, bool) {
+	ctx, cancel := s.bounded(ctx)
+	defer cancel()
+	l, ok, err := s.store.LeaseAcquire(ctx, store.LeaseAcquireParams{Name: name, Owner: s.cfg.Owner, TTL: ttl, LiveKey: s.liveKey})
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("cronfence: could not take a lease", "lease", name, "error", err)
+		}
+		return store.Lease{}, false
+	}
+	return l, ok
+}

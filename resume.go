@@ -1,0 +1,147 @@
+package cronfence
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/cronfence/cronfence/store"
+)
+
+// Resume: slots whose run died, claimed again with one more attempt, or
+// ended failed on their last.
+
+// resumeScans reports whether this replica scans for interrupted runs now:
+// it fires (an API-only replica leaves them to those that do) and the store
+// is up. While the store is down the scan is not done and nextResume stays
+// in the past, so the loop must not wait for it: it would spin. Callers
+// hold mu.
+func (s *Scheduler) resumeScans() bool {
+	return s.cfg.ResumeEvery > 0 && !s.cfg.DisableTimers && !s.down
+}
+
+// resumeInBackground runs a resume pass in a goroutine of its own, one at
+// a time. Its claim of a dead run's slot must take that slot's lease row,
+// which a deposed writer's transaction may hold FOR KEY SHARE for as long as
+// that writer is frozen mid-way (that is the fence at work); run in the
+// tick, it held up every other job's fires on every replica meanwhile, and
+// slots that came due then were left behind.
+func (s *Scheduler) resumeInBackground(ctx context.Context) {
+	if !s.resuming.CompareAndSwap(false, true) {
+		return // the last pass is still waiting; its answer will do
+	}
+	s.busy.Add(1)
+	s.scans.Add(1)
+	go func() {
+		defer s.scans.Done()
+		defer s.busy.Add(-1)
+		defer s.resuming.Store(false)
+		s.resumeInterrupted(ctx)
+	}()
+}
+
+// resumeInterrupted claims again, with one more attempt, the slots whose
+// run died mid-way: its owner crashed (on PostgreSQL noticed as soon as the
+// owner's session is gone) or lost its lease. One query finds them; they are
+// claimed, the latest per job, in one more round trip.
+func (s *Scheduler) resumeInterrupted(ctx context.Context) {
+	listCtx, cancel := s.bounded(ctx)
+	dead, err := s.store.SlotListInterrupted(listCtx)
+	cancel()
+	if err != nil {
+		s.log.Warn("cronfence: could not look for interrupted runs", "error", err)
+		return
+	}
+	if len(dead) == 0 {
+		return
+	}
+	s.mu.Lock()
+	// The latest slot of each job here that has an attempt left: one out
+	// of attempts would only be refused, on every scan, and would hide an
+	// older slot that can still be resumed. Those are abandoned instead.
+	latest := map[string]store.Slot{}
+	var spent []abandoned
+	for _, sl := range dead {
+		r := s.jobs[sl.Job]
+		if r == nil {
+			continue
+		}
+		if sl.Attempts >= r.MaxAttempts {
+			spent = append(spent, abandoned{r, sl})
+			continue
+		}
+		if cur, ok := latest[sl.Job]; !ok || sl.Slot.After(cur.Slot) {
+			latest[sl.Job] = sl
+		}
+	}
+	var (
+		jobs  []*registered
+		items []store.SlotClaimParams
+	)
+	for name, sl := range latest {
+		r := s.jobs[name]
+		jobs = append(jobs, r)
+		items = append(items, r.claimParams(sl.Slot, s.cfg.Owner, s.liveKey, false))
+	}
+	s.mu.Unlock()
+	for _, a := range spent {
+		s.abandon(ctx, a.job, a.slot)
+	}
+	if len(items) == 0 {
+		return
+	}
+	sent := s.cfg.Clock.Now()
+	results, err := s.claimBatch(ctx, items)
+	if err != nil {
+		s.log.Warn("cronfence: could not resume interrupted runs", "error", err)
+		return
+	}
+	for i, r := range results {
+		s.observeClaim(jobs[i].Name, items[i].Slot, r, claimResume)
+		if r.Claimed {
+			first := fmt.Sprintf("Resuming slot %s: its previous run was interrupted (attempt %d of %d)",
+				items[i].Slot.UTC().Format(time.RFC3339), r.Slot.Attempts, jobs[i].MaxAttempts)
+			s.startRun(jobs[i], r, sent, false, first)
+		}
+	}
+}
+
+// abandoned is a dead slot of a registered job with no attempt left.
+type abandoned struct {
+	job  *registered
+	slot store.Slot
+}
+
+// abandon ends as failed a dead slot that has no attempt left: its run
+// died (its process was killed, or it could not record its end) on the
+// job's last attempt, and no claim may run it again, so it would otherwise
+// stay running for good, in the dashboard and for every check. One round
+// trip; of several replicas scanning at once, one records it. The grace of
+// one lease TTL past the lease's end leaves a live owner that lost its
+// lease (and cancelled its handler at the expiry) time to record the end
+// itself; on PostgreSQL an owner whose process is gone is not waited for.
+func (s *Scheduler) abandon(ctx context.Context, job *registered, sl store.Slot) {
+	why := fmt.Sprintf("interrupted on its last attempt (%d of %d): the run by %s at generation %d died without recording its end",
+		sl.Attempts, job.MaxAttempts, sl.Owner, sl.Generation)
+	ctx, cancel := s.bounded(ctx)
+	defer cancel()
+	res, err := s.store.SlotAbandon(ctx, store.SlotAbandonParams{
+		Job: sl.Job, Slot: sl.Slot, LeaseName: sl.LeaseName, Owner: sl.Owner, Generation: sl.Generation,
+		MaxAttempts: job.MaxAttempts, Grace: job.LeaseTTL, Error: why,
+		Logs: []string{fmt.Sprintf("Slot %s ended failed by %s: %s; no attempt is left",
+			sl.Slot.UTC().Format(time.RFC3339), s.cfg.Owner, why)},
+	})
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("cronfence: could not end a dead slot that has no attempt left", "job", sl.Job, "slot", sl.Slot, "error", err)
+		}
+		return
+	}
+	if !res.SlotUpdated {
+		return // another replica did, or its owner finished after all
+	}
+	s.log.Warn("cronfence: slot failed: "+why, "job", sl.Job, "slot", sl.Slot, "attempts", sl.Attempts)
+	if !res.Buffered.IsZero() {
+		s.runBuffered(job, res.Buffered)
+	}
+}
