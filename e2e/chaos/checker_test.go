@@ -605,7 +605,7 @@ const (
 // checkCatchUp: slot last, unclaimed, is the latest of a run of excused
 // slots of job j (which has a catch-up window). G5: at start-up and after a
 // store outage the most recent slot inside the window runs once. What the
-// scheduler does (scheduler.go):
+// scheduler does (catchup.go, outage.go):
 //
 //   - At start-up (Start) it claims each job's latest slot by the database
 //     clock, Prev(now), if within the window. Owed when a replica launched
