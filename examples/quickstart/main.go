@@ -1,30 +1,30 @@
-// Command quickstart shows cronfence's core on the embedded SQLite default:
-// three replicas, each with its own connections to one database file, fire
-// the same every-two-seconds job. Each slot is claimed once; the winner's
-// handler writes a row fenced by its lease generation; the others see the
-// claim and skip. At the end it counts what ran.
+// Command quickstart shows cronfence as a library on the embedded SQLite
+// default: three replicas (three Schedulers, each with its own connections
+// to one database file) register the same every-two-seconds job. Each slot
+// runs once, on whichever replica claims it; the handler writes a ledger row
+// and completes its slot in the same transaction (Run.Complete). At the end
+// it counts what ran.
 //
 //	go run ./examples/quickstart [-db FILE] [-duration 10s]
 package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log"
+	"log/slog"
 	"os"
 	"os/signal"
-	"sync"
 	"time"
 
-	"github.com/cronfence/cronfence/store"
+	"github.com/cronfence/cronfence"
 	"github.com/cronfence/cronfence/store/sqlite"
 )
 
 const (
 	job      = "ledger-close"
-	interval = 2 * time.Second
+	schedule = "*/2 * * * * *" // every two seconds (a seconds field first)
 	replicas = 3
 )
 
@@ -38,8 +38,6 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, *duration)
-	defer cancel()
 
 	first, err := open(ctx, *dbPath)
 	if err != nil {
@@ -50,18 +48,41 @@ func main() {
 		slot INTEGER PRIMARY KEY, replica TEXT NOT NULL, generation INTEGER NOT NULL)`); err != nil {
 		log.Fatal(err)
 	}
-	fmt.Printf("cronfence quickstart: %d replicas, job %q every %s, database %s\n", replicas, job, interval, *dbPath)
+	fmt.Printf("cronfence quickstart: %d replicas, job %q on %q, database %s\n", replicas, job, schedule, *dbPath)
 
-	var wg sync.WaitGroup
+	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	var scheds []*cronfence.Scheduler
 	for i := 1; i <= replicas; i++ {
-		s, err := open(ctx, *dbPath)
+		st, err := open(ctx, *dbPath)
 		if err != nil {
 			log.Fatal(err)
 		}
-		defer s.Close()
-		wg.Go(func() { replica(ctx, s, fmt.Sprintf("replica-%d", i)) })
+		defer st.Close()
+		name := fmt.Sprintf("replica-%d", i)
+		s, err := cronfence.New(cronfence.Config{Store: st, Owner: name, Logger: quiet})
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := s.Register(cronfence.Job{Name: job, Schedule: schedule, CompletesInTx: true, Handler: handler(st, name)}); err != nil {
+			log.Fatal(err)
+		}
+		if err := s.Start(ctx); err != nil {
+			log.Fatal(err)
+		}
+		scheds = append(scheds, s)
 	}
-	wg.Wait()
+
+	select {
+	case <-ctx.Done():
+	case <-time.After(*duration):
+	}
+	for _, s := range scheds {
+		stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := s.Stop(stopCtx); err != nil {
+			log.Printf("stop: %v", err)
+		}
+		cancel()
+	}
 
 	var slots, rows int
 	err = first.DB().QueryRowContext(context.Background(),
@@ -84,65 +105,27 @@ func open(ctx context.Context, path string) (*sqlite.Store, error) {
 	return s, nil
 }
 
-// replica fires at every slot of the job, anchored to the Unix epoch so all
-// replicas compute the same instants, and tries to claim it.
-func replica(ctx context.Context, s *sqlite.Store, name string) {
-	for {
-		next := time.Now().Truncate(interval).Add(interval)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(time.Until(next)):
-		}
-		res, err := s.SlotClaim(ctx, store.SlotClaimParams{
-			Job: job, Slot: next, LeaseName: "job:" + job, Owner: name, TTL: time.Minute, MaxAttempts: 3,
-		})
-		switch {
-		case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
-			return
-		case err != nil:
-			log.Printf("%s: claim: %v", name, err)
-			continue
-		case !res.Claimed:
-			fmt.Printf("%s  %-9s skipped (%s)\n", next.Format("15:04:05"), name, res.Refusal)
-			continue
-		}
-		runErr := write(ctx, s, res, name)
-		status := store.SlotCompleted
-		if runErr != nil {
-			status = store.SlotFailed
-		}
-		_, err = s.SlotFinish(context.WithoutCancel(ctx), store.SlotFinishParams{
-			Job: job, Slot: next, LeaseName: res.Lease.Name, Owner: name, Generation: res.Lease.Generation,
-			Status: status, Run: store.Run{Attempt: res.Slot.Attempts, Success: runErr == nil, Error: errString(runErr)},
-		})
+// handler writes the run's ledger row and completes its slot in the same
+// transaction: both commit, or neither does, so no replica runs the slot
+// again once the row is there.
+func handler(st *sqlite.Store, name string) cronfence.Handler {
+	return func(ctx context.Context, run *cronfence.Run) error {
+		tx, err := st.DB().BeginTx(ctx, nil)
 		if err != nil {
-			log.Printf("%s: finish: %v", name, err)
+			return err
 		}
-		fmt.Printf("%s  %-9s ran at generation %d\n", next.Format("15:04:05"), name, res.Lease.Generation)
+		defer func() { _ = tx.Rollback() }()
+		if _, err := tx.ExecContext(ctx, `INSERT INTO quickstart_ledger (slot, replica, generation) VALUES (?, ?, ?)`,
+			run.Slot.UnixMicro(), name, run.Generation); err != nil {
+			return err
+		}
+		if err := run.Complete(ctx, tx); err != nil {
+			return err // fenced out: another replica holds the slot now
+		}
+		if err := tx.Commit(); err != nil {
+			return err
+		}
+		fmt.Printf("%s  %-9s ran at generation %d\n", run.Slot.Format("15:04:05"), name, run.Generation)
+		return nil
 	}
-}
-
-// write is the handler: one fenced insert into the ledger.
-func write(ctx context.Context, s *sqlite.Store, res store.SlotClaimResult, name string) error {
-	tx, err := s.DB().BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = tx.Rollback() }()
-	if err := s.LeaseFence(ctx, tx, res.Lease.Name, res.Lease.Generation); err != nil {
-		return err
-	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO quickstart_ledger (slot, replica, generation) VALUES (?, ?, ?)`,
-		res.Slot.Slot.UnixMicro(), name, res.Lease.Generation); err != nil {
-		return err
-	}
-	return tx.Commit()
-}
-
-func errString(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
 }
