@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -54,107 +53,11 @@ const (
 	rtWarmupFires = 10
 )
 
-// benchTrips is a pgx tracer counting exchanges with the server: each
-// statement, batch and COPY FROM, each statement preparation that reached
-// the server, and each liveness ping the pool sends on acquire (through
-// shouldPing). New connections are counted apart. While recording is on it
-// also keeps the start of each statement's SQL, to name any extra one.
-type benchTrips struct {
-	statements, batches, copies, prepares, pings, connects atomic.Int64
-
-	mu        sync.Mutex
-	recording bool
-	seen      []string
-}
-
-var (
-	_ pgx.QueryTracer    = (*benchTrips)(nil)
-	_ pgx.BatchTracer    = (*benchTrips)(nil)
-	_ pgx.CopyFromTracer = (*benchTrips)(nil)
-	_ pgx.PrepareTracer  = (*benchTrips)(nil)
-	_ pgx.ConnectTracer  = (*benchTrips)(nil)
-)
-
-func (c *benchTrips) total() int64 {
-	return c.statements.Load() + c.batches.Load() + c.copies.Load() + c.prepares.Load() + c.pings.Load()
-}
-
-func (c *benchTrips) note(kind, sql string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.recording {
-		return
-	}
-	sql = strings.Join(strings.Fields(sql), " ")
-	if len(sql) > 70 {
-		sql = sql[:70] + "…"
-	}
-	c.seen = append(c.seen, kind+": "+sql)
-}
-
-// record turns recording on (clearing what was kept) or off, returning
-// what was kept.
-func (c *benchTrips) record(on bool) []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	seen := c.seen
-	c.recording, c.seen = on, nil
-	return seen
-}
-
-func (c *benchTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	c.statements.Add(1)
-	c.note("query", d.SQL)
-	return ctx
-}
-func (*benchTrips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-func (c *benchTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
-	c.batches.Add(1)
-	c.note("batch", "")
-	return ctx
-}
-func (*benchTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
-func (*benchTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
-func (c *benchTrips) TraceCopyFromStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceCopyFromStartData) context.Context {
-	c.copies.Add(1)
-	c.note("copy", "")
-	return ctx
-}
-func (*benchTrips) TraceCopyFromEnd(context.Context, *pgx.Conn, pgx.TraceCopyFromEndData) {}
-func (*benchTrips) TracePrepareStart(ctx context.Context, _ *pgx.Conn, _ pgx.TracePrepareStartData) context.Context {
-	return ctx
-}
-
-// TracePrepareEnd counts a preparation that went to the server; pgx also
-// reports statements it found prepared on the connection already.
-func (c *benchTrips) TracePrepareEnd(_ context.Context, _ *pgx.Conn, d pgx.TracePrepareEndData) {
-	if !d.AlreadyPrepared {
-		c.prepares.Add(1)
-		c.note("prepare", "")
-	}
-}
-func (*benchTrips) TraceConnectStart(ctx context.Context, _ pgx.TraceConnectStartData) context.Context {
-	return ctx
-}
-func (c *benchTrips) TraceConnectEnd(context.Context, pgx.TraceConnectEndData) { c.connects.Add(1) }
-
-// shouldPing keeps pgxpool's default rule (ping a connection idle for more
-// than a second as it is acquired) and counts the pings, which bypass the
-// tracer.
-func (c *benchTrips) shouldPing(_ context.Context, p pgxpool.ShouldPingParams) bool {
-	if p.IdleDuration > time.Second {
-		c.pings.Add(1)
-		c.note("ping", "")
-		return true
-	}
-	return false
-}
-
 // rtReplica is one replica of the round-trip benchmark: a scheduler on a
 // pool of its own whose every round trip is counted.
 type rtReplica struct {
 	s     *Scheduler
-	trips *benchTrips
+	trips *pgtest.RoundTrips
 }
 
 // rtGate blocks the handlers of one fire until the loser has fired.
@@ -222,10 +125,9 @@ func benchRoundTrips(b *testing.B, k int) {
 	// database's time like the winner.)
 	lc := clock.NewFake(db.Now())
 	open := func(owner string, clk clock.Clock, migrate bool) rtReplica {
-		trips := &benchTrips{}
+		trips := &pgtest.RoundTrips{}
 		cfg := base.Config() // a copy, with pgtest's settings
-		cfg.ConnConfig.Tracer = trips
-		cfg.ShouldPing = trips.shouldPing
+		trips.Trace(cfg)
 		pool, err := pgxpool.NewWithConfig(b.Context(), cfg)
 		if err != nil {
 			b.Fatal(err)
@@ -307,28 +209,28 @@ func benchRoundTrips(b *testing.B, k int) {
 		gate.reset()
 		now := db.Now()
 		slot := now.Truncate(time.Minute).Add(time.Minute)
-		prep0 := winner.trips.prepares.Load() + loser.trips.prepares.Load()
-		conn0 := winner.trips.connects.Load() + loser.trips.connects.Load()
-		w0, l0 := winner.trips.total(), loser.trips.total()
-		winner.trips.record(record)
-		loser.trips.record(record)
+		prep0 := winner.trips.Prepares() + loser.trips.Prepares()
+		conn0 := winner.trips.Connects() + loser.trips.Connects()
+		w0, l0 := winner.trips.Total(), loser.trips.Total()
+		winner.trips.Record(record)
+		loser.trips.Record(record)
 
 		db.Advance(slot.Sub(now))
 		waitFor("winner's claim", k, 3)
-		w1 := winner.trips.total()
-		claimSeen := winner.trips.record(record)
+		w1 := winner.trips.Total()
+		claimSeen := winner.trips.Record(record)
 
 		lc.Advance(slot.Sub(now))
 		waitFor("loser's claim", k, 3)
-		l1 := loser.trips.total()
-		loseSeen := loser.trips.record(false)
+		l1 := loser.trips.Total()
+		loseSeen := loser.trips.Record(false)
 
 		gate.mu.Lock()
 		close(gate.open)
 		gate.mu.Unlock()
 		waitFor("winner's finishes", 0, 2)
-		w2 := winner.trips.total()
-		finishSeen := winner.trips.record(false)
+		w2 := winner.trips.Total()
+		finishSeen := winner.trips.Record(false)
 
 		if got := gate.ran("winner"); got != k {
 			b.Fatalf("slot %s: the winner ran %d jobs, want %d", slot.Format(time.TimeOnly), got, k)
@@ -341,8 +243,8 @@ func benchRoundTrips(b *testing.B, k int) {
 		}
 		c := counts{
 			claim: w1 - w0, finish: w2 - w1, lose: l1 - l0,
-			prepares: winner.trips.prepares.Load() + loser.trips.prepares.Load() - prep0,
-			connects: winner.trips.connects.Load() + loser.trips.connects.Load() - conn0,
+			prepares: winner.trips.Prepares() + loser.trips.Prepares() - prep0,
+			connects: winner.trips.Connects() + loser.trips.Connects() - conn0,
 		}
 		if record && (c.claim != 1 || c.finish != int64(k) || c.lose != 1) {
 			b.Logf("slot %s over budget: winner's claim %v; winner's finishes %v; loser %v",
@@ -380,12 +282,11 @@ func benchRoundTrips(b *testing.B, k int) {
 
 // openTracedPostgres opens a migrated PostgreSQL store in a schema of its
 // own, on db's clock, with its round trips counted.
-func openTracedPostgres(b *testing.B, db *clock.Fake) (store.Store, *benchTrips) {
+func openTracedPostgres(b *testing.B, db *clock.Fake) (store.Store, *pgtest.RoundTrips) {
 	base, schema := pgtest.Schema(b)
-	trips := &benchTrips{}
+	trips := &pgtest.RoundTrips{}
 	cfg := base.Config()
-	cfg.ConnConfig.Tracer = trips
-	cfg.ShouldPing = trips.shouldPing
+	trips.Trace(cfg)
 	pool, err := pgxpool.NewWithConfig(b.Context(), cfg)
 	if err != nil {
 		b.Fatal(err)
@@ -451,11 +352,11 @@ func BenchmarkSchedulerIdleRoundTrips(b *testing.B) {
 	var seen []string
 	minutes := 0
 	for b.Loop() {
-		t0 := trips.total()
-		trips.record(true)
+		t0 := trips.Total()
+		trips.Record(true)
 		minute()
-		seen = trips.record(false)
-		total += trips.total() - t0
+		seen = trips.Record(false)
+		total += trips.Total() - t0
 		minutes++
 	}
 	b.ReportMetric(float64(total)/float64(minutes), "rt/min")

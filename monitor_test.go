@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cronfence/cronfence/internal/clock"
+	"github.com/cronfence/cronfence/internal/pgtest"
 	"github.com/cronfence/cronfence/store"
 	"github.com/cronfence/cronfence/store/sqlite"
 )
@@ -579,7 +580,7 @@ func TestAlertLeaseStuckHeldTooLongRaisedOnceAndResolved(t *testing.T) {
 func BenchmarkMonitorPass(b *testing.B) {
 	const jobs = 300
 	now := time.Date(2026, 3, 1, 12, 0, 30, 0, time.UTC)
-	bench := func(b *testing.B, open func(b *testing.B, db *clock.Fake) (store.Store, *benchTrips), alerting bool) {
+	bench := func(b *testing.B, open func(b *testing.B, db *clock.Fake) (store.Store, *pgtest.RoundTrips), alerting bool) {
 		ctx := b.Context()
 		// The database clock reads an hour earlier at the first heartbeat,
 		// so every job's deadline slot (12:00:00) is judged.
@@ -636,18 +637,18 @@ func BenchmarkMonitorPass(b *testing.B) {
 		for b.Loop() {
 			var t0 int64
 			if trips != nil {
-				t0 = trips.total()
+				t0 = trips.Total()
 			}
 			s.monitorPass(ctx, mon)
 			if trips != nil {
-				rt += trips.total() - t0
+				rt += trips.Total() - t0
 			}
 		}
 		if trips != nil {
 			b.ReportMetric(float64(rt)/float64(b.N), "rt/pass")
 		}
 	}
-	openSQLite := func(b *testing.B, db *clock.Fake) (store.Store, *benchTrips) {
+	openSQLite := func(b *testing.B, db *clock.Fake) (store.Store, *pgtest.RoundTrips) {
 		st, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "bench.db"), &sqlite.Config{NowFunc: db.Now})
 		if err != nil {
 			b.Fatal(err)

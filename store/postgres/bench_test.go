@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -59,99 +58,17 @@ var slotEpoch = time.Date(2020, time.January, 1, 0, 0, 0, 0, time.UTC)
 
 func slotAt(i int) time.Time { return slotEpoch.Add(time.Duration(i) * time.Minute) }
 
-// tripCounter is a pgx tracer that counts exchanges with the server. Each
-// statement (Query, QueryRow, Exec), batch (one pipeline) and COPY FROM
-// counts as one round trip, and so do a statement prepared on a cache miss
-// and the pool's liveness ping on acquire. Opening a connection takes
-// several round trips; it is counted apart.
-type tripCounter struct {
-	statements atomic.Int64
-	batches    atomic.Int64
-	copies     atomic.Int64
-	prepares   atomic.Int64
-	pings      atomic.Int64
-	connects   atomic.Int64
-}
-
-var (
-	_ pgx.QueryTracer    = (*tripCounter)(nil)
-	_ pgx.BatchTracer    = (*tripCounter)(nil)
-	_ pgx.CopyFromTracer = (*tripCounter)(nil)
-	_ pgx.PrepareTracer  = (*tripCounter)(nil)
-	_ pgx.ConnectTracer  = (*tripCounter)(nil)
-)
-
-// roundTrips returns the round trips counted so far, connections aside.
-func (c *tripCounter) roundTrips() int64 {
-	return c.statements.Load() + c.batches.Load() + c.copies.Load() + c.prepares.Load() + c.pings.Load()
-}
-
-func (c *tripCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
-	c.statements.Add(1)
-	return ctx
-}
-
-func (*tripCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-
-func (c *tripCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
-	c.batches.Add(1)
-	return ctx
-}
-
-func (*tripCounter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
-
-func (*tripCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
-
-func (c *tripCounter) TraceCopyFromStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceCopyFromStartData) context.Context {
-	c.copies.Add(1)
-	return ctx
-}
-
-func (*tripCounter) TraceCopyFromEnd(context.Context, *pgx.Conn, pgx.TraceCopyFromEndData) {}
-
-func (*tripCounter) TracePrepareStart(ctx context.Context, _ *pgx.Conn, _ pgx.TracePrepareStartData) context.Context {
-	return ctx
-}
-
-// TracePrepareEnd counts a preparation only when it went to the server: pgx
-// also reports one it found already prepared on the connection.
-func (c *tripCounter) TracePrepareEnd(_ context.Context, _ *pgx.Conn, data pgx.TracePrepareEndData) {
-	if !data.AlreadyPrepared {
-		c.prepares.Add(1)
-	}
-}
-
-func (*tripCounter) TraceConnectStart(ctx context.Context, _ pgx.TraceConnectStartData) context.Context {
-	return ctx
-}
-
-func (c *tripCounter) TraceConnectEnd(context.Context, pgx.TraceConnectEndData) {
-	c.connects.Add(1)
-}
-
-// shouldPing is pgxpool's default liveness rule (ping a connection idle for
-// more than a second as it is acquired), counting the pings it asks for:
-// they bypass the tracer.
-func (c *tripCounter) shouldPing(_ context.Context, p pgxpool.ShouldPingParams) bool {
-	if p.IdleDuration > time.Second {
-		c.pings.Add(1)
-		return true
-	}
-	return false
-}
-
 // benchStore returns a migrated store in a fresh schema, on a pool of its
-// own whose every round trip is counted by the returned tripCounter. The
+// own whose every round trip is counted by the returned tracer. The
 // pool has pgtest's settings: its configuration is copied from the pool
 // pgtest.Schema returns, which stays idle. It closes at cleanup, before
 // pgtest drops the schema.
-func benchStore(b *testing.B) (*postgres.Store, *tripCounter) {
+func benchStore(b *testing.B) (*postgres.Store, *pgtest.RoundTrips) {
 	b.Helper()
 	base, schema := pgtest.Schema(b)
-	trips := &tripCounter{}
+	trips := &pgtest.RoundTrips{}
 	cfg := base.Config() // a copy
-	cfg.ConnConfig.Tracer = trips
-	cfg.ShouldPing = trips.shouldPing
+	trips.Trace(cfg)
 	pool, err := pgxpool.NewWithConfig(b.Context(), cfg)
 	if err != nil {
 		b.Fatal(err)
@@ -182,7 +99,7 @@ type benchCall struct {
 
 // measure runs c warmupCalls times, then once per b.Loop iteration, timing
 // each call and counting its round trips, and reports the figures.
-func measure(b *testing.B, trips *tripCounter, c benchCall) {
+func measure(b *testing.B, trips *pgtest.RoundTrips, c benchCall) {
 	b.Helper()
 	ctx := b.Context()
 	untimed := func(i int, f func(context.Context, int) error, what string) {
@@ -210,12 +127,12 @@ func measure(b *testing.B, trips *tripCounter, c benchCall) {
 	)
 	for b.Loop() {
 		untimed(i, c.before, "before")
-		trips0, conn0 := trips.roundTrips(), trips.connects.Load()
+		trips0, conn0 := trips.Total(), trips.Connects()
 		start := time.Now()
 		err := c.call(ctx, i)
 		elapsed := time.Since(start)
-		roundTrips += trips.roundTrips() - trips0
-		conn += trips.connects.Load() - conn0
+		roundTrips += trips.Total() - trips0
+		conn += trips.Connects() - conn0
 		if err != nil {
 			b.Fatalf("call %d: %v", i, err)
 		}
