@@ -244,3 +244,32 @@ func serverPort(t *testing.T, s *postgres.Store) string {
 	}
 	return port
 }
+
+// A read-only refusal in the caller's own transaction says nothing of the
+// server: a handler may fence inside BEGIN READ ONLY, which PostgreSQL
+// refuses (a row lock needs a read-write transaction). The store must not
+// take that for a demoted server and drop its pool (and its liveness lock,
+// which would let others take this owner's leases over).
+func TestReadOnlyCallerTransactionLeavesThePoolAlone(t *testing.T) {
+	t.Parallel()
+	s, _ := newStore(t)
+	l, ok, err := s.LeaseAcquire(ctx(t), store.LeaseAcquireParams{Name: "job:report", Owner: "a", TTL: time.Minute})
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	opened := s.Pool().Stat().NewConnsCount()
+	tx, err := s.Pool().BeginTx(ctx(t), pgx.TxOptions{AccessMode: pgx.ReadOnly})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.LeaseFence(ctx(t), tx, l.Name, l.Generation); err == nil {
+		t.Fatal("a fence in a read-only transaction passed")
+	}
+	_ = tx.Rollback(context.Background())
+	if _, err := s.LeaseGet(ctx(t), l.Name); err != nil {
+		t.Fatal(err)
+	}
+	if now := s.Pool().Stat().NewConnsCount(); now != opened {
+		t.Fatalf("the pool opened %d new connections after a caller's read-only transaction was refused; want none (it was reset)", now-opened)
+	}
+}

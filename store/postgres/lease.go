@@ -167,14 +167,16 @@ func (s *Store) fence(ctx context.Context, q querier, name string, generation in
 		switch {
 		case getErr != nil:
 			return fmt.Errorf("postgres: fence lease %q at generation %d: %w (and the lease could not be read to tell whether it was taken over: %v)",
-				name, generation, s.translate("fence", err), getErr)
+				name, generation, s.describe("fence", err), getErr)
 		case l.Generation != generation:
 			return fmt.Errorf("postgres: fence lease %q at generation %d: taken over by %s at generation %d after this transaction's snapshot (%s): %w",
 				name, generation, l.Owner, l.Generation, pgErr.Message, store.ErrLeaseLost)
 		}
 	}
 	if err != nil {
-		return s.translate(fmt.Sprintf("fence lease %q", name), err)
+		// describe, not translate: the statement ran in the caller's
+		// transaction, whose refusals are the caller's.
+		return s.describe(fmt.Sprintf("fence lease %q", name), err)
 	}
 	return nil
 }

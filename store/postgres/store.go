@@ -144,17 +144,15 @@ func withSchema(schema, sql string) string {
 	return strings.ReplaceAll(sql, "{{schema}}", pgx.Identifier{schema}.Sanitize())
 }
 
-// translate turns driver errors into the store's, so callers never see pgx
-// types: a closed pool becomes store.ErrClosed, a missing schema or table a
-// SchemaVersionError telling the operator to migrate.
-//
-// A write refused as read-only (read_only_sql_transaction: the server is a
-// standby, or an old primary demoted after a failover) also lets every
-// pooled connection go: they all lead to that server, and the pool would
-// keep them for their whole lifetime. New connections follow the URL again,
-// so with several hosts and target_session_attrs=read-write the next call
-// reaches the writable one. The liveness locks move with them (see
-// moveLiveness).
+// translate is describe for the error of a statement the store sent on its
+// own pool. A write refused there as read-only (read_only_sql_transaction:
+// the server is a standby, or an old primary demoted after a failover) also
+// lets every pooled connection go: they all lead to that server, and the
+// pool would keep them for their whole lifetime. New connections follow the
+// URL again, so with several hosts and target_session_attrs=read-write the
+// next call reaches the writable one. The liveness locks move with them
+// (see moveLiveness). (In a caller's transaction the same refusal may be
+// the caller's own READ ONLY: see fence, which uses describe.)
 func (s *Store) translate(what string, err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "25006" {
@@ -162,6 +160,14 @@ func (s *Store) translate(what string, err error) error {
 		s.moveLiveness()
 		return fmt.Errorf("postgres: %s: the server is read-only (a standby, or a primary demoted by a failover); the pool reconnects: %w", what, err)
 	}
+	return s.describe(what, err)
+}
+
+// describe turns driver errors into the store's, so callers never see pgx
+// types: a closed pool becomes store.ErrClosed, a missing schema or table a
+// SchemaVersionError telling the operator to migrate.
+func (s *Store) describe(what string, err error) error {
+	var pgErr *pgconn.PgError
 	switch {
 	case errors.Is(err, puddle.ErrClosedPool):
 		return fmt.Errorf("postgres: %s: pool is closed: %w", what, store.ErrClosed)
