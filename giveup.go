@@ -88,8 +88,7 @@ func (s *Scheduler) recordSkips(ctx context.Context, items []store.SlotSkipParam
 
 // raiseDeposed raises the deposed-writer alert for the job.
 func (s *Scheduler) raiseDeposed(ctx context.Context, e *entry, writer store.Lease) {
-	mon, ok := s.replicaMonitor()
-	if !ok {
+	if !s.registers() {
 		return
 	}
 	s.mu.Lock()
@@ -97,7 +96,7 @@ func (s *Scheduler) raiseDeposed(ctx context.Context, e *entry, writer store.Lea
 	s.mu.Unlock()
 	ctx, cancel := s.bounded(ctx)
 	defer cancel()
-	alert, raised, err := mon.AlertRaise(ctx, store.AlertRaiseParams{
+	s.raiseAlert(ctx, store.AlertRaiseParams{
 		Kind: store.AlertDeposedWriter, Subject: e.job.Name, RaisedBy: s.cfg.Owner,
 		Message: fmt.Sprintf("job %q waits for a deposed writer: %s, whose lease %s at generation %d expired at %s, is still inside a transaction fenced under it; its slots cannot be taken over until that transaction ends",
 			e.job.Name, writer.Owner, writer.Name, writer.Generation, writer.ExpiresAt.UTC().Format(time.RFC3339)),
@@ -109,14 +108,6 @@ func (s *Scheduler) raiseDeposed(ctx context.Context, e *entry, writer store.Lea
 			"slot":       e.slot.UTC().Format(time.RFC3339),
 		},
 	})
-	if err != nil {
-		s.log.Warn("cronfence: could not raise an alert", "kind", store.AlertDeposedWriter, "subject", e.job.Name, "error", err)
-		return
-	}
-	if raised {
-		s.log.Warn("cronfence: alert raised: "+alert.Message, "kind", alert.Kind, "subject", alert.Subject, "alert_id", alert.ID, "details", alert.Details)
-		s.emitAlert(alert, true)
-	}
 }
 
 // resolveDeposed resolves the job's deposed-writer alert, if this replica
@@ -129,20 +120,10 @@ func (s *Scheduler) resolveDeposed(ctx context.Context, job string, r store.Slot
 	met := s.deposed[job]
 	delete(s.deposed, job)
 	s.mu.Unlock()
-	mon, ok := s.replicaMonitor()
-	if !met || !ok {
+	if !met {
 		return
 	}
 	ctx, cancel := s.bounded(ctx)
 	defer cancel()
-	alert, resolved, err := mon.AlertResolve(ctx, store.AlertDeposedWriter, job)
-	if err != nil {
-		s.log.Warn("cronfence: could not resolve an alert", "kind", store.AlertDeposedWriter, "subject", job, "error", err)
-		return
-	}
-	if resolved {
-		s.log.Info("cronfence: alert resolved", "kind", alert.Kind, "subject", job, "alert_id", alert.ID,
-			"raised_at", alert.RaisedAt, "message", alert.Message)
-		s.emitAlert(alert, false)
-	}
+	s.resolveAlert(ctx, store.AlertDeposedWriter, job)
 }

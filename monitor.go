@@ -66,10 +66,9 @@ type monitorState struct {
 // goroutine of its own so that a slow pass never delays a fire. A replica
 // without a registry row (HeartbeatEvery negative) runs none.
 func (s *Scheduler) checkAbsence(ctx context.Context, now time.Time) {
-	// Without a registry row of its own (replicaMonitor), a replica's
-	// checks would all wait for it (see errNotRegistered).
-	mon, ok := s.replicaMonitor()
-	if !ok || s.cfg.CheckEvery < 0 {
+	// Without a registry row of its own (registers), a replica's checks
+	// would all wait for it (see errNotRegistered).
+	if !s.registers() || s.cfg.CheckEvery < 0 {
 		return
 	}
 	m := &s.monitor
@@ -95,20 +94,20 @@ func (s *Scheduler) checkAbsence(ctx context.Context, now time.Time) {
 		// One bound for the whole pass: a few reads and the alerts' writes.
 		ctx, cancel := s.bounded(ctx)
 		defer cancel()
-		s.monitorPass(ctx, mon)
+		s.monitorPass(ctx)
 	}()
 }
 
 // monitorPass is one pass: lease, snapshot, evaluation, reconciliation. A
 // snapshot that could not be read whole changes nothing: no evidence is
 // not evidence of health.
-func (s *Scheduler) monitorPass(ctx context.Context, mon store.Monitor) {
+func (s *Scheduler) monitorPass(ctx context.Context) {
 	now, ok := s.monitorLeaseHeld(ctx)
 	if !ok {
 		return
 	}
 	th := s.cfg.Alerts.absence()
-	snap, open, err := s.monitorSnapshot(ctx, mon, now, th)
+	snap, open, err := s.monitorSnapshot(ctx, now, th)
 	if errors.Is(err, errNotRegistered) {
 		// Hand the checks to a replica that is registered, rather than
 		// hold them here.
@@ -122,7 +121,7 @@ func (s *Scheduler) monitorPass(ctx context.Context, mon store.Monitor) {
 		}
 		return
 	}
-	s.reconcileAlerts(ctx, mon, now, absence.Evaluate(snap, th), open)
+	s.reconcileAlerts(ctx, now, absence.Evaluate(snap, th), open)
 }
 
 // monitorLeaseHeld renews MonitorLeaseName, or takes it when free, and
@@ -182,9 +181,9 @@ func (s *Scheduler) releaseMonitorLease(ctx context.Context) {
 // the live replicas register 1 (its runs) + 1 (the claim of its deadline
 // slot, for jobs with a deadline), then 1 for the held job leases (see
 // readJobLeases).
-func (s *Scheduler) monitorSnapshot(ctx context.Context, mon store.Monitor, now time.Time, th absence.Thresholds) (absence.Snapshot, []store.Alert, error) {
+func (s *Scheduler) monitorSnapshot(ctx context.Context, now time.Time, th absence.Thresholds) (absence.Snapshot, []store.Alert, error) {
 	var snap absence.Snapshot
-	replicas, err := mon.ReplicaList(ctx)
+	replicas, err := s.store.ReplicaList(ctx)
 	if err != nil {
 		return snap, nil, err
 	}
@@ -199,7 +198,7 @@ func (s *Scheduler) monitorSnapshot(ctx context.Context, mon store.Monitor, now 
 	if snap.Recent, err = s.store.RunList(ctx, store.RunListParams{Limit: monitorRecentRuns}); err != nil {
 		return snap, nil, err
 	}
-	open, err := mon.AlertList(ctx, store.AlertListParams{OpenOnly: true, Limit: store.MaxRunListLimit})
+	open, err := s.store.AlertList(ctx, store.AlertListParams{OpenOnly: true, Limit: store.MaxRunListLimit})
 	if err != nil {
 		return snap, nil, err
 	}
@@ -218,7 +217,7 @@ func (s *Scheduler) monitorSnapshot(ctx context.Context, mon store.Monitor, now 
 		}
 		snap.Jobs[name] = d
 	}
-	if err := s.readJobLeases(ctx, mon, &snap); err != nil {
+	if err := s.readJobLeases(ctx, &snap); err != nil {
 		return snap, nil, err
 	}
 	return snap, open, nil
@@ -230,8 +229,8 @@ func (s *Scheduler) monitorSnapshot(ctx context.Context, mon store.Monitor, now 
 // its limit (more job leases held at once than one answer holds) the jobs
 // it did not reach are read one by one, and judged by a clock read after
 // them.
-func (s *Scheduler) readJobLeases(ctx context.Context, mon store.Monitor, snap *absence.Snapshot) error {
-	res, err := mon.LeaseList(ctx, store.LeaseListParams{Prefix: "job:", Limit: store.MaxRunListLimit})
+func (s *Scheduler) readJobLeases(ctx context.Context, snap *absence.Snapshot) error {
+	res, err := s.store.LeaseList(ctx, store.LeaseListParams{Prefix: "job:", Limit: store.MaxRunListLimit})
 	if err != nil {
 		return err
 	}
@@ -268,7 +267,7 @@ func (s *Scheduler) readJobLeases(ctx context.Context, mon store.Monitor, snap *
 // alertRefreshEvery) and resolves what no longer should be, among the open
 // alerts the checks could judge. One round trip per alert raised,
 // refreshed or resolved. now is the database clock of the pass.
-func (s *Scheduler) reconcileAlerts(ctx context.Context, mon store.Monitor, now time.Time, res absence.Result, open []store.Alert) {
+func (s *Scheduler) reconcileAlerts(ctx context.Context, now time.Time, res absence.Result, open []store.Alert) {
 	opened := make(map[absence.Key]store.Alert, len(open))
 	for _, a := range open {
 		opened[absence.Key{Kind: a.Kind, Subject: a.Subject}] = a
@@ -280,37 +279,50 @@ func (s *Scheduler) reconcileAlerts(ctx context.Context, mon store.Monitor, now 
 			now.Sub(cur.LastSeenAt) < alertRefreshEvery {
 			continue
 		}
-		alert, raised, err := mon.AlertRaise(ctx, store.AlertRaiseParams{
+		s.raiseAlert(ctx, store.AlertRaiseParams{
 			Kind: a.Kind, Subject: a.Subject, Message: a.Message, Details: a.Details, RaisedBy: s.cfg.Owner,
 		})
-		if err != nil {
-			if ctx.Err() == nil {
-				s.log.Warn("cronfence: could not raise an alert", "kind", a.Kind, "subject", a.Subject, "error", err)
-			}
-			continue
-		}
-		if raised {
-			s.log.Warn("cronfence: alert raised: "+a.Message, "kind", a.Kind, "subject", a.Subject,
-				"alert_id", alert.ID, "details", a.Details)
-			s.emitAlert(alert, true)
-		}
 	}
 	for _, a := range open {
 		if want[absence.Key{Kind: a.Kind, Subject: a.Subject}] || !res.Judged(a.Kind, a.Subject) {
 			continue
 		}
-		alert, resolved, err := mon.AlertResolve(ctx, a.Kind, a.Subject)
-		if err != nil {
-			if ctx.Err() == nil {
-				s.log.Warn("cronfence: could not resolve an alert", "kind", a.Kind, "subject", a.Subject, "error", err)
-			}
-			continue
+		s.resolveAlert(ctx, a.Kind, a.Subject)
+	}
+}
+
+// raiseAlert raises (or refreshes) an alert; only the replica whose call
+// opened it logs it and tells its Observer. A failure is logged, unless
+// ctx ended (the pass's bound, or the loop stopping).
+func (s *Scheduler) raiseAlert(ctx context.Context, p store.AlertRaiseParams) {
+	alert, raised, err := s.store.AlertRaise(ctx, p)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("cronfence: could not raise an alert", "kind", p.Kind, "subject", p.Subject, "error", err)
 		}
-		if resolved {
-			s.log.Info("cronfence: alert resolved", "kind", a.Kind, "subject", a.Subject, "alert_id", alert.ID,
-				"raised_at", alert.RaisedAt, "message", alert.Message)
-			s.emitAlert(alert, false)
+		return
+	}
+	if raised {
+		s.log.Warn("cronfence: alert raised: "+alert.Message, "kind", alert.Kind, "subject", alert.Subject,
+			"alert_id", alert.ID, "details", alert.Details)
+		s.emitAlert(alert, true)
+	}
+}
+
+// resolveAlert resolves the open alert of (kind, subject), if any; only the
+// replica whose call closed it logs it and tells its Observer.
+func (s *Scheduler) resolveAlert(ctx context.Context, kind store.AlertKind, subject string) {
+	alert, resolved, err := s.store.AlertResolve(ctx, kind, subject)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("cronfence: could not resolve an alert", "kind", kind, "subject", subject, "error", err)
 		}
+		return
+	}
+	if resolved {
+		s.log.Info("cronfence: alert resolved", "kind", kind, "subject", subject, "alert_id", alert.ID,
+			"raised_at", alert.RaisedAt, "message", alert.Message)
+		s.emitAlert(alert, false)
 	}
 }
 

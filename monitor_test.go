@@ -621,12 +621,11 @@ func BenchmarkMonitorPass(b *testing.B) {
 			}
 		}
 		s.heartbeat(ctx, db.Now())
-		mon := st
-		s.monitorPass(ctx, mon) // takes the lease, prepares the statements
+		s.monitorPass(ctx) // takes the lease, prepares the statements
 		if s.monitor.lease.Generation == 0 {
 			b.Fatal("the pass did not take the monitor lease")
 		}
-		openAlerts, err := mon.AlertList(ctx, store.AlertListParams{OpenOnly: true, Limit: 1000})
+		openAlerts, err := st.AlertList(ctx, store.AlertListParams{OpenOnly: true, Limit: 1000})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -639,7 +638,7 @@ func BenchmarkMonitorPass(b *testing.B) {
 			if trips != nil {
 				t0 = trips.Total()
 			}
-			s.monitorPass(ctx, mon)
+			s.monitorPass(ctx)
 			if trips != nil {
 				rt += trips.Total() - t0
 			}

@@ -39,14 +39,9 @@ type registry struct {
 	failing bool      // the last heartbeat failed; warned once per streak
 }
 
-// replicaMonitor returns the store's Monitor when this replica keeps a registry
-// row.
-func (s *Scheduler) replicaMonitor() (store.Monitor, bool) {
-	if s.cfg.HeartbeatEvery < 0 {
-		return nil, false
-	}
-	return s.store, true
-}
+// registers reports whether this replica keeps a registry row (and so
+// runs the absence checks and raises alerts).
+func (s *Scheduler) registers() bool { return s.cfg.HeartbeatEvery >= 0 }
 
 // jobsChanged marks the registry row stale after Register: the next tick
 // sends it again.
@@ -59,7 +54,7 @@ func (s *Scheduler) jobsChanged() {
 // heartbeatIfDue sends the heartbeat when it is due or the jobs changed.
 // Called from tick with the replica's clock.
 func (s *Scheduler) heartbeatIfDue(ctx context.Context, now time.Time) {
-	if _, ok := s.replicaMonitor(); !ok {
+	if !s.registers() {
 		return
 	}
 	s.reg.mu.Lock()
@@ -74,15 +69,14 @@ func (s *Scheduler) heartbeatIfDue(ctx context.Context, now time.Time) {
 // success) and retried at the next tick, since the next heartbeat stays
 // due.
 func (s *Scheduler) heartbeat(ctx context.Context, now time.Time) {
-	m, ok := s.replicaMonitor()
-	if !ok {
+	if !s.registers() {
 		return
 	}
 	s.reg.mu.Lock()
 	s.reg.dirty = false // a Register from here on marks it again
 	s.reg.mu.Unlock()
 	bctx, cancel := s.bounded(ctx)
-	_, err := m.ReplicaHeartbeat(bctx, s.replicaRow())
+	_, err := s.store.ReplicaHeartbeat(bctx, s.replicaRow())
 	cancel()
 
 	s.reg.mu.Lock()
@@ -106,13 +100,12 @@ func (s *Scheduler) heartbeat(ctx context.Context, now time.Time) {
 // the row to age: readers judge liveness by HeartbeatAt, and Prune removes
 // it after the retention.
 func (s *Scheduler) removeReplica() {
-	m, ok := s.replicaMonitor()
-	if !ok {
+	if !s.registers() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), removeTimeout)
 	defer cancel()
-	if err := m.ReplicaRemove(ctx, s.cfg.Owner); err != nil {
+	if err := s.store.ReplicaRemove(ctx, s.cfg.Owner); err != nil {
 		s.log.Warn("cronfence: could not remove this replica from the registry; its row ages out", "error", err)
 	}
 }
