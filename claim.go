@@ -32,7 +32,7 @@ func (s *Scheduler) fire(ctx context.Context, due []*entry, now time.Time) {
 				// after the claims) where no replica ran them.
 				s.log.Warn("cronfence: slots passed while the scheduler could not fire", "job", e.job.Name,
 					"first_missed", e.slot, "firing", latest.UTC())
-				passed = append(passed, s.passedOver(e.job, e.slot, latest, s.cfg.Owner)...)
+				passed = append(passed, s.passedOver(e.job, e.slot, latest)...)
 				e.slot = latest.UTC()
 			}
 		}

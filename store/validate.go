@@ -167,11 +167,7 @@ func (p SlotClaimParams) Validate() error {
 // claim one slot twice), and Owner, LiveKey and Now shared.
 func ValidateClaimBatch(items []SlotClaimParams) error {
 	leases := make(map[string]bool, len(items))
-	type jobSlot struct {
-		job  string
-		slot int64
-	}
-	slots := make(map[jobSlot]bool, len(items))
+	slots := make(slotSet, len(items))
 	for i, p := range items {
 		if err := p.Validate(); err != nil {
 			return fmt.Errorf("item %d: %w", i, err)
@@ -180,15 +176,33 @@ func ValidateClaimBatch(items []SlotClaimParams) error {
 			return invalid("item %d: lease name %q appears twice in one batch", i, p.LeaseName)
 		}
 		leases[p.LeaseName] = true
-		key := jobSlot{p.Job, p.Slot.UnixMicro()}
-		if slots[key] {
-			return invalid("item %d: job %q slot %s appears twice in one batch", i, p.Job, p.Slot.UTC().Format(time.RFC3339Nano))
+		if err := slots.add(i, p.Job, p.Slot); err != nil {
+			return err
 		}
-		slots[key] = true
 		if p.Owner != items[0].Owner || p.LiveKey != items[0].LiveKey || !p.Now.Equal(items[0].Now) {
 			return invalid("item %d: Owner, LiveKey and Now must be the same for every item of a batch", i)
 		}
 	}
+	return nil
+}
+
+// slotSet is the (job, slot)s of a batch seen so far, for refusing one
+// twice.
+type slotSet map[jobSlot]bool
+
+type jobSlot struct {
+	job  string
+	slot int64 // µs, the stores' precision
+}
+
+// add records item i's (job, slot), or refuses it when the batch has it
+// already.
+func (s slotSet) add(i int, job string, slot time.Time) error {
+	key := jobSlot{job, slot.UnixMicro()}
+	if s[key] {
+		return invalid("item %d: job %q slot %s appears twice in one batch", i, job, slot.UTC().Format(time.RFC3339Nano))
+	}
+	s[key] = true
 	return nil
 }
 
@@ -220,20 +234,14 @@ func (p SlotSkipParams) Validate() error {
 // ValidateSkipBatch checks the items of Store.SlotSkip: each valid, no
 // (job, slot) twice, Owner and Now shared.
 func ValidateSkipBatch(items []SlotSkipParams) error {
-	type jobSlot struct {
-		job  string
-		slot int64
-	}
-	seen := make(map[jobSlot]bool, len(items))
+	slots := make(slotSet, len(items))
 	for i, p := range items {
 		if err := p.Validate(); err != nil {
 			return fmt.Errorf("item %d: %w", i, err)
 		}
-		key := jobSlot{p.Job, p.Slot.UnixMicro()}
-		if seen[key] {
-			return invalid("item %d: job %q slot %s appears twice in one batch", i, p.Job, p.Slot.UTC().Format(time.RFC3339Nano))
+		if err := slots.add(i, p.Job, p.Slot); err != nil {
+			return err
 		}
-		seen[key] = true
 		if p.Owner != items[0].Owner || !p.Now.Equal(items[0].Now) {
 			return invalid("item %d: Owner and Now must be the same for every item of a batch", i)
 		}
