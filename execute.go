@@ -179,7 +179,7 @@ func (s *Scheduler) finish(spec runSpec, hold *leasekeeper.Hold, runErr error, l
 			"job", job.Name, "slot", spec.slot, "generation", spec.lease.Generation, "error", err)
 		return outcome, false, time.Time{}
 	}
-	if !spec.slot.IsZero() && !res.SlotUpdated && p.Status == store.SlotRunning && p.NotCompletedError != "" {
+	if !res.SlotUpdated && p.Status == store.SlotRunning {
 		return RunInterrupted, true, time.Time{} // resumed already, as it was left to be
 	}
 	if !spec.slot.IsZero() && !res.SlotUpdated {
@@ -188,7 +188,7 @@ func (s *Scheduler) finish(spec runSpec, hold *leasekeeper.Hold, runErr error, l
 		// A failure whatever the handler returned: the run row says so too.
 		return RunFailed, false, res.Buffered
 	}
-	if p.NotCompleted(res.SlotStatus) && !spec.slot.IsZero() {
+	if p.NotCompleted(res.SlotStatus) { // set only for a slot (a manual run has none)
 		if runErr == nil {
 			s.log.Warn("cronfence: the handler returned success without completing its slot in its transaction; it is not counted as completed",
 				"job", job.Name, "slot", spec.slot, "attempt", spec.attempt, "generation", spec.lease.Generation, "slot_status", res.SlotStatus)
