@@ -23,16 +23,17 @@ func (s *Scheduler) fire(ctx context.Context, due []*entry, now time.Time) {
 	// later on the next pass.
 	sort.Slice(due, func(i, j int) bool { return due[i].slot.Before(due[j].slot) })
 	leases := make(map[string]bool, len(due))
-	var passed []store.SlotSkipParams
+	passedBy := map[*entry][]store.SlotSkipParams{} // slots each entry's stall passed over
 	for _, e := range due {
 		if !e.retry {
 			if latest := e.job.sched.Prev(now); latest.After(e.slot) {
 				// The host slept or the clock jumped past several slots: fire
 				// the latest, and record the others as passed over (below,
-				// after the claims) where no replica ran them.
+				// after the claims) where no replica ran them, unless the
+				// job is paused: a paused job's slots are not runs owed.
 				s.log.Warn("cronfence: slots passed while the scheduler could not fire", "job", e.job.Name,
 					"first_missed", e.slot, "firing", latest.UTC())
-				passed = append(passed, s.passedOver(e.job, e.slot, latest)...)
+				passedBy[e] = s.passedOver(e.job, e.slot, latest)
 				e.slot = latest.UTC()
 			}
 		}
@@ -88,6 +89,12 @@ func (s *Scheduler) fire(ctx context.Context, due []*entry, now time.Time) {
 				"holder", r.Lease.Owner)
 		default:
 			s.log.Debug("cronfence: slot not claimed", "job", e.job.Name, "slot", e.slot, "reason", r.Refusal)
+		}
+	}
+	var passed []store.SlotSkipParams
+	for i, r := range results {
+		if r.Refusal != store.ClaimPaused {
+			passed = append(passed, passedBy[due[i]]...)
 		}
 	}
 	s.recordSkips(ctx, passed)

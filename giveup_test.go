@@ -87,7 +87,8 @@ func TestSlotsPassedOverInAStallAreRecorded(t *testing.T) {
 		rec := &recorder{}
 		c.startWith(Config{Owner: "a", Clock: offsetClock{c.db, 0}, Retention: -1, Observer: rec},
 			Job{Name: "minutely", Schedule: "* * * * *", Handler: l.handler(c.db)},
-			Job{Name: "secondly", Schedule: "* * * * * *", Handler: l.handler(c.db)})
+			Job{Name: "secondly", Schedule: "* * * * * *", Handler: l.handler(c.db)},
+			Job{Name: "paused", Schedule: "* * * * *", Disabled: true, Handler: l.handler(c.db)})
 		// Another replica ran minutely's 12:02 slot meanwhile.
 		ranElsewhere := start.Add(2 * time.Minute)
 		other := c.open(t)
@@ -141,6 +142,10 @@ func TestSlotsPassedOverInAStallAreRecorded(t *testing.T) {
 		}
 		if n := l.ran("secondly", latest); n != 1 {
 			t.Fatalf("secondly's latest slot ran %d times, want 1", n)
+		}
+		// A paused job owes no slot: nothing passed over is recorded for it.
+		if skips := skipRuns(t, st, "paused"); len(skips) != 0 {
+			t.Fatalf("the paused job has %d passed-over rows, want none: %+v", len(skips), skips)
 		}
 		c.wantNeverDown()
 	})
