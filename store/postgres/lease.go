@@ -151,8 +151,8 @@ func (s *Store) LeaseFence(ctx context.Context, tx any, name string, generation 
 	return s.fence(ctx, q, name, generation, s.q.leaseFence, name, generation, s.nowArg(time.Time{}))
 }
 
-// fence runs, through q, a fencing statement (leaseFenceSQL, or
-// slotCompleteSQL, which fences first) that returns a row only when
+// fence runs, through q, a fencing statement (sql/leaseFence.sql, or
+// sql/slotComplete.sql, which fences first) that returns a row only when
 // generation holds the lease name, as LeaseFence describes.
 func (s *Store) fence(ctx context.Context, q querier, name string, generation int64, sql string, args ...any) error {
 	var one int

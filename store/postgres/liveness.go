@@ -28,7 +28,7 @@ func (s *Store) livenessKey(owner string) int64 {
 // of its own, taken out of the pool for the life of the hold. While the
 // process lives, that session and its lock live; when the process dies, the
 // server ends the session and the lock is free, and contenders may take the
-// owner's leases over at once (see slotClaimSQL).
+// owner's leases over at once (see sql/slotClaim.sql).
 //
 // The connection can also break while the process lives (a network cut, a
 // database restart, a terminated backend). Every claim this owner makes then

@@ -12,7 +12,7 @@ import (
 )
 
 // SlotSkip records slots that nobody will run as skipped, each with a skip
-// run row, in one statement. See store.Store and slotSkipSQL.
+// run row, in one statement. See store.Store and sql/slotSkip.sql.
 func (s *Store) SlotSkip(ctx context.Context, items []store.SlotSkipParams) ([]store.Run, error) {
 	if err := store.ValidateSkipBatch(items); err != nil {
 		return nil, err

@@ -13,7 +13,7 @@ import (
 	"github.com/cronfence/cronfence/store"
 )
 
-// SlotClaim claims one (job, slot). See store.Store and slotClaimSQL.
+// SlotClaim claims one (job, slot). See store.Store and sql/slotClaim.sql.
 func (s *Store) SlotClaim(ctx context.Context, p store.SlotClaimParams) (store.SlotClaimResult, error) {
 	res, err := s.SlotClaimBatch(ctx, []store.SlotClaimParams{p})
 	if err != nil {
@@ -23,7 +23,7 @@ func (s *Store) SlotClaim(ctx context.Context, p store.SlotClaimParams) (store.S
 }
 
 // SlotClaimBatch claims many (job, slot)s in one statement. See store.Store
-// and slotClaimSQL.
+// and sql/slotClaim.sql.
 func (s *Store) SlotClaimBatch(ctx context.Context, items []store.SlotClaimParams) ([]store.SlotClaimResult, error) {
 	if err := store.ValidateClaimBatch(items); err != nil {
 		return nil, err
@@ -107,7 +107,7 @@ func (s *Store) SlotClaimBatch(ctx context.Context, items []store.SlotClaimParam
 	return inOrder, nil
 }
 
-// claimRows runs a claim statement (slotClaimSQL or its declared-values
+// claimRows runs a claim statement (sql/slotClaim.sql or its declared-values
 // variant) and reads its rows into results, in the items' (sorted) order,
 // with the indexes of items whose lease was taken but whose slot was not.
 // The error is the driver's, untranslated.
@@ -319,7 +319,7 @@ func (s *Store) SlotGet(ctx context.Context, job string, slot time.Time) (store.
 	return sl, nil
 }
 
-// nullSlot and nullLease receive the nullable columns of slotClaimSQL.
+// nullSlot and nullLease receive the nullable columns of sql/slotClaim.sql.
 type nullSlot struct {
 	status, owner, leaseName *string
 	generation               *int64
@@ -372,7 +372,7 @@ func deref[T any](p *T) T {
 }
 
 // SlotComplete fences tx and marks the slot the holding runs completed, in
-// tx. See store.Store and slotCompleteSQL. tx is a pgx.Tx or a *sql.Tx, as
+// tx. See store.Store and sql/slotComplete.sql. tx is a pgx.Tx or a *sql.Tx, as
 // for LeaseFence.
 func (s *Store) SlotComplete(ctx context.Context, tx any, p store.SlotCompleteParams) error {
 	if err := p.Validate(); err != nil {

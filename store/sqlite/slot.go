@@ -85,7 +85,7 @@ func (s *Store) SlotClaimBatch(ctx context.Context, items []store.SlotClaimParam
 }
 
 // claimSlot claims one item inside the caller's immediate transaction, in
-// the order of the PostgreSQL store's slotClaimSQL:
+// the order of the PostgreSQL store's sql/slotClaim.sql:
 //
 //  1. The gate refuses, writing nothing but a paused slot's settlement: a
 //     slot not yet due by the database clock (not_due); a paused job, by its

@@ -1,0 +1,10 @@
+-- The columns each row type is read from, in the order its scan function
+-- (the Scan calls of lease.go, scanSlot, scannedRun, scannedAlert,
+-- scanReplica) takes them.
+-- JSON columns travel as text (jobs::text, details::text), so pgx's choice
+-- of JSON encoding for a Go type never decides what is stored.
+{{define "leaseColumns"}}name, owner, generation, acquired_at, renewed_at, expires_at{{end}}
+{{define "slotColumns"}}job, slot, status, owner, lease_name, generation, attempts, started_at, finished_at{{end}}
+{{define "runColumns"}}id, job, slot, manual, catch_up, owner, generation, lease_name, attempt, started_at, finished_at, success, skipped, reason, error, logs{{end}}
+{{define "replicaColumns"}}owner, host, pid, version, started_at, heartbeat_at, clock_offset_ns, timers, jobs::text{{end}}
+{{define "alertColumns"}}id, kind, subject, message, details::text, raised_by, raised_at, last_seen_at, resolved_at{{end}}

@@ -1,0 +1,1 @@
+SELECT {{template "leaseColumns"}} FROM {{schema}}.leases WHERE name = $1

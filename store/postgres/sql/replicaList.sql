@@ -1,0 +1,1 @@
+SELECT {{template "replicaColumns"}} FROM {{schema}}.replicas ORDER BY owner COLLATE "C"

@@ -1,0 +1,1 @@
+DELETE FROM {{schema}}.replicas WHERE owner = $1

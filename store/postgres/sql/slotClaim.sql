@@ -1,0 +1,180 @@
+-- slotClaim.sql claims a batch of (job, slot)s, each with its guarding
+-- lease, in one statement:
+--
+--   - i unpacks the items; prev is each slot's row as of the statement's
+--     snapshot, and whether the lease that guards it is still live.
+--   - gate refuses from the snapshot: a slot not yet due by the database
+--     clock, a paused job (override, else the declared value), a completed
+--     or skipped slot, one still running under a live lease, or one out of
+--     attempts. A refused item touches nothing, except that a paused one
+--     is settled (see settle).
+--   - wanted, probe, taken, busy, taken_over, created and lease are the
+--     acquisition of the items' leases (see fragments/leaseAcquisition.sql), the point
+--     where contenders serialise; only its winners go on. A lease whose
+--     owner's liveness lock is free (its process is gone) is taken over at
+--     once. It waits for no handler's fenced transaction: a lease whose
+--     deposed writer is still inside one (expired, or dead, by the
+--     snapshot, and fenced) is busy, and its item is refused lease_busy
+--     and writes nothing (waiting for that transaction, which lasts as
+--     long as its writer is frozen or cut off, held up every item of the
+--     batch, every job due at that instant); a lease that a concurrent
+--     claim took reads as held, and its item goes on to mark.
+--   - claim inserts the slot, or takes over a failed, buffered or
+--     interrupted one; its WHERE is re-checked on the newest row version
+--     (attempts must be what the gate saw), so a concurrent completion is
+--     never overwritten.
+--   - mark records an overlap (gate passed, lease held by another run) as
+--     skipped or buffered, and skip writes the skip run row naming the
+--     holder. ON CONFLICT DO NOTHING makes exactly one replica record it.
+--     A late claim is buffered, not skipped, whatever the policy: by the
+--     statement's snapshot no holder that took the lease at or before the
+--     slot's instant holds it, so the lease was free when the slot came
+--     due and the holder (a catch-up or resumed run of an earlier slot,
+--     usually) started after it. That includes a holder that took the
+--     lease concurrently, after the snapshot, which is later still. The
+--     slot runs when the holder's run ends (see SlotFinish's buffered).
+--   - settle records a due slot of a paused job that has no row yet as
+--     skipped, without a run row (the job's pause is what operators see,
+--     and a paused every-second job would otherwise write a row a second).
+--     The slot is then final: a replica whose claim arrives after the
+--     resume (its clock runs behind, a not_due retry, a catch-up) finds it
+--     skipped instead of running it. An existing row is never touched, and
+--     ON CONFLICT DO NOTHING makes concurrent refusals write one row. The
+--     refusal stays paused; a later claim of the slot is refused skipped.
+--     settle is the one slot write not preceded by its lease's row lock (a
+--     paused item takes no lease). Two batches could then lock two slots
+--     in opposite orders only if each saw a different job of the two
+--     paused (pause and resume committed between their snapshots, at the
+--     same slot instant); Postgre.sql would detect that deadlock and fail
+--     one statement, which the scheduler handles as an unreachable store.
+--
+-- $1 jobs, $2 slots, $3 lease names, $4 declared disabled, $5 overlap
+-- policies, $6 max attempts, $7 TTLs in µs, $8 catch-up flags, $9 owner,
+-- $10 pinned now or NULL, $11 live key or 0. Its argument declared (see
+-- slotClaimDeclared.sql) leaves the pause overrides out.
+WITH c AS (SELECT coalesce($10::timestamptz, now()) AS now),
+i AS (
+    SELECT *
+      FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::boolean[], $5::text[],
+                  $6::integer[], $7::bigint[], $8::boolean[])
+           WITH ORDINALITY AS i(job, slot, lease_name, disabled, overlap, max_attempts, ttl_us, catch_up, ord)
+),
+prev AS (
+    SELECT i.ord, s.status, s.owner, s.lease_name, s.generation, s.attempts, s.started_at, s.finished_at,
+           -- Guarded: the run's lease is unexpired and its owner's process,
+           -- if it keeps a liveness lock, still holds it.
+           coalesce(g.generation = s.generation AND g.expires_at > c.now
+                    AND (g.live_key IS NULL OR NOT pg_try_advisory_xact_lock(g.live_key)), false) AS guarded
+      FROM i
+     CROSS JOIN c
+      JOIN {{schema}}.slots s ON s.job = i.job AND s.slot = i.slot
+      LEFT JOIN {{schema}}.leases g ON g.name = s.lease_name
+),
+gate AS (
+    SELECT i.ord,
+           CASE
+             WHEN i.slot > c.now                                      THEN 'not_due'
+             WHEN NOT coalesce(js.enabled_override, NOT i.disabled)   THEN 'paused'
+             WHEN p.status = 'completed'                              THEN 'completed'
+             WHEN p.status = 'skipped'                                THEN 'skipped'
+             WHEN p.status = 'running' AND p.guarded                  THEN 'already_executing'
+             WHEN p.attempts >= i.max_attempts                        THEN 'attempts_exhausted'
+           END AS refusal
+      FROM i
+     CROSS JOIN c
+      LEFT JOIN prev p ON p.ord = i.ord
+     {{if .declared}}LEFT JOIN (SELECT NULL::text AS job, NULL::boolean AS enabled_override) js ON false{{else}}LEFT JOIN {{schema}}.job_state js ON js.job = i.job{{end}}
+),
+{{template "leaseAcquisition" args "wanted" "SELECT i.lease_name AS name, i.ttl_us FROM i JOIN gate g ON g.ord = i.ord AND g.refusal IS NULL" "owner" "$9" "liveKey" "$11"}},
+claim AS (
+    INSERT INTO {{schema}}.slots AS s (job, slot, status, owner, lease_name, generation, attempts, started_at, finished_at)
+    SELECT i.job, i.slot, 'running', l.owner, l.name, l.generation, coalesce(p.attempts, 0) + 1, l.acquired_at, NULL
+      FROM lease l
+      JOIN i ON i.lease_name = l.name
+      LEFT JOIN prev p ON p.ord = i.ord
+    ON CONFLICT (job, slot) DO UPDATE
+       SET status      = 'running',
+           owner       = EXCLUDED.owner,
+           lease_name  = EXCLUDED.lease_name,
+           generation  = EXCLUDED.generation,
+           attempts    = EXCLUDED.attempts,
+           started_at  = EXCLUDED.started_at,
+           finished_at = NULL
+     WHERE s.status IN ('running', 'failed', 'buffered')
+       AND s.attempts + 1 = EXCLUDED.attempts
+       -- A running slot may be taken over only when its lease is dead. Under
+       -- the same lease name that is certain: this statement just took it.
+       AND (s.status <> 'running'
+            OR s.lease_name = EXCLUDED.lease_name
+            OR NOT EXISTS (SELECT 1 FROM {{schema}}.leases g
+                            WHERE g.name = s.lease_name AND g.generation = s.generation
+                              AND g.expires_at > EXCLUDED.started_at))
+    RETURNING s.job, s.slot, s.status, s.owner, s.lease_name, s.generation, s.attempts, s.started_at
+),
+mark AS (
+    INSERT INTO {{schema}}.slots AS s (job, slot, status, owner, lease_name, generation, attempts, started_at, finished_at)
+    SELECT i.job, i.slot, m.status, $9, i.lease_name, 0, 0, c.now, CASE WHEN m.status = 'skipped' THEN c.now END
+      FROM i
+      JOIN gate g ON g.ord = i.ord AND g.refusal IS NULL
+     CROSS JOIN c
+     CROSS JOIN LATERAL (
+           SELECT CASE WHEN (i.overlap = 'buffer-one'
+                             -- No holder from at or before the slot's
+                             -- instant: a late claim, not an overlap.
+                             OR NOT EXISTS (SELECT 1 FROM {{schema}}.leases h
+                                             WHERE h.name = i.lease_name AND h.acquired_at <= i.slot
+                                               AND {{template "leaseHeld" args "alias" "h" "owner" "$9"}}))
+                        AND NOT EXISTS (SELECT 1 FROM {{schema}}.slots b WHERE b.job = i.job AND b.status = 'buffered')
+                       THEN 'buffered' ELSE 'skipped' END AS status) m
+     WHERE NOT EXISTS (SELECT 1 FROM lease l WHERE l.name = i.lease_name)
+       -- Lock order: every statement locks lease rows before slot rows.
+       -- Sub-statements of a WITH run in no set order, so finish the lease
+       -- upsert (an InitPlan, run before the first row) before inserting.
+       AND (SELECT count(*) FROM lease) >= 0
+       -- A busy lease's slot is retried, not recorded as an overlap.
+       AND i.lease_name NOT IN (SELECT name FROM busy)
+    ON CONFLICT (job, slot) DO NOTHING
+    RETURNING s.job, s.slot, s.status
+),
+skip AS (
+    INSERT INTO {{schema}}.runs (job, slot, manual, catch_up, owner, generation, attempt, started_at, finished_at,
+                                 success, skipped, reason, error, logs)
+    SELECT m.job, m.slot, false, i.catch_up, $9, 0, 0, c.now, c.now, true, true, 'already_executing', '',
+           ARRAY['Skipped: the previous run has not finished (lease ' || i.lease_name || ' held by '
+                 || coalesce(h.owner || ' at generation ' || h.generation, 'another owner') || ')']
+      FROM mark m
+      JOIN i ON i.job = m.job AND i.slot = m.slot
+     CROSS JOIN c
+      LEFT JOIN {{schema}}.leases h ON h.name = i.lease_name
+     WHERE m.status = 'skipped'
+    RETURNING job, slot, id, started_at, logs
+),
+settle AS (
+    INSERT INTO {{schema}}.slots AS s (job, slot, status, owner, lease_name, generation, attempts, started_at, finished_at)
+    SELECT i.job, i.slot, 'skipped', $9, i.lease_name, 0, 0, c.now, c.now
+      FROM i
+      JOIN gate g ON g.ord = i.ord AND g.refusal = 'paused'
+     CROSS JOIN c
+     WHERE NOT EXISTS (SELECT 1 FROM prev p WHERE p.ord = i.ord)
+       -- Lock order, as in mark: the batch's lease rows first.
+       AND (SELECT count(*) FROM lease) >= 0
+    ON CONFLICT (job, slot) DO NOTHING
+)
+SELECT coalesce(g.refusal, CASE WHEN i.lease_name IN (SELECT name FROM busy) THEN 'lease_busy' END),
+       cl.status, cl.owner, cl.lease_name, cl.generation, cl.attempts, cl.started_at,
+       p.status, p.owner, p.lease_name, p.generation, p.attempts, p.started_at, p.finished_at,
+       l.owner, l.generation, l.acquired_at, l.renewed_at, l.expires_at,
+       h.name, h.owner, h.generation, h.acquired_at, h.renewed_at, h.expires_at,
+       m.status, sk.id, sk.started_at, sk.logs
+  FROM i
+  JOIN gate g ON g.ord = i.ord
+  LEFT JOIN claim cl ON cl.job = i.job AND cl.slot = i.slot
+  LEFT JOIN prev p ON p.ord = i.ord
+  LEFT JOIN lease l ON l.name = i.lease_name
+  LEFT JOIN mark m ON m.job = i.job AND m.slot = i.slot
+  LEFT JOIN skip sk ON sk.job = i.job AND sk.slot = i.slot
+  LEFT JOIN LATERAL (
+      SELECT * FROM {{schema}}.leases
+       WHERE name = CASE WHEN p.guarded THEN p.lease_name ELSE i.lease_name END
+  ) h ON true
+ ORDER BY i.ord
