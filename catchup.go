@@ -2,7 +2,6 @@ package cronfence
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/cronfence/cronfence/store"
@@ -24,10 +23,7 @@ import (
 // registered the job.
 func (s *Scheduler) runCatchUp(ctx context.Context, now time.Time, candidates map[string]time.Time, startup bool) {
 	s.mu.Lock()
-	var (
-		jobs  []*registered
-		items []store.SlotClaimParams
-	)
+	var batch []*entry
 	for name, slot := range candidates {
 		r := s.jobs[name]
 		if r == nil || r.CatchUpWindow <= 0 || slot.IsZero() || now.Sub(slot) > r.CatchUpWindow {
@@ -36,38 +32,12 @@ func (s *Scheduler) runCatchUp(ctx context.Context, now time.Time, candidates ma
 		if startup && (r.firstSeen.IsZero() || slot.Before(r.firstSeen)) {
 			continue // unknown (the registration failed, and was logged) or before the job existed
 		}
-		jobs = append(jobs, r)
-		items = append(items, r.claimParams(slot.UTC(), s.cfg.Owner, s.liveKey, true))
+		batch = append(batch, &entry{job: r, slot: slot.UTC(), origin: OriginCatchUp})
 	}
 	s.mu.Unlock()
-	if len(items) == 0 {
-		return
-	}
-	sent := s.cfg.Clock.Now()
-	results, err := s.claimBatch(ctx, items)
-	if err != nil {
-		s.mu.Lock()
-		for i, r := range jobs { // try again when the store is back (after this replica registered them)
-			if items[i].Slot.After(s.missed[r.Name]) {
-				s.missed[r.Name] = items[i].Slot
-			}
-		}
-		s.mu.Unlock()
-		s.storeDown(err, nil)
-		return
-	}
-	for i, r := range results {
-		s.observeClaim(jobs[i].Name, items[i].Slot, r, claimCatchUp)
-		s.resolveDeposed(ctx, jobs[i].Name, r)
-		if r.Refusal == store.ClaimLeaseBusy {
-			s.retryBusy(ctx, &entry{job: jobs[i], slot: items[i].Slot, catchUp: true}, r.Lease)
-			continue
-		}
-		if !r.Claimed {
-			continue
-		}
-		s.startRun(jobs[i], r, sent, true, catchUpLine(items[i].Slot, r))
-	}
+	// A claim that cannot reach the store leaves the slots missed again
+	// (storeDown), for the pass after the store is back.
+	s.claim(ctx, batch)
 }
 
 // registerJobs records the jobs' first registration (Store.JobRegister, one
@@ -92,10 +62,4 @@ func (s *Scheduler) registerJobs(ctx context.Context, names []string) {
 			r.firstSeen = reg.FirstSeen
 		}
 	}
-}
-
-// catchUpLine is the first log line of a catch-up run of slot.
-func catchUpLine(slot time.Time, r store.SlotClaimResult) string {
-	late := r.Lease.AcquiredAt.Sub(slot)
-	return fmt.Sprintf("Catch-up run for missed slot %s (%ds late)", slot.UTC().Format(time.RFC3339), int64(late.Seconds()))
 }

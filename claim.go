@@ -11,46 +11,67 @@ import (
 	"github.com/cronfence/cronfence/store"
 )
 
-// Fires: every job due at an instant claimed in one bounded round trip,
-// the winners started, the refusals handled.
+// Claims: every slot this replica means to run, whatever its origin (a
+// timer, catch-up, resume, a buffered slot), is claimed here, in one
+// bounded round trip per batch, and every answer is handled here once.
 
 // fire claims every due entry in one round trip and starts the winners.
+// When the loop could not fire in time (the host slept, the clock jumped),
+// it fires each job's latest slot and records the ones passed over.
 func (s *Scheduler) fire(ctx context.Context, due []*entry, now time.Time) {
-	items := make([]store.SlotClaimParams, 0, len(due))
-	claimed := make([]*entry, 0, len(due))
+	passedBy := map[*entry][]store.SlotSkipParams{} // slots each entry's stall passed over
+	for _, e := range due {
+		if e.retry {
+			continue
+		}
+		if latest := e.job.sched.Prev(now); latest.After(e.slot) {
+			s.log.Warn("cronfence: slots passed while the scheduler could not fire", "job", e.job.Name,
+				"first_missed", e.slot, "firing", latest.UTC())
+			passedBy[e] = s.passedOver(e.job, e.slot, latest)
+			e.slot = latest.UTC()
+		}
+	}
+	claimed, results := s.claim(ctx, due)
+	// Recorded after the claims, where no replica ran them, unless the job
+	// is paused: a paused job's slots are not runs owed.
+	var passed []store.SlotSkipParams
+	for i, r := range results {
+		if r.Refusal != store.ClaimPaused {
+			passed = append(passed, passedBy[claimed[i]]...)
+		}
+	}
+	s.recordSkips(ctx, passed)
+}
+
+// claim claims the entries' slots in one bounded round trip and handles
+// every answer (claimed). It returns the entries it sent and the store's
+// answers, in the same order; none when the store could not be reached,
+// which storeDown handles.
+func (s *Scheduler) claim(ctx context.Context, batch []*entry) ([]*entry, []store.SlotClaimResult) {
 	// One claim per lease in a batch: when two slots of a job are due
 	// together (a retry and the next slot), the earlier goes now and the
 	// later on the next pass.
-	sort.Slice(due, func(i, j int) bool { return due[i].slot.Before(due[j].slot) })
-	leases := make(map[string]bool, len(due))
-	passedBy := map[*entry][]store.SlotSkipParams{} // slots each entry's stall passed over
-	for _, e := range due {
-		if !e.retry {
-			if latest := e.job.sched.Prev(now); latest.After(e.slot) {
-				// The host slept or the clock jumped past several slots: fire
-				// the latest, and record the others as passed over (below,
-				// after the claims) where no replica ran them, unless the
-				// job is paused: a paused job's slots are not runs owed.
-				s.log.Warn("cronfence: slots passed while the scheduler could not fire", "job", e.job.Name,
-					"first_missed", e.slot, "firing", latest.UTC())
-				passedBy[e] = s.passedOver(e.job, e.slot, latest)
-				e.slot = latest.UTC()
-			}
-		}
+	sort.SliceStable(batch, func(i, j int) bool { return batch[i].slot.Before(batch[j].slot) })
+	sent := make([]*entry, 0, len(batch))
+	items := make([]store.SlotClaimParams, 0, len(batch))
+	leases := make(map[string]bool, len(batch))
+	for _, e := range batch {
 		name := e.job.leaseName(e.slot)
 		if leases[name] {
 			s.retryLater(e, 0)
 			continue
 		}
 		leases[name] = true
-		claimed = append(claimed, e)
-		items = append(items, e.job.claimParams(e.slot, s.cfg.Owner, s.liveKey, e.catchUp))
+		sent = append(sent, e)
+		items = append(items, e.job.claimParams(e.slot, s.cfg.Owner, s.liveKey, e.origin == OriginCatchUp))
 	}
-	due = claimed
-	sent := s.cfg.Clock.Now()
+	if len(items) == 0 {
+		return nil, nil
+	}
+	at := s.cfg.Clock.Now()
 	results, err := s.claimBatch(ctx, items)
 	if err != nil && ctx.Err() == nil && !s.isDown() && !errors.Is(err, errStoreTimeout) {
-		// Once more at once before leaving the slots to catch-up: after a
+		// Once more at once before counting the store as down: after a
 		// database restart the first statement sent on a pooled connection
 		// fails, and the pool hands out a fresh one. Safe even when the
 		// first claim committed and only its answer was lost: the lease is
@@ -61,43 +82,55 @@ func (s *Scheduler) fire(ctx context.Context, due []*entry, now time.Time) {
 		results, err = s.claimBatch(ctx, items)
 	}
 	if err != nil {
-		s.storeDown(err, due)
-		return
+		s.storeDown(err, sent)
+		return nil, nil
 	}
 	s.storeUp()
 	for i, r := range results {
-		e := due[i]
-		s.observeClaim(e.job.Name, e.slot, r, claimFire)
-		s.resolveDeposed(ctx, e.job.Name, r)
-		switch {
-		case r.Claimed && e.catchUp:
-			s.startRun(e.job, r, sent, true, catchUpLine(e.slot, r))
-		case r.Claimed:
-			s.startRun(e.job, r, sent, false, "")
-		case r.Refusal == store.ClaimLeaseBusy:
-			s.retryBusy(ctx, e, r.Lease)
-		case r.Refusal == store.ClaimNotDue:
-			// The slot fired a little early by the database clock (the
-			// offset moved since it was last measured, or the measurement
-			// is off by part of a round trip): try it again shortly.
-			s.retryLater(e, 0)
-		case r.Recorded == store.SlotSkipped:
-			s.log.Info("cronfence: slot skipped: the previous run has not finished", "job", e.job.Name, "slot", e.slot,
-				"holder", r.Lease.Owner, "generation", r.Lease.Generation)
-		case r.Recorded == store.SlotBuffered:
-			s.log.Info("cronfence: slot buffered until the current run ends", "job", e.job.Name, "slot", e.slot,
-				"holder", r.Lease.Owner)
-		default:
-			s.log.Debug("cronfence: slot not claimed", "job", e.job.Name, "slot", e.slot, "reason", r.Refusal)
-		}
+		s.claimed(ctx, sent[i], r, at)
 	}
-	var passed []store.SlotSkipParams
-	for i, r := range results {
-		if r.Refusal != store.ClaimPaused {
-			passed = append(passed, passedBy[due[i]]...)
-		}
+	return sent, results
+}
+
+// claimed handles the store's answer r to the claim of e's slot, sent at
+// sent: a winner starts; a refusal is retried, given up or logged.
+func (s *Scheduler) claimed(ctx context.Context, e *entry, r store.SlotClaimResult, sent time.Time) {
+	s.observeClaim(e, r)
+	s.resolveDeposed(ctx, e.job.Name, r)
+	switch {
+	case r.Claimed:
+		s.start(runSpec{job: e.job, slot: r.Slot.Slot, lease: r.Lease, attempt: r.Slot.Attempts, origin: e.origin, sent: sent})
+	case r.Refusal == store.ClaimLeaseBusy && e.origin.onTimer():
+		s.retryBusy(ctx, e, r.Lease)
+	case r.Refusal == store.ClaimNotDue && e.origin.onTimer():
+		// The slot fired a little early by the database clock (the
+		// offset moved since it was last measured, or the measurement
+		// is off by part of a round trip): try it again shortly.
+		s.retryLater(e, 0)
+	case r.Recorded == store.SlotSkipped:
+		s.log.Info("cronfence: slot skipped: the previous run has not finished", "job", e.job.Name, "slot", e.slot,
+			"holder", r.Lease.Owner, "generation", r.Lease.Generation)
+	case r.Recorded == store.SlotBuffered:
+		s.log.Info("cronfence: slot buffered until the current run ends", "job", e.job.Name, "slot", e.slot,
+			"holder", r.Lease.Owner)
+	default:
+		// Claimed elsewhere, completed, paused; or, for a resume or a
+		// buffered slot, a lease still busy: the next resume scan (or the
+		// job's next run, catch-up) tries again.
+		s.log.Debug("cronfence: slot not claimed", "job", e.job.Name, "slot", e.slot, "origin", e.origin, "reason", r.Refusal)
 	}
-	s.recordSkips(ctx, passed)
+}
+
+// runBuffered claims and starts the slot that waited for the run that just
+// ended (overlap policy buffer-one).
+func (s *Scheduler) runBuffered(job *registered, slot time.Time) {
+	s.mu.Lock()
+	stopped := s.stopped
+	s.mu.Unlock()
+	if stopped {
+		return // left buffered: catch-up or the next run picks it up
+	}
+	s.claim(context.Background(), []*entry{{job: job, slot: slot, origin: OriginBuffered}})
 }
 
 // busyRetryEvery is how often a slot refused store.ClaimLeaseBusy is tried
@@ -116,7 +149,7 @@ func (s *Scheduler) retryBusy(ctx context.Context, e *entry, writer store.Lease)
 	now := s.scheduleNow()
 	after := e.job.sched.Prev(now)
 	passed := after.After(e.slot)
-	if e.catchUp {
+	if e.origin == OriginCatchUp {
 		after = e.slot.Add(e.job.CatchUpWindow)
 		passed = now.After(after)
 	}
@@ -131,16 +164,15 @@ func (s *Scheduler) retryBusy(ctx context.Context, e *entry, writer store.Lease)
 			"job", e.job.Name, "slot", e.slot, "writer", writer.Owner, "generation", writer.Generation)
 		s.raiseDeposed(ctx, e, writer)
 	}
-	s.retryLater(&entry{job: e.job, slot: e.slot, busy: true, catchUp: e.catchUp}, busyRetryEvery)
+	s.retryLater(&entry{job: e.job, slot: e.slot, origin: e.origin, busy: true}, busyRetryEvery)
 }
 
 // retryLater fires the entry's slot again after about wait (at least
-// 20 ms, at most MaxSleep), without re-arming its job; a catch-up stays a
-// catch-up.
+// 20 ms, at most MaxSleep), without re-arming its job; it keeps its origin.
 func (s *Scheduler) retryLater(e *entry, wait time.Duration) {
 	wait = min(max(wait+20*time.Millisecond, 20*time.Millisecond), s.cfg.MaxSleep)
 	s.mu.Lock()
-	heap.Push(&s.heap, &entry{job: e.job, slot: e.slot, fireAt: s.scheduleNow().Add(wait), retry: true, busy: e.busy, catchUp: e.catchUp})
+	heap.Push(&s.heap, &entry{job: e.job, slot: e.slot, fireAt: s.scheduleNow().Add(wait), origin: e.origin, retry: true, busy: e.busy})
 	s.mu.Unlock()
 }
 

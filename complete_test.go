@@ -220,7 +220,7 @@ func TestCompleteThenFail(t *testing.T) {
 				if err := fx.write(ctx, run, true); err != nil {
 					return err
 				}
-				if run.Manual {
+				if run.Origin == OriginManual {
 					return nil
 				}
 				return fail

@@ -39,6 +39,9 @@ const (
 	ClockOffsetWarning = time.Second
 	// DefaultStoreTimeout is the default of Config.StoreTimeout.
 	DefaultStoreTimeout = 10 * time.Second
+	// DefaultHeartbeatEvery is how often a replica records itself in the
+	// replica registry when Config.HeartbeatEvery is zero.
+	DefaultHeartbeatEvery = 10 * time.Second
 )
 
 // Defaults of the absence checks (see docs/alerts.md).
@@ -222,6 +225,31 @@ func (c *Config) withDefaults() Config {
 	return out
 }
 
+// withDefaults fills the zero thresholds.
+func (t AlertThresholds) withDefaults(c Config) AlertThresholds {
+	if t.SkipStreak == 0 {
+		t.SkipStreak = DefaultSkipStreak
+	}
+	if t.ClockOffset == 0 {
+		t.ClockOffset = DefaultClockOffsetAlert
+	}
+	if t.ReplicaStale == 0 {
+		// A replica without a registry row (HeartbeatEvery negative) runs
+		// no checks, so any positive period will do for it.
+		every := c.HeartbeatEvery
+		if every <= 0 {
+			every = DefaultHeartbeatEvery
+		}
+		t.ReplicaStale = 3 * every
+	}
+	if t.OrphanWindow == 0 {
+		t.OrphanWindow = DefaultOrphanWindow
+	}
+	return t
+}
+
+// validate checks a config with its defaults applied (withDefaults), so a
+// default is held to the same rules as a value given.
 func (c *Config) validate() error {
 	switch {
 	case c.Store == nil:
@@ -246,10 +274,8 @@ func (c *Config) validate() error {
 	case c.Alerts.ReplicaStale < 0:
 		return errInvalid(fmt.Sprintf("Config.Alerts.ReplicaStale must not be negative, got %s", c.Alerts.ReplicaStale))
 	}
-	if c.Owner != "" {
-		if err := store.ValidateName("Config.Owner", c.Owner); err != nil {
-			return fmt.Errorf("cronfence: %w", err)
-		}
+	if err := store.ValidateName("Config.Owner", c.Owner); err != nil {
+		return fmt.Errorf("cronfence: %w", err)
 	}
 	return nil
 }

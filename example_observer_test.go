@@ -22,7 +22,7 @@ func ExampleObserver() {
 	observer := cronfence.ObserverFunc(func(e cronfence.Event) {
 		switch e := e.(type) {
 		case cronfence.RunStartEvent:
-			fmt.Printf("start %s: manual %v, generation %d\n", e.Job, e.Manual, e.Generation)
+			fmt.Printf("start %s: %s, generation %d\n", e.Job, e.Origin, e.Generation)
 		case cronfence.RunEndEvent:
 			fmt.Printf("end %s: %s, recorded %v\n", e.Job, e.Outcome, e.Recorded)
 			close(ended)
@@ -52,6 +52,6 @@ func ExampleObserver() {
 	}
 	<-ended
 	// Output:
-	// start export: manual true, generation 1
+	// start export: manual, generation 1
 	// end export: failure, recorded true
 }

@@ -33,7 +33,7 @@ func ExampleScheduler() {
 		TimeZone: "America/New_York", // ...in New York: 03:00 on spring-forward day, once on fall-back day
 		Handler: func(ctx context.Context, run *cronfence.Run) error {
 			defer close(done)
-			fmt.Printf("%s: manual %v, generation %d, attempt %d\n", run.Job, run.Manual, run.Generation, run.Attempt)
+			fmt.Printf("%s: %s, generation %d, attempt %d\n", run.Job, run.Origin, run.Generation, run.Attempt)
 			return nil
 		},
 	})
@@ -50,7 +50,7 @@ func ExampleScheduler() {
 	}
 	<-done
 	// Output:
-	// nightly-report: manual true, generation 1, attempt 1
+	// nightly-report: manual, generation 1, attempt 1
 }
 
 // A handler fences each write with its run's generation inside the write's
@@ -138,7 +138,7 @@ func ExampleJob_catchUpWindow() {
 		CatchUpWindow: 2 * time.Hour, // the last hour's slot was missed: run it now
 		Handler: func(ctx context.Context, run *cronfence.Run) error {
 			defer close(done)
-			fmt.Printf("catch-up %v, late by under an hour: %v\n", run.CatchUp, time.Since(run.Slot) < time.Hour)
+			fmt.Printf("%s, late by under an hour: %v\n", run.Origin, time.Since(run.Slot) < time.Hour)
 			return nil
 		},
 	})
@@ -153,5 +153,5 @@ func ExampleJob_catchUpWindow() {
 		log.Fatal(err)
 	}
 	// Output:
-	// catch-up true, late by under an hour: true
+	// catch_up, late by under an hour: true
 }

@@ -17,14 +17,8 @@ type runSpec struct {
 	slot    time.Time   // zero for a manual run
 	lease   store.Lease // zero when the store was unreachable (fail-open)
 	attempt int
-	manual  bool
-	catchUp bool
+	origin  Origin
 	sent    time.Time // when the claim was sent, on the scheduler's clock
-	first   string    // a first log line, e.g. the catch-up notice
-}
-
-func (s *Scheduler) startRun(job *registered, claim store.SlotClaimResult, sent time.Time, catchUp bool, first string) {
-	s.start(runSpec{job: job, slot: claim.Slot.Slot, lease: claim.Lease, attempt: claim.Slot.Attempts, catchUp: catchUp, sent: sent, first: first})
 }
 
 // start runs a handler in its own goroutine: under its lease, renewed by the
@@ -66,8 +60,8 @@ func (s *Scheduler) execute(spec runSpec) {
 		attrs = append(attrs, "slot", spec.slot)
 	}
 	logger := slog.New(&teeHandler{next: s.log.Handler(), buf: logs}).With(attrs...)
-	if spec.first != "" {
-		logger.Info(spec.first)
+	if line := spec.firstLine(); line != "" {
+		logger.Info(line)
 	}
 	var lease *Lease
 	if spec.lease.Generation > 0 {
@@ -75,7 +69,7 @@ func (s *Scheduler) execute(spec runSpec) {
 	}
 	run := &Run{
 		Job: job.Name, Slot: spec.slot, Generation: spec.lease.Generation, Lease: spec.lease.Name, Attempt: spec.attempt,
-		Manual: spec.manual, CatchUp: spec.catchUp, Owner: s.cfg.Owner, Logger: logger, lease: lease, logs: logs,
+		Origin: spec.origin, Owner: s.cfg.Owner, Logger: logger, lease: lease, logs: logs,
 		observe: s.observe,
 	}
 
@@ -86,7 +80,7 @@ func (s *Scheduler) execute(spec runSpec) {
 	}
 	s.observe(RunStartEvent{
 		Job: job.Name, Slot: spec.slot, Lease: spec.lease.Name, Generation: spec.lease.Generation, Attempt: spec.attempt,
-		Manual: spec.manual, CatchUp: spec.catchUp, Latency: latency,
+		Origin: spec.origin, Latency: latency,
 	})
 	err := callHandler(ctx, job.Handler, run)
 	duration := s.cfg.Clock.Now().Sub(started)
@@ -103,7 +97,7 @@ func (s *Scheduler) execute(spec runSpec) {
 	outcome, recorded, buffered := s.finish(spec, hold, err, logs.snapshot())
 	s.observe(RunEndEvent{
 		Job: job.Name, Slot: spec.slot, Lease: spec.lease.Name, Generation: spec.lease.Generation, Attempt: spec.attempt,
-		Manual: spec.manual, CatchUp: spec.catchUp, Outcome: outcome, Duration: duration, Recorded: recorded,
+		Origin: spec.origin, Outcome: outcome, Duration: duration, Recorded: recorded,
 	})
 	if !buffered.IsZero() {
 		// A slot that waited for this run: buffer-one's overlap, or a slot
@@ -120,7 +114,7 @@ func (s *Scheduler) execute(spec runSpec) {
 func (s *Scheduler) finish(spec runSpec, hold *leasekeeper.Hold, runErr error, logs []string) (outcome RunOutcome, recorded bool, buffered time.Time) {
 	job := spec.job
 	row := store.Run{
-		Manual: spec.manual, CatchUp: spec.catchUp, Attempt: spec.attempt, Success: runErr == nil, Logs: logs,
+		Manual: spec.origin == OriginManual, CatchUp: spec.origin == OriginCatchUp, Attempt: spec.attempt, Success: runErr == nil, Logs: logs,
 		StartedAt: spec.lease.AcquiredAt,
 	}
 	outcome = RunSucceeded
@@ -128,7 +122,7 @@ func (s *Scheduler) finish(spec runSpec, hold *leasekeeper.Hold, runErr error, l
 		row.Error = runErr.Error()
 		outcome = RunFailed
 	}
-	if spec.lease.Generation == 0 {
+	if spec.origin == OriginFailOpen {
 		// A fail-open run held no lease: record what happened, if the store
 		// is back.
 		ctx, cancel := s.bounded(context.Background())
@@ -224,30 +218,6 @@ func (s *Scheduler) interruption(spec runSpec, runErr error) string {
 	return ""
 }
 
-// runBuffered claims and starts the slot that waited for the run that just
-// ended (overlap policy buffer-one).
-func (s *Scheduler) runBuffered(job *registered, slot time.Time) {
-	s.mu.Lock()
-	stopped := s.stopped
-	s.mu.Unlock()
-	if stopped {
-		return // left buffered: catch-up or the next run picks it up
-	}
-	ctx, cancel := s.bounded(context.Background())
-	defer cancel()
-	sent := s.cfg.Clock.Now()
-	r, err := s.store.SlotClaim(ctx, job.claimParams(slot, s.cfg.Owner, s.liveKey, false))
-	if err != nil {
-		s.log.Warn("cronfence: could not claim the buffered slot", "job", job.Name, "slot", slot, "error", err)
-		return
-	}
-	s.observeClaim(job.Name, slot, r, claimBuffered)
-	if !r.Claimed {
-		return
-	}
-	s.startRun(job, r, sent, false, fmt.Sprintf("Buffered run for slot %s, after the overlapping run ended", slot.UTC().Format(time.RFC3339)))
-}
-
 // callHandler runs the handler, turning a panic into an error so the run
 // is still finished and its lease released.
 func callHandler(ctx context.Context, h Handler, run *Run) (err error) {
@@ -299,107 +269,4 @@ func (s *Scheduler) withTimeout(parent context.Context, d time.Duration, cause e
 // shutdown has cancelled the runs.
 func (s *Scheduler) ender() endRecorder {
 	return endRecorder{store: s.store, log: s.log, stop: s.runsCtx.Done()}
-}
-
-// ManualRun describes a run started by Trigger.
-type ManualRun struct {
-	Job        string
-	Owner      string
-	Generation int64
-	StartedAt  time.Time // by the database clock
-}
-
-// Trigger starts a manual run of the job now, on this replica. It takes the
-// job's lease like any run, so it never overlaps a scheduled or manual run
-// on any replica: when one holds the lease, Trigger records the refusal as
-// a skip row and returns an *AlreadyExecutingError (errors.Is
-// ErrAlreadyExecuting) naming the holder. The run goes on in the background
-// after Trigger returns. A paused job can still be triggered by hand.
-func (s *Scheduler) Trigger(ctx context.Context, name string) (ManualRun, error) {
-	s.mu.Lock()
-	r, ok := s.jobs[name]
-	live := s.started && !s.stopped
-	s.mu.Unlock()
-	if !ok {
-		return ManualRun{}, unknownJob(name)
-	}
-	if !live {
-		return ManualRun{}, ErrNotStarted
-	}
-	leaseName := r.leaseName(time.Time{})
-	if r.Overlap == OverlapAllow {
-		leaseName = fmt.Sprintf("job:%s@manual-%d", r.Name, s.cfg.Clock.Now().UnixNano())
-	}
-	sent := s.cfg.Clock.Now()
-	lease, acquired, err := s.store.LeaseAcquire(ctx, store.LeaseAcquireParams{Name: leaseName, Owner: s.cfg.Owner, TTL: r.LeaseTTL, LiveKey: s.liveKey})
-	if err != nil {
-		return ManualRun{}, fmt.Errorf("cronfence: trigger %q: %w", name, err)
-	}
-	if !acquired {
-		holder := "another owner"
-		if lease.Owner != "" {
-			holder = fmt.Sprintf("%s at generation %d", lease.Owner, lease.Generation)
-		}
-		skip, err := s.store.RunInsert(ctx, store.Run{
-			Job: name, Manual: true, Owner: s.cfg.Owner, Success: true, Skipped: true, Reason: string(store.ClaimHeld),
-			Logs: []string{fmt.Sprintf("Skipped: the previous run has not finished (lease %s held by %s)", leaseName, holder)},
-		})
-		if err != nil {
-			s.log.Warn("cronfence: could not record a refused manual run", "job", name, "error", err)
-		}
-		s.observe(SkipEvent{Job: name, Reason: string(store.ClaimHeld), Holder: lease.Owner, Manual: true})
-		return ManualRun{}, &AlreadyExecutingError{Job: name, Holder: lease, Skip: skip}
-	}
-	s.start(runSpec{job: r, lease: lease, attempt: 1, manual: true, sent: sent})
-	return ManualRun{Job: name, Owner: s.cfg.Owner, Generation: lease.Generation, StartedAt: lease.AcquiredAt}, nil
-}
-
-// SetEnabled overrides the job's declared enabled value on every replica:
-// true or false pause or resume it from the next slot on, nil removes the
-// override. by and note are recorded with it. It survives restarts.
-func (s *Scheduler) SetEnabled(ctx context.Context, name string, enabled *bool, by, note string) (store.JobState, error) {
-	s.mu.Lock()
-	_, ok := s.jobs[name]
-	s.mu.Unlock()
-	if !ok {
-		return store.JobState{}, unknownJob(name)
-	}
-	js, err := s.store.JobStateSet(ctx, store.JobStateSetParams{Job: name, Enabled: enabled, By: by, Note: note})
-	if err != nil {
-		return store.JobState{}, fmt.Errorf("cronfence: set enabled of %q: %w", name, err)
-	}
-	return js, nil
-}
-
-// Stop stops firing, lets running handlers finish within the shutdown
-// grace (or until ctx ends), then cancels them; every run still ends with
-// its lease released, so another replica takes the next slot at once.
-func (s *Scheduler) Stop(ctx context.Context) error {
-	s.mu.Lock()
-	if !s.started || s.stopped {
-		s.mu.Unlock()
-		return nil
-	}
-	s.stopped = true
-	s.mu.Unlock()
-	s.loopCancel()
-	<-s.loopDone
-
-	done := make(chan struct{})
-	go func() { s.runs.Wait(); close(done) }()
-	grace := s.cfg.Clock.NewTimer(s.cfg.ShutdownGrace)
-	select {
-	case <-done:
-	case <-grace.C():
-		s.log.Warn("cronfence: shutdown grace passed; cancelling running handlers", "grace", s.cfg.ShutdownGrace)
-	case <-ctx.Done():
-	}
-	grace.Stop()
-	s.runsCancel()
-	<-done
-	s.keeper.Close()
-	if s.release != nil {
-		s.release()
-	}
-	return nil
 }

@@ -182,7 +182,7 @@ func testFailover(t *testing.T, survivorRunning bool) {
 	err = s.Register(failoverJob(spec, func(ctx context.Context, run *cronfence.Run) error {
 		runs <- resumed{
 			at: time.Now(), slot: run.Slot, attempt: run.Attempt, generation: run.Generation,
-			catchUp: run.CatchUp, owner: run.Owner, ctxErr: ctx.Err(),
+			catchUp: run.Origin == cronfence.OriginCatchUp, owner: run.Owner, ctxErr: ctx.Err(),
 		}
 		select {
 		case <-finish:

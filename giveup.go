@@ -50,7 +50,7 @@ func (s *Scheduler) passedOver(j *registered, first, latest time.Time) []store.S
 func (s *Scheduler) givenUp(e *entry, writer store.Lease, after time.Time) store.SlotSkipParams {
 	return store.SlotSkipParams{
 		Job: e.job.Name, Slot: e.slot, LeaseName: e.job.leaseName(e.slot), Owner: s.cfg.Owner, After: after,
-		CatchUp: e.catchUp, Reason: store.SkipLeaseBusy,
+		CatchUp: e.origin == OriginCatchUp, Reason: store.SkipLeaseBusy,
 		Log: fmt.Sprintf("Skipped: given up, a deposed writer (%s at generation %d) stayed inside a transaction fenced under lease %s after it expired, until a later slot was due",
 			writer.Owner, writer.Generation, writer.Name),
 	}

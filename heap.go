@@ -10,12 +10,14 @@ type entry struct {
 	job    *registered
 	slot   time.Time // the slot to claim when the entry fires
 	fireAt time.Time // when to fire, on the scheduler's clock: the slot, or a retry
-	retry  bool      // a slot tried again (the database said not yet due); not re-armed
-	busy   bool      // a retry of a slot whose lease a deposed writer still held
-	// catchUp marks a retry of a catch-up claim: it is claimed and run as
-	// one, and given up only past the job's catch-up window.
-	catchUp bool
-	index   int
+	// origin is why the slot is claimed. On the heap it is
+	// OriginScheduled, or OriginCatchUp for a catch-up tried again: that is
+	// claimed and run as a catch-up, and given up only past the job's
+	// catch-up window.
+	origin Origin
+	retry  bool // a slot tried again (not yet due, or its lease busy); its job was re-armed when it first fired
+	busy   bool // a retry of a slot whose lease a deposed writer still held: its alert is raised
+	index  int
 }
 
 // timers is a min-heap of entries by fireAt: one heap for all jobs, so a

@@ -1,7 +1,6 @@
 package cronfence
 
 import (
-	"container/heap"
 	"context"
 	"time"
 )
@@ -99,18 +98,15 @@ func (s *Scheduler) tick(ctx context.Context, step time.Duration) {
 	if resume {
 		s.nextResume = now.Add(s.cfg.ResumeEvery)
 	}
-	down := s.down
+	down := s.outage.down
 	unregistered := s.unregistered
 	s.unregistered = nil
 	due := s.heap.popDue(now)
 	// Re-arm before claiming, so a slow store never delays the next slot.
 	// A retry was re-armed when it first fired.
 	for _, e := range due {
-		if e.retry {
-			continue
-		}
-		if next := e.job.sched.Next(now); !next.IsZero() {
-			heap.Push(&s.heap, &entry{job: e.job, slot: next.UTC(), fireAt: next})
+		if !e.retry {
+			s.arm(e.job, now)
 		}
 	}
 	s.mu.Unlock()
@@ -128,12 +124,7 @@ func (s *Scheduler) tick(ctx context.Context, step time.Duration) {
 	// (A fire claimed first would hold the job's lease, and the missed
 	// slot would wait behind it, buffered, and run after the later slot.)
 	s.mu.Lock()
-	catchUp := s.catchUp
-	var missed map[string]time.Time
-	if catchUp {
-		missed, s.missed = s.missed, map[string]time.Time{}
-		s.catchUp = false
-	}
+	missed, catchUp := s.outage.takeMissed()
 	s.mu.Unlock()
 	if catchUp {
 		s.runCatchUp(ctx, now, missed, false)

@@ -342,26 +342,3 @@ func (t AlertThresholds) absence() absence.Thresholds {
 		OrphanWindow: max(t.OrphanWindow, 0),
 	}
 }
-
-// withDefaults fills the zero thresholds.
-func (t AlertThresholds) withDefaults(c Config) AlertThresholds {
-	if t.SkipStreak == 0 {
-		t.SkipStreak = DefaultSkipStreak
-	}
-	if t.ClockOffset == 0 {
-		t.ClockOffset = DefaultClockOffsetAlert
-	}
-	if t.ReplicaStale == 0 {
-		// A replica without a registry row (HeartbeatEvery negative) runs
-		// no checks, so any positive period will do for it.
-		every := c.HeartbeatEvery
-		if every <= 0 {
-			every = DefaultHeartbeatEvery
-		}
-		t.ReplicaStale = 3 * every
-	}
-	if t.OrphanWindow == 0 {
-		t.OrphanWindow = DefaultOrphanWindow
-	}
-	return t
-}

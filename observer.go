@@ -35,11 +35,7 @@ type ClaimEvent struct {
 	Slot    time.Time
 	Won     bool
 	Refusal store.ClaimRefusal // why not, when !Won
-	CatchUp bool               // a claim by catch-up
-	Resume  bool               // a claim of an interrupted run
-	// Buffered: a claim of the slot that waited, buffered, for the
-	// overlapping run to end (overlap policy buffer-one).
-	Buffered bool
+	Origin  Origin             // why it was claimed: its timer, catch-up, a resume, a buffered slot
 	// Recorded is what this claim recorded on a slot overlapped by another
 	// run (store.SlotSkipped, followed by a SkipEvent, or
 	// store.SlotBuffered); empty otherwise.
@@ -53,8 +49,7 @@ type RunStartEvent struct {
 	Lease      string    // the lease the run holds; empty without one
 	Generation int64     // zero for a run without a lease (RunWhenStoreDown)
 	Attempt    int
-	Manual     bool
-	CatchUp    bool
+	Origin     Origin
 	// Latency is from the slot instant to the handler's start on this
 	// replica's clock; zero for manual runs.
 	Latency time.Duration
@@ -77,8 +72,7 @@ type RunEndEvent struct {
 	Lease      string
 	Generation int64
 	Attempt    int
-	Manual     bool
-	CatchUp    bool
+	Origin     Origin
 	Outcome    RunOutcome
 	Duration   time.Duration
 	// Recorded is false when the store could not record the end (the slot
@@ -93,7 +87,9 @@ type SkipEvent struct {
 	Slot   time.Time // zero for a refused manual run
 	Reason string    // the skip row's: "already_executing", "lease_busy" or "passed_over"
 	Holder string    // the owner holding the lease, when known
-	Manual bool
+	// Origin is the refused claim's, OriginManual for a refused Trigger;
+	// empty for a slot given up or passed over (Store.SlotSkip).
+	Origin Origin
 }
 
 // LeaseLostEvent: a renewal found a run's lease gone (expired and taken
@@ -151,33 +147,20 @@ func (s *Scheduler) observe(e Event) {
 	s.cfg.Observer.Observe(e)
 }
 
-// claimKind says which path of the scheduler made a claim.
-type claimKind int
-
-const (
-	claimFire claimKind = iota
-	claimCatchUp
-	claimResume
-	claimBuffered
-)
-
-// observeClaim reports the store's answer to one claim and, when this
-// replica recorded the slot as skipped, the skip.
-func (s *Scheduler) observeClaim(job string, slot time.Time, r store.SlotClaimResult, kind claimKind) {
+// observeClaim reports the store's answer to the claim of e's slot and,
+// when this replica recorded the slot as skipped, the skip.
+func (s *Scheduler) observeClaim(e *entry, r store.SlotClaimResult) {
 	s.notePauseState(r.PauseStateUnread)
 	if s.cfg.Observer == nil {
 		return
 	}
-	s.observe(ClaimEvent{
-		Job: job, Slot: slot, Won: r.Claimed, Refusal: r.Refusal, Recorded: r.Recorded,
-		CatchUp: kind == claimCatchUp, Resume: kind == claimResume, Buffered: kind == claimBuffered,
-	})
+	s.observe(ClaimEvent{Job: e.job.Name, Slot: e.slot, Won: r.Claimed, Refusal: r.Refusal, Recorded: r.Recorded, Origin: e.origin})
 	if r.Recorded == store.SlotSkipped {
 		reason := r.SkipRun.Reason
 		if reason == "" {
 			reason = string(r.Refusal)
 		}
-		s.observe(SkipEvent{Job: job, Slot: slot, Reason: reason, Holder: r.Lease.Owner})
+		s.observe(SkipEvent{Job: e.job.Name, Slot: e.slot, Reason: reason, Holder: r.Lease.Owner, Origin: e.origin})
 	}
 }
 

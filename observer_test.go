@@ -49,7 +49,7 @@ func eventKey(e Event) string {
 	case ClaimEvent:
 		return fmt.Sprintf("1 %s %s 1", e.Job, e.Slot.Format(time.RFC3339))
 	case SkipEvent:
-		return fmt.Sprintf("1 %s %s 2 %v", e.Job, e.Slot.Format(time.RFC3339), e.Manual)
+		return fmt.Sprintf("1 %s %s 2 %v", e.Job, e.Slot.Format(time.RFC3339), e.Origin)
 	case RunStartEvent:
 		return fmt.Sprintf("1 %s %s 3", e.Job, e.Slot.Format(time.RFC3339))
 	case LeaseLostEvent:
@@ -92,11 +92,11 @@ func TestObserverSeesClaimsRunsSkipsAndClock(t *testing.T) {
 		m1 := t0.Add(time.Minute)
 		wantEvents(t, "12:01", rec,
 			ClockOffsetEvent{},
-			ClaimEvent{Job: "long", Slot: m1, Won: true},
-			RunStartEvent{Job: "long", Slot: m1, Lease: "job:long", Generation: first.Generation, Attempt: 1},
-			ClaimEvent{Job: "bad", Slot: m1, Won: true},
-			RunStartEvent{Job: "bad", Slot: m1, Lease: "job:bad", Generation: 1, Attempt: 1},
-			RunEndEvent{Job: "bad", Slot: m1, Lease: "job:bad", Generation: 1, Attempt: 1, Outcome: RunFailed, Recorded: true},
+			ClaimEvent{Job: "long", Slot: m1, Won: true, Origin: OriginScheduled},
+			RunStartEvent{Job: "long", Slot: m1, Lease: "job:long", Generation: first.Generation, Attempt: 1, Origin: OriginScheduled},
+			ClaimEvent{Job: "bad", Slot: m1, Won: true, Origin: OriginScheduled},
+			RunStartEvent{Job: "bad", Slot: m1, Lease: "job:bad", Generation: 1, Attempt: 1, Origin: OriginScheduled},
+			RunEndEvent{Job: "bad", Slot: m1, Lease: "job:bad", Generation: 1, Attempt: 1, Outcome: RunFailed, Recorded: true, Origin: OriginScheduled},
 		)
 
 		c.db.Advance(time.Minute) // "long" still runs: 12:02 is skipped
@@ -104,22 +104,22 @@ func TestObserverSeesClaimsRunsSkipsAndClock(t *testing.T) {
 		m2 := t0.Add(2 * time.Minute)
 		wantEvents(t, "12:02", rec,
 			ClockOffsetEvent{},
-			ClaimEvent{Job: "long", Slot: m2, Refusal: store.ClaimHeld, Recorded: store.SlotSkipped},
-			SkipEvent{Job: "long", Slot: m2, Reason: "already_executing", Holder: "a"},
-			ClaimEvent{Job: "bad", Slot: m2, Won: true},
-			RunStartEvent{Job: "bad", Slot: m2, Lease: "job:bad", Generation: 2, Attempt: 1},
-			RunEndEvent{Job: "bad", Slot: m2, Lease: "job:bad", Generation: 2, Attempt: 1, Outcome: RunFailed, Recorded: true},
+			ClaimEvent{Job: "long", Slot: m2, Refusal: store.ClaimHeld, Recorded: store.SlotSkipped, Origin: OriginScheduled},
+			SkipEvent{Job: "long", Slot: m2, Reason: "already_executing", Holder: "a", Origin: OriginScheduled},
+			ClaimEvent{Job: "bad", Slot: m2, Won: true, Origin: OriginScheduled},
+			RunStartEvent{Job: "bad", Slot: m2, Lease: "job:bad", Generation: 2, Attempt: 1, Origin: OriginScheduled},
+			RunEndEvent{Job: "bad", Slot: m2, Lease: "job:bad", Generation: 2, Attempt: 1, Outcome: RunFailed, Recorded: true, Origin: OriginScheduled},
 		)
 
 		if _, err := a.Trigger(context.Background(), "long"); !errors.Is(err, ErrAlreadyExecuting) {
 			t.Fatalf("Trigger during the run = %v, want ErrAlreadyExecuting", err)
 		}
-		wantEvents(t, "trigger", rec, SkipEvent{Job: "long", Reason: "already_executing", Holder: "a", Manual: true})
+		wantEvents(t, "trigger", rec, SkipEvent{Job: "long", Reason: "already_executing", Holder: "a", Origin: OriginManual})
 
 		close(b.release)
 		c.settle()
 		wantEvents(t, "release", rec,
-			RunEndEvent{Job: "long", Slot: m1, Lease: "job:long", Generation: first.Generation, Attempt: 1, Outcome: RunSucceeded, Duration: time.Minute, Recorded: true})
+			RunEndEvent{Job: "long", Slot: m1, Lease: "job:long", Generation: first.Generation, Attempt: 1, Outcome: RunSucceeded, Duration: time.Minute, Recorded: true, Origin: OriginScheduled})
 
 		mr, err := a.Trigger(context.Background(), "long")
 		if err != nil {
@@ -128,8 +128,8 @@ func TestObserverSeesClaimsRunsSkipsAndClock(t *testing.T) {
 		<-b.started
 		c.settle()
 		wantEvents(t, "manual run", rec,
-			RunStartEvent{Job: "long", Lease: "job:long", Generation: mr.Generation, Attempt: 1, Manual: true},
-			RunEndEvent{Job: "long", Lease: "job:long", Generation: mr.Generation, Attempt: 1, Manual: true, Outcome: RunSucceeded, Recorded: true})
+			RunStartEvent{Job: "long", Lease: "job:long", Generation: mr.Generation, Attempt: 1, Origin: OriginManual},
+			RunEndEvent{Job: "long", Lease: "job:long", Generation: mr.Generation, Attempt: 1, Origin: OriginManual, Outcome: RunSucceeded, Recorded: true})
 	})
 }
 
@@ -146,16 +146,16 @@ func TestObserverSeesCatchUpAndLostClaims(t *testing.T) {
 		slot := c.db.Now().Truncate(time.Minute)
 		wantEvents(t, "catch-up", rec,
 			ClockOffsetEvent{},
-			ClaimEvent{Job: "minutely", Slot: slot, Won: true, CatchUp: true},
-			RunStartEvent{Job: "minutely", Slot: slot, Lease: "job:minutely", Generation: 1, Attempt: 1, CatchUp: true, Latency: 30 * time.Second},
-			RunEndEvent{Job: "minutely", Slot: slot, Lease: "job:minutely", Generation: 1, Attempt: 1, CatchUp: true, Outcome: RunSucceeded, Recorded: true},
+			ClaimEvent{Job: "minutely", Slot: slot, Won: true, Origin: OriginCatchUp},
+			RunStartEvent{Job: "minutely", Slot: slot, Lease: "job:minutely", Generation: 1, Attempt: 1, Origin: OriginCatchUp, Latency: 30 * time.Second},
+			RunEndEvent{Job: "minutely", Slot: slot, Lease: "job:minutely", Generation: 1, Attempt: 1, Origin: OriginCatchUp, Outcome: RunSucceeded, Recorded: true},
 		)
 		// A second replica starting now finds the slot done.
 		rec2 := &recorder{}
 		c.startWith(Config{Owner: "b", Clock: offsetClock{c.db, 0}, Retention: -1, Observer: rec2}, job)
 		wantEvents(t, "second start", rec2,
 			ClockOffsetEvent{},
-			ClaimEvent{Job: "minutely", Slot: slot, Refusal: store.ClaimCompleted, CatchUp: true},
+			ClaimEvent{Job: "minutely", Slot: slot, Refusal: store.ClaimCompleted, Origin: OriginCatchUp},
 		)
 	})
 }
@@ -215,8 +215,8 @@ func TestObserverSeesLeaseLostAndFenceRefused(t *testing.T) {
 		slot := c.db.Now()
 		wantEvents(t, "start", rec,
 			ClockOffsetEvent{}, ClockOffsetEvent{}, // at Start, and at the minute's clock check
-			ClaimEvent{Job: "victim", Slot: slot, Won: true},
-			RunStartEvent{Job: "victim", Slot: slot, Lease: "job:victim", Generation: run.Generation, Attempt: 1})
+			ClaimEvent{Job: "victim", Slot: slot, Won: true, Origin: OriginScheduled},
+			RunStartEvent{Job: "victim", Slot: slot, Lease: "job:victim", Generation: run.Generation, Attempt: 1, Origin: OriginScheduled})
 
 		// This replica looks paused to the database: another takes the
 		// lease over once it has expired by the database clock.
@@ -236,7 +236,7 @@ func TestObserverSeesLeaseLostAndFenceRefused(t *testing.T) {
 			ClockOffsetEvent{}, // the jump of ttl/3 past the loop's one-second sleep reads as a clock step
 			LeaseLostEvent{Job: "victim", Lease: "job:victim", Generation: run.Generation},
 			FenceRefusedEvent{Job: "victim", Lease: "job:victim", Generation: run.Generation},
-			RunEndEvent{Job: "victim", Slot: slot, Lease: "job:victim", Generation: run.Generation, Attempt: 1, Outcome: RunInterrupted, Duration: ttl / 3, Recorded: true})
+			RunEndEvent{Job: "victim", Slot: slot, Lease: "job:victim", Generation: run.Generation, Attempt: 1, Outcome: RunInterrupted, Duration: ttl / 3, Recorded: true, Origin: OriginScheduled})
 	})
 }
 
@@ -329,9 +329,9 @@ func TestObserverSeesBufferedClaim(t *testing.T) {
 			// Each minute's jump past the loop's one-second sleep reads to
 			// the replica as a step of its clock: it measures again.
 			ClockOffsetEvent{}, ClockOffsetEvent{},
-			ClaimEvent{Job: "long", Slot: m1, Won: true},
-			RunStartEvent{Job: "long", Slot: m1, Lease: "job:long", Generation: first.Generation, Attempt: 1},
-			ClaimEvent{Job: "long", Slot: m2, Refusal: store.ClaimHeld, Recorded: store.SlotBuffered},
+			ClaimEvent{Job: "long", Slot: m1, Won: true, Origin: OriginScheduled},
+			RunStartEvent{Job: "long", Slot: m1, Lease: "job:long", Generation: first.Generation, Attempt: 1, Origin: OriginScheduled},
+			ClaimEvent{Job: "long", Slot: m2, Refusal: store.ClaimHeld, Recorded: store.SlotBuffered, Origin: OriginScheduled},
 		)
 		c.db.Advance(30 * time.Second)
 		c.settleHolding(1)
@@ -342,10 +342,10 @@ func TestObserverSeesBufferedClaim(t *testing.T) {
 		c.settle()
 		wantEvents(t, "the run ends", rec,
 			ClockOffsetEvent{}, // the 30s jump
-			RunEndEvent{Job: "long", Slot: m1, Lease: "job:long", Generation: first.Generation, Attempt: 1, Outcome: RunSucceeded, Duration: 90 * time.Second, Recorded: true},
-			ClaimEvent{Job: "long", Slot: m2, Won: true, Buffered: true},
-			RunStartEvent{Job: "long", Slot: m2, Lease: "job:long", Generation: second.Generation, Attempt: 1, Latency: 30 * time.Second},
-			RunEndEvent{Job: "long", Slot: m2, Lease: "job:long", Generation: second.Generation, Attempt: 1, Outcome: RunSucceeded, Recorded: true},
+			RunEndEvent{Job: "long", Slot: m1, Lease: "job:long", Generation: first.Generation, Attempt: 1, Outcome: RunSucceeded, Duration: 90 * time.Second, Recorded: true, Origin: OriginScheduled},
+			ClaimEvent{Job: "long", Slot: m2, Won: true, Origin: OriginBuffered},
+			RunStartEvent{Job: "long", Slot: m2, Lease: "job:long", Generation: second.Generation, Attempt: 1, Latency: 30 * time.Second, Origin: OriginBuffered},
+			RunEndEvent{Job: "long", Slot: m2, Lease: "job:long", Generation: second.Generation, Attempt: 1, Outcome: RunSucceeded, Recorded: true, Origin: OriginBuffered},
 		)
 	})
 }
@@ -389,9 +389,9 @@ func TestObserverSeesInterruptedAndResumed(t *testing.T) {
 		wantEvents(t, "a", recA,
 			ClockOffsetEvent{},
 			ClockOffsetEvent{}, // the jump to the slot, past the loop's one-second sleep, reads as a clock step
-			ClaimEvent{Job: "long", Slot: slot, Won: true},
-			RunStartEvent{Job: "long", Slot: slot, Lease: "job:long", Generation: first.Generation, Attempt: 1},
-			RunEndEvent{Job: "long", Slot: slot, Lease: "job:long", Generation: first.Generation, Attempt: 1, Outcome: RunInterrupted, Recorded: true},
+			ClaimEvent{Job: "long", Slot: slot, Won: true, Origin: OriginScheduled},
+			RunStartEvent{Job: "long", Slot: slot, Lease: "job:long", Generation: first.Generation, Attempt: 1, Origin: OriginScheduled},
+			RunEndEvent{Job: "long", Slot: slot, Lease: "job:long", Generation: first.Generation, Attempt: 1, Outcome: RunInterrupted, Recorded: true, Origin: OriginScheduled},
 		)
 		c.db.Advance(time.Second) // b's resume pass
 		resumed := <-b.started
@@ -400,9 +400,9 @@ func TestObserverSeesInterruptedAndResumed(t *testing.T) {
 		c.settle()
 		wantEvents(t, "b", recB,
 			ClockOffsetEvent{},
-			ClaimEvent{Job: "long", Slot: slot, Won: true, Resume: true},
-			RunStartEvent{Job: "long", Slot: slot, Lease: "job:long", Generation: resumed.Generation, Attempt: 2, Latency: time.Second},
-			RunEndEvent{Job: "long", Slot: slot, Lease: "job:long", Generation: resumed.Generation, Attempt: 2, Outcome: RunSucceeded, Recorded: true},
+			ClaimEvent{Job: "long", Slot: slot, Won: true, Origin: OriginResume},
+			RunStartEvent{Job: "long", Slot: slot, Lease: "job:long", Generation: resumed.Generation, Attempt: 2, Latency: time.Second, Origin: OriginResume},
+			RunEndEvent{Job: "long", Slot: slot, Lease: "job:long", Generation: resumed.Generation, Attempt: 2, Outcome: RunSucceeded, Recorded: true, Origin: OriginResume},
 		)
 	})
 }

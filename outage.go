@@ -1,34 +1,73 @@
 package cronfence
 
-import (
-	"time"
-
-	"github.com/cronfence/cronfence/store"
-)
+import "time"
 
 // The store's reachability as the claims see it: down on a failed claim,
-// up again (and catch-up scheduled) at the next that reaches it.
+// up again (and catch-up scheduled) at the next round trip that reaches it.
 
-// storeDown handles a claim that could not reach the store: the slots are
-// left to catch-up, except for jobs that run anyway (fail-open).
-func (s *Scheduler) storeDown(err error, due []*entry) {
-	s.mu.Lock()
-	wasDown := s.down
-	s.down = true
-	for _, e := range due {
-		if !e.job.RunWhenStoreDown && e.slot.After(s.missed[e.job.Name]) {
-			s.missed[e.job.Name] = e.slot
+// outage is that state. The scheduler's mu guards it.
+type outage struct {
+	down    bool                 // the last claim could not reach the store
+	catchUp bool                 // the store came back: a catch-up pass is due
+	missed  map[string]time.Time // per job, the latest slot left to catch-up while the store was down
+}
+
+// failed notes a claim of batch that could not reach the store and
+// returns whether the store was down already, and the entries that run
+// anyway. Scheduled slots and catch-ups are left to catch-up, except the
+// scheduled slots of jobs that run without a lease (RunWhenStoreDown:
+// fail-open); a resume is tried again by the scan after the store is back,
+// a buffered slot by catch-up or the job's next run.
+func (o *outage) failed(batch []*entry) (wasDown bool, failOpen []*entry) {
+	wasDown, o.down = o.down, true
+	for _, e := range batch {
+		switch {
+		case e.origin == OriginScheduled && e.job.RunWhenStoreDown:
+			failOpen = append(failOpen, e)
+		case e.origin.onTimer() && e.slot.After(o.missed[e.job.Name]):
+			if o.missed == nil {
+				o.missed = map[string]time.Time{}
+			}
+			o.missed[e.job.Name] = e.slot
 		}
 	}
+	return wasDown, failOpen
+}
+
+// reached notes a round trip that reached the store; it reports whether
+// that ended an outage, and schedules the catch-up pass then.
+func (o *outage) reached() bool {
+	if !o.down {
+		return false
+	}
+	o.down, o.catchUp = false, true
+	return true
+}
+
+// takeMissed returns the slots left to catch-up, once the store is back,
+// and forgets them; ok is false while no catch-up pass is due.
+func (o *outage) takeMissed() (missed map[string]time.Time, ok bool) {
+	if !o.catchUp {
+		return nil, false
+	}
+	missed, o.missed, o.catchUp = o.missed, nil, false
+	return missed, true
+}
+
+// storeDown handles a claim that could not reach the store: the store
+// counts as down until a round trip reaches it again (see outage.failed).
+func (s *Scheduler) storeDown(err error, batch []*entry) {
+	s.mu.Lock()
+	wasDown, failOpen := s.outage.failed(batch)
 	s.mu.Unlock()
 	if !wasDown {
-		s.log.Error("cronfence: the store is unreachable; slots are left to catch-up", "error", err)
+		s.log.Error("cronfence: the store is unreachable; slots are left to catch-up", "error", err, "origin", batch[0].origin)
 	}
-	for _, e := range due {
-		if e.job.RunWhenStoreDown && !e.job.Disabled {
+	for _, e := range failOpen {
+		if !e.job.Disabled {
 			s.log.Warn("cronfence: running without a lease because the store is unreachable (RunWhenStoreDown)",
 				"job", e.job.Name, "slot", e.slot)
-			s.startRun(e.job, store.SlotClaimResult{Slot: store.Slot{Job: e.job.Name, Slot: e.slot, Attempts: 1}}, time.Time{}, false, "")
+			s.start(runSpec{job: e.job, slot: e.slot, attempt: 1, origin: OriginFailOpen})
 		}
 	}
 }
@@ -37,7 +76,7 @@ func (s *Scheduler) storeDown(err error, due []*entry) {
 func (s *Scheduler) isDown() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.down
+	return s.outage.down
 }
 
 // storeUp notes a round trip that reached the store; after an outage it
@@ -45,9 +84,7 @@ func (s *Scheduler) isDown() bool {
 func (s *Scheduler) storeUp() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.down {
-		s.down = false
-		s.catchUp = true
+	if s.outage.reached() {
 		s.log.Info("cronfence: the store is reachable again; catching up")
 		s.poke()
 	}

@@ -15,10 +15,6 @@ import (
 	"github.com/cronfence/cronfence/store"
 )
 
-// DefaultHeartbeatEvery is how often a replica records itself in the
-// replica registry when Config.HeartbeatEvery is zero.
-const DefaultHeartbeatEvery = 10 * time.Second
-
 // removeTimeout bounds the round trip that removes this replica's row at
 // Stop, so a store that went away does not hold up shutdown for long.
 const removeTimeout = 5 * time.Second

@@ -17,7 +17,7 @@ import (
 // in the past, so the loop must not wait for it: it would spin. Callers
 // hold mu.
 func (s *Scheduler) resumeScans() bool {
-	return s.cfg.ResumeEvery > 0 && !s.cfg.DisableTimers && !s.down
+	return s.cfg.ResumeEvery > 0 && !s.cfg.DisableTimers && !s.outage.down
 }
 
 // resumeInBackground runs a resume pass in a goroutine of its own, one at
@@ -74,36 +74,15 @@ func (s *Scheduler) resumeInterrupted(ctx context.Context) {
 			latest[sl.Job] = sl
 		}
 	}
-	var (
-		jobs  []*registered
-		items []store.SlotClaimParams
-	)
+	batch := make([]*entry, 0, len(latest))
 	for name, sl := range latest {
-		r := s.jobs[name]
-		jobs = append(jobs, r)
-		items = append(items, r.claimParams(sl.Slot, s.cfg.Owner, s.liveKey, false))
+		batch = append(batch, &entry{job: s.jobs[name], slot: sl.Slot, origin: OriginResume})
 	}
 	s.mu.Unlock()
 	for _, a := range spent {
 		s.abandon(ctx, a.job, a.slot)
 	}
-	if len(items) == 0 {
-		return
-	}
-	sent := s.cfg.Clock.Now()
-	results, err := s.claimBatch(ctx, items)
-	if err != nil {
-		s.log.Warn("cronfence: could not resume interrupted runs", "error", err)
-		return
-	}
-	for i, r := range results {
-		s.observeClaim(jobs[i].Name, items[i].Slot, r, claimResume)
-		if r.Claimed {
-			first := fmt.Sprintf("Resuming slot %s: its previous run was interrupted (attempt %d of %d)",
-				items[i].Slot.UTC().Format(time.RFC3339), r.Slot.Attempts, jobs[i].MaxAttempts)
-			s.startRun(jobs[i], r, sent, false, first)
-		}
-	}
+	s.claim(ctx, batch)
 }
 
 // abandoned is a dead slot of a registered job with no attempt left.

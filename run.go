@@ -22,8 +22,7 @@ type Run struct {
 	// slot for OverlapAllow; empty for a run made without a lease.
 	Lease   string
 	Attempt int    // 1 for the first attempt of a slot
-	Manual  bool   // started by Trigger
-	CatchUp bool   // a missed slot run by catch-up
+	Origin  Origin // why it runs: its timer, catch-up, a resume, Trigger, …
 	Owner   string // this replica
 
 	// Logger logs to the scheduler's logger and into the run's row (the

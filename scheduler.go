@@ -31,10 +31,8 @@ type Scheduler struct {
 	liveKey                   int64
 	release                   func()
 	keeper                    *leasekeeper.Keeper
-	catchUp                   bool                 // a catch-up pass is due: the store came back
-	missed                    map[string]time.Time // per job, the latest slot that fired while the store was down
-	deposed                   map[string]bool      // jobs whose deposed-writer alert this replica raised or refreshed (giveup.go)
-	down                      bool                 // the last claim failed: the store is unreachable
+	outage                    outage          // the store's reachability as the claims see it (outage.go)
+	deposed                   map[string]bool // jobs whose deposed-writer alert this replica raised or refreshed (giveup.go)
 	nextPrune, nextClockCheck time.Time
 	nextResume                time.Time
 	unregistered              []string     // jobs registered after Start whose first registration is not recorded yet
@@ -56,13 +54,13 @@ type Scheduler struct {
 
 // New returns a Scheduler. It does no I/O.
 func New(cfg Config) (*Scheduler, error) {
-	if err := cfg.validate(); err != nil {
+	c := cfg.withDefaults()
+	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	c := cfg.withDefaults()
 	s := &Scheduler{
 		cfg: c, store: c.Store, log: c.Logger.With("owner", c.Owner),
-		jobs: map[string]*registered{}, missed: map[string]time.Time{}, deposed: map[string]bool{}, wake: make(chan struct{}, 1),
+		jobs: map[string]*registered{}, deposed: map[string]bool{}, wake: make(chan struct{}, 1),
 	}
 	s.runsCtx, s.runsCancel = context.WithCancel(context.Background())
 	return s, nil
@@ -156,6 +154,39 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	return nil
 }
 
+// Stop stops firing, lets running handlers finish within the shutdown
+// grace (or until ctx ends), then cancels them; every run still ends with
+// its lease released, so another replica takes the next slot at once.
+func (s *Scheduler) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	if !s.started || s.stopped {
+		s.mu.Unlock()
+		return nil
+	}
+	s.stopped = true
+	s.mu.Unlock()
+	s.loopCancel()
+	<-s.loopDone
+
+	done := make(chan struct{})
+	go func() { s.runs.Wait(); close(done) }()
+	grace := s.cfg.Clock.NewTimer(s.cfg.ShutdownGrace)
+	select {
+	case <-done:
+	case <-grace.C():
+		s.log.Warn("cronfence: shutdown grace passed; cancelling running handlers", "grace", s.cfg.ShutdownGrace)
+	case <-ctx.Done():
+	}
+	grace.Stop()
+	s.runsCancel()
+	<-done
+	s.keeper.Close()
+	if s.release != nil {
+		s.release()
+	}
+	return nil
+}
+
 // JobInfo describes a registered job.
 type JobInfo struct {
 	Job  Job       // as registered, with defaults applied
@@ -185,5 +216,5 @@ func (s *Scheduler) arm(r *registered, now time.Time) {
 		s.log.Warn("cronfence: job has no future slot", "job", r.Name, "schedule", r.Schedule)
 		return
 	}
-	heap.Push(&s.heap, &entry{job: r, slot: next.UTC(), fireAt: next})
+	heap.Push(&s.heap, &entry{job: r, slot: next.UTC(), fireAt: next, origin: OriginScheduled})
 }

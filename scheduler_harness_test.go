@@ -166,7 +166,7 @@ func (c *cluster) wantNeverDown() {
 	c.t.Helper()
 	for _, s := range c.replicas {
 		s.mu.Lock()
-		down, missed := s.down, len(s.missed)
+		down, missed := s.outage.down, len(s.outage.missed)
 		s.mu.Unlock()
 		if down || missed > 0 {
 			c.t.Fatalf("replica %s saw the store as down (missed %d slots)", s.cfg.Owner, missed)

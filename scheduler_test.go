@@ -220,7 +220,7 @@ func TestOverlapSkipRecordedAndTriggerRefused(t *testing.T) {
 			t.Fatalf("Trigger when free = %+v, %v", mr, err)
 		}
 		run := <-b.started
-		if !run.Manual || !run.Slot.IsZero() {
+		if run.Origin != OriginManual || !run.Slot.IsZero() {
 			t.Fatalf("triggered run = %+v", run)
 		}
 		c.settle()
@@ -330,7 +330,7 @@ func TestBufferOneRunsTheOverlappedSlotWhenTheRunEnds(t *testing.T) {
 		c.settleHolding(1)
 		b.release <- struct{}{} // the first run ends...
 		buffered := <-b.started // ...and the buffered slot runs at once
-		if !first.Slot.Equal(t0.Add(time.Minute)) || !buffered.Slot.Equal(t0.Add(2*time.Minute)) || buffered.CatchUp {
+		if !first.Slot.Equal(t0.Add(time.Minute)) || !buffered.Slot.Equal(t0.Add(2*time.Minute)) || buffered.Origin != OriginBuffered {
 			t.Fatalf("runs: first %s, then %s; want 12:01 then the buffered 12:02", first.Slot, buffered.Slot)
 		}
 		close(b.release)
@@ -379,8 +379,8 @@ func TestStoreOutageLeavesSlotToCatchUp(t *testing.T) {
 	if n := l.ran("minutely", time.Date(2026, 3, 1, 12, 1, 0, 0, time.UTC)); n != 0 {
 		t.Fatal("a slot ran while the store was down")
 	}
-	if run := <-failOpen; run.Generation != 0 || run.Fence(context.Background(), nil) == nil {
-		t.Fatalf("fail-open run = %+v; want one without a lease, whose fence refuses", run)
+	if run := <-failOpen; run.Generation != 0 || run.Origin != OriginFailOpen || run.Fence(context.Background(), nil) == nil {
+		t.Fatalf("fail-open run = %+v; want one without a lease (origin %s), whose fence refuses", run, OriginFailOpen)
 	}
 	pg.Start(t)
 	// The next tick's probe finds the store back; catch-up then runs the
@@ -621,7 +621,7 @@ func TestResumeSkipsSlotsOutOfAttempts(t *testing.T) {
 			t.Errorf("newer slot (3 attempts of 3 used) ran %d times, want never", n)
 		}
 		for _, e := range rec.take() {
-			if ce, ok := e.(ClaimEvent); ok && ce.Resume && ce.Slot.Equal(newer) {
+			if ce, ok := e.(ClaimEvent); ok && ce.Origin == OriginResume && ce.Slot.Equal(newer) {
 				t.Errorf("the resume scan claimed the slot out of attempts: %+v", ce)
 			}
 		}
@@ -763,12 +763,13 @@ func TestCatchUpOfAFrozenWritersJobRunsOnceItEnds(t *testing.T) {
 			Handler: func(ctx context.Context, run *Run) error {
 				mu.Lock()
 				defer mu.Unlock()
-				if run.CatchUp {
+				if run.Origin == OriginCatchUp {
 					catchUps = append(catchUps, run.Slot)
 				}
 				return nil
 			}}
-		c.startWith(Config{Owner: "a", Clock: offsetClock{c.db, 0}, Retention: -1}, job)
+		rec := &recorder{}
+		c.startWith(Config{Owner: "a", Clock: offsetClock{c.db, 0}, Retention: -1, Observer: rec}, job)
 		c.advance(2*time.Second, 500*time.Millisecond) // retries, refused while the writer is inside
 		mu.Lock()
 		n := len(catchUps)
@@ -785,6 +786,19 @@ func TestCatchUpOfAFrozenWritersJobRunsOnceItEnds(t *testing.T) {
 		defer mu.Unlock()
 		if len(catchUps) != 1 || !catchUps[0].Equal(start) {
 			t.Fatalf("catch-up runs %v after the writer's transaction ended; want one, of slot %s", catchUps, start)
+		}
+		// Every claim of the slot, the retries included, is a catch-up's.
+		claims := 0
+		for _, e := range rec.take() {
+			if ce, ok := e.(ClaimEvent); ok && ce.Job == "frozen" {
+				claims++
+				if ce.Origin != OriginCatchUp {
+					t.Errorf("claim of the catch-up slot %s (won %v, refusal %q) has origin %q, want %q", ce.Slot, ce.Won, ce.Refusal, ce.Origin, OriginCatchUp)
+				}
+			}
+		}
+		if claims < 3 {
+			t.Fatalf("%d claims of the catch-up slot; want the first, its retries and the winner", claims)
 		}
 	})
 }

@@ -381,7 +381,7 @@ func (c *triggerCmd) direct(a *app) error {
 	// The end of the one run this scheduler can start: no timers, one job.
 	ended := make(chan cronfence.RunEndEvent, 1)
 	observer := cronfence.ObserverFunc(func(e cronfence.Event) {
-		if end, ok := e.(cronfence.RunEndEvent); ok && end.Job == c.Job && end.Manual {
+		if end, ok := e.(cronfence.RunEndEvent); ok && end.Job == c.Job && end.Origin == cronfence.OriginManual {
 			select {
 			case ended <- end:
 			default:

@@ -222,7 +222,7 @@ func runEnv(run *cronfence.Run) []string {
 		"CRONFENCE_LEASE=" + run.Lease,
 		"CRONFENCE_ATTEMPT=" + strconv.Itoa(run.Attempt),
 		"CRONFENCE_IDEMPOTENCY_KEY=" + run.IdempotencyKey(),
-		"CRONFENCE_MANUAL=" + strconv.FormatBool(run.Manual),
+		"CRONFENCE_MANUAL=" + strconv.FormatBool(run.Origin == cronfence.OriginManual),
 	}
 }
 

@@ -128,10 +128,10 @@ func (c *Collector) Observe(e cronfence.Event) {
 	case cronfence.SkipEvent:
 		c.skips.WithLabelValues(e.Job, e.Reason, c.replica).Inc()
 	case cronfence.RunStartEvent:
-		if !e.Manual {
+		if e.Origin != cronfence.OriginManual {
 			c.fireLatency.WithLabelValues(e.Job).Observe(max(e.Latency, 0).Seconds())
 		}
-		if e.CatchUp {
+		if e.Origin == cronfence.OriginCatchUp {
 			c.catchUpRuns.WithLabelValues(e.Job).Inc()
 		}
 	case cronfence.RunEndEvent:

@@ -289,11 +289,11 @@ func TestEventsMapToMetrics(t *testing.T) {
 	}
 	slot := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	for _, e := range []cronfence.Event{
-		cronfence.RunStartEvent{Job: "j", Slot: slot, Lease: "job:j", Generation: 4, Attempt: 1, CatchUp: true, Latency: 90 * time.Second},
+		cronfence.RunStartEvent{Job: "j", Slot: slot, Lease: "job:j", Generation: 4, Attempt: 1, Origin: cronfence.OriginCatchUp, Latency: 90 * time.Second},
 		cronfence.LeaseLostEvent{Job: "j", Lease: "job:j", Generation: 4},
 		cronfence.FenceRefusedEvent{Job: "j", Lease: "job:j", Generation: 4},
 		cronfence.FenceRefusedEvent{Job: "j", Lease: "job:j", Generation: 4},
-		cronfence.RunEndEvent{Job: "j", Slot: slot, Lease: "job:j", Generation: 4, Attempt: 1, CatchUp: true, Outcome: cronfence.RunFailed},
+		cronfence.RunEndEvent{Job: "j", Slot: slot, Lease: "job:j", Generation: 4, Attempt: 1, Origin: cronfence.OriginCatchUp, Outcome: cronfence.RunFailed},
 		cronfence.ClockOffsetEvent{Offset: -1500 * time.Millisecond},
 		cronfence.ClaimEvent{Job: "j", Slot: slot, Refusal: store.ClaimPaused},
 		cronfence.AlertEvent{Alert: store.Alert{Kind: store.AlertSkipStreak, Subject: "j"}, Raised: true},

@@ -1,0 +1,82 @@
+package cronfence
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/cronfence/cronfence/store"
+)
+
+// By hand: a run started now on this replica (Trigger), and a job paused
+// or resumed on every replica (SetEnabled).
+
+// ManualRun describes a run started by Trigger.
+type ManualRun struct {
+	Job        string
+	Owner      string
+	Generation int64
+	StartedAt  time.Time // by the database clock
+}
+
+// Trigger starts a manual run of the job now, on this replica. It takes the
+// job's lease like any run, so it never overlaps a scheduled or manual run
+// on any replica: when one holds the lease, Trigger records the refusal as
+// a skip row and returns an *AlreadyExecutingError (errors.Is
+// ErrAlreadyExecuting) naming the holder. The run goes on in the background
+// after Trigger returns. A paused job can still be triggered by hand.
+func (s *Scheduler) Trigger(ctx context.Context, name string) (ManualRun, error) {
+	s.mu.Lock()
+	r, ok := s.jobs[name]
+	live := s.started && !s.stopped
+	s.mu.Unlock()
+	if !ok {
+		return ManualRun{}, unknownJob(name)
+	}
+	if !live {
+		return ManualRun{}, ErrNotStarted
+	}
+	leaseName := r.leaseName(time.Time{})
+	if r.Overlap == OverlapAllow {
+		leaseName = fmt.Sprintf("job:%s@manual-%d", r.Name, s.cfg.Clock.Now().UnixNano())
+	}
+	sent := s.cfg.Clock.Now()
+	lease, acquired, err := s.store.LeaseAcquire(ctx, store.LeaseAcquireParams{Name: leaseName, Owner: s.cfg.Owner, TTL: r.LeaseTTL, LiveKey: s.liveKey})
+	if err != nil {
+		return ManualRun{}, fmt.Errorf("cronfence: trigger %q: %w", name, err)
+	}
+	if !acquired {
+		holder := "another owner"
+		if lease.Owner != "" {
+			holder = fmt.Sprintf("%s at generation %d", lease.Owner, lease.Generation)
+		}
+		skip, err := s.store.RunInsert(ctx, store.Run{
+			Job: name, Manual: true, Owner: s.cfg.Owner, Success: true, Skipped: true, Reason: string(store.ClaimHeld),
+			Logs: []string{fmt.Sprintf("Skipped: the previous run has not finished (lease %s held by %s)", leaseName, holder)},
+		})
+		if err != nil {
+			s.log.Warn("cronfence: could not record a refused manual run", "job", name, "error", err)
+		}
+		s.observe(SkipEvent{Job: name, Reason: string(store.ClaimHeld), Holder: lease.Owner, Origin: OriginManual})
+		return ManualRun{}, &AlreadyExecutingError{Job: name, Holder: lease, Skip: skip}
+	}
+	s.start(runSpec{job: r, lease: lease, attempt: 1, origin: OriginManual, sent: sent})
+	return ManualRun{Job: name, Owner: s.cfg.Owner, Generation: lease.Generation, StartedAt: lease.AcquiredAt}, nil
+}
+
+// SetEnabled overrides the job's declared enabled value on every replica:
+// true or false pause or resume it from the next slot on, nil removes the
+// override. by and note are recorded with it. It survives restarts.
+func (s *Scheduler) SetEnabled(ctx context.Context, name string, enabled *bool, by, note string) (store.JobState, error) {
+	s.mu.Lock()
+	_, ok := s.jobs[name]
+	s.mu.Unlock()
+	if !ok {
+		return store.JobState{}, unknownJob(name)
+	}
+	js, err := s.store.JobStateSet(ctx, store.JobStateSetParams{Job: name, Enabled: enabled, By: by, Note: note})
+	if err != nil {
+		return store.JobState{}, fmt.Errorf("cronfence: set enabled of %q: %w", name, err)
+	}
+	return js, nil
+}
