@@ -68,9 +68,9 @@ func TestLockSlotRunsOncePerSlot(t *testing.T) {
 		}
 		run := f.last.Load()
 		if run.Job != "report" || !run.Slot.Equal(slot) || run.Lease != "job:report" || run.Owner != "host-a" ||
-			run.Attempt != 1 || run.Generation != res.Generation || run.Generation < 1 ||
+			run.Attempt != 1 || run.Generation != res.Generation || run.Generation < 1 || run.Origin != OriginScheduled ||
 			run.IdempotencyKey() != "report/2026-03-01T12:00:00Z" {
-			t.Errorf("the run: %+v (key %q); want job report, slot %s, lease job:report, owner host-a, attempt 1, generation %d",
+			t.Errorf("the run: %+v (key %q); want job report, slot %s, lease job:report, owner host-a, attempt 1, generation %d, origin scheduled",
 				run, run.IdempotencyKey(), slot, res.Generation)
 		}
 		for _, host := range []string{"host-b", "host-c"} {

@@ -223,6 +223,9 @@ func runEnv(run *cronfence.Run) []string {
 		"CRONFENCE_ATTEMPT=" + strconv.Itoa(run.Attempt),
 		"CRONFENCE_IDEMPOTENCY_KEY=" + run.IdempotencyKey(),
 		"CRONFENCE_MANUAL=" + strconv.FormatBool(run.Origin == cronfence.OriginManual),
+		// Why it runs: scheduled, catch_up, resume, buffered, manual or
+		// fail_open (cronfence.Origin).
+		"CRONFENCE_ORIGIN=" + string(run.Origin),
 	}
 }
 

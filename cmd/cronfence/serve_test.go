@@ -133,6 +133,7 @@ jobs:
 		"CRONFENCE_JOB":             "env-job",
 		"CRONFENCE_ATTEMPT":         "1",
 		"CRONFENCE_MANUAL":          "false",
+		"CRONFENCE_ORIGIN":          "scheduled",
 		"CRONFENCE_IDEMPOTENCY_KEY": "env-job/" + vars["CRONFENCE_SLOT"],
 		"GREETING":                  "hello",
 		"FROM_DEFAULTS":             "d",

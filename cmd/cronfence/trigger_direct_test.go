@@ -60,7 +60,7 @@ func TestTriggerDirect(t *testing.T) {
 		cfg := writeConfig(t, dir, `jobs:
   - name: write
     schedule: "0 3 * * *"
-    shell: echo "$CRONFENCE_MANUAL $CRONFENCE_ATTEMPT" > `+out+`; echo written-by-trigger
+    shell: echo "$CRONFENCE_MANUAL $CRONFENCE_ATTEMPT $CRONFENCE_ORIGIN" > `+out+`; echo written-by-trigger
   - name: fail
     schedule: "0 3 * * *"
     shell: echo about-to-fail; exit 4
@@ -73,8 +73,8 @@ func TestTriggerDirect(t *testing.T) {
 		if code != 0 || !strings.Contains(stdout, "write: the run") || !strings.Contains(stdout, "succeeded") {
 			t.Fatalf("trigger write: %d %q %q, want 0 and a success line", code, stdout, errOut)
 		}
-		if b, err := os.ReadFile(out); err != nil || string(b) != "true 1\n" {
-			t.Fatalf("the command's file: %q %v, want \"true 1\\n\" (CRONFENCE_MANUAL, CRONFENCE_ATTEMPT)", b, err)
+		if b, err := os.ReadFile(out); err != nil || string(b) != "true 1 manual\n" {
+			t.Fatalf("the command's file: %q %v, want \"true 1 manual\\n\" (CRONFENCE_MANUAL, CRONFENCE_ATTEMPT, CRONFENCE_ORIGIN)", b, err)
 		}
 		rows := logRows(t, dir, db, "write")
 		if len(rows) != 1 {
