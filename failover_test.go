@@ -23,6 +23,7 @@ import (
 
 	"github.com/cronfence/cronfence"
 	"github.com/cronfence/cronfence/internal/pgtest"
+	"github.com/cronfence/cronfence/internal/wait"
 	"github.com/cronfence/cronfence/schedule"
 	"github.com/cronfence/cronfence/store"
 	"github.com/cronfence/cronfence/store/postgres"
@@ -469,15 +470,14 @@ func (c *failoverChild) kill() error {
 // if the child exits.
 func waitForMarker(t *testing.T, c *failoverChild, path string) failoverMarker {
 	t.Helper()
-	deadline := time.Now().Add(failoverChildStart)
-	for {
+	var m failoverMarker
+	wait.For(t, failoverChildStart, func() bool {
 		b, err := os.ReadFile(path)
 		if err == nil {
-			var m failoverMarker
 			if err := json.Unmarshal(b, &m); err != nil {
 				t.Fatalf("marker %s: %v", b, err)
 			}
-			return m
+			return true
 		}
 		if !errors.Is(err, os.ErrNotExist) {
 			t.Fatal(err)
@@ -485,12 +485,13 @@ func waitForMarker(t *testing.T, c *failoverChild, path string) failoverMarker {
 		select {
 		case <-c.exited:
 			t.Fatalf("the child replica exited before its run started: %v", c.err)
-		case <-time.After(10 * time.Millisecond):
+		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the child replica's run did not start within %s", failoverChildStart)
-		}
-	}
+		return false
+	}, func() string {
+		return fmt.Sprintf("the child replica's run did not start within %s", failoverChildStart)
+	})
+	return m
 }
 
 // waitForSessionGone waits until the liveness lock recorded with the lease
@@ -498,19 +499,15 @@ func waitForMarker(t *testing.T, c *failoverChild, path string) failoverMarker {
 // then the server has ended the killed process's session.
 func waitForSessionGone(t *testing.T, pool *pgxpool.Pool, liveKey int64, killedAt time.Time) {
 	t.Helper()
-	for {
+	wait.For(t, failoverBound-time.Since(killedAt), func() bool {
 		var free bool
 		if err := pool.QueryRow(context.Background(), "SELECT pg_try_advisory_xact_lock($1)", liveKey).Scan(&free); err != nil {
 			t.Fatal(err)
 		}
-		if free {
-			return
-		}
-		if time.Since(killedAt) > failoverBound {
-			t.Fatalf("the killed child's liveness lock still held %s after the kill", failoverBound)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return free
+	}, func() string {
+		return fmt.Sprintf("the killed child's liveness lock still held %s after the kill", failoverBound)
+	})
 }
 
 func earliest(a, b time.Time) time.Time {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cronfence/cronfence/internal/pgtest"
+	"github.com/cronfence/cronfence/internal/wait"
 )
 
 // livenessResumeBound is how soon after a replica is killed the other one
@@ -107,16 +108,18 @@ func TestServeE2ELivenessResumesKilledRunPostgres(t *testing.T) {
 func waitForStarts(t *testing.T, starts string, n int, survivor *proc, since time.Time, bound time.Duration, why string) []string {
 	t.Helper()
 	var lines []string
-	for lines = slotLines(starts); len(lines) < n; lines = slotLines(starts) {
+	wait.For(t, bound-time.Since(since), func() bool {
+		if lines = slotLines(starts); len(lines) >= n {
+			return true
+		}
 		select {
 		case <-survivor.done:
 			t.Fatalf("the surviving replica exited with %d; stderr:\n%s", survivor.code, survivor.stderr.String())
 		default:
 		}
-		if time.Since(since) > bound {
-			t.Fatalf("%s, %s after; starts:\n%s", why, bound, strings.Join(lines, "\n"))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return false
+	}, func() string {
+		return fmt.Sprintf("%s, %s after; starts:\n%s", why, bound, strings.Join(lines, "\n"))
+	})
 	return lines
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,24 +10,26 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cronfence/cronfence/internal/wait"
 	"github.com/cronfence/cronfence/store"
 )
 
 // waitForLog waits until p's stderr contains s.
 func waitForLog(t *testing.T, p *proc, s string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(p.stderr.String(), s) {
+	wait.For(t, 30*time.Second, func() bool {
+		if strings.Contains(p.stderr.String(), s) {
+			return true
+		}
 		select {
 		case <-p.done:
 			t.Fatalf("cronfence exited with %d before logging %q; stderr:\n%s", p.code, s, p.stderr.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("cronfence has not logged %q after 30s; stderr:\n%s", s, p.stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return false
+	}, func() string {
+		return fmt.Sprintf("cronfence has not logged %q; stderr:\n%s", s, p.stderr.String())
+	})
 }
 
 // TestServeExample runs the README's first command, `cronfence serve

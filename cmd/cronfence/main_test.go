@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cronfence/cronfence/internal/pgtest"
+	"github.com/cronfence/cronfence/internal/wait"
 )
 
 // binary is the cronfence binary the tests run, built once by TestMain
@@ -151,10 +152,11 @@ func runCLI(t *testing.T, dir string, args ...string) (code int, stdout, stderr 
 // waitForFile waits for path to hold a whole line and returns its content.
 func waitForFile(t *testing.T, path string, p *proc) string {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
+	var line string
+	wait.For(t, 20*time.Second, func() bool {
 		if b, err := os.ReadFile(path); err == nil && bytes.HasSuffix(b, []byte("\n")) {
-			return strings.TrimSpace(string(b))
+			line = strings.TrimSpace(string(b))
+			return true
 		}
 		if p != nil {
 			select {
@@ -163,10 +165,11 @@ func waitForFile(t *testing.T, path string, p *proc) string {
 			default:
 			}
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("%s not written after 20s", path)
-	return ""
+		return false
+	}, func() string {
+		return path + " not written"
+	})
+	return line
 }
 
 func atoi(t *testing.T, s string) int64 {

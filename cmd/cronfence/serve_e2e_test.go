@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cronfence/cronfence/internal/pgtest"
+	"github.com/cronfence/cronfence/internal/wait"
 )
 
 // slotLines returns the whole lines of path (a partly written last line is
@@ -46,11 +48,11 @@ func distinct(lines []string) int {
 // the test after timeout or when one of procs exits.
 func waitForSlots(t *testing.T, path string, n int, timeout time.Duration, procs ...*proc) []string {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		lines := slotLines(path)
+	var lines []string
+	wait.For(t, timeout, func() bool {
+		lines = slotLines(path)
 		if distinct(lines) >= n {
-			return lines
+			return true
 		}
 		for _, p := range procs {
 			select {
@@ -59,16 +61,16 @@ func waitForSlots(t *testing.T, path string, n int, timeout time.Duration, procs
 			default:
 			}
 		}
-		if time.Now().After(deadline) {
-			var errs []string
-			for _, p := range procs {
-				errs = append(errs, p.stderr.String())
-			}
-			t.Fatalf("%d distinct slots in %s after %s, want %d:\n%s\nstderr:\n%s", distinct(lines), path, timeout, n,
-				strings.Join(lines, "\n"), strings.Join(errs, "\n---\n"))
+		return false
+	}, func() string {
+		var errs []string
+		for _, p := range procs {
+			errs = append(errs, p.stderr.String())
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return fmt.Sprintf("%d distinct slots in %s, want %d:\n%s\nstderr:\n%s", distinct(lines), path, n,
+			strings.Join(lines, "\n"), strings.Join(errs, "\n---\n"))
+	})
+	return lines
 }
 
 // TestServeE2EThreeReplicasSQLite runs three replicas of one config on the

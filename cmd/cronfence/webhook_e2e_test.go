@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cronfence/cronfence/internal/adminapi"
+	"github.com/cronfence/cronfence/internal/wait"
 	"github.com/cronfence/cronfence/internal/webhook"
 )
 
@@ -78,11 +79,11 @@ func waitDelivery(t *testing.T, h *hookReceiver, kind, state string, timeout tim
 // after timeout (with what's message) or when a replica exits.
 func waitPayloads(t *testing.T, h *hookReceiver, timeout time.Duration, ps []*proc, done func([]webhook.Payload) bool, what func() string) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		got, _ := h.payloads()
+	var got []webhook.Payload
+	wait.For(t, timeout, func() bool {
+		got, _ = h.payloads()
 		if done(got) {
-			return
+			return true
 		}
 		for _, p := range ps {
 			select {
@@ -91,11 +92,10 @@ func waitPayloads(t *testing.T, h *hookReceiver, timeout time.Duration, ps []*pr
 			default:
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s after %s: %+v", what(), timeout, got)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return false
+	}, func() string {
+		return fmt.Sprintf("%s: %+v", what(), got)
+	})
 }
 
 // getAlerts reads the alerts through the REST API.
@@ -244,20 +244,18 @@ jobs:
 // saw it again: its lastSeenAt moved on from its raisedAt.
 func waitSeenAgain(t *testing.T, addr string, id int64) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	wait.For(t, 60*time.Second, func() bool {
 		for _, a := range getAlerts(t, addr) {
 			r, err1 := time.Parse(time.RFC3339Nano, a.RaisedAt)
 			l, err2 := time.Parse(time.RFC3339Nano, a.LastSeenAt)
 			if a.ID == id && err1 == nil && err2 == nil && l.After(r) {
-				return
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no later check saw alert %d again within 60s", id)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return false
+	}, func() string {
+		return fmt.Sprintf("no later check saw alert %d again", id)
+	})
 }
 
 // checkMonitorSection shows that the file's monitor: section reached the

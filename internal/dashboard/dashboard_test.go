@@ -2,6 +2,7 @@ package dashboard_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"github.com/cronfence/cronfence"
 	"github.com/cronfence/cronfence/internal/adminapi"
 	"github.com/cronfence/cronfence/internal/dashboard"
+	"github.com/cronfence/cronfence/internal/wait"
 	"github.com/cronfence/cronfence/store"
 	"github.com/cronfence/cronfence/store/sqlite"
 )
@@ -164,18 +166,16 @@ func TestPagesNeedAToken(t *testing.T) {
 // waitRuns waits for n run rows of job.
 func waitRuns(t *testing.T, st store.Store, job string, n int) []store.Run {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		runs, err := st.RunList(context.Background(), store.RunListParams{Job: job})
+	var runs []store.Run
+	wait.For(t, 10*time.Second, func() bool {
+		var err error
+		runs, err = st.RunList(context.Background(), store.RunListParams{Job: job})
 		must(t, err)
-		if len(runs) >= n && !runs[0].FinishedAt.IsZero() {
-			return runs
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("runs of %s: %+v", job, runs)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return len(runs) >= n && !runs[0].FinishedAt.IsZero()
+	}, func() string {
+		return fmt.Sprintf("runs of %s: %+v", job, runs)
+	})
+	return runs
 }
 
 // The overview and the job page show the live state: the last run and its

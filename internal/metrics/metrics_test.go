@@ -22,6 +22,7 @@ import (
 	"github.com/cronfence/cronfence/internal/metrics"
 	"github.com/cronfence/cronfence/internal/metrics/scrape"
 	"github.com/cronfence/cronfence/internal/pgtest"
+	"github.com/cronfence/cronfence/internal/wait"
 	"github.com/cronfence/cronfence/internal/webhook"
 	"github.com/cronfence/cronfence/store"
 	"github.com/cronfence/cronfence/store/postgres"
@@ -90,13 +91,7 @@ var openers = []struct {
 // never a timer) until it holds, failing after 20 seconds.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	wait.For(t, 20*time.Second, cond, func() string { return "for " + what })
 }
 
 // A real scheduler on each store runs three minutes of three jobs; the

@@ -3,6 +3,7 @@ package webhook_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/cronfence/cronfence"
 	"github.com/cronfence/cronfence/internal/clock"
+	"github.com/cronfence/cronfence/internal/wait"
 	"github.com/cronfence/cronfence/internal/webhook"
 	"github.com/cronfence/cronfence/store"
 	"github.com/cronfence/cronfence/store/sqlite"
@@ -96,17 +98,14 @@ func alert(id int64) store.Alert {
 // waitStats polls the sender's counts until cond holds.
 func waitStats(t *testing.T, s *webhook.Sender, what string, cond func(webhook.Stats) bool) webhook.Stats {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		st := s.Stats()
-		if cond(st) {
-			return st
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s; stats %+v", what, st)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	var st webhook.Stats
+	wait.For(t, 10*time.Second, func() bool {
+		st = s.Stats()
+		return cond(st)
+	}, func() string {
+		return fmt.Sprintf("for %s; stats %+v", what, st)
+	})
+	return st
 }
 
 // A receiver that fails twice then accepts gets three attempts of one

@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cronfence/cronfence/internal/pgtest"
+	"github.com/cronfence/cronfence/internal/wait"
 	"github.com/cronfence/cronfence/store"
 	"github.com/cronfence/cronfence/store/postgres"
 )
@@ -43,16 +45,15 @@ func waitReplayed(t *testing.T, primary, standby *postgres.Store) {
 	if err := primary.Pool().QueryRow(ctx(t), `SELECT pg_current_wal_lsn()::text`).Scan(&lsn); err != nil {
 		t.Fatal(err)
 	}
-	for {
+	wait.For(t, wait.Forever, func() bool {
 		var done bool
 		if err := standby.Pool().QueryRow(ctx(t), `SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn`, lsn).Scan(&done); err != nil {
 			t.Fatal(err)
 		}
-		if done {
-			return
-		}
-		time.Sleep(5 * time.Millisecond) // polling the server, not waiting out a timer
-	}
+		return done
+	}, func() string {
+		return "the standby did not replay the primary's WAL up to " + lsn
+	})
 }
 
 // An asynchronous standby promoted after replication was cut off has lost
@@ -176,16 +177,16 @@ func TestReadOnlyServerSendsTheStoreToTheWritableHost(t *testing.T) {
 	if _, err := demoted.Pool().Exec(ctx(t), `SELECT pg_reload_conf()`); err != nil {
 		t.Fatal(err)
 	}
-	for { // the reload reaches the server's sessions asynchronously
+	// The reload reaches the server's sessions asynchronously.
+	wait.For(t, wait.Forever, func() bool {
 		var ro string
 		if err := s.Pool().QueryRow(ctx(t), `SHOW transaction_read_only`).Scan(&ro); err != nil {
 			t.Fatal(err)
 		}
-		if ro == "on" {
-			break
-		}
-		time.Sleep(5 * time.Millisecond) // polling the server, not waiting out a timer
-	}
+		return ro == "on"
+	}, func() string {
+		return "the store's session is still read-write after the demoted host's reload"
+	})
 
 	// One call may fail on a connection to the demoted host; the next
 	// reaches the writable one.
@@ -202,14 +203,14 @@ func TestReadOnlyServerSendsTheStoreToTheWritableHost(t *testing.T) {
 	// claims that record its key are judged. (Left on the demoted host,
 	// every lease of the owner would look like a dead owner's.)
 	writable := openCluster(t, second.URL(), false)
-	bound := ctx(t) // not a timing limit: only what ends the test if the lock never moves
-	for !advisoryHeld(t, writable, key) || !s.LiveKeyHeld(key) {
-		if bound.Err() != nil {
-			t.Fatalf("the liveness lock was not taken on the writable host (held there: %v; the store counts it held: %v)",
-				advisoryHeld(t, writable, key), s.LiveKeyHeld(key))
-		}
-		time.Sleep(5 * time.Millisecond) // polling the server, not waiting out a timer
-	}
+	// ctx(t)'s bound: not a timing limit, only what ends the test if the
+	// lock never moves.
+	wait.For(t, 60*time.Second, func() bool {
+		return advisoryHeld(t, writable, key) && s.LiveKeyHeld(key)
+	}, func() string {
+		return fmt.Sprintf("the liveness lock was not taken on the writable host (held there: %v; the store counts it held: %v)",
+			advisoryHeld(t, writable, key), s.LiveKeyHeld(key))
+	})
 }
 
 // advisoryHeld reports whether a session of s's server holds the advisory

@@ -3,12 +3,14 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/cronfence/cronfence/internal/wait"
 	"github.com/cronfence/cronfence/store"
 	"github.com/cronfence/cronfence/store/postgres"
 )
@@ -148,10 +150,11 @@ func awaitWithoutLockWait[T any](t *testing.T, pool *pgxpool.Pool, schema string
 	t.Helper()
 	done := make(chan T, 1)
 	go func() { done <- call() }()
-	for {
+	var v T
+	wait.For(t, wait.Forever, func() bool {
 		select {
-		case v := <-done:
-			return v
+		case v = <-done:
+			return true
 		default:
 		}
 		var waiting string
@@ -165,8 +168,11 @@ func awaitWithoutLockWait[T any](t *testing.T, pool *pgxpool.Pool, schema string
 		if waiting != "" {
 			t.Fatalf("a statement waits on a lock held by the fenced transaction: %.300s", waiting)
 		}
-		time.Sleep(2 * time.Millisecond) // polling the server, not waiting out a timer
-	}
+		return false
+	}, func() string {
+		return "the call did not return"
+	})
+	return v
 }
 
 // acquired is what LeaseAcquire returned.
@@ -358,16 +364,19 @@ func testClaimRacingTheWinner(t *testing.T, fresh bool) {
 	}
 
 	var r claimed
-	for r.rs == nil && r.err == nil {
+	wait.For(t, wait.Forever, func() bool {
 		select {
 		case r = <-done:
+			return true
 		default:
-			if blocked := blockedBy(t, s.Pool(), schema, handlerPID); blocked != "" {
-				t.Fatalf("the losing claim waits for the winner's fenced transaction: %.300s", blocked)
-			}
-			time.Sleep(2 * time.Millisecond) // polling the server, not waiting out a timer
 		}
-	}
+		if blocked := blockedBy(t, s.Pool(), schema, handlerPID); blocked != "" {
+			t.Fatalf("the losing claim waits for the winner's fenced transaction: %.300s", blocked)
+		}
+		return false
+	}, func() string {
+		return "the losing claim did not return"
+	})
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
@@ -414,9 +423,11 @@ func blockedBy(t *testing.T, pool *pgxpool.Pool, schema string, pid int) string 
 // a lock pid holds.
 func waitUntilBlockedBy(t *testing.T, pool *pgxpool.Pool, schema string, pid int) {
 	t.Helper()
-	for blockedBy(t, pool, schema, pid) == "" {
-		time.Sleep(2 * time.Millisecond) // polling the server, not waiting out a timer
-	}
+	wait.For(t, wait.Forever, func() bool {
+		return blockedBy(t, pool, schema, pid) != ""
+	}, func() string {
+		return fmt.Sprintf("no statement on %s's tables waits on a lock backend %d holds", schema, pid)
+	})
 }
 
 // The other half of the fence: a takeover's transaction holds the row
@@ -458,14 +469,16 @@ func TestFenceOfTheReplacedGenerationWaitsForTheTakeover(t *testing.T) {
 		defer tx.Rollback(context.Background())
 		fenced <- s.LeaseFence(ctx(t), tx, old.Name, old.Generation)
 	}()
-	for blockedBy(t, s.Pool(), schema, takeoverPID) == "" {
+	wait.For(t, wait.Forever, func() bool {
 		select {
 		case err := <-fenced:
 			t.Fatalf("the deposed owner's fence ended during the takeover (%v); want it to wait for the commit", err)
 		default:
-			time.Sleep(2 * time.Millisecond) // polling the server, not waiting out a timer
 		}
-	}
+		return blockedBy(t, s.Pool(), schema, takeoverPID) != ""
+	}, func() string {
+		return "the deposed owner's fence does not wait on the takeover's lock"
+	})
 	if err := takeover.Commit(ctx(t)); err != nil {
 		t.Fatal(err)
 	}

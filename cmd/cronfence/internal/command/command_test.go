@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/cronfence/cronfence/internal/wait"
 )
 
 func TestMain(m *testing.M) {
@@ -325,15 +327,13 @@ func TestRunCancelCause(t *testing.T) {
 // waitForPID waits for a shell to write a pid into path.
 func waitForPID(t *testing.T, path string) int {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if b, err := os.ReadFile(path); err == nil && strings.HasSuffix(string(b), "\n") {
-			return readPID(t, path)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatalf("no pid in %s after 10s", path)
-	return 0
+	wait.For(t, 10*time.Second, func() bool {
+		b, err := os.ReadFile(path)
+		return err == nil && strings.HasSuffix(string(b), "\n")
+	}, func() string {
+		return "no pid in " + path
+	})
+	return readPID(t, path)
 }
 
 func readPID(t *testing.T, path string) int {
@@ -353,15 +353,12 @@ func readPID(t *testing.T, path string) int {
 // and waiting for its new parent to reap it) within a deadline.
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		if !alive(pid) {
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	_ = syscall.Kill(pid, syscall.SIGKILL)
-	t.Fatalf("process %d still alive 5s after the run", pid)
+	wait.For(t, 5*time.Second, func() bool {
+		return !alive(pid)
+	}, func() string {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		return fmt.Sprintf("process %d still alive after the run", pid)
+	})
 }
 
 func alive(pid int) bool {
