@@ -3,6 +3,7 @@
 GO      ?= go
 PKGS    ?= ./...
 BENCH   ?= .
+BINDIR  ?= bin
 # staticcheck runs at a pinned version, fetched through the Go module proxy
 # (go run caches the build): no install step, the same on every machine.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
@@ -18,6 +19,10 @@ FUZZCOUNT ?= 10000x
 .PHONY: help
 help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## Build a static cronfence binary (no cgo, paths trimmed, version and commit stamped) into $(BINDIR)/.
+	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=auto -o $(BINDIR)/cronfence ./cmd/cronfence
 
 .PHONY: run
 run: ## Serve the example jobs on the embedded SQLite default (the README's first command).

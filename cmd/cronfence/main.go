@@ -31,6 +31,7 @@ const (
 // cli is the command line.
 type cli struct {
 	Globals
+	Version versionFlag `name:"version" help:"Print the version and exit."`
 
 	Migrate migrateCmd `cmd:"" help:"Apply the database migrations and print the schema version."`
 	Next    nextCmd    `cmd:"" help:"Print the next slot instants of a schedule, one a line (no database)."`
@@ -43,6 +44,7 @@ type cli struct {
 	Trigger triggerCmd `cmd:"" help:"Run a job now: directly (--config FILE; waits, exit 1 when the run fails) or through --server; exit 3 when a run holds its lease."`
 	Logs    logsCmd    `cmd:"" help:"Show a job's runs, newest first."`
 	Check   checkCmd   `cmd:"" help:"Print the open alerts; exit 0 healthy, 1 alerting, 2 cannot tell (for cron monitors, Nagios, Kubernetes probes)."`
+	Ver     versionCmd `cmd:"" name:"version" help:"Print the version: the module version, and the commit it was built from."`
 }
 
 // app is what every command's Run gets: the context cancelled by SIGTERM or
