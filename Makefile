@@ -33,10 +33,14 @@ quickstart: ## Three replicas of the library in one process, one SQLite file, ea
 	$(GO) run ./examples/quickstart
 
 .PHONY: test
-test: lint ## Lint, then every test: the module's with the race detector, each fuzz target for FUZZCOUNT executions, the short chaos suite and the browser tests (needs PostgreSQL, chromium, sqlite3; see docs/development.md).
+test: test-deps lint ## Lint, then every test: the module's with the race detector, each fuzz target for FUZZCOUNT executions, the short chaos suite and the browser tests.
 	$(GO) test -race -count=1 $(PKGS)
 	$(MAKE) fuzz FUZZTIME=$(FUZZCOUNT)
 	$(MAKE) e2e browser
+
+.PHONY: test-deps
+test-deps: ## Check for what the tests need (gcc, sqlite3, chromium, PostgreSQL); as root, install it with apt-get; else print the command (CRONFENCE_TEST_DEPS=check: never install).
+	./scripts/test-deps
 
 .PHONY: test-short
 test-short: ## Run the tests fast: no race detector, database tests skipped when no PostgreSQL answers.
@@ -65,7 +69,7 @@ failover: ## Chaos failover run: primary and streaming standby (async, sync, old
 	cd e2e && CHAOS_FAILOVER_DURATION=$${CHAOS_FAILOVER_DURATION:-60s} $(GO) test -count=1 -v -timeout 30m -run 'TestChaosFailover' ./chaos/
 
 .PHONY: browser
-browser: ## Dashboard tests in headless Chromium (/usr/bin/chromium; .ci/run installs it); screenshots go to $ARTIFACTS or a printed temp dir.
+browser: ## Dashboard tests in headless Chromium (/usr/bin/chromium; make test-deps installs it); screenshots go to $ARTIFACTS or a printed temp dir.
 	cd e2e && $(GO) test -count=1 -v -timeout 10m ./browser/
 
 .PHONY: soak

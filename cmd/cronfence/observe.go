@@ -12,8 +12,8 @@ import (
 
 	"github.com/cronfence/cronfence"
 	"github.com/cronfence/cronfence/cmd/cronfence/internal/config"
-	"github.com/cronfence/cronfence/internal/metrics"
 	"github.com/cronfence/cronfence/internal/webhook"
+	"github.com/cronfence/cronfence/metrics"
 	"github.com/cronfence/cronfence/store"
 	"github.com/cronfence/cronfence/store/postgres"
 )
@@ -55,7 +55,7 @@ func newObservability(f *config.File, logger *slog.Logger) (*observability, erro
 			return nil, usageError("%s:%d: webhook: %w", f.Path, w.Line, err)
 		}
 		o.webhook = s
-		if err := metrics.RegisterWebhook(reg, s); err != nil {
+		if err := registerWebhookMetrics(reg, s); err != nil {
 			_ = s.Close(context.Background())
 			return nil, err
 		}

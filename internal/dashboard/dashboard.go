@@ -36,6 +36,11 @@ type Options struct {
 	// ReplicaLiveFor is how recent a replica's heartbeat must be to show it
 	// live. Defaults to adminapi.DefaultReplicaLiveFor (30s), as the REST API.
 	ReplicaLiveFor time.Duration
+	// Prefix is the path the dashboard and the REST API are mounted under
+	// ("/cron"), which every link and the buttons' API calls start with;
+	// empty for the root. The handler itself sees paths without it (see
+	// http.StripPrefix).
+	Prefix string
 }
 
 type dashboard struct {
@@ -60,7 +65,14 @@ func New(sched *cronfence.Scheduler, tokens []adminapi.Token, opts *Options) htt
 			d.liveFor = opts.ReplicaLiveFor
 		}
 	}
-	d.pages = template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, "templates/*.html"))
+	prefix := ""
+	if opts != nil {
+		prefix = opts.Prefix
+	}
+	// path is every link's and every API call's absolute path, under the
+	// prefix the handler is mounted at.
+	path := func(p string) string { return prefix + p }
+	d.pages = template.Must(template.New("").Funcs(funcs).Funcs(template.FuncMap{"path": path}).ParseFS(templateFS, "templates/*.html"))
 	sub, err := fs.Sub(staticFS, "static")
 	if err != nil {
 		panic(err) // the embedded tree is fixed at build time

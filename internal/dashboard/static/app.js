@@ -54,7 +54,9 @@
     // http://user:token@host/ would make fetch() refuse a URL that carries
     // credentials. credentials "omit" keeps the browser's Basic credentials
     // off the request: the API takes the bearer token only.
-    var url = location.origin + "/api/admin/cron/" + encodeURIComponent(job);
+    // The API's path, under the prefix the dashboard is mounted at, is
+    // the page's data-api.
+    var url = location.origin + document.body.dataset.api + encodeURIComponent(job);
     var req = { method: "PUT", headers: { "Authorization": "Bearer " + token }, credentials: "omit" };
     if (action === "trigger") {
       req.method = "POST";

@@ -1,4 +1,4 @@
-package metrics
+package main
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
@@ -6,16 +6,18 @@ import (
 	"github.com/cronfence/cronfence/internal/webhook"
 )
 
-// RegisterWebhook exports the counts of an alert webhook sender as
+// registerWebhookMetrics exports the counts of an alert webhook sender as
 // cronfence_webhook_deliveries_total{result} (delivered, failed, dropped)
-// and cronfence_webhook_retries_total, read at scrape time.
-func RegisterWebhook(reg prometheus.Registerer, s *webhook.Sender) error {
+// and cronfence_webhook_retries_total, read at scrape time. The webhook is
+// the binary's own (internal/webhook), so its metrics are registered here,
+// beside the public metrics package's.
+func registerWebhookMetrics(reg prometheus.Registerer, s *webhook.Sender) error {
 	return reg.Register(&webhookStats{
 		s: s,
-		deliveries: prometheus.NewDesc(namespace+"_webhook_deliveries_total",
+		deliveries: prometheus.NewDesc("cronfence_webhook_deliveries_total",
 			"Alert deliveries to the webhook from this replica, by result: delivered (2xx), failed (out of attempts or refused), "+
 				"dropped (the queue was full).", []string{"result"}, nil),
-		retries: prometheus.NewDesc(namespace+"_webhook_retries_total",
+		retries: prometheus.NewDesc("cronfence_webhook_retries_total",
 			"Webhook delivery attempts after the first.", nil, nil),
 	})
 }

@@ -11,8 +11,8 @@ import (
 
 	"github.com/cronfence/cronfence"
 	"github.com/cronfence/cronfence/internal/clock"
-	"github.com/cronfence/cronfence/internal/metrics"
-	"github.com/cronfence/cronfence/internal/metrics/scrape"
+	"github.com/cronfence/cronfence/internal/scrape"
+	"github.com/cronfence/cronfence/metrics"
 	"github.com/cronfence/cronfence/store"
 )
 

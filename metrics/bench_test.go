@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/cronfence/cronfence"
-	"github.com/cronfence/cronfence/internal/metrics"
+	"github.com/cronfence/cronfence/metrics"
 )
 
 // BenchmarkObserveRun is the metrics' cost of one scheduled run on the
