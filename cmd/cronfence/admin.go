@@ -1,9 +1,13 @@
 package main
 
 // The admin commands: pause, resume, unset, logs, trigger and jobs. Each
-// works directly against the database (the global --database / --sqlite
-// flags) or, with --server, against a running `serve --listen` through its
-// admin REST API.
+// works directly against the database (the one --config FILE names, as
+// serve resolves it, else the global --database / --sqlite flags) or, with
+// --server, against a running `serve --listen` through its admin REST API.
+// In direct mode they never create or migrate the database (only migrate
+// and serve do) and refuse a job the replicas do not know, as the API's
+// 404 does: a command pointed at the wrong database or job says so rather
+// than succeeding where no replica looks.
 
 import (
 	"bytes"
@@ -163,18 +167,132 @@ func validJob(job string) error {
 	return nil
 }
 
+// --- direct mode: the database and the job ---
+
+// loadConfig loads the --config file of a direct-mode command, nil without
+// one. A file that cannot be loaded is a usage error, as for serve.
+func loadConfig(path string) (*config.File, error) {
+	if path == "" {
+		return nil, nil
+	}
+	f, err := config.Load(path)
+	if err != nil {
+		return nil, &exitError{code: exitUsage, err: err}
+	}
+	return f, nil
+}
+
+// openDirect opens the database of a direct-mode command: the one of the
+// config file f exactly as serve resolves it (configGlobals), else the one
+// of the global flags; as it is (openExisting), never created or migrated.
+func openDirect(a *app, f *config.File) (*database, error) {
+	g := a.globals
+	if f != nil {
+		g = configGlobals(g, f)
+	}
+	return g.openExisting(a.ctx)
+}
+
+// unknownJob is the error for a job the replicas do not know: exit 1, as
+// through --server, where the API answers 404 CRON_JOB_NOT_FOUND.
+func unknownJob(format string, args ...any) error {
+	return &exitError{code: exitFailure, err: fmt.Errorf(format, args...)}
+}
+
+// declaredJob returns the index of job in the config file f, or the
+// unknown-job error: with --config, the file's jobs are the known ones, as
+// a server knows the jobs of its file.
+func declaredJob(f *config.File, job string) (int, error) {
+	if i := slices.IndexFunc(f.Jobs, func(j config.Job) bool { return j.Name == job }); i >= 0 {
+		return i, nil
+	}
+	const shown = 10
+	names := make([]string, 0, shown)
+	for _, j := range f.Jobs[:min(len(f.Jobs), shown)] {
+		names = append(names, strconv.Quote(j.Name))
+	}
+	more := ""
+	if len(f.Jobs) > shown {
+		more = fmt.Sprintf(" and %d more", len(f.Jobs)-shown)
+	}
+	return -1, unknownJob("no job named %q in %s (it declares %s%s)", job, f.Path, strings.Join(names, ", "), more)
+}
+
+// storeKnows returns the unknown-job error unless the store has a trace of
+// job: a run row (Prune keeps each job's latest, so a job that ever ran or
+// was skipped keeps one), an override (so a stale one can still be
+// removed), or a replica in the registry that registers it (a running
+// one, or one gone without a graceful stop and not pruned yet).
+// That is what direct mode without --config can know of the replicas' jobs:
+// a job declared but never run, on replicas that are not running, needs
+// --config.
+func storeKnows(ctx context.Context, db *database, job string) error {
+	runs, err := db.RunList(ctx, store.RunListParams{Job: job, Limit: 1})
+	if err != nil {
+		return wrapInvalid(fmt.Errorf("listing the runs of %s in %s: %w", job, db.where, err))
+	}
+	if len(runs) > 0 {
+		return nil
+	}
+	states, err := db.JobStateList(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the job states in %s: %w", db.where, err)
+	}
+	if slices.ContainsFunc(states, func(s store.JobState) bool { return s.Job == job }) {
+		return nil
+	}
+	reps, err := db.ReplicaList(ctx)
+	if err != nil {
+		return fmt.Errorf("listing the replicas in %s: %w", db.where, err)
+	}
+	for _, r := range reps {
+		if slices.ContainsFunc(r.Jobs, func(j store.ReplicaJob) bool { return j.Name == job }) {
+			return nil
+		}
+	}
+	return unknownJob("no job named %q in %s: it has no runs, no override, and no replica registers it. "+
+		"Check the name; for a job that has not run yet, give --config FILE (the serve config declaring it)", job, db.where)
+}
+
+// directJob opens the database of a direct-mode command on job (see
+// openDirect) once job is known: declared in the --config file, or
+// without one, known to the store (storeKnows).
+func directJob(a *app, configPath, job string) (*database, error) {
+	f, err := loadConfig(configPath)
+	if err != nil {
+		return nil, err
+	}
+	if f != nil {
+		if _, err := declaredJob(f, job); err != nil {
+			return nil, err
+		}
+	}
+	db, err := openDirect(a, f)
+	if err != nil {
+		return nil, err
+	}
+	if f == nil {
+		if err := storeKnows(a.ctx, db, job); err != nil {
+			db.close()
+			return nil, err
+		}
+	}
+	return db, nil
+}
+
 // --- pause / resume / unset ---
 
 // overrideArgs are what pause, resume and unset share.
 type overrideArgs struct {
 	serverFlags
-	Job  string `arg:"" help:"Job name."`
-	Note string `name:"note" help:"Why, recorded with the change."`
-	By   string `name:"by" help:"Who, recorded with the change (direct mode; a server records its token's name). Defaults to $USER, else \"cli\"."`
+	Job    string `arg:"" help:"Job name."`
+	Config string `name:"config" type:"path" placeholder:"FILE" help:"The serve config file, for direct mode: its database as serve resolves it (--database, else its database:, else its sqlite: file, by default cronfence.db beside it; --sqlite does not apply), and the jobs it declares are the known ones."`
+	Note   string `name:"note" help:"Why, recorded with the change."`
+	By     string `name:"by" help:"Who, recorded with the change (direct mode; a server records its token's name). Defaults to $USER, else \"cli\"."`
 }
 
 func (o *overrideArgs) set(a *app, enabled *bool) error {
-	return setOverride(a, &o.serverFlags, o.Job, enabled, o.Note, o.By)
+	return setOverride(a, &o.serverFlags, o.Config, o.Job, enabled, o.Note, o.By)
 }
 
 type (
@@ -198,7 +316,7 @@ func overrideText(e *bool) string {
 	}
 }
 
-func setOverride(a *app, s *serverFlags, job string, enabled *bool, note, by string) error {
+func setOverride(a *app, s *serverFlags, configPath, job string, enabled *bool, note, by string) error {
 	if err := validJob(job); err != nil {
 		return err
 	}
@@ -221,7 +339,7 @@ func setOverride(a *app, s *serverFlags, job string, enabled *bool, note, by str
 	if by == "" {
 		by = "cli"
 	}
-	db, err := a.globals.open(a.ctx, true)
+	db, err := directJob(a, configPath, job)
 	if err != nil {
 		return err
 	}
@@ -260,9 +378,10 @@ func noteText(n string) string {
 
 type logsCmd struct {
 	serverFlags
-	Job   string `arg:"" help:"Job name."`
-	Limit int    `name:"limit" short:"n" default:"20" help:"How many runs, newest first."`
-	JSON  bool   `name:"json" help:"Print one JSON object a line, in the REST API's shape."`
+	Job    string `arg:"" help:"Job name."`
+	Config string `name:"config" type:"path" placeholder:"FILE" help:"The serve config file, for direct mode: its database as serve resolves it (--database, else its database:, else its sqlite: file, by default cronfence.db beside it; --sqlite does not apply), and the jobs it declares are the known ones."`
+	Limit  int    `name:"limit" short:"n" default:"20" help:"How many runs, newest first."`
+	JSON   bool   `name:"json" help:"Print one JSON object a line, in the REST API's shape."`
 }
 
 func (c *logsCmd) Run(a *app) error {
@@ -283,7 +402,7 @@ func (c *logsCmd) Run(a *app) error {
 		}
 		runs = out.Logs
 	} else {
-		db, err := a.globals.open(a.ctx, true)
+		db, err := directJob(a, c.Config, c.Job)
 		if err != nil {
 			return err
 		}
@@ -364,15 +483,15 @@ func (c *triggerCmd) direct(a *app) error {
 	if c.KillGrace <= 0 {
 		return usageError("--kill-grace must be positive, got %s", c.KillGrace)
 	}
-	f, err := config.Load(c.Config)
+	f, err := loadConfig(c.Config)
 	if err != nil {
-		return &exitError{code: exitUsage, err: err}
+		return err
 	}
-	i := slices.IndexFunc(f.Jobs, func(j config.Job) bool { return j.Name == c.Job })
-	if i < 0 {
-		return usageError("trigger: job %q is not in %s", c.Job, f.Path)
+	i, err := declaredJob(f, c.Job)
+	if err != nil {
+		return err
 	}
-	db, err := configGlobals(a.globals, f).open(a.ctx, true)
+	db, err := openDirect(a, f)
 	if err != nil {
 		return err
 	}
@@ -439,9 +558,10 @@ func (c *triggerCmd) direct(a *app) error {
 
 // configGlobals returns the global flags with the database of config file
 // f, the one its serve replicas use: --database when given, else the file's
-// database:, else its sqlite: file.
+// database:, else its sqlite: file (--sqlite does not apply).
 func configGlobals(g *Globals, f *config.File) *Globals {
 	c := *g
+	c.config = f.Path
 	if c.Database == "" {
 		c.Database = f.Database
 	}
@@ -503,11 +623,11 @@ func (c *jobsCmd) Run(a *app) error {
 }
 
 func (c *jobsCmd) direct(a *app) ([]adminapi.Job, error) {
-	f, err := config.Load(c.Config)
+	f, err := loadConfig(c.Config)
 	if err != nil {
-		return nil, &exitError{code: exitUsage, err: err}
+		return nil, err
 	}
-	db, err := configGlobals(a.globals, f).open(a.ctx, true)
+	db, err := openDirect(a, f)
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,8 @@ import (
 // SQLite and on PostgreSQL: pause / resume / unset and jobs showing the
 // override; logs (table and JSON) and jobs' last run after a short serve
 // on the same database; trigger without --config or --server refused.
+// The database is created by migrate first: the admin commands create
+// none. Before any run, only --config makes the jobs known.
 func TestAdminDirect(t *testing.T) {
 	t.Parallel()
 	forEachStore(t, func(t *testing.T, db []string) {
@@ -36,7 +38,10 @@ func TestAdminDirect(t *testing.T) {
 			t.Helper()
 			return runCLI(t, dir, args(db, a...)...)
 		}
-		code, out, errOut := cli("pause", "nightly", "--note", "maintenance", "--by", "alice")
+		if code, out, errOut := cli("migrate"); code != 0 {
+			t.Fatalf("migrate: %d %q %q", code, out, errOut)
+		}
+		code, out, errOut := cli("pause", "nightly", "--config", cfg, "--note", "maintenance", "--by", "alice")
 		if code != 0 || !strings.Contains(out, "nightly: override paused, by alice") || !strings.Contains(out, `"maintenance"`) {
 			t.Fatalf("pause: %d %q %q", code, out, errOut)
 		}
@@ -45,17 +50,17 @@ func TestAdminDirect(t *testing.T) {
 			!strings.Contains(out, "disabled") || !strings.Contains(out, "paused by alice") {
 			t.Fatalf("jobs after pause: %d %q %q", code, out, errOut)
 		}
-		if code, out, errOut = cli("resume", "nightly", "--by", "bob"); code != 0 || !strings.Contains(out, "override enabled, by bob") {
+		if code, out, errOut = cli("resume", "nightly", "--config", cfg, "--by", "bob"); code != 0 || !strings.Contains(out, "override enabled, by bob") {
 			t.Fatalf("resume: %d %q %q", code, out, errOut)
 		}
-		if code, out, errOut = cli("unset", "nightly"); code != 0 || !strings.Contains(out, "override none") {
+		if code, out, errOut = cli("unset", "nightly", "--config", cfg); code != 0 || !strings.Contains(out, "override none") {
 			t.Fatalf("unset: %d %q %q", code, out, errOut)
 		}
 		code, out, _ = cli("jobs", "--config", cfg)
 		if code != 0 || strings.Contains(out, "paused") || !strings.Contains(out, "enabled") {
 			t.Fatalf("jobs after unset: %d %q", code, out)
 		}
-		if code, out, errOut = cli("logs", "tick"); code != 0 || out != "" || !strings.Contains(errOut, "no runs of tick") {
+		if code, out, errOut = cli("logs", "tick", "--config", cfg); code != 0 || out != "" || !strings.Contains(errOut, "no runs of tick") {
 			t.Fatalf("logs before any run: %d %q %q", code, out, errOut)
 		}
 

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -25,6 +28,9 @@ type Globals struct {
 
 	// tracer, when set (serve's metrics), times every PostgreSQL query.
 	tracer pgx.QueryTracer
+	// config is the config file these flags were resolved from
+	// (configGlobals), for messages; empty when none.
+	config string
 }
 
 // database is an open store and what it is, for messages.
@@ -48,6 +54,77 @@ func (g *Globals) open(ctx context.Context, migrate bool) (*database, error) {
 		}
 	}
 	return db, nil
+}
+
+// openExisting opens the store the flags select as it is, for the commands
+// that must not change what database there is: the admin commands and
+// check. Only migrate and serve create and migrate (open with migrate). A
+// SQLite file that does not exist is an error naming it rather than an
+// empty new file, and a schema not at this
+// binary's version is an error saying what to run rather than a
+// migration: a command pointed at the wrong place says so, instead of
+// answering from, or writing to, a database no replica reads.
+func (g *Globals) openExisting(ctx context.Context) (*database, error) {
+	// Checked before opening: sqlite.Open creates a missing file. (A file
+	// removed between the two is created empty, and refused below as never
+	// migrated.) With --schema, connect refuses SQLite first.
+	if g.Database == "" && g.Schema == "" {
+		if err := g.sqliteExists(); err != nil {
+			return nil, err
+		}
+	}
+	db, err := g.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	dbv, binv, err := db.SchemaVersion(ctx)
+	switch {
+	case err != nil:
+		err = fmt.Errorf("reading the schema version of %s: %w", db.where, err)
+	case dbv != binv:
+		err = schemaError(db.where, &store.SchemaVersionError{Database: dbv, Binary: binv})
+	}
+	if err != nil {
+		db.close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// sqliteExists checks that the SQLite file of the flags exists. A missing
+// one is a usage error, as a missing --config file is: the flags (or their
+// defaults) name a database that is not there.
+func (g *Globals) sqliteExists() error {
+	path, err := filepath.Abs(g.SQLite)
+	if err != nil {
+		path = g.SQLite
+	}
+	_, err = os.Stat(path)
+	switch {
+	case err == nil:
+		return nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("the SQLite file %s: %w", path, err)
+	case g.config != "":
+		return usageError("no SQLite database at %s, the database of %s (its sqlite:, by default cronfence.db beside it); nothing was created. "+
+			"Has serve run with this file? `cronfence serve --config %s` or `cronfence migrate --sqlite %s` creates it; "+
+			"--database URL points at a PostgreSQL database instead", path, g.config, g.config, path)
+	default:
+		return usageError("no SQLite database at %s (--sqlite, by default cronfence.db in the working directory); nothing was created. "+
+			"Point at the replicas' database with --config FILE (their serve config), --sqlite PATH or --database URL (or CRONFENCE_DATABASE_URL); "+
+			"`cronfence serve` or `cronfence migrate` creates a new one", path)
+	}
+}
+
+// schemaError says what to do about a schema at another version than the
+// binary's: never migrated (the wrong database, or one serve has not used
+// yet), outdated, or newer than this binary.
+func schemaError(where string, e *store.SchemaVersionError) error {
+	if e.Database == 0 {
+		return fmt.Errorf("%s was never migrated: it has no cronfence tables (%w); no migration was run. "+
+			"Is it the replicas' database? `cronfence migrate` (with the same database flags) or `cronfence serve` creates the tables", where, e)
+	}
+	return fmt.Errorf("%s: %w", where, e)
 }
 
 func (g *Globals) connect(ctx context.Context) (*database, error) {

@@ -51,8 +51,19 @@ func TestHostileNamesCLIDirect(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	db := filepath.Join(dir, "cronfence.db")
+	// The admin commands act only on jobs a config declares (or the
+	// database knows), and only on a database serve or migrate made.
+	var yml strings.Builder
+	yml.WriteString("jobs:\n")
+	for _, n := range cliHostileNames {
+		yml.WriteString("  - name: " + yamlQuote(n) + "\n    schedule: \"0 0 1 1 *\"\n    shell: \"true\"\n")
+	}
+	cfg := writeConfig(t, dir, yml.String())
+	if code, out, errOut := runCLI(t, dir, "migrate"); code != 0 {
+		t.Fatalf("migrate: %d %q %q", code, out, errOut)
+	}
 	for _, name := range cliHostileNames {
-		code, out, errOut := runCLI(t, dir, "pause", "--note="+name, "--by=ops", "--", name)
+		code, out, errOut := runCLI(t, dir, "pause", "--config", cfg, "--note="+name, "--by=ops", "--", name)
 		if code != 0 || !strings.Contains(out, name) {
 			t.Errorf("pause %q: %d %q %q", name, code, out, errOut)
 			continue
@@ -67,11 +78,11 @@ func TestHostileNamesCLIDirect(t *testing.T) {
 			t.Errorf("pause %q: job_state %+v", name, found)
 		}
 		for _, cmd := range []string{"resume", "unset"} {
-			if code, out, errOut := runCLI(t, dir, cmd, "--", name); code != 0 || !strings.Contains(out, name) {
+			if code, out, errOut := runCLI(t, dir, cmd, "--config", cfg, "--", name); code != 0 || !strings.Contains(out, name) {
 				t.Errorf("%s %q: %d %q %q", cmd, name, code, out, errOut)
 			}
 		}
-		if code, out, errOut := runCLI(t, dir, "logs", "--", name); code != 0 || out != "" || !strings.Contains(errOut, "no runs of "+name) {
+		if code, out, errOut := runCLI(t, dir, "logs", "--config", cfg, "--", name); code != 0 || out != "" || !strings.Contains(errOut, "no runs of "+name) {
 			t.Errorf("logs %q: %d %q %q", name, code, out, errOut)
 		}
 	}

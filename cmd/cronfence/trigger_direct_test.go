@@ -49,8 +49,9 @@ func configDB(db []string) []string {
 // TestTriggerDirect runs `trigger --config` straight on the database, on
 // SQLite and PostgreSQL: a succeeding command runs here, exits 0 and
 // leaves one finished manual run row with its output; a failing one exits
-// 1 with its error in the row; a missing --config and a job not in the
-// file are usage errors naming them.
+// 1 with its error in the row; a missing --config is a usage error naming
+// it, and a job not in the file an unknown job (exit 1, as the API's 404)
+// naming both. migrate creates the database first: trigger creates none.
 func TestTriggerDirect(t *testing.T) {
 	t.Parallel()
 	forEachStore(t, func(t *testing.T, db []string) {
@@ -65,6 +66,9 @@ func TestTriggerDirect(t *testing.T) {
     schedule: "0 3 * * *"
     shell: echo about-to-fail; exit 4
 `)
+		if code, stdout, errOut := runCLI(t, dir, args(db, "migrate")...); code != 0 {
+			t.Fatalf("migrate: %d %q %q", code, stdout, errOut)
+		}
 		// Triggered from elsewhere: in dir, --sqlite's default cronfence.db
 		// is the config's default file too, so it would pass with the
 		// config's database ignored.
@@ -105,8 +109,8 @@ func TestTriggerDirect(t *testing.T) {
 			t.Fatalf("trigger without --config: %d %q, want a usage error naming --config", code, errOut)
 		}
 		code, _, errOut = runCLI(t, dir, args(db, "trigger", "nope", "--config", cfg)...)
-		if code != exitUsage || !strings.Contains(errOut, `"nope"`) || !strings.Contains(errOut, cfg) {
-			t.Fatalf("trigger of a job not in the file: %d %q, want a usage error naming nope and %s", code, errOut, cfg)
+		if code != exitFailure || !strings.Contains(errOut, `no job named "nope" in `+cfg) {
+			t.Fatalf("trigger of a job not in the file: %d %q, want exit 1 naming nope and %s", code, errOut, cfg)
 		}
 		if rows := logRows(t, dir, db, "write"); len(rows) != 1 {
 			t.Fatalf("the refused triggers wrote runs of write: %v", rows)
@@ -175,6 +179,9 @@ func TestTriggerDirectInterrupted(t *testing.T) {
     schedule: "0 3 * * *"
     shell: echo $$ > `+marker+`; exec sleep 60
 `)
+	if code, out, errOut := runCLI(t, dir, "migrate"); code != 0 {
+		t.Fatalf("migrate: %d %q %q", code, out, errOut)
+	}
 	p := start(t, dir, "trigger", "long", "--config", cfg, "--kill-grace", "500ms")
 	pid := int(atoi(t, waitForFile(t, marker, p)))
 	if err := p.cmd.Process.Signal(os.Interrupt); err != nil {
