@@ -14,11 +14,10 @@ import (
 	"time"
 
 	"github.com/cronfence/cronfence"
+	"github.com/cronfence/cronfence/admin"
 	"github.com/cronfence/cronfence/cmd/cronfence/internal/command"
 	"github.com/cronfence/cronfence/cmd/cronfence/internal/config"
-	"github.com/cronfence/cronfence/internal/adminapi"
 	"github.com/cronfence/cronfence/internal/clock"
-	"github.com/cronfence/cronfence/internal/dashboard"
 )
 
 // serveCmd is `cronfence serve`.
@@ -79,7 +78,7 @@ func (c *serveCmd) Run(a *app) error {
 	if err != nil {
 		return err
 	}
-	s, err := cronfence.New(withMonitor(cronfence.Config{Store: obs.instrument(db.Store), Observer: obs.observer(), Logger: logger, ShutdownGrace: c.ShutdownGrace, DisableTimers: !c.Scheduler, Clock: clk}, f.Monitor))
+	s, err := cronfence.New(withHistory(withMonitor(cronfence.Config{Store: obs.instrument(db.Store), Observer: obs.observer(), Logger: logger, ShutdownGrace: c.ShutdownGrace, DisableTimers: !c.Scheduler, Clock: clk}, f.Monitor), f.History))
 	if err != nil {
 		return err
 	}
@@ -101,18 +100,23 @@ func (c *serveCmd) Run(a *app) error {
 			_ = s.Stop(context.Background())
 			return fmt.Errorf("--listen %s: %w", c.Listen, err)
 		}
-		tokens := make([]adminapi.Token, len(f.Tokens))
+		tokens := make([]admin.Token, len(f.Tokens))
 		for i, t := range f.Tokens {
-			tokens[i] = adminapi.Token{Name: t.Name, Role: t.Role, Secret: t.Token}
+			tokens[i] = admin.Token{Name: t.Name, Role: t.Role, Secret: t.Token}
+		}
+		// The REST API under /api/, the dashboard at / (same tokens), as
+		// any service mounts them. Replicas are live by the checks' own
+		// bound, monitor.replica_stale.
+		api, err := admin.NewHandler(s, admin.Options{Tokens: tokens, Logger: logger, ReplicaLiveFor: f.Monitor.ReplicaStale})
+		if err != nil {
+			_ = ln.Close()
+			_ = s.Stop(context.Background())
+			return fmt.Errorf("the admin API: %w", err)
 		}
 		srv = &http.Server{
-			// The REST API under /api/, the dashboard at / (same tokens).
-			// Replicas are live by the checks' own bound, monitor.replica_stale.
-			Handler: dashboard.Mount(adminapi.New(s, tokens, &adminapi.Options{Logger: logger, ReplicaLiveFor: f.Monitor.ReplicaStale}),
-				dashboard.New(s, tokens, &dashboard.Options{Logger: logger, ReplicaLiveFor: f.Monitor.ReplicaStale})),
+			Handler:           obs.mount(api), // and GET /metrics, without a token
 			ReadHeaderTimeout: 10 * time.Second,
 		}
-		srv.Handler = obs.mount(srv.Handler) // GET /metrics, without a token
 		go func() {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				logger.Error("cronfence: the admin API stopped", "error", err)
@@ -183,6 +187,15 @@ func withMonitor(cfg cronfence.Config, m config.Monitor) cronfence.Config {
 	cfg.Alerts = cronfence.AlertThresholds{
 		SkipStreak: m.SkipStreak, ClockOffset: m.ClockOffset, ReplicaStale: m.ReplicaStale, OrphanWindow: m.OrphanWindow,
 	}
+	return cfg
+}
+
+// withHistory sets the scheduler's pruning from the file's history:
+// section. Both fields are copied, defaults included (they are the
+// library's), and config's Off is negative, which the library reads as "do
+// not prune".
+func withHistory(cfg cronfence.Config, h config.History) cronfence.Config {
+	cfg.Retention, cfg.PruneEvery = h.Retention, h.PruneEvery
 	return cfg
 }
 

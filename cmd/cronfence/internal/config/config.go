@@ -1,6 +1,8 @@
 // Package config loads and validates the YAML file that `cronfence serve`
 // runs: the database, the API tokens, the shell-command jobs, the alert
-// webhook and the absence monitoring.
+// webhook, the absence monitoring and the history's retention. Every key is
+// described in docs/config.md (TestReferenceListsEveryKey holds it to the
+// decoder).
 //
 // Everything is checked at load, and every problem is reported at once
 // (joined with errors.Join), each as an *Error naming the file, the line and
@@ -25,6 +27,16 @@
 // 1s) or off; skip_streak, clock_offset, replica_stale and orphan_window
 // are alert thresholds. Left out, each takes the cronfence package's
 // default (see Monitor).
+//
+// # History
+//
+// The history: section sets how long the database keeps slots, runs,
+// resolved alerts and stale replica rows (retention: a duration, or off to
+// keep everything) and how often one replica prunes them (prune_every).
+// The retention must be longer than every job's timeout and deadline and
+// than monitor.replica_stale, or pruning would delete rows a run or a check
+// still reads. Left out, each takes the cronfence package's default (see
+// History).
 //
 // # Defaults
 //
@@ -91,6 +103,9 @@ type File struct {
 	// Monitor tunes the replica registry and the absence checks; the
 	// defaults when monitor: is not given.
 	Monitor Monitor
+	// History is how long history is kept and how often it is pruned; the
+	// defaults when history: is not given.
+	History History
 }
 
 // Token is an API bearer token.

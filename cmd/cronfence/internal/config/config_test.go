@@ -101,6 +101,7 @@ jobs:
 			Workdir: "/etc/cronfence/data", Line: 30,
 		}},
 		Monitor: defaultMonitor(),
+		History: defaultHistory(),
 	}
 	if diff := cmp.Diff(want, f); diff != "" {
 		t.Fatalf("File (-want +got):\n%s", diff)

@@ -25,11 +25,16 @@ type decoder struct {
 	dir    string
 	lookup func(string) (string, bool)
 	errs   []*Error
+
+	// bounds are the durations the retention must exceed (checkRetention),
+	// and retentionAt is history.retention as written.
+	bounds      []bound
+	retentionAt opt[time.Duration]
 }
 
 // Known keys, in the order messages list them.
 var (
-	fileKeys  = []string{"database", "sqlite", "tokens", "defaults", "jobs", "webhook", "monitor"}
+	fileKeys  = []string{"database", "sqlite", "tokens", "defaults", "jobs", "webhook", "monitor", "history"}
 	tokenKeys = []string{"name", "role", "token"}
 	// jobFieldKeys are the fields defaults: may set too.
 	jobFieldKeys = []string{"schedule", "time_zone", "env", "workdir", "timeout", "lease_ttl",
@@ -66,7 +71,7 @@ func (d *decoder) file(data []byte) *File {
 		}
 		root = root.Content[0]
 	}
-	f := &File{Path: d.name, Dir: d.dir, Monitor: defaultMonitor()}
+	f := &File{Path: d.name, Dir: d.dir, Monitor: defaultMonitor(), History: defaultHistory()}
 	if isNull(root) {
 		d.errorf(root.Line, "", "empty file; expected a mapping with jobs:")
 		return nil
@@ -97,8 +102,13 @@ func (d *decoder) file(data []byte) *File {
 			f.Webhook = d.webhook(k, v)
 		case "monitor":
 			f.Monitor = d.monitor(k, v)
+		case "history":
+			f.History = d.history(k, v)
 		}
 	})
+	if f.Monitor.Line == 0 { // no monitor: (d.monitor records its own)
+		d.boundReplicaStale(f.Monitor, opt[time.Duration]{}, opt[time.Duration]{})
+	}
 	if f.Database != "" {
 		d.database(f.Database, databaseLine)
 		if sqlite != "" {
@@ -111,6 +121,7 @@ func (d *decoder) file(data []byte) *File {
 	}
 	f.Tokens = d.tokens(tokens)
 	f.Jobs = d.jobs(jobs, defaults)
+	d.checkRetention(f.History)
 	return f
 }
 
@@ -736,6 +747,7 @@ func (d *decoder) resolve(own, def fields, path string, line int) Job {
 	if f.workdir.set {
 		j.Workdir = d.path(f.workdir.v)
 	}
+	d.boundJob(f)
 	for k, v := range def.env.v {
 		j.Env[k] = v
 	}

@@ -29,6 +29,9 @@ func FuzzLoad(f *testing.F) {
 		"jobs:\n  - name: x\n    schedule: 'CRON_TZ=Mars/Olympus * * * *'\n    shell: x\n",
 		"jobs:\n  - name: x\n    schedule: '@daily'\n    command: [\"\"]\n",
 		"jobs:\n  - name: x\n    schedule: '@daily'\n    shell: ${NOPE}\n",
+		"history:\n  retention: 1h\n  prune_every: 1m\njobs:\n  - {name: x, schedule: '@daily', shell: x, deadline: 2h}\n",
+		"history: {retention: off, prune_every: 0s}\nmonitor: {heartbeat_every: 100h}\n",
+		"defaults: {timeout: 200h}\njobs:\n  - {name: x, schedule: '@daily', shell: x}\n",
 	} {
 		f.Add([]byte(s))
 	}

@@ -152,6 +152,7 @@ func (d *decoder) monitor(k, n *yaml.Node) Monitor {
 		d.errorf(check.line, check.path, "the absence checks need this replica's heartbeat, but heartbeat_every is off (line %d); set check_every: off as well",
 			heartbeat.line)
 	}
+	d.boundReplicaStale(m, stale, heartbeat)
 	return m
 }
 
