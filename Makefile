@@ -4,6 +4,8 @@ GO      ?= go
 PKGS    ?= ./...
 BENCH   ?= .
 BINDIR  ?= bin
+CONTAINER ?= podman
+IMAGE   ?= cronfence:dev
 # staticcheck runs at a pinned version, fetched through the Go module proxy
 # (go run caches the build): no install step, the same on every machine.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
@@ -23,6 +25,10 @@ help: ## Show this help.
 .PHONY: build
 build: ## Build a static cronfence binary (no cgo, paths trimmed, version and commit stamped) into $(BINDIR)/.
 	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=auto -o $(BINDIR)/cronfence ./cmd/cronfence
+
+.PHONY: image
+image: build ## Build the container image (FROM scratch around the static binary; see docs/deploy.md) with $(CONTAINER) as $(IMAGE).
+	$(CONTAINER) build -t $(IMAGE) .
 
 .PHONY: run
 run: ## Serve the example jobs on the embedded SQLite default (the README's first command).
