@@ -15,7 +15,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -45,75 +44,23 @@ type serverFlags struct {
 	Token  string `name:"token" env:"CRONFENCE_TOKEN" placeholder:"TOKEN" help:"Bearer token for --server."`
 }
 
-// apiError is an error answer of the REST API.
-type apiError struct {
-	Status  int             `json:"-"`
-	Code    string          `json:"code"`
-	Message string          `json:"message"`
-	Details json.RawMessage `json:"details"`
-}
-
-func (e *apiError) Error() string { return e.Code + ": " + e.Message }
-
-// call sends one request to the server and decodes a 2xx answer into out.
-// A non-2xx answer is returned as *apiError.
+// call sends one request to the server (adminapi.Client, beside the API it
+// speaks) and decodes a 2xx answer into out. A non-2xx answer is returned
+// as *adminapi.Error.
 func (s *serverFlags) call(ctx context.Context, method, path string, body, out any) error {
 	if s.Token == "" {
 		return usageError("--server needs --token (or CRONFENCE_TOKEN)")
 	}
-	base, err := url.Parse(strings.TrimRight(s.Server, "/"))
-	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
+	if u, err := url.Parse(s.Server); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return usageError("--server %q: not an http:// or https:// URL", s.Server)
-	}
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(b)
 	}
 	ctx, cancel := context.WithTimeout(ctx, httpTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, base.String()+path, rd)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+s.Token)
-	req.Header.Set("Accept", "application/json")
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("contacting %s: %w", base.Host, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
-	if err != nil {
-		return fmt.Errorf("reading the answer of %s: %w", base.Host, err)
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		ae := &apiError{Status: resp.StatusCode}
-		if json.Unmarshal(data, ae) != nil || ae.Code == "" {
-			ae.Code = strconv.Itoa(resp.StatusCode)
-			ae.Message = strings.TrimSpace(string(data))
-			if ae.Message == "" {
-				ae.Message = http.StatusText(resp.StatusCode)
-			}
-		}
-		return ae
-	}
-	if out == nil {
-		return nil
-	}
-	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("%s %s: unexpected answer: %w", method, path, err)
-	}
-	return nil
+	c := adminapi.Client{Base: s.Server, Token: s.Token}
+	return c.Do(ctx, method, path, body, out)
 }
 
-func jobPath(job string) string { return "/api/admin/cron/" + url.PathEscape(job) }
+func jobPath(job string) string { return adminapi.JobPath(job) }
 
 func timeStr(t time.Time) *string {
 	if t.IsZero() {
@@ -462,7 +409,7 @@ func (c *triggerCmd) Run(a *app) error {
 	}
 	var out json.RawMessage
 	err := c.call(a.ctx, http.MethodPost, jobPath(c.Job)+"/run", nil, &out)
-	var ae *apiError
+	var ae *adminapi.Error
 	if errors.As(err, &ae) && ae.Status == http.StatusConflict {
 		return &exitError{code: exitBusy, err: ae}
 	}
