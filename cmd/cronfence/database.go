@@ -40,30 +40,30 @@ type database struct {
 	close func()
 }
 
-// open opens the store the flags select and, when migrate is true, brings
-// its schema up to date.
-func (g *Globals) open(ctx context.Context, migrate bool) (*database, error) {
+// openMigrated opens the store the flags select, creating a SQLite file
+// that is not there, and brings its schema up to date: for migrate, serve
+// and lock, the commands that make the database they coordinate on. The
+// others use openExisting.
+func (g *Globals) openMigrated(ctx context.Context) (*database, error) {
 	db, err := g.connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if migrate {
-		if err := db.Migrate(ctx); err != nil {
-			db.close()
-			return nil, fmt.Errorf("migrating %s: %w", db.where, err)
-		}
+	if err := db.Migrate(ctx); err != nil {
+		db.close()
+		return nil, fmt.Errorf("migrating %s: %w", db.where, err)
 	}
 	return db, nil
 }
 
 // openExisting opens the store the flags select as it is, for the commands
 // that must not change what database there is: the admin commands and
-// check. Only migrate and serve create and migrate (open with migrate). A
+// check. Only migrate, serve and lock create and migrate (openMigrated). A
 // SQLite file that does not exist is an error naming it rather than an
-// empty new file, and a schema not at this
-// binary's version is an error saying what to run rather than a
-// migration: a command pointed at the wrong place says so, instead of
-// answering from, or writing to, a database no replica reads.
+// empty new file, and a schema not at this binary's version is an error
+// saying what to run rather than a migration: a command pointed at the
+// wrong place says so, instead of answering from, or writing to, a
+// database no replica reads.
 func (g *Globals) openExisting(ctx context.Context) (*database, error) {
 	// Checked before opening: sqlite.Open creates a missing file. (A file
 	// removed between the two is created empty, and refused below as never

@@ -58,7 +58,7 @@ func (c *lockCmd) Run(a *app) error {
 	if err := c.validate(); err != nil {
 		return err
 	}
-	db, err := a.globals.open(a.ctx, true)
+	db, err := a.globals.openMigrated(a.ctx)
 	if err != nil {
 		return err
 	}

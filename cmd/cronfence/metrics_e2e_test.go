@@ -369,7 +369,7 @@ func TestServeTimesEachRoundTripOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		g.tracer = obs.tracer()
-		d, err := g.open(ctx, true)
+		d, err := g.openMigrated(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,7 +6,7 @@ import "fmt"
 type migrateCmd struct{}
 
 func (migrateCmd) Run(a *app) error {
-	db, err := a.globals.open(a.ctx, true)
+	db, err := a.globals.openMigrated(a.ctx)
 	if err != nil {
 		return err
 	}

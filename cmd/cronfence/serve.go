@@ -68,7 +68,7 @@ func (c *serveCmd) Run(a *app) error {
 	}
 	defer obs.close(logger)
 	g.tracer = obs.tracer()
-	db, err := g.open(a.ctx, true)
+	db, err := g.openMigrated(a.ctx)
 	if err != nil {
 		return err
 	}
