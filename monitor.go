@@ -106,7 +106,7 @@ func (s *Scheduler) monitorPass(ctx context.Context) {
 	if !ok {
 		return
 	}
-	th := s.cfg.Alerts.absence()
+	th := s.cfg.Alerts.absence(s.cfg.Retention)
 	snap, open, err := s.monitorSnapshot(ctx, now, th)
 	if errors.Is(err, errNotRegistered) {
 		// Hand the checks to a replica that is registered, rather than
@@ -333,12 +333,15 @@ func (s *Scheduler) emitAlert(a store.Alert, raised bool) {
 }
 
 // absence converts the thresholds, with defaults applied, to the checks':
-// a negative threshold turns its check off (zero there).
-func (t AlertThresholds) absence() absence.Thresholds {
+// a negative threshold turns its check off (zero there). retention is
+// Config.Retention, the age past which pruning may have deleted a slot
+// (negative: never pruned, zero there).
+func (t AlertThresholds) absence(retention time.Duration) absence.Thresholds {
 	return absence.Thresholds{
 		SkipStreak:   max(t.SkipStreak, 0),
 		ClockOffset:  max(t.ClockOffset, 0),
 		ReplicaStale: t.ReplicaStale,
 		OrphanWindow: max(t.OrphanWindow, 0),
+		Retention:    max(retention, 0),
 	}
 }

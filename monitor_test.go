@@ -704,9 +704,12 @@ func TestAlertThresholdDefaultsAndValidation(t *testing.T) {
 		})
 	}
 	// The checks' own thresholds: a negative one is off (zero).
-	got := AlertThresholds{SkipStreak: -1, ClockOffset: -1, ReplicaStale: time.Minute, OrphanWindow: -1}.absence()
-	if got.SkipStreak != 0 || got.ClockOffset != 0 || got.OrphanWindow != 0 || got.ReplicaStale != time.Minute {
+	got := AlertThresholds{SkipStreak: -1, ClockOffset: -1, ReplicaStale: time.Minute, OrphanWindow: -1}.absence(-1)
+	if got.SkipStreak != 0 || got.ClockOffset != 0 || got.OrphanWindow != 0 || got.ReplicaStale != time.Minute || got.Retention != 0 {
 		t.Fatalf("absence thresholds %+v: want the negative ones off (zero)", got)
+	}
+	if got := (AlertThresholds{}).absence(DefaultRetention); got.Retention != DefaultRetention {
+		t.Fatalf("absence thresholds %+v: want the retention %s", got, DefaultRetention)
 	}
 }
 

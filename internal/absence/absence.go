@@ -29,6 +29,10 @@ type Thresholds struct {
 	// OrphanWindow: a job's run history counts as the job being "in the
 	// database" while its latest run started within this window.
 	OrphanWindow time.Duration
+	// Retention is how long slots are kept (Config.Retention); zero when
+	// they are never pruned. A slot older than this may have been pruned,
+	// so its missing row says nothing about whether it ran.
+	Retention time.Duration
 }
 
 // Alert is an alert that should be open.
@@ -115,7 +119,16 @@ func Evaluate(s Snapshot, th Thresholds) Result {
 			r.unknown[Key{store.AlertDeadlineMissed, name}] = true
 			r.unknown[Key{store.AlertSlowRun, name}] = true
 		} else {
-			if !paused[name] {
+			switch slot := j.DeadlineSlot(now); {
+			case paused[name]:
+			case d.DeadlineSlot.Slot.IsZero() && th.Retention > 0 && slot.Before(now.Add(-th.Retention)):
+				// Pruning keeps each job's latest slot only, and a job whose
+				// interval outlasts the retention judges the one before it
+				// (a monthly job, for its deadline's length into the new
+				// month): that row may be gone. The slot was judged while it
+				// was young; an alert then raised stays open.
+				r.unknown[Key{store.AlertDeadlineMissed, name}] = true
+			default:
 				r.add(checkDeadline(j, d, now))
 			}
 			r.add(checkSlowRun(j, d))

@@ -107,3 +107,38 @@ func TestDeadlineSlotInZone(t *testing.T) {
 		}
 	}
 }
+
+// A slot older than the history's retention may have been pruned (pruning
+// keeps each job's latest slot only): its missing row says nothing. A
+// monthly job with a 1h deadline judges last month's slot for the first
+// hour of the new one, and that slot, a month old, is pruned once the new
+// one exists; it was judged, and alerted on if missed, while it was young.
+// An open alert of it is left open (not judged), none is raised.
+func TestDeadlineOfAPrunedSlotIsNotJudged(t *testing.T) {
+	t.Parallel()
+	monthly := job("close", "0 0 1 * *", deadline(time.Hour))
+	now := time.Date(2026, 12, 1, 0, 30, 0, 0, time.UTC) // last month's slot is judged until 01:00
+	started := time.Date(2026, 9, 1, 0, 0, 0, 0, time.UTC)
+	week := 7 * 24 * time.Hour
+	pruned := absence.JobData{} // the 1 November row is gone
+	for _, tc := range []struct {
+		name      string
+		retention time.Duration
+		want      []got
+		judged    bool
+	}{
+		{"pruned with a 7-day retention", week, nil, false},
+		{"never pruned (retention off)", 0, []got{{store.AlertDeadlineMissed, "close", map[string]string{"slot": "2026-11-01T00:00:00Z", "status": "missing"}}}, true},
+		{"a 60-day retention keeps it: missing means missed", 60 * 24 * time.Hour, []got{{store.AlertDeadlineMissed, "close", map[string]string{"slot": "2026-11-01T00:00:00Z", "status": "missing"}}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			thr := th
+			thr.Retention = tc.retention
+			s := snapshot(now, []store.Replica{replica("a", started, monthly)}, map[string]absence.JobData{"close": pruned})
+			res := check(t, s, thr, tc.want...)
+			if got := res.Judged(store.AlertDeadlineMissed, "close"); got != tc.judged {
+				t.Errorf("judged %v, want %v", got, tc.judged)
+			}
+		})
+	}
+}
