@@ -69,7 +69,8 @@ type Job struct {
 	// Overlap is the overlap policy. Defaults to OverlapSkip.
 	Overlap Overlap
 	// Deadline is how long after its slot a run should have completed, for
-	// absence monitoring. Zero means none.
+	// absence monitoring. Zero means none. It must be shorter than
+	// Config.Retention (when pruning is on): Register refuses it otherwise.
 	Deadline time.Duration
 	// MaxAttempts bounds how often one slot is attempted (a run that died or
 	// failed may be resumed). Defaults to DefaultMaxAttempts (3).

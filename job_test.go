@@ -2,9 +2,12 @@ package cronfence
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cronfence/cronfence/store/sqlite"
 )
 
 // TestRegisterRefusesTheLocalZone: "Local" is each machine's own zone, so two
@@ -44,3 +47,38 @@ func TestRegisterRefusesTheLocalZone(t *testing.T) {
 }
 
 func noop(context.Context, *Run) error { return nil }
+
+// A deadline as long as the history's retention could never be judged: by
+// the time it passes, the slot's row may have been pruned, and a slot with
+// no row that old says nothing (absence: not judged). Register refuses it,
+// as the YAML loader does, naming both.
+func TestRegisterRefusesADeadlineThePruningOutlasts(t *testing.T) {
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "cronfence.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, tc := range []struct {
+		retention, deadline time.Duration
+		ok                  bool
+	}{
+		{time.Hour, 2 * time.Hour, false},
+		{time.Hour, time.Hour, false},
+		{2 * time.Hour, time.Hour, true},
+		{-1, 30 * 24 * time.Hour, true}, // never pruned
+		{0, 24 * time.Hour, true},       // the 7-day default
+		{0, 7 * 24 * time.Hour, false},
+	} {
+		s, err := New(Config{Store: st, Retention: tc.retention, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = s.Register(Job{Name: "report", Schedule: "0 6 * * *", Deadline: tc.deadline, Handler: noop})
+		switch {
+		case tc.ok && err != nil:
+			t.Errorf("retention %s, deadline %s: %v", tc.retention, tc.deadline, err)
+		case !tc.ok && (err == nil || !strings.Contains(err.Error(), "Deadline") || !strings.Contains(err.Error(), "Config.Retention")):
+			t.Errorf("retention %s, deadline %s: %v; want it refused, naming Deadline and Config.Retention", tc.retention, tc.deadline, err)
+		}
+	}
+}

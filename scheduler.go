@@ -73,6 +73,12 @@ func (s *Scheduler) Register(job Job) error {
 	if err != nil {
 		return err
 	}
+	if s.cfg.Retention > 0 && r.Deadline >= s.cfg.Retention {
+		// By the time the deadline passed the slot's row may be pruned, and
+		// a missing row that old is not judged: the deadline would never be.
+		return errInvalid(fmt.Sprintf("job %q: Deadline %s must be shorter than Config.Retention %s, or pruning may delete its slot before the deadline check reads it",
+			r.Name, r.Deadline, s.cfg.Retention))
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, dup := s.jobs[r.Name]; dup {
