@@ -80,34 +80,12 @@ func (d *decoder) history(k, n *yaml.Node) History {
 	return h
 }
 
-// retention decodes history.retention: a positive duration, or off. A
-// negative duration means off too, as in cronfence.Config; zero is refused,
-// since the library reads it as "the default" and a reader of the file
-// might read it as "keep nothing".
+// retention decodes history.retention: a positive duration, or off (see
+// durationOrOff). Durations have no day unit, and retentions are counted
+// in days: the example says how to write them.
 func (d *decoder) retention(n *yaml.Node, path string) (time.Duration, bool) {
-	if n.Kind == yaml.ScalarNode && (n.Tag == "!!int" || n.Tag == "!!float") {
-		return d.duration(n, path) // reports the bare number
-	}
-	s, ok := d.str(n, path)
-	if !ok {
-		return 0, false
-	}
-	if s == "off" {
-		return Off, true
-	}
-	v, err := time.ParseDuration(s)
-	switch {
-	case err != nil:
-		// Durations have no day unit, and retentions are counted in days.
-		d.errorf(n.Line, path, "%q is not a duration; write e.g. \"720h\" for 30 days, or off to keep all history", truncate(s))
-	case v < 0:
-		return Off, true
-	case v == 0:
-		d.errorf(n.Line, path, "must not be zero; leave it out for %s, or write off to keep all history", DefaultRetention)
-	default:
-		return v, true
-	}
-	return 0, false
+	v, _, ok := d.durationOrOff(n, path, `"720h" for 30 days`, "keep all history", DefaultRetention)
+	return v, ok
 }
 
 // pruneEvery decodes history.prune_every: a duration of at least

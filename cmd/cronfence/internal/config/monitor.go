@@ -157,37 +157,53 @@ func (d *decoder) monitor(k, n *yaml.Node) Monitor {
 }
 
 // period decodes heartbeat_every or check_every: a duration of at least
-// MinMonitorEvery (and at most max, when max is not 0), or off. A negative
-// duration means off too, as in cronfence.Config; zero is refused, since
-// the library reads it as "the default" and a reader of the file might
-// read it as "never".
+// MinMonitorEvery (and at most max, when max is not 0), or off (see
+// durationOrOff).
 func (d *decoder) period(n *yaml.Node, path string, def, max time.Duration) (time.Duration, bool) {
-	if n.Kind == yaml.ScalarNode && (n.Tag == "!!int" || n.Tag == "!!float") {
-		return d.duration(n, path) // reports the bare number
-	}
-	s, ok := d.str(n, path)
-	if !ok {
-		return 0, false
-	}
-	if s == "off" {
-		return Off, true
-	}
-	v, err := time.ParseDuration(s)
+	v, text, ok := d.durationOrOff(n, path, `"30s"`, "disable", def)
 	switch {
-	case err != nil:
-		d.errorf(n.Line, path, "%q is not a duration; write e.g. \"30s\", or off to disable", truncate(s))
-	case v < 0:
-		return Off, true
-	case v == 0:
-		d.errorf(n.Line, path, "must not be zero; leave it out for %s, or write off to disable", def)
+	case !ok || v < 0:
+		return v, ok
 	case v < MinMonitorEvery:
-		d.errorf(n.Line, path, "%q must be at least %s, or off to disable", s, MinMonitorEvery)
+		d.errorf(n.Line, path, "%q must be at least %s, or off to disable", text, MinMonitorEvery)
 	case max > 0 && v > max:
-		d.errorf(n.Line, path, "%q must be at most %s", s, max)
+		d.errorf(n.Line, path, "%q must be at most %s", text, max)
 	default:
 		return v, true
 	}
 	return 0, false
+}
+
+// durationOrOff decodes a duration, or off (Off). A negative duration
+// means off too, as in cronfence.Config; zero is refused, since the
+// library reads it as "the default" (def) and a reader of the file might
+// read it as "never". example is the duration an error suggests, offDoes
+// what off does, for the messages. text is the value as written (its
+// ${VAR}s expanded), for the caller's own messages.
+func (d *decoder) durationOrOff(n *yaml.Node, path, example, offDoes string, def time.Duration) (v time.Duration, text string, ok bool) {
+	if n.Kind == yaml.ScalarNode && (n.Tag == "!!int" || n.Tag == "!!float") {
+		v, ok := d.duration(n, path) // reports the bare number
+		return v, n.Value, ok
+	}
+	s, ok := d.str(n, path)
+	if !ok {
+		return 0, "", false
+	}
+	if s == "off" {
+		return Off, s, true
+	}
+	v, err := time.ParseDuration(s)
+	switch {
+	case err != nil:
+		d.errorf(n.Line, path, "%q is not a duration; write e.g. %s, or off to %s", truncate(s), example, offDoes)
+	case v < 0:
+		return Off, s, true
+	case v == 0:
+		d.errorf(n.Line, path, "must not be zero; leave it out for %s, or write off to %s", def, offDoes)
+	default:
+		return v, s, true
+	}
+	return 0, s, false
 }
 
 // positive decodes a duration that must be above zero, returning def when
