@@ -9,11 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/cronfence/cronfence/internal/pgtest"
 	"github.com/cronfence/cronfence/store"
-	"github.com/cronfence/cronfence/store/postgres"
 )
 
 // oneJobSlots is how many whole-second slots BenchmarkSchedulerOneJobLatency
@@ -28,14 +24,7 @@ const oneJobSlots = 20
 // database clock, and tried again 20 ms later), and the range of the
 // offsets the replicas measured (0 is right: they share the clock).
 func BenchmarkSchedulerOneJobLatency(b *testing.B) {
-	base, schema := pgtest.Schema(b)
-	st, err := postgres.New(base, &postgres.Config{Schema: schema})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := st.Migrate(b.Context()); err != nil {
-		b.Fatal(err)
-	}
+	base, schema := benchSchema(b)
 	var (
 		mu        sync.Mutex
 		latencies []time.Duration
@@ -69,19 +58,8 @@ func BenchmarkSchedulerOneJobLatency(b *testing.B) {
 		replicas := make([]*Scheduler, 3)
 		tracers := make([]*latClaims, 3)
 		for i := range replicas {
-			cfg := base.Config()
 			tracers[i] = &latClaims{}
-			cfg.ConnConfig.Tracer = tracers[i]
-			pool, err := pgxpool.NewWithConfig(b.Context(), cfg)
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(pool.Close)
-			rst, err := postgres.New(pool, &postgres.Config{Schema: schema})
-			if err != nil {
-				b.Fatal(err)
-			}
-			s, err := New(Config{Store: rst, Owner: fmt.Sprintf("replica-%d-%d", i, os.Getpid()), Logger: quiet, Retention: -1, Observer: observe})
+			s, err := New(Config{Store: replicaStore(b, base, schema, tracers[i].trace, nil), Owner: fmt.Sprintf("replica-%d-%d", i, os.Getpid()), Logger: quiet, Retention: -1, Observer: observe})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -126,17 +126,7 @@ func benchRoundTrips(b *testing.B, k int) {
 	lc := clock.NewFake(db.Now())
 	open := func(owner string, clk clock.Clock, migrate bool) rtReplica {
 		trips := &pgtest.RoundTrips{}
-		cfg := base.Config() // a copy, with pgtest's settings
-		trips.Trace(cfg)
-		pool, err := pgxpool.NewWithConfig(b.Context(), cfg)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(pool.Close)
-		st, err := postgres.New(pool, &postgres.Config{Schema: schema, NowFunc: db.Now})
-		if err != nil {
-			b.Fatal(err)
-		}
+		st := replicaStore(b, base, schema, trips.Trace, db.Now)
 		if migrate {
 			if err := st.Migrate(b.Context()); err != nil {
 				b.Fatal(err)
@@ -280,26 +270,48 @@ func benchRoundTrips(b *testing.B, k int) {
 	}
 }
 
-// openTracedPostgres opens a migrated PostgreSQL store in a schema of its
-// own, on db's clock, with its round trips counted.
-func openTracedPostgres(b *testing.B, db *clock.Fake) (store.Store, *pgtest.RoundTrips) {
+// benchSchema returns pgtest's pool and a fresh schema holding cronfence's
+// tables.
+func benchSchema(b *testing.B) (*pgxpool.Pool, string) {
+	b.Helper()
 	base, schema := pgtest.Schema(b)
-	trips := &pgtest.RoundTrips{}
-	cfg := base.Config()
-	trips.Trace(cfg)
-	pool, err := pgxpool.NewWithConfig(b.Context(), cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(pool.Close)
-	st, err := postgres.New(pool, &postgres.Config{Schema: schema, NowFunc: db.Now})
+	st, err := postgres.New(base, &postgres.Config{Schema: schema})
 	if err != nil {
 		b.Fatal(err)
 	}
 	if err := st.Migrate(b.Context()); err != nil {
 		b.Fatal(err)
 	}
-	return st, trips
+	return base, schema
+}
+
+// replicaStore is one replica's store on schema, over a pool of its own
+// with base's settings, closed at cleanup: trace (nil: none) sets a tracer
+// on the pool's config, now (nil: the database's) pins its clock.
+func replicaStore(b *testing.B, base *pgxpool.Pool, schema string, trace func(*pgxpool.Config), now func() time.Time) *postgres.Store {
+	b.Helper()
+	cfg := base.Config() // a copy, with pgtest's settings
+	if trace != nil {
+		trace(cfg)
+	}
+	pool, err := pgxpool.NewWithConfig(b.Context(), cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	st, err := postgres.New(pool, &postgres.Config{Schema: schema, NowFunc: now})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return st
+}
+
+// openTracedPostgres opens a migrated PostgreSQL store in a schema of its
+// own, on db's clock, with its round trips counted.
+func openTracedPostgres(b *testing.B, db *clock.Fake) (store.Store, *pgtest.RoundTrips) {
+	base, schema := benchSchema(b)
+	trips := &pgtest.RoundTrips{}
+	return replicaStore(b, base, schema, trips.Trace, db.Now), trips
 }
 
 // BenchmarkSchedulerIdleRoundTrips counts the round trips one replica
@@ -409,6 +421,9 @@ type latClaims struct {
 	seen  []latClaim
 }
 
+// trace sets c as the tracer of a pool's connections.
+func (c *latClaims) trace(cfg *pgxpool.Config) { cfg.ConnConfig.Tracer = c }
+
 type latClaim struct {
 	owner      string
 	slot       time.Time
@@ -448,14 +463,7 @@ func (c *latClaims) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQ
 // driver, split the latency: from the slot to the claim being sent, the
 // winning claim's duration, and from its return to the handlers' start.
 func BenchmarkSchedulerFireLatency(b *testing.B) {
-	base, schema := pgtest.Schema(b)
-	st, err := postgres.New(base, &postgres.Config{Schema: schema})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := st.Migrate(b.Context()); err != nil {
-		b.Fatal(err)
-	}
+	base, schema := benchSchema(b)
 
 	var (
 		latencies               []time.Duration
@@ -474,18 +482,7 @@ func BenchmarkSchedulerFireLatency(b *testing.B) {
 		for i := range replicas {
 			owner := fmt.Sprintf("replica-%d-%d", i, os.Getpid())
 			tracers[i] = &latClaims{owner: owner}
-			cfg := base.Config() // a copy, with pgtest's settings
-			cfg.ConnConfig.Tracer = tracers[i]
-			pool, err := pgxpool.NewWithConfig(b.Context(), cfg)
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(pool.Close)
-			st, err := postgres.New(pool, &postgres.Config{Schema: schema})
-			if err != nil {
-				b.Fatal(err)
-			}
-			s, err := New(Config{Store: st, Owner: owner, Logger: quiet, Retention: -1})
+			s, err := New(Config{Store: replicaStore(b, base, schema, tracers[i].trace, nil), Owner: owner, Logger: quiet, Retention: -1})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -692,12 +689,9 @@ func BenchmarkSchedulerMemory(b *testing.B) {
 }
 
 func benchMemory(b *testing.B, mix []memSchedule) {
-	base, schema := pgtest.Schema(b)
+	base, schema := benchSchema(b)
 	st, err := postgres.New(base, &postgres.Config{Schema: schema})
 	if err != nil {
-		b.Fatal(err)
-	}
-	if err := st.Migrate(b.Context()); err != nil {
 		b.Fatal(err)
 	}
 	handler := func(context.Context, *Run) error { return nil }
