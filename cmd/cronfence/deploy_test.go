@@ -123,15 +123,15 @@ func TestSystemdUnitRunsServe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var exec string
+	var execStart string
 	for _, line := range strings.Split(string(b), "\n") {
 		if v, ok := strings.CutPrefix(line, "ExecStart="); ok {
-			exec = v
+			execStart = v
 		}
 	}
-	args := strings.Fields(exec)
+	args := strings.Fields(execStart)
 	if len(args) < 2 || args[0] != "/usr/local/bin/cronfence" || args[1] != "serve" {
-		t.Fatalf("ExecStart=%q, want /usr/local/bin/cronfence serve …", exec)
+		t.Fatalf("ExecStart=%q, want /usr/local/bin/cronfence serve …", execStart)
 	}
 	parsesAsCronfence(t, "the unit's ExecStart", args[1:])
 	for _, want := range []string{"KillSignal=SIGTERM", "TimeoutStopSec=", "Restart=on-failure", "User=cronfence"} {
@@ -142,14 +142,10 @@ func TestSystemdUnitRunsServe(t *testing.T) {
 	if _, err := os.Stat("/run/systemd/system"); err == nil {
 		// systemd-analyze verify wants a running systemd to resolve the unit's
 		// dependencies; without one it is not run.
-		if out, err := osexec("systemd-analyze", "verify", repoFile("deploy", "systemd", "cronfence.service")); err != nil {
+		if out, err := exec.Command("systemd-analyze", "verify", repoFile("deploy", "systemd", "cronfence.service")).CombinedOutput(); err != nil {
 			t.Errorf("systemd-analyze verify: %v\n%s", err, out)
 		}
 	}
-}
-
-func osexec(name string, args ...string) ([]byte, error) {
-	return exec.Command(name, args...).CombinedOutput()
 }
 
 func TestKubernetesDeployment(t *testing.T) {
