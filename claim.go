@@ -103,9 +103,9 @@ func (s *Scheduler) claimed(ctx context.Context, e *entry, r store.SlotClaimResu
 	case r.Refusal == store.ClaimLeaseBusy && e.origin.onTimer():
 		s.retryBusy(ctx, e, r.Lease)
 	case r.Refusal == store.ClaimNotDue && e.origin.onTimer():
-		// The slot fired a little early by the database clock (the
-		// offset moved since it was last measured, or the measurement
-		// is off by part of a round trip): try it again shortly.
+		// The slot fired a little early by the database clock: the
+		// offset, an upper bound when measured (offset.go), moved since
+		// (this clock drifted or was stepped). Try it again shortly.
 		s.retryLater(e, 0)
 	case r.Recorded == store.SlotSkipped:
 		s.log.Info("cronfence: slot skipped: the previous run has not finished", "job", e.job.Name, "slot", e.slot,
