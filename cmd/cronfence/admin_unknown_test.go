@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/cronfence/cronfence/internal/wait"
 	"github.com/cronfence/cronfence/store"
 )
 
@@ -134,14 +132,7 @@ jobs:
 	addr := freeAddr(t)
 	srv := start(t, dir, "serve", "--config", cfg, "--listen", addr)
 	url := "http://" + addr
-	wait.For(t, 20*time.Second, func() bool {
-		resp, err := http.Get(url + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}, func() string { return "serve is not ready; stderr:\n" + srv.stderr.String() })
+	waitHTTP(t, srv, url, "/readyz")
 	env := []string{"CRONFENCE_SERVER=" + url, "CRONFENCE_TOKEN=s3cret"}
 	for _, cmd := range []string{"pause", "resume", "unset", "logs", "trigger"} {
 		p := startEnv(t, dir, env, cmd, "nope")

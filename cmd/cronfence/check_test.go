@@ -286,16 +286,7 @@ jobs:
 		return resp.StatusCode, string(body)
 	}
 	none := func(*http.Request) {}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if code, _ := get("/readyz", none); code == 200 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve never ready; stderr:\n%s", srv.stderr.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitHTTP(t, srv, "http://"+addr, "/readyz")
 	if code, _ := get("/", none); code != 401 {
 		t.Fatalf("GET / without credentials: %d", code)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"net/http"
+	neturl "net/url"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -123,36 +124,28 @@ func TestServeE2EThreeReplicasPostgres(t *testing.T) {
 	}
 }
 
-// apiPut sends PUT body to url with the admin token, retrying while the
-// server is not listening yet, and returns the status and the JSON body.
+// apiPut sends PUT body to url with the admin token, once p serves, and
+// returns the status and the JSON body.
 func apiPut(t *testing.T, p *proc, url, body string) (int, map[string]any) {
 	t.Helper()
-	client := &http.Client{Timeout: 10 * time.Second}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		req, err := http.NewRequest(http.MethodPut, url, strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Authorization", "Bearer s3cret")
-		resp, err := client.Do(req)
-		if err != nil {
-			select {
-			case <-p.done:
-				t.Fatalf("serve exited with %d; stderr:\n%s", p.code, p.stderr.String())
-			default:
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("PUT %s: %v", url, err)
-			}
-			time.Sleep(20 * time.Millisecond) // still starting
-			continue
-		}
-		defer resp.Body.Close()
-		var m map[string]any
-		_ = json.NewDecoder(resp.Body).Decode(&m)
-		return resp.StatusCode, m
+	u, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
 	}
+	waitHTTP(t, p, u.Scheme+"://"+u.Host, "/healthz")
+	req, err := http.NewRequest(http.MethodPut, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer s3cret")
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatalf("PUT %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&m)
+	return resp.StatusCode, m
 }
 
 // TestServeE2EPauseThroughAPI: a pause sent to one replica's REST API stops

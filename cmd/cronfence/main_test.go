@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -240,4 +241,24 @@ func processAlive(pid int) bool {
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+// waitHTTP waits until GET base+path answers 200 from p, a serve --listen
+// (/healthz: it serves; /readyz: and its store answers), failing t at once
+// if p exits first.
+func waitHTTP(t *testing.T, p *proc, base, path string) {
+	t.Helper()
+	wait.For(t, 20*time.Second, func() bool {
+		select {
+		case <-p.done:
+			t.Fatalf("serve exited with %d before %s answered; stderr:\n%s", p.code, path, p.stderr.String())
+		default:
+		}
+		resp, err := http.Get(base + path)
+		if err != nil {
+			return false // still starting
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, func() string { return path + " never answered 200; stderr:\n" + p.stderr.String() })
 }

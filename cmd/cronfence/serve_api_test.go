@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // freeAddr returns a loopback address nothing listens on.
@@ -43,27 +42,21 @@ jobs:
 	worker := start(t, dir, "serve", "--config", cfg, "--shutdown-grace", "500ms", "--kill-grace", "500ms")
 	waitForFile(t, marker, worker) // the worker runs the job and holds its lease
 
+	waitHTTP(t, api, "http://"+addr, "/healthz")
 	call := func(method, path, token string) (int, map[string]any) {
 		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			req, _ := http.NewRequest(method, "http://"+addr+path, strings.NewReader(`{"enabled": false, "note": "maintenance"}`))
-			if token != "" {
-				req.Header.Set("Authorization", "Bearer "+token)
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				if time.Now().After(deadline) {
-					t.Fatalf("%s %s: %v", method, path, err)
-				}
-				time.Sleep(20 * time.Millisecond) // the API process is still starting
-				continue
-			}
-			defer resp.Body.Close()
-			var body map[string]any
-			_ = json.NewDecoder(resp.Body).Decode(&body)
-			return resp.StatusCode, body
+		req, _ := http.NewRequest(method, "http://"+addr+path, strings.NewReader(`{"enabled": false, "note": "maintenance"}`))
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
 		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		defer resp.Body.Close()
+		var body map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&body)
+		return resp.StatusCode, body
 	}
 	if code, _ := call("GET", "/api/admin/cron", ""); code != http.StatusUnauthorized {
 		t.Fatalf("no token: %d, want 401", code)

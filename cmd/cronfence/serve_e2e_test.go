@@ -230,30 +230,19 @@ jobs:
 		"--shutdown-grace", "500ms", "--kill-grace", "500ms")
 
 	client := &http.Client{Timeout: 20 * time.Second}
+	waitHTTP(t, p, "http://"+addr, "/healthz")
 	put := func() (int, map[string]any) {
 		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			req, _ := http.NewRequest("PUT", "http://"+addr+"/api/admin/cron/nightly", strings.NewReader(`{"enabled": false, "note": "db test"}`))
-			req.Header.Set("Authorization", "Bearer s3cret")
-			resp, err := client.Do(req)
-			if err != nil {
-				select {
-				case <-p.done:
-					t.Fatalf("serve exited with %d; stderr:\n%s", p.code, p.stderr.String())
-				default:
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("PUT: %v; stderr:\n%s", err, p.stderr.String())
-				}
-				time.Sleep(20 * time.Millisecond) // still starting
-				continue
-			}
-			defer resp.Body.Close()
-			var body map[string]any
-			_ = json.NewDecoder(resp.Body).Decode(&body)
-			return resp.StatusCode, body
+		req, _ := http.NewRequest("PUT", "http://"+addr+"/api/admin/cron/nightly", strings.NewReader(`{"enabled": false, "note": "db test"}`))
+		req.Header.Set("Authorization", "Bearer s3cret")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("PUT: %v; stderr:\n%s", err, p.stderr.String())
 		}
+		defer resp.Body.Close()
+		var body map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&body)
+		return resp.StatusCode, body
 	}
 	if code, body := put(); code != http.StatusOK {
 		t.Fatalf("PUT with the database up: %d %v", code, body)
