@@ -36,6 +36,9 @@ type Cluster struct {
 	dir  string  // data/, sock/, server.log and the owner file
 	user *osUser // who the server runs as; nil means ourselves
 	port int     // chosen once, so URL stays valid across restarts
+	// settings are extra server settings (name=value), passed as -c at
+	// every start.
+	settings []string
 
 	mu sync.Mutex // one pg_ctl at a time
 }
@@ -45,14 +48,16 @@ type Cluster struct {
 // PostgreSQL refuses root) on a free 127.0.0.1 port with trust
 // authentication. At cleanup it is stopped at once and its directory removed.
 // It takes a second or two, so keep it for tests that need to stop, restart
-// or kill a server; everything else uses Schema.
-func NewCluster(t testing.TB) *Cluster {
+// or kill a server; everything else uses Schema. Each of settings
+// ("name=value", as shared_preload_libraries=pg_stat_statements) is given
+// to the server at every start.
+func NewCluster(t testing.TB, settings ...string) *Cluster {
 	t.Helper()
 	bin, err := findBinDir()
 	if err != nil {
 		t.Fatalf("pgtest: NewCluster needs the PostgreSQL server binaries: install them (apt-get install postgresql): %v", err)
 	}
-	c, err := newCluster(bin)
+	c, err := newCluster(bin, settings)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +112,7 @@ func (c *Cluster) Restart(t testing.TB) {
 }
 
 // newCluster creates, initialises and starts a cluster in a new directory.
-func newCluster(bin string) (*Cluster, error) {
+func newCluster(bin string, settings []string) (*Cluster, error) {
 	user, err := serverUser()
 	if err != nil {
 		return nil, fmt.Errorf("pgtest: %w", err)
@@ -118,7 +123,7 @@ func newCluster(bin string) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgtest: %w", err)
 	}
-	c := &Cluster{bin: bin, dir: dir, user: user}
+	c := &Cluster{bin: bin, dir: dir, user: user, settings: settings}
 	if err := c.create(); err != nil {
 		if derr := c.destroy(); derr != nil {
 			err = errors.Join(err, derr)
@@ -178,6 +183,9 @@ func (c *Cluster) start() error {
 	// on, since without it a commit acknowledged just before Kill is lost.
 	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k '%s' -c fsync=off -c full_page_writes=off -c shared_buffers=16MB",
 		c.port, filepath.Join(c.dir, "sock"))
+	for _, kv := range c.settings {
+		opts += fmt.Sprintf(" -c '%s'", kv)
+	}
 	return c.run("pg_ctl", "start", "-D", c.dataDir(), "-l", c.logPath(), "-w", "-t", pgctlWait, "-o", opts)
 }
 

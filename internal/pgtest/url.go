@@ -144,7 +144,7 @@ func resolve(env resolveEnv) (resolution, *Cluster) {
 	if !env.mainCalled {
 		return resolution{err: fmt.Errorf("pgtest: nothing answers at %s and this package's TestMain does not call pgtest.Main, which must remove the throwaway server tests would start: add func TestMain(m *testing.M) { pgtest.Main(m) }", env.defaultURL)}, nil
 	}
-	c, startErr := newCluster(bin)
+	c, startErr := newCluster(bin, nil)
 	if startErr != nil {
 		return resolution{err: fmt.Errorf("pgtest: nothing answers at %s, and starting a throwaway server failed: %w", env.defaultURL, startErr)}, nil
 	}

@@ -1,0 +1,258 @@
+package cronfence
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/cronfence/cronfence/internal/pgtest"
+	"github.com/cronfence/cronfence/store/postgres"
+)
+
+// BenchmarkReplicas runs real replica processes (internal/benchreplica) on
+// a throwaway PostgreSQL cluster with pg_stat_statements, on the real
+// clock, and measures what a user's deployment would see:
+//
+//   - slot → handler start (p50, p99), on each replica's own clock, which
+//     this host shares with the database;
+//   - the statements every replica sends, idle work included, per slot,
+//     counted at the server (pg_stat_statements, the replicas' role only);
+//   - that every slot in the window ran exactly once;
+//   - with many jobs, each replica's share of every slot's runs.
+//
+// Scenarios: one job every 2 s doing 200 ms of work at 3, 6 and 10
+// replicas (the way issue 14's comparison was measured), and 1,000 jobs
+// every second at 3 replicas for the spread. The window is
+// $CRONFENCE_BENCH_SECONDS (default 60) per scenario; the replica binary is
+// built from this tree unless $CRONFENCE_BENCH_REPLICA names one (a
+// binary built from another tree, for a before and after in one session).
+// Run it with
+//
+//	go test -run '^$' -bench BenchmarkReplicas -benchtime 1x .
+//
+// The statements that cost the most are logged (-v).
+func BenchmarkReplicas(b *testing.B) {
+	window := 60 * time.Second
+	if v := os.Getenv("CRONFENCE_BENCH_SECONDS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 10 {
+			b.Fatalf("CRONFENCE_BENCH_SECONDS must be a whole number of seconds, at least 10, got %q", v)
+		}
+		window = time.Duration(n) * time.Second
+	}
+	bin := os.Getenv("CRONFENCE_BENCH_REPLICA")
+	if bin == "" {
+		bin = filepath.Join(b.TempDir(), "benchreplica")
+		if out, err := exec.Command("go", "build", "-o", bin, "./internal/benchreplica").CombinedOutput(); err != nil {
+			b.Fatalf("building the replica: %v\n%s", err, out)
+		}
+	}
+	for _, sc := range []replicaScenario{
+		{replicas: 3, jobs: 1, every: 2 * time.Second, work: 200 * time.Millisecond},
+		{replicas: 6, jobs: 1, every: 2 * time.Second, work: 200 * time.Millisecond},
+		{replicas: 10, jobs: 1, every: 2 * time.Second, work: 200 * time.Millisecond},
+		{replicas: 3, jobs: 1000, every: time.Second, work: 0},
+	} {
+		b.Run(fmt.Sprintf("replicas=%d/jobs=%d", sc.replicas, sc.jobs), func(b *testing.B) {
+			for b.Loop() {
+				sc.measure(b, bin, window)
+			}
+		})
+	}
+}
+
+type replicaScenario struct {
+	replicas, jobs int
+	every, work    time.Duration
+}
+
+// replicaRun is one handler start a replica printed.
+type replicaRun struct {
+	replica  int
+	job      string
+	slot, at time.Time
+}
+
+func (sc replicaScenario) measure(b *testing.B, bin string, window time.Duration) {
+	cluster := pgtest.NewCluster(b, "shared_preload_libraries=pg_stat_statements", "max_connections=200")
+	admin, err := pgxpool.New(b.Context(), cluster.URL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer admin.Close()
+	for _, q := range []string{
+		`CREATE EXTENSION pg_stat_statements`,
+		// The replicas' own role, so the count leaves this benchmark's
+		// statements out.
+		`CREATE ROLE replica LOGIN SUPERUSER`,
+	} {
+		if _, err := admin.Exec(b.Context(), q); err != nil {
+			b.Fatal(err)
+		}
+	}
+	st, err := postgres.New(admin, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := st.Migrate(b.Context()); err != nil {
+		b.Fatal(err)
+	}
+	url := strings.Replace(cluster.URL(), "postgres://postgres@", "postgres://replica@", 1)
+	schedule := fmt.Sprintf("*/%d * * * * *", int(sc.every/time.Second))
+
+	var (
+		mu   sync.Mutex
+		runs []replicaRun
+	)
+	procs := make([]*exec.Cmd, sc.replicas)
+	ready := make(chan int, sc.replicas)
+	var readers sync.WaitGroup
+	for i := range procs {
+		cmd := exec.Command(bin, "-url", url, "-owner", fmt.Sprintf("replica-%d", i),
+			"-jobs", strconv.Itoa(sc.jobs), "-schedule", schedule, "-work", sc.work.String())
+		cmd.Stderr = os.Stderr
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		procs[i] = cmd
+		readers.Go(func() { readRuns(b, out, i, ready, &mu, &runs) })
+	}
+	defer func() {
+		for _, p := range procs {
+			_ = p.Process.Kill()
+		}
+	}()
+	for range procs {
+		select {
+		case <-ready:
+		case <-time.After(time.Minute):
+			b.Fatal("a replica did not start within a minute")
+		}
+	}
+	// The window starts on a slot boundary a little after every replica
+	// started, so start-up work is left out and whole slots are counted.
+	from := time.Now().Add(sc.every).Truncate(sc.every).Add(sc.every)
+	time.Sleep(time.Until(from))
+	if _, err := admin.Exec(b.Context(), `SELECT pg_stat_statements_reset()`); err != nil {
+		b.Fatal(err)
+	}
+	to := from.Add(window)
+	time.Sleep(time.Until(to))
+	var calls int64
+	if err := admin.QueryRow(b.Context(),
+		`SELECT coalesce(sum(calls), 0) FROM pg_stat_statements WHERE userid = 'replica'::regrole`).Scan(&calls); err != nil {
+		b.Fatal(err)
+	}
+	logTopStatements(b, admin)
+	// Let the window's last runs start and print before stopping.
+	time.Sleep(time.Second)
+	for _, p := range procs {
+		_ = p.Process.Signal(syscall.SIGTERM)
+	}
+	readers.Wait()
+	for i, p := range procs {
+		if err := p.Wait(); err != nil {
+			b.Fatalf("replica %d: %v", i, err)
+		}
+	}
+
+	slots := int(window / sc.every)
+	per := map[string]int{}
+	share := make([]map[time.Time]int, sc.replicas)
+	for i := range share {
+		share[i] = map[time.Time]int{}
+	}
+	var latencies []time.Duration
+	for _, r := range runs {
+		if r.slot.Before(from) || !r.slot.Before(to) {
+			continue
+		}
+		key := r.job + " " + r.slot.String()
+		if per[key]++; per[key] > 1 {
+			b.Fatalf("%s ran twice", key)
+		}
+		share[r.replica][r.slot]++
+		latencies = append(latencies, r.at.Sub(r.slot))
+	}
+	if want := slots * sc.jobs; len(per) != want {
+		b.Fatalf("%d of the window's %d runs happened", len(per), want)
+	}
+	slices.Sort(latencies)
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	b.ReportMetric(ms(benchPercentile(latencies, 0.5)), "p50-ms")
+	b.ReportMetric(ms(benchPercentile(latencies, 0.99)), "p99-ms")
+	b.ReportMetric(float64(calls)/float64(slots), "statements/slot")
+	b.ReportMetric(float64(calls)/float64(slots*sc.jobs), "statements/run")
+	if sc.jobs > 1 {
+		lo, hi := 1.0, 0.0
+		for _, m := range share {
+			for t := from; t.Before(to); t = t.Add(sc.every) {
+				f := float64(m[t]) / float64(sc.jobs)
+				lo, hi = min(lo, f), max(hi, f)
+			}
+		}
+		b.ReportMetric(100*lo, "min-share-%")
+		b.ReportMetric(100*hi, "max-share-%")
+	}
+}
+
+// readRuns reads one replica's output: "ready", then a line per run.
+func readRuns(b *testing.B, out io.Reader, replica int, ready chan<- int, mu *sync.Mutex, runs *[]replicaRun) {
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		switch {
+		case len(f) == 1 && f[0] == "ready":
+			ready <- replica
+		case len(f) == 4 && f[0] == "run":
+			slot, err1 := strconv.ParseInt(f[2], 10, 64)
+			at, err2 := strconv.ParseInt(f[3], 10, 64)
+			if err1 != nil || err2 != nil {
+				b.Errorf("replica %d printed %q", replica, sc.Text())
+				continue
+			}
+			mu.Lock()
+			*runs = append(*runs, replicaRun{replica: replica, job: f[1], slot: time.Unix(0, slot), at: time.Unix(0, at)})
+			mu.Unlock()
+		default:
+			b.Errorf("replica %d printed %q", replica, sc.Text())
+		}
+	}
+}
+
+// logTopStatements logs the replicas' statements by calls, most first.
+func logTopStatements(b *testing.B, admin *pgxpool.Pool) {
+	rows, err := admin.Query(context.Background(), `
+		SELECT calls, left(regexp_replace(query, '\s+', ' ', 'g'), 110)
+		  FROM pg_stat_statements WHERE userid = 'replica'::regrole
+		 ORDER BY calls DESC LIMIT 12`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var calls int64
+		var q string
+		if err := rows.Scan(&calls, &q); err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("%7d  %s", calls, q)
+	}
+}

@@ -1,0 +1,117 @@
+// Command benchreplica is one replica of the multi-process benchmark
+// (bench_replicas_test.go, BenchmarkReplicas): a scheduler on PostgreSQL
+// with -jobs jobs on one schedule, each run sleeping -work, as a user's
+// service would run it. It prints "ready" once started and, for every run,
+// "run <job> <slot ns> <start ns>" (start: this host's clock when the
+// handler began), and stops on SIGTERM or SIGINT.
+//
+// It is a program of its own, not a test helper, so that the benchmark
+// measures replicas as they are deployed: one process each, its own pool,
+// its own clock reads, and a binary built from any tree (a before and an
+// after in the same session).
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/cronfence/cronfence"
+	"github.com/cronfence/cronfence/store/postgres"
+)
+
+func main() {
+	url := flag.String("url", "", "PostgreSQL URL (required)")
+	schema := flag.String("schema", postgres.DefaultSchema, "cronfence schema, migrated beforehand")
+	owner := flag.String("owner", "", "this replica's owner id (required)")
+	jobs := flag.Int("jobs", 1, "how many jobs, job-0 … job-N-1, all on -schedule")
+	schedule := flag.String("schedule", "*/2 * * * * *", "the jobs' schedule")
+	work := flag.Duration("work", 200*time.Millisecond, "how long each run takes")
+	flag.Parse()
+	if *url == "" || *owner == "" {
+		fmt.Fprintln(os.Stderr, "benchreplica: -url and -owner are required")
+		os.Exit(2)
+	}
+	if err := run(*url, *schema, *owner, *jobs, *schedule, *work); err != nil {
+		fmt.Fprintln(os.Stderr, "benchreplica:", err)
+		os.Exit(1)
+	}
+}
+
+func run(url, schema, owner string, jobs int, schedule string, work time.Duration) error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	st, err := postgres.New(pool, &postgres.Config{Schema: schema})
+	if err != nil {
+		return err
+	}
+	s, err := cronfence.New(cronfence.Config{
+		Store:  st,
+		Owner:  owner,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if err != nil {
+		return err
+	}
+	out := bufio.NewWriter(os.Stdout)
+	var mu sync.Mutex
+	for i := range jobs {
+		err := s.Register(cronfence.Job{
+			Name: fmt.Sprintf("job-%d", i), Schedule: schedule,
+			Handler: func(ctx context.Context, r *cronfence.Run) error {
+				started := time.Now()
+				mu.Lock()
+				fmt.Fprintf(out, "run %s %d %d\n", r.Job, r.Slot.UnixNano(), started.UnixNano())
+				mu.Unlock()
+				select {
+				case <-time.After(work):
+				case <-ctx.Done():
+				}
+				return nil
+			},
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if err := s.Start(ctx); err != nil {
+		return err
+	}
+	mu.Lock()
+	fmt.Fprintln(out, "ready")
+	out.Flush()
+	mu.Unlock()
+	// Flushed every 100 ms, not per run, so printing costs the handlers
+	// nothing measurable.
+	flush := time.NewTicker(100 * time.Millisecond)
+	defer flush.Stop()
+	for done := false; !done; {
+		select {
+		case <-ctx.Done():
+			done = true
+		case <-flush.C:
+		}
+		mu.Lock()
+		out.Flush()
+		mu.Unlock()
+	}
+	err = s.Stop(context.Background())
+	mu.Lock()
+	defer mu.Unlock()
+	return errors.Join(err, out.Flush())
+}
