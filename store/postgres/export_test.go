@@ -8,3 +8,7 @@ func (s *Store) LiveKeyHeld(key int64) bool { return s.liveKeyArg(key) == key }
 // LeaseAcquireSQL is the acquisition statement, for tests that run it
 // inside a transaction of their own to see what it locks.
 func (s *Store) LeaseAcquireSQL() string { return s.q.leaseAcquire }
+
+// NoticeChannel is the schema's notice channel, for tests that find the
+// listener's session.
+func NoticeChannel(schema string) string { return noticeChannel(schema) }

@@ -15,7 +15,7 @@ import (
 // Every statement the store sends is a file in sql/, NAME.sql for the
 // queries field NAME, and the pieces two statements share are in
 // sql/fragments/. A file is a text/template: {{schema}} is the quoted
-// schema name, {{template "leaseColumns"}} and the like include a fragment,
+// schema name, {{channel}} the notice channel's as a literal, {{template "leaseColumns"}} and the like include a fragment,
 // and args passes a fragment its arguments. The comment block a file opens
 // with is not sent. testdata/sql/NAME.sql keeps each statement as it is
 // sent for the default schema (TestStatementsAsBuilt), to read, diff and
@@ -57,7 +57,7 @@ func (q *queries) byName() map[string]*string {
 // covered by TestStatementsAsBuilt, so an error here is a bug of this
 // package, not of the caller's: it panics.
 func newQueries(schema string) queries {
-	t, err := parseStatements(pgx.Identifier{schema}.Sanitize())
+	t, err := parseStatements(pgx.Identifier{schema}.Sanitize(), noticeChannel(schema))
 	if err != nil {
 		panic(err)
 	}
@@ -74,9 +74,10 @@ func newQueries(schema string) queries {
 
 // parseStatements parses every file of sql/ and sql/fragments/ as a
 // template named after the file, without its opening comment block.
-func parseStatements(quotedSchema string) (*template.Template, error) {
+func parseStatements(quotedSchema, channel string) (*template.Template, error) {
 	t := template.New("").Option("missingkey=error").Funcs(template.FuncMap{
-		"schema": func() string { return quotedSchema },
+		"schema":  func() string { return quotedSchema },
+		"channel": func() string { return "'" + channel + "'" },
 		"args":   args,
 	})
 	for _, dir := range []string{"sql", "sql/fragments"} {

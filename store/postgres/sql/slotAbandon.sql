@@ -30,6 +30,10 @@ r AS (
     SELECT $1, $2, false, false, $4, $5, s.attempts, s.started_at, c.now, false, false, '', $8, $9
       FROM s CROSS JOIN c
     RETURNING {{template "runColumns"}}
+),
+notice AS MATERIALIZED (
+    {{template "notice" args "rows" "SELECT 1 AS ord, 'e' AS kind, r.job, r.slot, r.owner FROM r"}}
 )
 SELECT (SELECT min(b.slot) FROM {{schema}}.slots b WHERE b.job = $1 AND b.status = 'buffered'), r.*
   FROM r
+ CROSS JOIN (SELECT count(*) FROM notice) told

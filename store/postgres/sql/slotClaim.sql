@@ -47,6 +47,11 @@
 --     paused (pause and resume committed between their snapshots, at the
 --     same slot instant); Postgre.sql would detect that deadlock and fail
 --     one statement, which the scheduler handles as an unreachable store.
+--   - notice tells every replica's listener which items this statement
+--     answered for good: c for a run it started, s for one it recorded
+--     (skipped, buffered) or refused for a reason a retry would not
+--     change (paused, completed, skipped, running, out of attempts).
+--     not_due and lease_busy items are tried again and not told.
 --
 -- $1 jobs, $2 slots, $3 lease names, $4 declared disabled, $5 overlap
 -- policies, $6 max attempts, $7 TTLs in µs, $8 catch-up flags, $9 owner,
@@ -159,6 +164,9 @@ settle AS (
        -- Lock order, as in mark: the batch's lease rows first.
        AND (SELECT count(*) FROM lease) >= 0
     ON CONFLICT (job, slot) DO NOTHING
+),
+notice AS MATERIALIZED (
+    {{template "notice" args "rows" "SELECT i.ord, CASE WHEN cl.job IS NOT NULL THEN 'c' ELSE 's' END AS kind, i.job, i.slot, coalesce(cl.owner, $9) AS owner FROM i JOIN gate g ON g.ord = i.ord LEFT JOIN claim cl ON cl.job = i.job AND cl.slot = i.slot LEFT JOIN mark m ON m.job = i.job AND m.slot = i.slot WHERE cl.job IS NOT NULL OR m.job IS NOT NULL OR (g.refusal IS NOT NULL AND g.refusal <> 'not_due')"}}
 )
 SELECT coalesce(g.refusal, CASE WHEN i.lease_name IN (SELECT name FROM busy) THEN 'lease_busy' END),
        cl.status, cl.owner, cl.lease_name, cl.generation, cl.attempts, cl.started_at,
@@ -177,4 +185,5 @@ SELECT coalesce(g.refusal, CASE WHEN i.lease_name IN (SELECT name FROM busy) THE
       SELECT * FROM {{schema}}.leases
        WHERE name = CASE WHEN p.guarded THEN p.lease_name ELSE i.lease_name END
   ) h ON true
+ CROSS JOIN (SELECT count(*) FROM notice) told
  ORDER BY i.ord

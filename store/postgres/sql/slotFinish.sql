@@ -58,6 +58,11 @@ r AS (
     ON CONFLICT (lease_name, generation) WHERE lease_name <> '' DO NOTHING
     RETURNING {{template "runColumns"}}
 ),
+-- The listeners stop watching the run (see notice.go); a manual run has
+-- no slot to tell of.
+notice AS MATERIALIZED (
+    {{template "notice" args "rows" "SELECT 1 AS ord, 'e' AS kind, $1::text AS job, $2::timestamptz AS slot, $4::text AS owner WHERE $2::timestamptz IS NOT NULL"}}
+),
 row AS (
     SELECT * FROM r
     UNION ALL
@@ -68,3 +73,4 @@ SELECT EXISTS (SELECT 1 FROM s), (SELECT status FROM s), EXISTS (SELECT 1 FROM l
        (SELECT min(b.slot) FROM {{schema}}.slots b WHERE b.job = $1 AND b.status = 'buffered'),
        row.*
   FROM row
+ CROSS JOIN (SELECT count(*) FROM notice) told

@@ -24,6 +24,14 @@ r AS (
     SELECT $1, $2, false, false, $4, $5, s.attempts, s.started_at, c.now, false, false, '', $8, $9
       FROM s CROSS JOIN c
     RETURNING id, job, slot, manual, catch_up, owner, generation, lease_name, attempt, started_at, finished_at, success, skipped, reason, error, logs
+),
+notice AS MATERIALIZED (
+    SELECT pg_notify('cronfence_9ab364fb1d6f55fe', string_agg(line, E'\n' ORDER BY ord))
+  FROM (SELECT ord, line, sum(octet_length(line) + 1) OVER (ORDER BY ord) / 5000 AS chunk
+          FROM (SELECT n.ord, json_build_array(n.kind, n.job, (extract(epoch FROM n.slot) * 1000000)::bigint, n.owner)::text AS line
+                  FROM (SELECT 1 AS ord, 'e' AS kind, r.job, r.slot, r.owner FROM r) n) lines) chunks
+ GROUP BY chunk
 )
 SELECT (SELECT min(b.slot) FROM "cronfence".slots b WHERE b.job = $1 AND b.status = 'buffered'), r.*
-  FROM r;
+  FROM r
+ CROSS JOIN (SELECT count(*) FROM notice) told;

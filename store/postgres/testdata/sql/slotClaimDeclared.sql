@@ -156,6 +156,13 @@ settle AS (
        -- Lock order, as in mark: the batch's lease rows first.
        AND (SELECT count(*) FROM lease) >= 0
     ON CONFLICT (job, slot) DO NOTHING
+),
+notice AS MATERIALIZED (
+    SELECT pg_notify('cronfence_9ab364fb1d6f55fe', string_agg(line, E'\n' ORDER BY ord))
+  FROM (SELECT ord, line, sum(octet_length(line) + 1) OVER (ORDER BY ord) / 5000 AS chunk
+          FROM (SELECT n.ord, json_build_array(n.kind, n.job, (extract(epoch FROM n.slot) * 1000000)::bigint, n.owner)::text AS line
+                  FROM (SELECT i.ord, CASE WHEN cl.job IS NOT NULL THEN 'c' ELSE 's' END AS kind, i.job, i.slot, coalesce(cl.owner, $9) AS owner FROM i JOIN gate g ON g.ord = i.ord LEFT JOIN claim cl ON cl.job = i.job AND cl.slot = i.slot LEFT JOIN mark m ON m.job = i.job AND m.slot = i.slot WHERE cl.job IS NOT NULL OR m.job IS NOT NULL OR (g.refusal IS NOT NULL AND g.refusal <> 'not_due')) n) lines) chunks
+ GROUP BY chunk
 )
 SELECT coalesce(g.refusal, CASE WHEN i.lease_name IN (SELECT name FROM busy) THEN 'lease_busy' END),
        cl.status, cl.owner, cl.lease_name, cl.generation, cl.attempts, cl.started_at,
@@ -174,4 +181,5 @@ SELECT coalesce(g.refusal, CASE WHEN i.lease_name IN (SELECT name FROM busy) THE
       SELECT * FROM "cronfence".leases
        WHERE name = CASE WHEN p.guarded THEN p.lease_name ELSE i.lease_name END
   ) h ON true
+ CROSS JOIN (SELECT count(*) FROM notice) told
  ORDER BY i.ord;
