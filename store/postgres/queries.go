@@ -78,7 +78,7 @@ func parseStatements(quotedSchema, channel string) (*template.Template, error) {
 	t := template.New("").Option("missingkey=error").Funcs(template.FuncMap{
 		"schema":  func() string { return quotedSchema },
 		"channel": func() string { return "'" + channel + "'" },
-		"args":   args,
+		"args":    args,
 	})
 	for _, dir := range []string{"sql", "sql/fragments"} {
 		files, err := fs.Glob(sqlFiles, dir+"/*.sql")
