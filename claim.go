@@ -81,6 +81,9 @@ func (s *Scheduler) claim(ctx context.Context, batch []*entry) ([]*entry, []stor
 		s.log.Warn("cronfence: a claim failed; trying once more", "error", err)
 		results, err = s.claimBatch(ctx, items)
 	}
+	if err != nil && ctx.Err() != nil {
+		return nil, nil // stopping: the slots are left to the other replicas, or to catch-up
+	}
 	if err != nil {
 		s.storeDown(err, sent)
 		return nil, nil

@@ -39,6 +39,11 @@ const (
 	ClockOffsetWarning = time.Second
 	// DefaultStoreTimeout is the default of Config.StoreTimeout.
 	DefaultStoreTimeout = 10 * time.Second
+	// DefaultClaimGrace is the default of Config.ClaimGrace.
+	DefaultClaimGrace = 200 * time.Millisecond
+	// MaxClaimGrace bounds Config.ClaimGrace: a slot whose preferred
+	// replica is gone starts at most twice this late.
+	MaxClaimGrace = 2 * time.Second
 	// DefaultHeartbeatEvery is how often a replica records itself in the
 	// replica registry when Config.HeartbeatEvery is zero.
 	DefaultHeartbeatEvery = 10 * time.Second
@@ -94,7 +99,11 @@ type Config struct {
 	MaxSleep time.Duration
 
 	// ClockCheckEvery is how often the offset from the database clock is
-	// measured. Defaults to DefaultClockCheckEvery (1 minute).
+	// measured. A replica with a registry row takes the measurement from
+	// its next heartbeat's answer, which the database stamps with its
+	// clock (so at most HeartbeatEvery later, and at no round trip of its
+	// own), unless that heartbeat was much slower than a clock read.
+	// Defaults to DefaultClockCheckEvery (1 minute).
 	ClockCheckEvery time.Duration
 
 	// DisableTimers starts the scheduler without firing anything: the
@@ -157,6 +166,19 @@ type Config struct {
 	// lease renewal is bounded by the lease's expiry. Defaults to
 	// DefaultStoreTimeout (10s).
 	StoreTimeout time.Duration
+
+	// ClaimGrace is how long a replica that is not a slot's preferred
+	// waits for the preferred's claim before it claims the slot itself,
+	// on a store that tells the replicas of each other's claims
+	// (store.Notices: PostgreSQL). The second replica for the slot waits
+	// this long, every other twice as long; the claim they then send is
+	// the same atomic claim, so a slot still runs once. Its cost: a slot
+	// whose preferred replica died (and is not yet stale in the
+	// registry) or hangs starts this much later. Negative turns preferred
+	// claims off: every replica claims every slot at once, and scans for
+	// dead runs every ResumeEvery (see docs/design.md, "Who claims").
+	// Defaults to DefaultClaimGrace (200ms); at most MaxClaimGrace.
+	ClaimGrace time.Duration
 }
 
 // AlertThresholds tune the absence checks (docs/alerts.md).
@@ -221,6 +243,9 @@ func (c *Config) withDefaults() Config {
 	if out.StoreTimeout == 0 {
 		out.StoreTimeout = DefaultStoreTimeout
 	}
+	if out.ClaimGrace == 0 {
+		out.ClaimGrace = DefaultClaimGrace
+	}
 	out.Alerts = out.Alerts.withDefaults(out)
 	return out
 }
@@ -271,6 +296,8 @@ func (c *Config) validate() error {
 		return errInvalid(fmt.Sprintf("Config.CheckEvery must be at most %s, got %s", store.MaxTTL/2, c.CheckEvery))
 	case c.StoreTimeout < 0:
 		return errInvalid(fmt.Sprintf("Config.StoreTimeout must not be negative, got %s", c.StoreTimeout))
+	case c.ClaimGrace > MaxClaimGrace:
+		return errInvalid(fmt.Sprintf("Config.ClaimGrace must be at most %s (or negative to claim every slot at once), got %s", MaxClaimGrace, c.ClaimGrace))
 	case c.Alerts.ReplicaStale < 0:
 		return errInvalid(fmt.Sprintf("Config.Alerts.ReplicaStale must not be negative, got %s", c.Alerts.ReplicaStale))
 	}

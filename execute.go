@@ -168,6 +168,9 @@ func (s *Scheduler) finish(spec runSpec, hold *leasekeeper.Hold, runErr error, l
 		}
 	}
 	res, err := s.ender().record(hold, job.LeaseTTL, p)
+	if !spec.slot.IsZero() && (err != nil || res.SlotStatus == store.SlotRunning) {
+		s.watchOwn(job.Name, spec.slot) // dead now, or once its lease expires: to resume
+	}
 	if err != nil {
 		s.log.Error("cronfence: could not record the end of a run; its slot is resumed by another replica once its lease expires",
 			"job", job.Name, "slot", spec.slot, "generation", spec.lease.Generation, "error", err)

@@ -17,7 +17,10 @@ type entry struct {
 	origin Origin
 	retry  bool // a slot tried again (not yet due, or its lease busy); its job was re-armed when it first fired
 	busy   bool // a retry of a slot whose lease a deposed writer still held: its alert is raised
-	index  int
+	// fallback is a retry of a slot another replica is preferred for
+	// (notices.go): dropped when that one's claim was told.
+	fallback bool
+	index    int
 }
 
 // timers is a min-heap of entries by fireAt: one heap for all jobs, so a

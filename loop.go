@@ -19,6 +19,7 @@ func (s *Scheduler) poke() {
 // that a suspended host or a clock jump is noticed, and fires.
 func (s *Scheduler) loop(ctx context.Context) {
 	defer close(s.loopDone)
+	defer s.stopNotices()   // last: nothing decides by them any more
 	defer s.scans.Wait()    // before loopDone: a pass may still start a run, which Stop then waits for
 	defer s.removeReplica() // after the last tick, so no heartbeat follows it
 	defer s.stopMonitor()   // after the last tick, so no pass follows it
@@ -82,8 +83,10 @@ func (s *Scheduler) tick(ctx context.Context, step time.Duration) {
 	}
 	now := s.scheduleNow()
 	s.mu.Lock()
-	// A step's measurement counts as this period's clock check.
-	checkClock := step == 0 && !now.Before(s.nextClockCheck)
+	// A step's measurement counts as this period's clock check. A replica
+	// that keeps a registry row takes it from its next heartbeat's answer
+	// (clockFromHeartbeat), at most HeartbeatEvery later.
+	checkClock := step == 0 && !now.Before(s.nextClockCheck) && !s.registers()
 	if checkClock || step != 0 {
 		s.nextClockCheck = now.Add(s.cfg.ClockCheckEvery)
 	}
@@ -109,6 +112,7 @@ func (s *Scheduler) tick(ctx context.Context, step time.Duration) {
 			s.arm(e.job, now)
 		}
 	}
+	due = s.deferToPreferred(due, now)
 	s.mu.Unlock()
 
 	if checkClock || down {
@@ -135,7 +139,7 @@ func (s *Scheduler) tick(ctx context.Context, step time.Duration) {
 	if timers {
 		s.checkAbsence(ctx, now)
 	}
-	if resume {
+	if resume && s.resumeWanted(now) {
 		s.resumeInBackground(ctx)
 	}
 	if len(due) > 0 {

@@ -102,6 +102,10 @@ func (s *Scheduler) checkAbsence(ctx context.Context, now time.Time) {
 // snapshot that could not be read whole changes nothing: no evidence is
 // not evidence of health.
 func (s *Scheduler) monitorPass(ctx context.Context) {
+	if !s.runsChecks() {
+		s.releaseMonitorLease(ctx) // when held: hand it to the one that does
+		return
+	}
 	now, ok := s.monitorLeaseHeld(ctx)
 	if !ok {
 		return

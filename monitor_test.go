@@ -715,7 +715,9 @@ func TestAlertThresholdDefaultsAndValidation(t *testing.T) {
 
 // One replica runs the checks, keeping the monitor lease from pass to pass;
 // its Stop gives the lease up, and another replica takes the checks over at
-// its next pass instead of after the lease's TTL.
+// its next pass instead of after the lease's TTL. (On PostgreSQL the
+// replica preferred for the checks runs them, notices.go: the first
+// replica to start may hand them over once it hears of the second.)
 func TestMonitorLeaseHeldAcrossPassesAndReleasedAtStop(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
 		m := newMonitored(t, c)
@@ -730,6 +732,7 @@ func TestMonitorLeaseHeldAcrossPassesAndReleasedAtStop(t *testing.T) {
 			}
 			return l
 		}
+		m.advance(time.Minute, time.Second) // the replicas heard of each other
 		first := lease()
 		m.advance(time.Minute, time.Second)
 		l := lease()

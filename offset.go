@@ -47,11 +47,40 @@ func (s *Scheduler) measureOffset(ctx context.Context) {
 		}
 	}
 	s.storeUp()
+	s.bestClockRead.Store(int64(best))
+	s.setOffset(offset)
+}
+
+// setOffset takes a measured offset.
+func (s *Scheduler) setOffset(offset time.Duration) {
 	s.offset.Store(int64(offset))
 	s.observe(ClockOffsetEvent{Offset: offset})
 	if offset > ClockOffsetWarning || offset < -ClockOffsetWarning {
 		s.log.Warn("cronfence: this replica's clock is off the database clock; the database decides", "offset", offset)
 	}
+}
+
+// clockFromHeartbeat takes the clock check, when due, from a heartbeat's
+// answer: the database stamped the row with its clock between sent and
+// answered, which bounds the offset as measureOffset's reads do, at no
+// round trip of its own. A heartbeat much slower than the last clock
+// read (a large registry row, a busy pool) would bound it loosely, and
+// then fire slots late by as much: measureOffset reads the clock instead.
+func (s *Scheduler) clockFromHeartbeat(ctx context.Context, now, sent, answered, db time.Time) {
+	s.mu.Lock()
+	due := !now.Before(s.nextClockCheck)
+	if due {
+		s.nextClockCheck = now.Add(s.cfg.ClockCheckEvery)
+	}
+	s.mu.Unlock()
+	if !due {
+		return
+	}
+	if rtt := answered.Sub(sent); rtt > 2*time.Duration(s.bestClockRead.Load())+time.Millisecond {
+		s.measureOffset(ctx)
+		return
+	}
+	s.setOffset(answered.Sub(db))
 }
 
 // scheduleNow is the time slots are judged by: this replica's clock

@@ -72,8 +72,13 @@ func (s *Scheduler) heartbeat(ctx context.Context, now time.Time) {
 	s.reg.dirty = false // a Register from here on marks it again
 	s.reg.mu.Unlock()
 	bctx, cancel := s.bounded(ctx)
-	_, err := s.store.ReplicaHeartbeat(bctx, s.replicaRow())
+	sent := s.cfg.Clock.Now()
+	row, err := s.store.ReplicaHeartbeat(bctx, s.replicaRow())
+	answered := s.cfg.Clock.Now()
 	cancel()
+	if err == nil {
+		s.clockFromHeartbeat(ctx, now, sent, answered, row.HeartbeatAt)
+	}
 
 	s.reg.mu.Lock()
 	defer s.reg.mu.Unlock()

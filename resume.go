@@ -55,6 +55,7 @@ func (s *Scheduler) resumeInterrupted(ctx context.Context) {
 	if len(dead) == 0 {
 		return
 	}
+	s.rescanSoon() // until a scan finds none: a claim here may be refused lease_busy
 	s.mu.Lock()
 	// The latest slot of each job here that has an attempt left: one out
 	// of attempts would only be refused, on every scan, and would hide an

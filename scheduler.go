@@ -37,19 +37,23 @@ type Scheduler struct {
 	nextResume                time.Time
 	unregistered              []string     // jobs registered after Start whose first registration is not recorded yet
 	monitor                   monitorState // the absence checks (monitor.go)
+	notices                   notices      // what the store told of the other replicas (notices.go)
 
-	wake        chan struct{}
-	loopCancel  context.CancelFunc
-	loopDone    chan struct{}
-	runsCtx     context.Context // parent of every handler's context; cancelled after the shutdown grace
-	runsCancel  context.CancelFunc
-	runs        sync.WaitGroup
-	scans       sync.WaitGroup // the resume pass in its own goroutine, if one runs
-	resuming    atomic.Bool    // a resume pass runs
-	busy        atomic.Int64   // fires, resume passes and runs in progress; for tests
-	offset      atomic.Int64   // this clock minus the database clock, in ns
-	pauseUnread atomic.Bool    // the last claim could not read the pause overrides (see notePauseState)
-	reg         registry       // this replica's row in the replica registry (registry.go)
+	wake       chan struct{}
+	loopCancel context.CancelFunc
+	loopDone   chan struct{}
+	runsCtx    context.Context // parent of every handler's context; cancelled after the shutdown grace
+	runsCancel context.CancelFunc
+	runs       sync.WaitGroup
+	scans      sync.WaitGroup // the resume pass in its own goroutine, if one runs
+	resuming   atomic.Bool    // a resume pass runs
+	busy       atomic.Int64   // fires, resume passes and runs in progress; for tests
+	offset     atomic.Int64   // this clock minus the database clock, in ns
+	// bestClockRead is the round trip of the last clock measurement's
+	// fastest read, in ns (offset.go).
+	bestClockRead atomic.Int64
+	pauseUnread   atomic.Bool // the last claim could not read the pause overrides (see notePauseState)
+	reg           registry    // this replica's row in the replica registry (registry.go)
 }
 
 // New returns a Scheduler. It does no I/O.
@@ -126,7 +130,11 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	}
 	s.keeper = leasekeeper.New(s.store, leasekeeper.Options{Clock: s.cfg.Clock})
 	s.measureOffset(ctx)
+	s.startNotices()
 	now := s.scheduleNow()
+	s.mu.Lock()
+	s.nextClockCheck = now.Add(s.cfg.ClockCheckEvery) // just measured: the heartbeat below need not
+	s.mu.Unlock()
 	s.heartbeat(ctx, now)
 	s.mu.Lock()
 	names := make([]string, 0, len(s.jobs))

@@ -39,7 +39,8 @@ const (
 	// buffered, or refused for a reason a retry would not change.
 	NoticeSettled
 	// NoticeEnded: the run of (Job, Slot) by Owner ended: finished, or
-	// abandoned as failed by another replica.
+	// abandoned as failed by another replica. A run that ends leaving its
+	// slot running, for a resume, is not told ended.
 	NoticeEnded
 	// NoticeAlive: Owner, a replica with timers, sent a heartbeat.
 	NoticeAlive

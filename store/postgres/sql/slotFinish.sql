@@ -58,10 +58,11 @@ r AS (
     ON CONFLICT (lease_name, generation) WHERE lease_name <> '' DO NOTHING
     RETURNING {{template "runColumns"}}
 ),
--- The listeners stop watching the run (see notice.go); a manual run has
--- no slot to tell of.
+-- The listeners stop watching the run (see notice.go), unless its slot is
+-- left running for a resume: they go on watching it, and find it dead. A
+-- manual run has no slot to tell of.
 notice AS MATERIALIZED (
-    {{template "notice" args "rows" "SELECT 1 AS ord, 'e' AS kind, $1::text AS job, $2::timestamptz AS slot, $4::text AS owner WHERE $2::timestamptz IS NOT NULL"}}
+    {{template "notice" args "rows" "SELECT 1 AS ord, 'e' AS kind, $1::text AS job, $2::timestamptz AS slot, $4::text AS owner WHERE $2::timestamptz IS NOT NULL AND coalesce((SELECT status FROM s), '') <> 'running'"}}
 ),
 row AS (
     SELECT * FROM r

@@ -46,13 +46,14 @@ r AS (
     ON CONFLICT (lease_name, generation) WHERE lease_name <> '' DO NOTHING
     RETURNING id, job, slot, manual, catch_up, owner, generation, lease_name, attempt, started_at, finished_at, success, skipped, reason, error, logs
 ),
--- The listeners stop watching the run (see notice.go); a manual run has
--- no slot to tell of.
+-- The listeners stop watching the run (see notice.go), unless its slot is
+-- left running for a resume: they go on watching it, and find it dead. A
+-- manual run has no slot to tell of.
 notice AS MATERIALIZED (
     SELECT pg_notify('cronfence_9ab364fb1d6f55fe', string_agg(line, E'\n' ORDER BY ord))
   FROM (SELECT ord, line, sum(octet_length(line) + 1) OVER (ORDER BY ord) / 5000 AS chunk
           FROM (SELECT n.ord, json_build_array(n.kind, n.job, (extract(epoch FROM n.slot) * 1000000)::bigint, n.owner)::text AS line
-                  FROM (SELECT 1 AS ord, 'e' AS kind, $1::text AS job, $2::timestamptz AS slot, $4::text AS owner WHERE $2::timestamptz IS NOT NULL) n) lines) chunks
+                  FROM (SELECT 1 AS ord, 'e' AS kind, $1::text AS job, $2::timestamptz AS slot, $4::text AS owner WHERE $2::timestamptz IS NOT NULL AND coalesce((SELECT status FROM s), '') <> 'running') n) lines) chunks
  GROUP BY chunk
 ),
 row AS (

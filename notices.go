@@ -1,0 +1,312 @@
+package cronfence
+
+import (
+	"container/heap"
+	"context"
+	"hash/fnv"
+	"sync"
+	"time"
+
+	"github.com/cronfence/cronfence/store"
+)
+
+// Who claims, and who watches, on a store that tells every replica what
+// the others did (store.Notices, PostgreSQL's LISTEN/NOTIFY):
+//
+//   - Each scheduled slot has a preferred replica: the first of the live
+//     replicas ranked by a hash of (replica, job, slot) (rendezvous
+//     hashing), so the runs of a slot spread evenly and every replica
+//     agrees without a word. It claims at once. The second waits
+//     Config.ClaimGrace for the claim to be told and claims only if it
+//     was not; every other waits twice that. A replica that died, hangs
+//     or never heard of the others costs a slot that much delay, never
+//     the slot: every claim is still the store's atomic statement.
+//   - A run another replica started is watched by one replica (the first
+//     by the same ranking, the run's owner left out); once the run has
+//     gone on for Config.ResumeEvery without its end being told, the
+//     watcher scans for dead runs every ResumeEvery until it is. Runs
+//     shorter than that cost no scan at all. A scan also follows every
+//     gap in the notices, and one replica scans every resumeBackstopEvery
+//     whatever it heard, and another follows any scan that found dead
+//     runs. A replica's own run that ended leaving its slot running (for
+//     a resume) or whose end could not be recorded is watched by itself.
+//   - One replica, the first for "monitor", runs the absence checks.
+//
+// Live replicas are those heard from (a heartbeat's notice, or the
+// registry read after every gap) within Alerts.ReplicaStale; a replica
+// that stopped says so. Without notices every replica claims every slot
+// at once and scans every ResumeEvery, as before.
+
+// resumeBackstopEvery is how often one replica scans for dead runs
+// whatever it heard: a run whose start was told while this replica was
+// not listening is watched by nobody here.
+const resumeBackstopEvery = 30 * time.Second
+
+// settledKeep is how long a slot told as settled is remembered: longer
+// than any fallback waits (2 × ClaimGrace) plus a late notice.
+const settledKeep = 10 * time.Second
+
+// notices is what this replica heard. Its mutex is taken after
+// Scheduler.mu, never before.
+type notices struct {
+	mu       sync.Mutex
+	on       bool                   // the store tells and this replica listens
+	alive    map[string]time.Time   // other replicas with timers, by when last heard (schedule clock)
+	settled  map[slotKey]time.Time  // slots told settled, by when heard
+	watched  map[slotKey]watchedRun // runs other replicas started and that are not told ended
+	rescan   bool                   // a scan is wanted: notices may have been missed, or the last found dead runs
+	backstop time.Time              // the next backstop scan
+	prune    time.Time              // the next time settled is pruned
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+type slotKey struct {
+	job  string
+	slot int64 // UnixNano
+}
+
+func keyOf(job string, slot time.Time) slotKey { return slotKey{job, slot.UnixNano()} }
+
+type watchedRun struct {
+	owner  string
+	since  time.Time // schedule clock
+	always bool      // this replica's own run, left to resume: watched here, whatever the ranking
+}
+
+// startNotices listens for the store's notices when it tells them and
+// this replica fires. Called from Start.
+func (s *Scheduler) startNotices() {
+	ns, ok := s.store.(store.Notices)
+	if !ok || s.cfg.DisableTimers || s.cfg.ClaimGrace < 0 {
+		return
+	}
+	n := &s.notices
+	n.mu.Lock()
+	n.on = true
+	n.alive, n.settled, n.watched = map[string]time.Time{}, map[slotKey]time.Time{}, map[slotKey]watchedRun{}
+	ctx, cancel := context.WithCancel(context.Background())
+	n.cancel, n.done = cancel, make(chan struct{})
+	n.mu.Unlock()
+	go func() {
+		defer close(n.done)
+		_ = ns.Listen(ctx, func(no store.Notice) { s.heard(ctx, no) })
+	}()
+}
+
+// stopNotices stops listening. Called as the loop ends.
+func (s *Scheduler) stopNotices() {
+	n := &s.notices
+	n.mu.Lock()
+	cancel, done := n.cancel, n.done
+	n.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+}
+
+// heard takes one notice in.
+func (s *Scheduler) heard(ctx context.Context, no store.Notice) {
+	now := s.scheduleNow()
+	if no.Kind == store.NoticeGap {
+		s.noticeGap(ctx, now)
+		return
+	}
+	mine := no.Kind == store.NoticeClaimed && s.registered(no.Job) // before notices.mu: mu comes first
+	n := &s.notices
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	key := keyOf(no.Job, no.Slot)
+	switch no.Kind {
+	case store.NoticeAlive:
+		if no.Owner != s.cfg.Owner {
+			n.alive[no.Owner] = now
+		}
+	case store.NoticeGone:
+		delete(n.alive, no.Owner)
+	case store.NoticeClaimed:
+		n.settled[key] = now
+		delete(n.watched, key) // a resume's claim: the run before it is over
+		if no.Owner != s.cfg.Owner && mine {
+			n.watched[key] = watchedRun{owner: no.Owner, since: now}
+		}
+	case store.NoticeSettled:
+		n.settled[key] = now
+	case store.NoticeEnded:
+		n.settled[key] = now
+		// Only the run told: a deposed owner's late end must not end the
+		// watch of the run that resumed its slot.
+		if w, ok := n.watched[key]; ok && w.owner == no.Owner {
+			delete(n.watched, key)
+		}
+	}
+}
+
+// noticeGap forgets the runs watched (their ends may have gone unheard;
+// the scan that follows finds the dead ones) and reads the live replicas
+// from the registry, in one round trip.
+func (s *Scheduler) noticeGap(ctx context.Context, now time.Time) {
+	ctx, cancel := s.bounded(ctx)
+	replicas, err := s.store.ReplicaList(ctx)
+	cancel()
+	n := &s.notices
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.rescan = true
+	clear(n.watched)
+	if err != nil {
+		return // the heartbeats' notices fill it in
+	}
+	for _, r := range replicas {
+		// HeartbeatAt is by the database clock, as scheduleNow is.
+		if r.Timers && r.Owner != s.cfg.Owner && now.Sub(r.HeartbeatAt) < s.cfg.Alerts.ReplicaStale {
+			n.alive[r.Owner] = r.HeartbeatAt
+		}
+	}
+}
+
+func (s *Scheduler) registered(job string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.jobs[job] != nil
+}
+
+// noticesOn reports whether this replica listens to the store's notices.
+func (s *Scheduler) noticesOn() bool {
+	s.notices.mu.Lock()
+	defer s.notices.mu.Unlock()
+	return s.notices.on
+}
+
+// rank is this replica's place, from 0, among the live replicas (itself
+// included, except) ordered by the hash of (replica, key). Callers hold
+// notices.mu.
+func (s *Scheduler) rank(key string, now time.Time, except string) int {
+	n := &s.notices
+	mine := rendezvous(s.cfg.Owner, key)
+	r := 0
+	for owner, heard := range n.alive {
+		if now.Sub(heard) >= s.cfg.Alerts.ReplicaStale {
+			delete(n.alive, owner) // silent for too long: stopped, or cut off
+			continue
+		}
+		if owner == except {
+			continue
+		}
+		if h := rendezvous(owner, key); h > mine || (h == mine && owner < s.cfg.Owner) {
+			r++
+		}
+	}
+	return r
+}
+
+func rendezvous(owner, key string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(owner))
+	h.Write([]byte{0})
+	h.Write([]byte(key))
+	return h.Sum64()
+}
+
+func slotRankKey(job string, slot time.Time) string {
+	return job + "\x00" + slot.UTC().Format(time.RFC3339Nano)
+}
+
+// deferToPreferred takes out of due the scheduled slots another replica
+// is preferred for, putting each back on the heap as a fallback claim
+// ClaimGrace (twice that past second place) later, and drops the
+// fallbacks whose slot was told settled. The rest are claimed now.
+// Callers hold mu.
+func (s *Scheduler) deferToPreferred(due []*entry, now time.Time) []*entry {
+	n := &s.notices
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.on {
+		return due
+	}
+	if !now.Before(n.prune) {
+		for k, heard := range n.settled {
+			if now.Sub(heard) > settledKeep {
+				delete(n.settled, k)
+			}
+		}
+		n.prune = now.Add(settledKeep)
+	}
+	keep := due[:0]
+	for _, e := range due {
+		switch {
+		case e.fallback:
+			if _, told := n.settled[keyOf(e.job.Name, e.slot)]; told {
+				continue
+			}
+		case e.origin == OriginScheduled && !e.retry:
+			if r := s.rank(slotRankKey(e.job.Name, e.slot), now, ""); r > 0 {
+				wait := s.cfg.ClaimGrace * time.Duration(min(r, 2))
+				heap.Push(&s.heap, &entry{job: e.job, slot: e.slot, fireAt: e.fireAt.Add(wait),
+					origin: e.origin, retry: true, fallback: true})
+				continue
+			}
+		}
+		keep = append(keep, e)
+	}
+	return keep
+}
+
+// rescanSoon asks for a resume pass at the next due time: the last found
+// dead runs, which may still be there (a claim refused lease_busy).
+func (s *Scheduler) rescanSoon() {
+	s.notices.mu.Lock()
+	s.notices.rescan = true
+	s.notices.mu.Unlock()
+}
+
+// watchOwn watches one of this replica's own runs that ended without
+// ending its slot: left running for a resume, or its end not recorded
+// (the slot is dead once its lease expires). Other replicas watch it too,
+// but a replica alone has nobody else.
+func (s *Scheduler) watchOwn(job string, slot time.Time) {
+	n := &s.notices
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.on {
+		n.watched[keyOf(job, slot)] = watchedRun{owner: s.cfg.Owner, since: s.scheduleNow().Add(-s.cfg.ResumeEvery), always: true}
+	}
+}
+
+// resumeWanted reports whether a resume pass due now has anything to
+// find, for a replica that listens: a gap since the last, the backstop,
+// or a run it watches that went on for ResumeEvery. Without notices every
+// due pass is wanted.
+func (s *Scheduler) resumeWanted(now time.Time) bool {
+	n := &s.notices
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.on || n.rescan {
+		n.rescan = false
+		return true
+	}
+	if !now.Before(n.backstop) {
+		n.backstop = now.Add(resumeBackstopEvery)
+		if s.rank("resume", now, "") == 0 {
+			return true
+		}
+	}
+	for key, w := range n.watched {
+		if now.Sub(w.since) >= s.cfg.ResumeEvery && (w.always || s.rank(slotRankKey(key.job, time.Unix(0, key.slot)), now, w.owner) == 0) {
+			return true
+		}
+	}
+	return false
+}
+
+// runsChecks reports whether this replica is the one to run the absence
+// checks: always without notices (the monitor lease decides), else the
+// first live replica for "monitor".
+func (s *Scheduler) runsChecks() bool {
+	n := &s.notices
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return !n.on || s.rank("monitor", s.scheduleNow(), "") == 0
+}
