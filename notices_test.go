@@ -1,0 +1,267 @@
+package cronfence
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cronfence/cronfence/internal/wait"
+	"github.com/cronfence/cronfence/store"
+	"github.com/cronfence/cronfence/store/postgres"
+)
+
+// Preferred claims need a store that tells the replicas of each other's
+// claims; SQLite does not, and every replica there claims every slot.
+func needNotices(t *testing.T, c *cluster) {
+	t.Helper()
+	if c.kind != "postgres" {
+		t.Skip("SQLite tells no notices: every replica claims every slot at once")
+	}
+}
+
+// claimsSent counts the claims each replica sends, by their events.
+type claimsSent struct {
+	mu    sync.Mutex
+	sent  map[string]int // owner → claims sent
+	byJob map[string]int // job → claims sent, all replicas
+}
+
+func newClaimsSent() *claimsSent {
+	return &claimsSent{sent: map[string]int{}, byJob: map[string]int{}}
+}
+
+func (cc *claimsSent) observer(owner string) Observer {
+	return ObserverFunc(func(e Event) {
+		if c, ok := e.(ClaimEvent); ok {
+			cc.mu.Lock()
+			cc.sent[owner]++
+			cc.byJob[c.Job]++
+			cc.mu.Unlock()
+		}
+	})
+}
+
+// hearEachOther waits until every replica counts every other as live.
+func hearEachOther(t *testing.T, replicas ...*Scheduler) {
+	t.Helper()
+	wait.For(t, 10*time.Second, func() bool {
+		for _, s := range replicas {
+			s.notices.mu.Lock()
+			n := len(s.notices.alive)
+			s.notices.mu.Unlock()
+			if n != len(replicas)-1 {
+				return false
+			}
+		}
+		return true
+	}, func() string { return "the replicas did not hear each other's heartbeats" })
+}
+
+// heardSettled waits until every replica heard that each job's slot was
+// settled.
+func heardSettled(t *testing.T, slot time.Time, jobs []string, replicas ...*Scheduler) {
+	t.Helper()
+	wait.For(t, 10*time.Second, func() bool {
+		for _, s := range replicas {
+			s.notices.mu.Lock()
+			for _, j := range jobs {
+				if _, ok := s.notices.settled[keyOf(j, slot)]; !ok {
+					s.notices.mu.Unlock()
+					return false
+				}
+			}
+			s.notices.mu.Unlock()
+		}
+		return true
+	}, func() string { return "the replicas did not hear every claim" })
+}
+
+// preferredOf is the replica the ranking prefers for the job's slot.
+func preferredOf(job string, slot time.Time, owners ...string) string {
+	best, bestScore := "", uint64(0)
+	for _, o := range owners {
+		if h := rendezvous(o, slotRankKey(job, slot)); best == "" || h > bestScore || (h == bestScore && o < best) {
+			best, bestScore = o, h
+		}
+	}
+	return best
+}
+
+// With three replicas, each slot is claimed by one: its preferred replica,
+// and only it. The others hear the claim and send nothing, so a slot costs
+// one claim whatever the number of replicas, and the runs spread.
+func TestEachSlotIsClaimedOnlyByItsPreferredReplica(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		needNotices(t, c)
+		l := newLedger()
+		cc := newClaimsSent()
+		var jobs []Job
+		var names []string
+		for i := range 30 {
+			name := fmt.Sprintf("job-%d", i)
+			names = append(names, name)
+			jobs = append(jobs, Job{Name: name, Schedule: "*/10 * * * * *", Handler: l.handler(c.db)})
+		}
+		owners := []string{"replica-a", "replica-b", "replica-c"}
+		var replicas []*Scheduler
+		for _, o := range owners {
+			replicas = append(replicas, c.startWith(Config{Owner: o, Clock: offsetClock{c.db, 0}, Retention: -1, Observer: cc.observer(o)}, jobs...))
+		}
+		hearEachOther(t, replicas...)
+		// Within Alerts.ReplicaStale of the start-up heartbeats: every
+		// replica still counts the others as live.
+		slot := c.db.Now().Truncate(10 * time.Second).Add(10 * time.Second)
+		c.advance(slot.Sub(c.db.Now()), time.Minute) // the preferred replicas claim and run
+		heardSettled(t, slot, names, replicas...)
+		c.advance(time.Second, 100*time.Millisecond) // past every fallback's grace
+
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		cc.mu.Lock()
+		defer cc.mu.Unlock()
+		won := map[string]int{}
+		for _, name := range names {
+			by := l.runs[name][slot]
+			if len(by) != 1 {
+				t.Fatalf("%s's slot ran on %v, want once", name, by)
+			}
+			if want := preferredOf(name, slot, owners...); by[0] != want {
+				t.Errorf("%s's slot ran on %s, want its preferred replica %s", name, by[0], want)
+			}
+			won[by[0]]++
+			if n := cc.byJob[name]; n != 1 {
+				t.Errorf("%s's slot was claimed %d times, want once: a replica that heard the claim claimed anyway", name, n)
+			}
+		}
+		for _, o := range owners {
+			if won[o] == 0 {
+				t.Errorf("%s ran none of 30 slots (%v): the runs do not spread", o, won)
+			}
+		}
+		c.wantNeverDown()
+	})
+}
+
+// A live-looking replica that does not claim (it died a moment ago, or
+// hangs) costs the slots it is preferred for ClaimGrace, never the slot:
+// the next replica claims once the grace passed without the claim told,
+// and not before.
+func TestSlotOfASilentPreferredReplicaRunsAfterTheGrace(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		needNotices(t, c)
+		st := c.open(t)
+		// A replica that heartbeats (so counts as live) and never claims.
+		if _, err := st.ReplicaHeartbeat(context.Background(), store.Replica{Owner: "ghost", Host: "h", Timers: true}); err != nil {
+			t.Fatal(err)
+		}
+		slot := c.db.Now().Truncate(10 * time.Second).Add(10 * time.Second) // the ghost's heartbeat still fresh
+		job := ""
+		for i := 0; job == ""; i++ {
+			if name := fmt.Sprintf("job-%d", i); preferredOf(name, slot, "ghost", "b") == "ghost" {
+				job = name
+			}
+		}
+		l := newLedger()
+		cc := newClaimsSent()
+		b := c.startWith(Config{Owner: "b", Clock: offsetClock{c.db, 0}, Retention: -1, Observer: cc.observer("b")},
+			Job{Name: job, Schedule: "*/10 * * * * *", Handler: l.handler(c.db)})
+		wait.For(t, 10*time.Second, func() bool {
+			b.notices.mu.Lock()
+			defer b.notices.mu.Unlock()
+			_, ok := b.notices.alive["ghost"]
+			return ok
+		}, func() string { return "b did not hear the ghost replica" })
+
+		c.advance(slot.Sub(c.db.Now()), time.Minute)
+		c.advance(DefaultClaimGrace-time.Millisecond, DefaultClaimGrace-time.Millisecond)
+		cc.mu.Lock()
+		early := cc.sent["b"]
+		cc.mu.Unlock()
+		if n := l.ran(job, slot); n != 0 || early != 0 {
+			t.Fatalf("b ran the slot %d times (%d claims) before its preferred replica's grace passed", n, early)
+		}
+		c.advance(time.Millisecond, time.Millisecond)
+		if n := l.ran(job, slot); n != 1 {
+			t.Fatalf("the slot ran %d times once the grace passed, want once, by b", n)
+		}
+		c.wantNeverDown()
+	})
+}
+
+// scanCounter is a PostgreSQL store that counts its scans for dead runs.
+type scanCounter struct {
+	*postgres.Store // its Listen too: the scheduler sees notices
+	scans           atomic.Int64
+}
+
+func (s *scanCounter) SlotListInterrupted(ctx context.Context) ([]store.Slot, error) {
+	s.scans.Add(1)
+	return s.Store.SlotListInterrupted(ctx)
+}
+
+// While nobody died, replicas that listen do not scan for dead runs every
+// ResumeEvery: only once as they start listening and, one replica, every
+// resumeBackstopEvery. A run whose owner dies is still resumed within
+// about ResumeEvery of its lease's end, by the replica that watches it.
+func TestDeadRunScansOnlyWhileAWatchedRunGoesOn(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		needNotices(t, c)
+		l := newLedger()
+		job := Job{Name: "report", Schedule: "0 0 1 1 *", Handler: l.handler(c.db), MaxAttempts: 3}
+		var counters []*scanCounter
+		var replicas []*Scheduler
+		for _, o := range []string{"a", "b", "c"} {
+			sc := &scanCounter{Store: c.open(t).(*postgres.Store)}
+			counters = append(counters, sc)
+			replicas = append(replicas, c.startWith(Config{Owner: o, Store: sc, Clock: offsetClock{c.db, 0}, Retention: -1}, job))
+		}
+		hearEachOther(t, replicas...)
+		scans := func() (n int64) {
+			for _, sc := range counters {
+				n += sc.scans.Load()
+			}
+			return n
+		}
+		before := scans()
+		c.advance(2*time.Minute, DefaultResumeEvery)
+		// Every ResumeEvery on each replica would be 720; what is left is
+		// one scan per replica after it started listening, and the
+		// backstop's 5 by one replica.
+		if n := scans() - before; n > int64(2*time.Minute/resumeBackstopEvery)+1+3 {
+			t.Fatalf("%d scans for dead runs in 2 idle minutes on 3 replicas, want at most the backstop's", n)
+		}
+
+		// An owner outside the cluster claims a slot of the job and dies:
+		// its lease (10 s) runs out without its end.
+		st := c.open(t)
+		dead := c.db.Now().Add(-time.Hour).Truncate(time.Minute)
+		r, err := st.SlotClaim(context.Background(), store.SlotClaimParams{Job: "report", Slot: dead, LeaseName: "job:report",
+			Owner: "dead", TTL: 10 * time.Second, MaxAttempts: 3})
+		if err != nil || !r.Claimed {
+			t.Fatalf("claim: %+v, %v", r, err)
+		}
+		wait.For(t, 10*time.Second, func() bool {
+			for _, s := range replicas {
+				s.notices.mu.Lock()
+				_, ok := s.notices.watched[keyOf("report", dead)]
+				s.notices.mu.Unlock()
+				if !ok {
+					return false
+				}
+			}
+			return true
+		}, func() string { return "the replicas did not hear the claim" })
+		c.advance(10*time.Second+DefaultResumeEvery, DefaultResumeEvery)
+		if n := l.ran("report", dead); n != 1 {
+			t.Fatalf("the dead owner's slot ran %d times within ResumeEvery of its lease's end, want resumed once", n)
+		}
+		sl, err := st.SlotGet(context.Background(), "report", dead)
+		if err != nil || sl.Attempts != 2 || sl.Status != store.SlotCompleted {
+			t.Fatalf("slot after the resume: %+v, %v; want completed at attempt 2", sl, err)
+		}
+		c.wantNeverDown()
+	})
+}
