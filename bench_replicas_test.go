@@ -39,6 +39,8 @@ import (
 // $CRONFENCE_BENCH_SECONDS (default 60) per scenario; the replica binary is
 // built from this tree unless $CRONFENCE_BENCH_REPLICA names one (a
 // binary built from another tree, for a before and after in one session).
+// The replicas tune their pools as the cronfence binary does
+// (postgres.TunePool) unless $CRONFENCE_BENCH_UNTUNED is set.
 // Run it with
 //
 //	go test -run '^$' -bench BenchmarkReplicas -benchtime 1x .
@@ -121,8 +123,12 @@ func (sc replicaScenario) measure(b *testing.B, bin string, window time.Duration
 	ready := make(chan int, sc.replicas)
 	var readers sync.WaitGroup
 	for i := range procs {
-		cmd := exec.Command(bin, "-url", url, "-owner", fmt.Sprintf("replica-%d", i),
-			"-jobs", strconv.Itoa(sc.jobs), "-schedule", schedule, "-work", sc.work.String())
+		args := []string{"-url", url, "-owner", fmt.Sprintf("replica-%d", i),
+			"-jobs", strconv.Itoa(sc.jobs), "-schedule", schedule, "-work", sc.work.String()}
+		if os.Getenv("CRONFENCE_BENCH_UNTUNED") != "" {
+			args = append(args, "-tune=false")
+		}
+		cmd := exec.Command(bin, args...)
 		cmd.Stderr = os.Stderr
 		out, err := cmd.StdoutPipe()
 		if err != nil {
@@ -238,10 +244,11 @@ func readRuns(b *testing.B, out io.Reader, replica int, ready chan<- int, mu *sy
 	}
 }
 
-// logTopStatements logs the replicas' statements by calls, most first.
+// logTopStatements logs the replicas' statements by calls, most first,
+// with their mean execution time at the server.
 func logTopStatements(b *testing.B, admin *pgxpool.Pool) {
 	rows, err := admin.Query(context.Background(), `
-		SELECT calls, left(regexp_replace(query, '\s+', ' ', 'g'), 110)
+		SELECT calls, mean_exec_time, left(regexp_replace(query, '\s+', ' ', 'g'), 100)
 		  FROM pg_stat_statements WHERE userid = 'replica'::regrole
 		 ORDER BY calls DESC LIMIT 12`)
 	if err != nil {
@@ -250,10 +257,11 @@ func logTopStatements(b *testing.B, admin *pgxpool.Pool) {
 	defer rows.Close()
 	for rows.Next() {
 		var calls int64
+		var mean float64
 		var q string
-		if err := rows.Scan(&calls, &q); err != nil {
+		if err := rows.Scan(&calls, &mean, &q); err != nil {
 			b.Fatal(err)
 		}
-		b.Logf("%7d  %s", calls, q)
+		b.Logf("%7d  %7.3f ms  %s", calls, mean, q)
 	}
 }

@@ -647,6 +647,9 @@ func slotStatuses(pool *pgxpool.Pool, schema string, from, to time.Time) string 
 
 // benchPercentile returns the q-quantile of sorted by the nearest-rank method.
 func benchPercentile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0 // none measured (a losing claim, when only the preferred replica claims)
+	}
 	rank := int(math.Ceil(q * float64(len(sorted))))
 	return sorted[max(rank, 1)-1]
 }

@@ -37,21 +37,29 @@ func main() {
 	jobs := flag.Int("jobs", 1, "how many jobs, job-0 … job-N-1, all on -schedule")
 	schedule := flag.String("schedule", "*/2 * * * * *", "the jobs' schedule")
 	work := flag.Duration("work", 200*time.Millisecond, "how long each run takes")
+	tune := flag.Bool("tune", true, "tune the pool as the cronfence binary does (postgres.TunePool)")
 	flag.Parse()
 	if *url == "" || *owner == "" {
 		fmt.Fprintln(os.Stderr, "benchreplica: -url and -owner are required")
 		os.Exit(2)
 	}
-	if err := run(*url, *schema, *owner, *jobs, *schedule, *work); err != nil {
+	if err := run(*url, *schema, *owner, *jobs, *schedule, *work, *tune); err != nil {
 		fmt.Fprintln(os.Stderr, "benchreplica:", err)
 		os.Exit(1)
 	}
 }
 
-func run(url, schema, owner string, jobs int, schedule string, work time.Duration) error {
+func run(url, schema, owner string, jobs int, schedule string, work time.Duration, tune bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	pool, err := pgxpool.New(ctx, url)
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return err
+	}
+	if tune {
+		postgres.TunePool(cfg) // as the cronfence binary does for its pool
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return err
 	}
