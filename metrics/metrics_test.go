@@ -354,7 +354,7 @@ func TestNewRegistersOnlyOnTheGivenRegistry(t *testing.T) {
 }
 
 // The wrapper keeps exactly the optional interfaces the store has: the
-// scheduler finds liveness (PostgreSQL) and monitoring by type assertion,
+// scheduler finds liveness and notices (PostgreSQL) by type assertion,
 // and would silently lose them behind a wrapper that hid them.
 func TestInstrumentStoreKeepsOptionalInterfaces(t *testing.T) {
 	t.Parallel()
@@ -379,6 +379,14 @@ func TestInstrumentStoreKeepsOptionalInterfaces(t *testing.T) {
 			}
 			if o.name == "postgres" && !live {
 				t.Fatal("the PostgreSQL store lost its liveness lock behind the wrapper")
+			}
+			_, rawTells := raw.(store.Notices)
+			_, tells := wrapped.(store.Notices)
+			if tells != rawTells {
+				t.Fatalf("wrapped: notices %v; the store: notices %v", tells, rawTells)
+			}
+			if o.name == "postgres" && !tells {
+				t.Fatal("the PostgreSQL store lost its notices behind the wrapper: every replica would claim every slot")
 			}
 		})
 	}

@@ -30,15 +30,30 @@ func opOf(ctx context.Context) string {
 // that op (right for SQLite, where a call is one round trip to a local
 // file); without, the call only names the op for QueryTracer, which times
 // each query at the driver (PostgreSQL). The wrapper keeps the optional
-// store.Liveness interface when s has it, since the scheduler finds it by
-// type assertion.
+// store.Liveness and store.Notices interfaces when s has them, since the
+// scheduler finds them by type assertion (Listen passes through: it sends
+// one statement per connection, not per call).
 func (c *Collector) InstrumentStore(s store.Store, timeCalls bool) store.Store {
 	w := &instrumented{Store: s, c: c, timed: timeCalls}
-	if l, ok := s.(store.Liveness); ok {
+	l, live := s.(store.Liveness)
+	n, tells := s.(store.Notices)
+	switch {
+	case live && tells:
+		return struct {
+			*instrumented
+			*liveness
+			store.Notices
+		}{w, &liveness{l, w}, n}
+	case live:
 		return struct {
 			*instrumented
 			*liveness
 		}{w, &liveness{l, w}}
+	case tells:
+		return struct {
+			*instrumented
+			store.Notices
+		}{w, n}
 	}
 	return w
 }
@@ -139,6 +154,12 @@ func (w *instrumented) SlotListInterrupted(ctx context.Context) ([]store.Slot, e
 	ctx, done := w.op(ctx, "SlotListInterrupted")
 	defer done()
 	return w.Store.SlotListInterrupted(ctx)
+}
+
+func (w *instrumented) SlotFinishBatch(ctx context.Context, items []store.SlotFinishParams) ([]store.SlotFinishResult, error) {
+	ctx, done := w.op(ctx, "SlotFinishBatch")
+	defer done()
+	return w.Store.SlotFinishBatch(ctx, items)
 }
 
 func (w *instrumented) SlotAbandon(ctx context.Context, p store.SlotAbandonParams) (store.SlotFinishResult, error) {

@@ -130,6 +130,15 @@ type Store interface {
 	// SlotAbandon writes about a dead holding is not its own.)
 	SlotFinish(ctx context.Context, p SlotFinishParams) (SlotFinishResult, error)
 
+	// SlotFinishBatch ends many runs in one round trip and one
+	// transaction: each item as SlotFinish would, the results in the
+	// items' order. They commit together or not at all, so a failed
+	// batch is safe to retry whole or item by item (a holding writes one
+	// run row). An invalid item fails the whole call, naming the item,
+	// before anything is sent. A replica ends the runs that finished
+	// while its last batch was in flight this way (group commit).
+	SlotFinishBatch(ctx context.Context, items []SlotFinishParams) ([]SlotFinishResult, error)
+
 	// SlotListInterrupted returns the running slots whose run is dead: its
 	// lease expired, was taken over, or (where the store has liveness) its
 	// owner's process is gone. A replica claims them again (attempt + 1)

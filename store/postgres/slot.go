@@ -208,29 +208,90 @@ func refusalFor(current store.Slot, maxAttempts int) store.SlotClaimResult {
 
 // SlotFinish ends a claimed run in one round trip. See store.Store.
 func (s *Store) SlotFinish(ctx context.Context, p store.SlotFinishParams) (store.SlotFinishResult, error) {
-	if err := p.Validate(); err != nil {
-		return store.SlotFinishResult{}, err
-	}
-	run := p.Run
-	run.Job, run.Slot, run.Owner, run.Generation, run.LeaseName = p.Job, slotTime(p.Slot), p.Owner, p.Generation, p.LeaseName
-	if err := run.Validate(); err != nil {
+	args, err := s.finishArgs(p)
+	if err != nil {
 		return store.SlotFinishResult{}, err
 	}
 	if err := s.usable(); err != nil {
 		return store.SlotFinishResult{}, err
 	}
+	res, err := scanFinish(s.pool.QueryRow(ctx, s.q.slotFinish, args...))
+	if err != nil {
+		return store.SlotFinishResult{}, s.translate(fmt.Sprintf("finish slot of job %q", p.Job), err)
+	}
+	return res, nil
+}
+
+// SlotFinishBatch ends many runs in one round trip and one transaction:
+// the finish statement once per item, sent as one pgx batch, which the
+// server runs in one implicit transaction, so the items commit together
+// (one WAL flush for all) or not at all. Items are sent in lease name
+// order, the order every claim locks lease rows in, so a batch and a
+// claim never wait on each other in a cycle. See store.Store.
+func (s *Store) SlotFinishBatch(ctx context.Context, items []store.SlotFinishParams) ([]store.SlotFinishResult, error) {
+	if len(items) == 0 {
+		return nil, nil
+	}
+	order := make([]int, len(items))
+	args := make([][]any, len(items))
+	for i, p := range items {
+		var err error
+		if args[i], err = s.finishArgs(p); err != nil {
+			return nil, fmt.Errorf("item %d (job %q): %w", i, p.Job, err)
+		}
+		order[i] = i
+	}
+	if err := s.usable(); err != nil {
+		return nil, err
+	}
+	sort.SliceStable(order, func(a, b int) bool { return items[order[a]].LeaseName < items[order[b]].LeaseName })
+	batch := &pgx.Batch{}
+	for _, i := range order {
+		batch.Queue(s.q.slotFinish, args[i]...)
+	}
+	br := s.pool.SendBatch(ctx, batch)
+	results := make([]store.SlotFinishResult, len(items))
+	for _, i := range order {
+		res, err := scanFinish(br.QueryRow())
+		if err != nil {
+			_ = br.Close()
+			return nil, s.translate(fmt.Sprintf("finish %d slot(s), job %q among them", len(items), items[i].Job), err)
+		}
+		results[i] = res
+	}
+	if err := br.Close(); err != nil {
+		return nil, s.translate(fmt.Sprintf("finish %d slot(s)", len(items)), err)
+	}
+	return results, nil
+}
+
+// finishArgs checks a finish and returns the finish statement's arguments.
+func (s *Store) finishArgs(p store.SlotFinishParams) ([]any, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	run := p.Run
+	run.Job, run.Slot, run.Owner, run.Generation, run.LeaseName = p.Job, slotTime(p.Slot), p.Owner, p.Generation, p.LeaseName
+	if err := run.Validate(); err != nil {
+		return nil, err
+	}
 	run = run.Bounded()
-	var res store.SlotFinishResult
-	row := s.pool.QueryRow(ctx, s.q.slotFinish,
+	return []any{
 		p.Job, nullTime(run.Slot), p.LeaseName, p.Owner, p.Generation, string(p.Status), s.nowArg(p.Now),
 		run.Manual, run.CatchUp, run.Attempt, nullTime(run.StartedAt), nullTime(run.FinishedAt),
 		run.Success, run.Skipped, run.Reason, run.Error, logsArg(run.Logs), store.TakenOverError(p.Generation, run.Error),
-		store.Run{Error: p.NotCompletedError}.Bounded().Error)
+		store.Run{Error: p.NotCompletedError}.Bounded().Error,
+	}, nil
+}
+
+// scanFinish reads the finish statement's one row.
+func scanFinish(row pgx.Row) (store.SlotFinishResult, error) {
+	var res store.SlotFinishResult
 	var sr scannedRun
 	var buffered *time.Time
 	var status *string
 	if err := row.Scan(append([]any{&res.SlotUpdated, &status, &res.LeaseReleased, &buffered}, sr.dest()...)...); err != nil {
-		return store.SlotFinishResult{}, s.translate(fmt.Sprintf("finish slot of job %q", p.Job), err)
+		return store.SlotFinishResult{}, err
 	}
 	res.SlotStatus = store.SlotStatus(deref(status))
 	res.Run = sr.run()

@@ -315,85 +315,135 @@ func skipLine(leaseName string, holder store.Lease) string {
 // zero p.Slot is a manual run: there is no slot to mark, and the run row
 // has no slot. The result names the job's earliest buffered slot, read in
 // the same transaction.
-func (s *Store) SlotFinish(ctx context.Context, p store.SlotFinishParams) (res store.SlotFinishResult, err error) {
-	if err := p.Validate(); err != nil {
+func (s *Store) SlotFinish(ctx context.Context, p store.SlotFinishParams) (store.SlotFinishResult, error) {
+	run, slot, err := s.finishArgs(p)
+	if err != nil {
 		return store.SlotFinishResult{}, err
 	}
-	now, slot := s.now(p.Now), normalize(p.Slot)
-	run := p.Run
-	run.Job, run.Slot, run.Owner, run.Generation, run.LeaseName = p.Job, slot, p.Owner, p.Generation, p.LeaseName
-	if err := run.Validate(); err != nil {
-		return store.SlotFinishResult{}, err
-	}
-	if s.closed.Load() {
-		return store.SlotFinishResult{}, closedError("finish slot")
-	}
-	run = run.Bounded()
-
+	var res store.SlotFinishResult
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
-		if !slot.IsZero() {
-			// RETURNING started_at gives the run row its default start: the
-			// start of this very claim, known only when the claim is still
-			// ours.
-			// A slot this holding completed already (in the handler's
-			// transaction, or by this finish retried after its answer was
-			// lost) stays completed, with its finish time. A failed one is
-			// not taken for this holding's: SlotAbandon may have ended it.
-			// Status running leaves a running slot running (for a resume)
-			// and unfinished.
-			var started int64
-			var status string
-			err := tx.QueryRowContext(ctx, `
-				UPDATE cronfence_slots
-				   SET status = CASE WHEN status = 'running' THEN ?1 ELSE status END,
-				       finished_at = CASE WHEN status = 'running' AND ?1 = 'running' THEN NULL ELSE coalesce(finished_at, ?2) END
-				WHERE job = ?3 AND slot = ?4 AND owner = ?5 AND lease_name = ?6 AND generation = ?7
-				  AND status IN ('running', 'completed')
-				RETURNING started_at, status`,
-				string(p.Status), micros(now), p.Job, micros(slot), p.Owner, p.LeaseName, p.Generation,
-			).Scan(&started, &status)
-			switch {
-			case err == nil:
-				res.SlotUpdated, res.SlotStatus = true, store.SlotStatus(status)
-				if run.StartedAt.IsZero() {
-					run.StartedAt = fromMicros(started)
-				}
-				if p.NotCompleted(res.SlotStatus) {
-					run.Success, run.Error = false, store.Run{Error: p.NotCompletedError}.Bounded().Error
-				}
-			case !errors.Is(err, sql.ErrNoRows):
-				return err
-			default:
-				// Taken over: the row records that, not the handler's
-				// verdict, which no longer counts for the slot; for a run
-				// left to resume, the resume that followed.
-				run.Success, run.Error = false, store.TakenOverError(p.Generation, run.Error)
-				if p.Status == store.SlotRunning && p.NotCompletedError != "" {
-					run.Error = store.Run{Error: p.NotCompletedError}.Bounded().Error
-				}
-			}
-		}
 		var err error
-		res.LeaseReleased, err = releaseLease(ctx, tx, store.LeaseRef{Name: p.LeaseName, Owner: p.Owner, Generation: p.Generation}, now)
-		if err != nil {
-			return err
-		}
-		if run.FinishedAt.IsZero() {
-			run.FinishedAt = now // the slot's finish, whatever the start
-		}
-		if res.Run, err = insertRun(ctx, tx, run, now); err != nil {
-			return err
-		}
-		res.Buffered, err = earliestBuffered(ctx, tx, p.Job)
+		res, err = finishIn(ctx, tx, p, run, slot, s.now(p.Now))
 		return err
 	})
 	if err != nil {
-		if slot.IsZero() {
-			return store.SlotFinishResult{}, s.errorf(err, "finish manual run of job %q", p.Job)
-		}
-		return store.SlotFinishResult{}, s.errorf(err, "finish slot %s of job %q", slot.Format(time.RFC3339Nano), p.Job)
+		return store.SlotFinishResult{}, s.finishError(err, p.Job, slot)
 	}
 	return res, nil
+}
+
+// SlotFinishBatch ends many runs in one immediate transaction, each as
+// SlotFinish would. See store.Store.
+func (s *Store) SlotFinishBatch(ctx context.Context, items []store.SlotFinishParams) ([]store.SlotFinishResult, error) {
+	if len(items) == 0 {
+		return nil, nil
+	}
+	runs := make([]store.Run, len(items))
+	slots := make([]time.Time, len(items))
+	for i, p := range items {
+		var err error
+		if runs[i], slots[i], err = s.finishArgs(p); err != nil {
+			return nil, fmt.Errorf("item %d (job %q): %w", i, p.Job, err)
+		}
+	}
+	results := make([]store.SlotFinishResult, len(items))
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		for i, p := range items {
+			var err error
+			if results[i], err = finishIn(ctx, tx, p, runs[i], slots[i], s.now(p.Now)); err != nil {
+				return fmt.Errorf("item %d: %w", i, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, s.finishError(err, items[0].Job, slots[0])
+	}
+	return results, nil
+}
+
+// finishArgs checks a finish and returns its run row and slot as written.
+func (s *Store) finishArgs(p store.SlotFinishParams) (store.Run, time.Time, error) {
+	if err := p.Validate(); err != nil {
+		return store.Run{}, time.Time{}, err
+	}
+	slot := normalize(p.Slot)
+	run := p.Run
+	run.Job, run.Slot, run.Owner, run.Generation, run.LeaseName = p.Job, slot, p.Owner, p.Generation, p.LeaseName
+	if err := run.Validate(); err != nil {
+		return store.Run{}, time.Time{}, err
+	}
+	if s.closed.Load() {
+		return store.Run{}, time.Time{}, closedError("finish slot")
+	}
+	return run.Bounded(), slot, nil
+}
+
+func (s *Store) finishError(err error, job string, slot time.Time) error {
+	if slot.IsZero() {
+		return s.errorf(err, "finish manual run of job %q", job)
+	}
+	return s.errorf(err, "finish slot %s of job %q", slot.Format(time.RFC3339Nano), job)
+}
+
+// finishIn is one finish inside tx, at now.
+func finishIn(ctx context.Context, tx *sql.Tx, p store.SlotFinishParams, run store.Run, slot, now time.Time) (store.SlotFinishResult, error) {
+	var res store.SlotFinishResult
+	if !slot.IsZero() {
+		// RETURNING started_at gives the run row its default start: the
+		// start of this very claim, known only when the claim is still
+		// ours.
+		// A slot this holding completed already (in the handler's
+		// transaction, or by this finish retried after its answer was
+		// lost) stays completed, with its finish time. A failed one is
+		// not taken for this holding's: SlotAbandon may have ended it.
+		// Status running leaves a running slot running (for a resume)
+		// and unfinished.
+		var started int64
+		var status string
+		err := tx.QueryRowContext(ctx, `
+			UPDATE cronfence_slots
+			   SET status = CASE WHEN status = 'running' THEN ?1 ELSE status END,
+			       finished_at = CASE WHEN status = 'running' AND ?1 = 'running' THEN NULL ELSE coalesce(finished_at, ?2) END
+			WHERE job = ?3 AND slot = ?4 AND owner = ?5 AND lease_name = ?6 AND generation = ?7
+			  AND status IN ('running', 'completed')
+			RETURNING started_at, status`,
+			string(p.Status), micros(now), p.Job, micros(slot), p.Owner, p.LeaseName, p.Generation,
+		).Scan(&started, &status)
+		switch {
+		case err == nil:
+			res.SlotUpdated, res.SlotStatus = true, store.SlotStatus(status)
+			if run.StartedAt.IsZero() {
+				run.StartedAt = fromMicros(started)
+			}
+			if p.NotCompleted(res.SlotStatus) {
+				run.Success, run.Error = false, store.Run{Error: p.NotCompletedError}.Bounded().Error
+			}
+		case !errors.Is(err, sql.ErrNoRows):
+			return res, err
+		default:
+			// Taken over: the row records that, not the handler's
+			// verdict, which no longer counts for the slot; for a run
+			// left to resume, the resume that followed.
+			run.Success, run.Error = false, store.TakenOverError(p.Generation, run.Error)
+			if p.Status == store.SlotRunning && p.NotCompletedError != "" {
+				run.Error = store.Run{Error: p.NotCompletedError}.Bounded().Error
+			}
+		}
+	}
+	var err error
+	res.LeaseReleased, err = releaseLease(ctx, tx, store.LeaseRef{Name: p.LeaseName, Owner: p.Owner, Generation: p.Generation}, now)
+	if err != nil {
+		return res, err
+	}
+	if run.FinishedAt.IsZero() {
+		run.FinishedAt = now // the slot's finish, whatever the start
+	}
+	if res.Run, err = insertRun(ctx, tx, run, now); err != nil {
+		return res, err
+	}
+	res.Buffered, err = earliestBuffered(ctx, tx, p.Job)
+	return res, err
 }
 
 // SlotGet returns the claim of (job, slot) or store.ErrNotFound.

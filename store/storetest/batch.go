@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -137,4 +138,75 @@ func raceOverlapSkip(t *testing.T, b Bundle) {
 	if recorded != 1 || len(runs) != 1 || !runs[0].Skipped {
 		t.Fatalf("%d contenders recorded the skip and %d run rows exist; want exactly 1 of each", recorded, len(runs))
 	}
+}
+
+// finishBatchTests: SlotFinishBatch ends each item as SlotFinish would, in
+// one transaction, and is safe to send again.
+var finishBatchTests = []namedTest{
+	{name: "FinishManyRunsAtOnce", fn: func(t *testing.T, b Bundle) {
+		now := dbNow(t, b.Store)
+		slot := now.Add(-time.Second)
+		claim := func(job string) store.SlotClaimResult {
+			return mustClaim(t, b.Store, store.SlotClaimParams{Job: job, Slot: slot, LeaseName: "job:" + job, Owner: "a", TTL: ttl, MaxAttempts: 3, Now: now})
+		}
+		ok, failed, stale := claim("ok"), claim("failed"), claim("stale")
+		manual := mustAcquire(t, b.Store, store.LeaseAcquireParams{Name: "job:manual", Owner: "a", TTL: ttl, Now: now})
+		staleParams := finishParams(stale, store.SlotCompleted, now)
+		staleParams.Generation++ // a holding that is not the slot's: taken over, as far as the store can tell
+		items := []store.SlotFinishParams{
+			finishParams(ok, store.SlotCompleted, now),
+			finishParams(failed, store.SlotFailed, now),
+			staleParams,
+			{Job: "manual", LeaseName: manual.Name, Owner: "a", Generation: manual.Generation, Status: store.SlotCompleted, Now: now,
+				Run: store.Run{Manual: true, Success: true}},
+		}
+		results, err := b.Open(t).SlotFinishBatch(ctx(t), items)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(results) != len(items) {
+			t.Fatalf("%d results for %d items", len(results), len(items))
+		}
+		want := []struct {
+			updated, released bool
+			status            store.SlotStatus
+		}{{true, true, store.SlotCompleted}, {true, true, store.SlotFailed}, {false, false, ""}, {false, true, ""}}
+		for i, w := range want {
+			r := results[i]
+			if r.SlotUpdated != w.updated || r.LeaseReleased != w.released || r.SlotStatus != w.status || r.Run.ID == 0 || r.Run.Job != items[i].Job {
+				t.Errorf("item %d (%s): %+v; want updated %v, released %v, status %q and its own run row", i, items[i].Job, r, w.updated, w.released, w.status)
+			}
+		}
+		if sl, err := b.Store.SlotGet(ctx(t), "stale", slot); err != nil || sl.Status != store.SlotRunning {
+			t.Errorf("the stale holding's slot: %+v, %v; want still running", sl, err)
+		}
+		// Sent again (its answer lost): the same rows, none written twice,
+		// as SlotFinish retried (a failed slot then reads as not this
+		// holding's: SlotAbandon may have ended it).
+		again, err := b.Store.SlotFinishBatch(ctx(t), items)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			if again[i].Run.ID != results[i].Run.ID || again[i].SlotUpdated != (i == 0) {
+				t.Errorf("item %d sent again: %+v, first %+v; want the first row", i, again[i], results[i])
+			}
+		}
+	}},
+	{name: "FinishBatchRefusesABadItemWhole", fn: func(t *testing.T, b Bundle) {
+		if res, err := b.Store.SlotFinishBatch(ctx(t), nil); err != nil || len(res) != 0 {
+			t.Fatalf("empty batch = %v, %v", res, err)
+		}
+		now := dbNow(t, b.Store)
+		r := mustClaim(t, b.Store, store.SlotClaimParams{Job: "good", Slot: now.Add(-time.Second), LeaseName: "job:good", Owner: "a", TTL: ttl, MaxAttempts: 1, Now: now})
+		bad := finishParams(r, store.SlotCompleted, now)
+		bad.Job = ""
+		_, err := b.Store.SlotFinishBatch(ctx(t), []store.SlotFinishParams{finishParams(r, store.SlotCompleted, now), bad})
+		if !errors.Is(err, store.ErrInvalidArgument) || !strings.Contains(err.Error(), "item 1") {
+			t.Fatalf("batch with a bad item: %v; want ErrInvalidArgument naming item 1", err)
+		}
+		if sl, err := b.Store.SlotGet(ctx(t), "good", r.Slot.Slot); err != nil || sl.Status != store.SlotRunning {
+			t.Fatalf("the good item's slot after the refused batch: %+v, %v; want untouched, running", sl, err)
+		}
+	}},
 }

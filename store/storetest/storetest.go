@@ -65,6 +65,7 @@ func Run(t *testing.T, newBundle func(t *testing.T) Bundle) {
 		{"Slot", slotTests},
 		{"JobState", jobStateTests},
 		{"Batch", batchTests},
+		{"FinishBatch", finishBatchTests},
 		{"Run", runTests},
 		{"Prune", pruneTests},
 		{"Input", inputTests},
