@@ -271,5 +271,5 @@ func (s *Scheduler) withTimeout(parent context.Context, d time.Duration, cause e
 // ender records the end of this scheduler's runs; it stops retrying once
 // shutdown has cancelled the runs.
 func (s *Scheduler) ender() endRecorder {
-	return endRecorder{store: s.store, log: s.log, stop: s.runsCtx.Done()}
+	return endRecorder{store: s.store, log: s.log, stop: s.runsCtx.Done(), batch: &s.finishes}
 }

@@ -34,6 +34,9 @@ type endRecorder struct {
 	store store.Store
 	log   *slog.Logger
 	stop  <-chan struct{} // closed when retrying must end (shutdown); nil: never
+	// batch, when set, takes each end's first attempt into a group
+	// commit (finishbatch.go); retries go alone.
+	batch *finishBatcher
 }
 
 // record records the run's end and, should the store not answer (a
@@ -56,10 +59,16 @@ func (e endRecorder) record(hold *leasekeeper.Hold, ttl time.Duration, p store.S
 	pause := finishRetryFirst
 	for tries := 1; ; tries++ {
 		hold.Quiesce()
-		// Real time: it bounds how long the database takes to answer.
-		ctx, cancel := context.WithTimeoutCause(context.Background(), attempt, errFinishAttemptTimeout)
-		res, err := e.store.SlotFinish(ctx, p)
-		cancel()
+		var res store.SlotFinishResult
+		var err error
+		if tries == 1 && e.batch != nil {
+			res, err = e.batch.finish(p, attempt)
+		} else {
+			// Real time: it bounds how long the database takes to answer.
+			ctx, cancel := context.WithTimeoutCause(context.Background(), attempt, errFinishAttemptTimeout)
+			res, err = e.store.SlotFinish(ctx, p)
+			cancel()
+		}
 		if err == nil {
 			if tries > 1 {
 				e.log.Info("cronfence: the end of the run is recorded", "job", p.Job, "slot", p.Slot,

@@ -38,6 +38,7 @@ type Scheduler struct {
 	unregistered              []string     // jobs registered after Start whose first registration is not recorded yet
 	monitor                   monitorState // the absence checks (monitor.go)
 	notices                   notices      // what the store told of the other replicas (notices.go)
+	finishes                  finishBatcher
 
 	wake       chan struct{}
 	loopCancel context.CancelFunc
@@ -65,6 +66,7 @@ func New(cfg Config) (*Scheduler, error) {
 	s := &Scheduler{
 		cfg: c, store: c.Store, log: c.Logger.With("owner", c.Owner),
 		jobs: map[string]*registered{}, deposed: map[string]bool{}, wake: make(chan struct{}, 1),
+		finishes: finishBatcher{store: c.Store},
 	}
 	s.runsCtx, s.runsCancel = context.WithCancel(context.Background())
 	return s, nil

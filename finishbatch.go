@@ -1,0 +1,105 @@
+package cronfence
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/cronfence/cronfence/store"
+)
+
+// maxFinishBatch bounds one group commit: a statement batch of this many
+// finishes takes tens of milliseconds, not seconds.
+const maxFinishBatch = 500
+
+// finishBatcher is the group commit of runs' ends: the first attempt to
+// record each end goes through it, and the ends that come in while a
+// batch is in flight wait for it and go together in the next
+// (Store.SlotFinishBatch, one round trip and one transaction). One end
+// alone goes at once, as one SlotFinish; a replica ending thousands of
+// runs a second sends a few batches instead of a round trip each. Every
+// end is still sent only after its handler returned. The leader (the
+// caller that found no batch in flight) sends batches until the queue is
+// empty.
+type finishBatcher struct {
+	store store.Store
+
+	mu       sync.Mutex
+	queue    []*queuedFinish
+	flushing bool
+}
+
+type queuedFinish struct {
+	p     store.SlotFinishParams
+	bound time.Duration // the attempt's bound (endRecorder.record)
+	done  chan finishAnswer
+}
+
+type finishAnswer struct {
+	res store.SlotFinishResult
+	err error
+}
+
+// finish records one end within about bound: the wait for a batch in
+// flight and its own batch take at most half of it each, so a lease whose
+// renewals are held meanwhile (Hold.Quiesce) lives as long as a lone
+// attempt would leave it.
+func (b *finishBatcher) finish(p store.SlotFinishParams, bound time.Duration) (store.SlotFinishResult, error) {
+	q := &queuedFinish{p: p, bound: bound, done: make(chan finishAnswer, 1)}
+	b.mu.Lock()
+	b.queue = append(b.queue, q)
+	lead := !b.flushing
+	b.flushing = true
+	b.mu.Unlock()
+	if lead {
+		b.flush()
+	}
+	a := <-q.done
+	return a.res, a.err
+}
+
+// flush sends the queue in batches until it is empty.
+func (b *finishBatcher) flush() {
+	for {
+		b.mu.Lock()
+		n := min(len(b.queue), maxFinishBatch)
+		if n == 0 {
+			b.flushing = false
+			b.mu.Unlock()
+			return
+		}
+		batch := make([]*queuedFinish, n)
+		copy(batch, b.queue)
+		b.queue = append(b.queue[:0], b.queue[n:]...)
+		b.mu.Unlock()
+		b.send(batch)
+	}
+}
+
+func (b *finishBatcher) send(batch []*queuedFinish) {
+	bound := batch[0].bound
+	items := make([]store.SlotFinishParams, len(batch))
+	for i, q := range batch {
+		items[i] = q.p
+		bound = min(bound, q.bound)
+	}
+	// Real time, as every attempt: it bounds how long the database takes.
+	ctx, cancel := context.WithTimeoutCause(context.Background(), bound/2, errFinishAttemptTimeout)
+	defer cancel()
+	var results []store.SlotFinishResult
+	var err error
+	if len(items) == 1 {
+		var res store.SlotFinishResult
+		res, err = b.store.SlotFinish(ctx, items[0])
+		results = []store.SlotFinishResult{res}
+	} else {
+		results, err = b.store.SlotFinishBatch(ctx, items)
+	}
+	for i, q := range batch {
+		if err != nil {
+			q.done <- finishAnswer{err: err} // each retries alone (endRecorder.record)
+			continue
+		}
+		q.done <- finishAnswer{res: results[i]}
+	}
+}
