@@ -65,9 +65,40 @@ func (s *Scheduler) claim(ctx context.Context, batch []*entry) ([]*entry, []stor
 		sent = append(sent, e)
 		items = append(items, e.job.claimParams(e.slot, s.cfg.Owner, s.liveKey, e.origin == OriginCatchUp))
 	}
-	if len(items) == 0 {
-		return nil, nil
+	var claimedAll []*entry
+	var resultsAll []store.SlotClaimResult
+	for len(items) > 0 {
+		n := min(len(items), maxClaimBatch)
+		c, r, ok := s.claimChunk(ctx, sent[:n], items[:n])
+		if !ok {
+			// The store is down (storeDown has the rest too) or this
+			// replica stops.
+			s.storeDownUnlessStopping(ctx, sent[n:])
+			break
+		}
+		claimedAll, resultsAll = append(claimedAll, c...), append(resultsAll, r...)
+		sent, items = sent[n:], items[n:]
 	}
+	return claimedAll, resultsAll
+}
+
+// maxClaimBatch bounds one claim statement: a batch of thousands of slots
+// due at one instant goes in statements of at most this many items, so none
+// takes seconds (and StoreTimeout bounds each, not the whole batch).
+const maxClaimBatch = 1000
+
+// storeDownUnlessStopping hands entries not claimed to storeDown, unless
+// this replica is stopping (ctx ended): then they are left to the other
+// replicas, or to catch-up.
+func (s *Scheduler) storeDownUnlessStopping(ctx context.Context, entries []*entry) {
+	if len(entries) > 0 && ctx.Err() == nil {
+		s.storeDown(errors.New("cronfence: not claimed: an earlier part of the batch could not reach the store"), entries)
+	}
+}
+
+// claimChunk is one claim round trip for sent's items, answered
+// (claimed); false when the store could not be reached.
+func (s *Scheduler) claimChunk(ctx context.Context, sent []*entry, items []store.SlotClaimParams) ([]*entry, []store.SlotClaimResult, bool) {
 	at := s.cfg.Clock.Now()
 	results, err := s.claimBatch(ctx, items)
 	if err != nil && ctx.Err() == nil && !s.isDown() && !errors.Is(err, errStoreTimeout) {
@@ -82,17 +113,17 @@ func (s *Scheduler) claim(ctx context.Context, batch []*entry) ([]*entry, []stor
 		results, err = s.claimBatch(ctx, items)
 	}
 	if err != nil && ctx.Err() != nil {
-		return nil, nil // stopping: the slots are left to the other replicas, or to catch-up
+		return nil, nil, false // stopping: the slots are left to the other replicas, or to catch-up
 	}
 	if err != nil {
 		s.storeDown(err, sent)
-		return nil, nil
+		return nil, nil, false
 	}
 	s.storeUp()
 	for i, r := range results {
 		s.claimed(ctx, sent[i], r, at)
 	}
-	return sent, results
+	return sent, results, true
 }
 
 // claimed handles the store's answer r to the claim of e's slot, sent at

@@ -1,0 +1,114 @@
+package cronfence
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cronfence/cronfence/store"
+)
+
+// finishCounter is a store that counts the round trips that record runs'
+// ends.
+type finishCounter struct {
+	store.Store
+	singles, batches, items atomic.Int64
+
+	mu     sync.Mutex
+	claims []int // the size of each claim batch
+}
+
+func (f *finishCounter) SlotFinish(ctx context.Context, p store.SlotFinishParams) (store.SlotFinishResult, error) {
+	f.singles.Add(1)
+	return f.Store.SlotFinish(ctx, p)
+}
+
+func (f *finishCounter) SlotFinishBatch(ctx context.Context, items []store.SlotFinishParams) ([]store.SlotFinishResult, error) {
+	f.batches.Add(1)
+	f.items.Add(int64(len(items)))
+	return f.Store.SlotFinishBatch(ctx, items)
+}
+
+// Runs that end together are recorded together: the ends that come in
+// while one is being recorded go in the next round trip, so 300 runs
+// ending at once cost a few, not 300. Each run's slot is still completed,
+// once.
+func TestRunsEndingTogetherAreRecordedInFewRoundTrips(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		l := newLedger()
+		fc := &finishCounter{Store: c.open(t)}
+		const n = 300
+		var jobs []Job
+		for i := range n {
+			jobs = append(jobs, Job{Name: fmt.Sprintf("job-%d", i), Schedule: "* * * * *", Handler: l.handler(c.db)})
+		}
+		c.startWith(Config{Owner: "a", Store: fc, Clock: offsetClock{c.db, 0}, Retention: -1}, jobs...)
+		slot := c.db.Now().Truncate(time.Minute).Add(time.Minute)
+		c.advance(time.Minute, time.Minute)
+		st := c.open(t)
+		for i := range n {
+			job := fmt.Sprintf("job-%d", i)
+			if got := l.ran(job, slot); got != 1 {
+				t.Fatalf("%s ran %d times, want once", job, got)
+			}
+			if sl, err := st.SlotGet(context.Background(), job, slot); err != nil || sl.Status != store.SlotCompleted {
+				t.Fatalf("%s's slot: %+v, %v; want completed", job, sl, err)
+			}
+		}
+		trips := fc.singles.Load() + fc.batches.Load()
+		if trips > n/4 {
+			t.Fatalf("%d round trips (%d alone, %d batches of %d ends) recorded %d ends, want a few", trips, fc.singles.Load(), fc.batches.Load(), fc.items.Load(), n)
+		}
+		c.wantNeverDown()
+	})
+}
+
+func (f *finishCounter) SlotClaimBatch(ctx context.Context, items []store.SlotClaimParams) ([]store.SlotClaimResult, error) {
+	f.mu.Lock()
+	f.claims = append(f.claims, len(items))
+	f.mu.Unlock()
+	return f.Store.SlotClaimBatch(ctx, items)
+}
+
+// Thousands of slots due at one instant are claimed in statements of at
+// most maxClaimBatch items, so no claim statement takes seconds; every
+// slot still runs once.
+func TestALargeBatchIsClaimedInBoundedStatements(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		c.settleWithin = 2 * time.Minute
+		l := newLedger()
+		fc := &finishCounter{Store: c.open(t)}
+		n := maxClaimBatch + 10
+		var jobs []Job
+		for i := range n {
+			jobs = append(jobs, Job{Name: fmt.Sprintf("job-%d", i), Schedule: "* * * * *", Handler: l.handler(c.db)})
+		}
+		c.startWith(Config{Owner: "a", Store: fc, Clock: offsetClock{c.db, 0}, Retention: -1}, jobs...)
+		slot := c.db.Now().Truncate(time.Minute).Add(time.Minute)
+		fc.mu.Lock()
+		fc.claims = nil // catch-up and the like at start
+		fc.mu.Unlock()
+		c.advance(time.Minute, time.Minute)
+		for i := range n {
+			if got := l.ran(fmt.Sprintf("job-%d", i), slot); got != 1 {
+				t.Fatalf("job-%d ran %d times, want once", i, got)
+			}
+		}
+		fc.mu.Lock()
+		defer fc.mu.Unlock()
+		sum := 0
+		for _, size := range fc.claims {
+			if size > maxClaimBatch {
+				t.Fatalf("a claim statement of %d items (batches %v), want at most %d", size, fc.claims, maxClaimBatch)
+			}
+			sum += size
+		}
+		if sum != n {
+			t.Fatalf("claims of %v items, %d in all; want the %d slots once each", fc.claims, sum, n)
+		}
+		c.wantNeverDown()
+	})
+}
