@@ -265,4 +265,3 @@ func TestDeadRunScansOnlyWhileAWatchedRunGoesOn(t *testing.T) {
 		c.wantNeverDown()
 	})
 }
-
