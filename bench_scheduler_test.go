@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -657,7 +658,19 @@ func benchPercentile(sorted []time.Duration, q float64) time.Duration {
 // ---------------------------------------------------------------------------
 // Memory.
 
-const memJobs = 100_000
+// memJobs is how many jobs the memory benchmark registers:
+// CRONFENCE_MEM_JOBS if set (e.g. 1000000), else 100,000.
+func memJobs(b *testing.B) int {
+	v := os.Getenv("CRONFENCE_MEM_JOBS")
+	if v == "" {
+		return 100_000
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		b.Fatalf("CRONFENCE_MEM_JOBS=%q: want a positive number of jobs", v)
+	}
+	return n
+}
 
 // memSchedules returns the mix of schedules the memory benchmark registers,
 // one job in five each: five and six fields, UTC and two zones (in the
@@ -684,14 +697,21 @@ type memSchedule struct{ spec, zone string }
 // memory to the OS. "mixed" cycles through all of memSchedules; "utc"
 // through its three UTC schedules only, and "lisbon" registers every job
 // in Europe/Lisbon, to show what a zone costs.
+//
+// CRONFENCE_MEM_JOBS sets another number of jobs. CRONFENCE_MEM_PROFILE,
+// a path, writes a heap profile at the "after" reading (the scheduler
+// still running) to that path with the mix's name appended, for
+//
+//	go tool pprof -sample_index=inuse_space -top PATH.mixed
 func BenchmarkSchedulerMemory(b *testing.B) {
 	mix := memSchedules()
-	b.Run("schedules=mixed", func(b *testing.B) { benchMemory(b, mix) })
-	b.Run("schedules=utc", func(b *testing.B) { benchMemory(b, mix[:3]) })
-	b.Run("schedules=lisbon", func(b *testing.B) { benchMemory(b, mix[3:4]) })
+	b.Run("schedules=mixed", func(b *testing.B) { benchMemory(b, "mixed", mix) })
+	b.Run("schedules=utc", func(b *testing.B) { benchMemory(b, "utc", mix[:3]) })
+	b.Run("schedules=lisbon", func(b *testing.B) { benchMemory(b, "lisbon", mix[3:4]) })
 }
 
-func benchMemory(b *testing.B, mix []memSchedule) {
+func benchMemory(b *testing.B, name string, mix []memSchedule) {
+	jobs := memJobs(b)
 	base, schema := benchSchema(b)
 	st, err := postgres.New(base, &postgres.Config{Schema: schema})
 	if err != nil {
@@ -706,7 +726,7 @@ func benchMemory(b *testing.B, mix []memSchedule) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		for i := range memJobs {
+		for i := range jobs {
 			m := mix[i%len(mix)]
 			if err := s.Register(Job{Name: fmt.Sprintf("tenant-%06d/report", i), Schedule: m.spec, TimeZone: m.zone, Handler: handler}); err != nil {
 				b.Fatal(err)
@@ -718,20 +738,23 @@ func benchMemory(b *testing.B, mix []memSchedule) {
 		s.mu.Lock()
 		armed, earliest := s.heap.Len(), s.heap[0].fireAt
 		s.mu.Unlock()
-		if armed != memJobs {
-			b.Fatalf("%d jobs armed, want %d", armed, memJobs)
+		if armed != jobs {
+			b.Fatalf("%d jobs armed, want %d", armed, jobs)
 		}
 		if until := time.Until(earliest); until < 24*time.Hour {
 			b.Fatalf("the earliest job is due in %s: the figures would include runs", until)
 		}
 		after = measureMemory(b)
+		if path := os.Getenv("CRONFENCE_MEM_PROFILE"); path != "" {
+			writeHeapProfile(b, path+"."+name)
+		}
 		runtime.KeepAlive(s)
 		if err := s.Stop(context.Background()); err != nil {
 			b.Fatal(err)
 		}
 	}
 	mb := func(v uint64) float64 { return float64(v) / (1 << 20) }
-	perJob := func(a, b uint64) float64 { return (float64(a) - float64(b)) / memJobs }
+	perJob := func(a, b uint64) float64 { return (float64(a) - float64(b)) / float64(jobs) }
 	b.ReportMetric(mb(before.heap), "heap-before-MB")
 	b.ReportMetric(mb(after.heap), "heap-after-MB")
 	b.ReportMetric(perJob(after.heap, before.heap), "heap-B/job")
@@ -741,6 +764,19 @@ func benchMemory(b *testing.B, mix []memSchedule) {
 }
 
 type memFigures struct{ heap, rss uint64 }
+
+// writeHeapProfile writes the heap profile as of the last collection.
+func writeHeapProfile(b *testing.B, path string) {
+	b.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		b.Fatal(err)
+	}
+}
 
 // measureMemory forces a collection, returns freed memory to the OS, and
 // reads HeapInuse and VmRSS.
