@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -142,12 +143,24 @@ func loadZone(name string) (*time.Location, error) {
 		// time.LoadLocation would accept it, but each machine has its own.
 		return fail(errors.New("each machine's local zone may differ; name an IANA zone such as Europe/Lisbon"))
 	}
+	if loc, ok := zones.Load(name); ok {
+		return loc.(*time.Location), nil
+	}
 	loc, err := time.LoadLocation(name)
 	if err != nil {
 		return fail(err)
 	}
-	return loc, nil
+	actual, _ := zones.LoadOrStore(name, loc)
+	return actual.(*time.Location), nil
 }
+
+// zones shares one *time.Location per zone name among the specs that name
+// it: time.LoadLocation keeps no cache, and each call holds a fresh copy
+// of the zone's transitions, a few hundred bytes to several KB. A
+// Location is immutable, so sharing one changes no answer. Only names
+// that loaded are kept, so the map grows with the zones in use, not with
+// the specs parsed.
+var zones sync.Map // zone name → *time.Location
 
 // resolve applies the defaults and checks the options.
 func (o *Options) resolve() (loc *time.Location, anchor int64, err error) {
