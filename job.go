@@ -3,8 +3,11 @@ package cronfence
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"strings"
 	"sync"
 	"time"
+	"weak"
 
 	"github.com/cronfence/cronfence/schedule"
 	"github.com/cronfence/cronfence/store"
@@ -127,7 +130,7 @@ func (j Job) prepare() (*registered, error) {
 			return nil, errInvalid(fmt.Sprintf("job %q: time zone %q: %v", j.Name, j.TimeZone, err))
 		}
 	}
-	sched, err := schedule.Parse(j.Schedule, &schedule.Options{Location: loc})
+	sched, err := parseSchedule(j.Schedule, j.TimeZone, loc)
 	if err != nil {
 		return nil, errInvalid(fmt.Sprintf("job %q: %v", j.Name, err))
 	}
@@ -197,4 +200,52 @@ func loadLocation(name string) (*time.Location, error) {
 	}
 	actual, _ := locations.LoadOrStore(name, loc)
 	return actual.(*time.Location), nil
+}
+
+// schedules shares one parsed schedule among the jobs registered with the
+// same spec and zone: a process with many jobs has few distinct schedules
+// ("0 0 * * *" for thousands of tenants), and each parse would hold its own
+// copy of the spec's text and field sets (about 190 bytes). A Schedule is
+// immutable and safe for concurrent use, so sharing one changes no answer.
+// The cache holds its schedules weakly: one no job uses any more is
+// collected, and its entry removed, so the cache never outgrows the
+// schedules in use however many distinct specs a process parses.
+var schedules sync.Map // scheduleKey → weak.Pointer[sharedSchedule]
+
+type scheduleKey struct{ spec, zone string }
+
+// sharedSchedule is the cached value: a pointer, for weak.Pointer.
+type sharedSchedule struct{ schedule.Schedule }
+
+// parseSchedule parses spec in loc, the location of the zone named zone
+// (loadLocation), or returns the schedule already parsed for them.
+func parseSchedule(spec, zone string, loc *time.Location) (schedule.Schedule, error) {
+	key := scheduleKey{spec, zone}
+	if v, ok := schedules.Load(key); ok {
+		if shared := v.(weak.Pointer[sharedSchedule]).Value(); shared != nil {
+			return shared, nil
+		}
+	}
+	sched, err := schedule.Parse(spec, &schedule.Options{Location: loc})
+	if err != nil {
+		return nil, err
+	}
+	shared := &sharedSchedule{sched}
+	wp := weak.Make(shared)
+	// Clone the key's strings: a spec cut from a larger text (a config
+	// file) would otherwise keep all of it alive.
+	key = scheduleKey{strings.Clone(spec), strings.Clone(zone)}
+	for {
+		v, loaded := schedules.LoadOrStore(key, wp)
+		if loaded {
+			if other := v.(weak.Pointer[sharedSchedule]).Value(); other != nil {
+				return other, nil // parsed meanwhile by another Register
+			}
+			if !schedules.CompareAndSwap(key, v, wp) {
+				continue // replaced meanwhile: look again
+			}
+		}
+		runtime.AddCleanup(shared, func(key scheduleKey) { schedules.CompareAndDelete(key, wp) }, key)
+		return shared, nil
+	}
 }

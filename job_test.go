@@ -82,3 +82,43 @@ func TestRegisterRefusesADeadlineThePruningOutlasts(t *testing.T) {
 		}
 	}
 }
+
+// Jobs registered with the same spec and zone share one parsed schedule;
+// another zone, or another spec, gets its own, with its own answers.
+func TestPrepareSharesIdenticalSchedules(t *testing.T) {
+	prep := func(spec, zone string) *registered {
+		t.Helper()
+		r, err := Job{Name: "report", Schedule: spec, TimeZone: zone, Handler: noop}.prepare()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	a, b := prep("0 6 * * *", "Europe/Lisbon"), prep("0 6 * * *", "Europe/Lisbon")
+	if a.sched != b.sched {
+		t.Error("the same spec and zone: two parsed schedules; want one shared")
+	}
+	at := time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		spec, zone string
+		next       time.Time
+	}{
+		{"0 6 * * *", "Europe/Lisbon", time.Date(2026, 7, 2, 5, 0, 0, 0, time.UTC)},
+		{"0 6 * * *", "", time.Date(2026, 7, 2, 6, 0, 0, 0, time.UTC)},
+		{"0 6 * * *", "Asia/Tokyo", time.Date(2026, 7, 1, 21, 0, 0, 0, time.UTC)},
+		{"0 7 * * *", "Europe/Lisbon", time.Date(2026, 7, 2, 6, 0, 0, 0, time.UTC)},
+	} {
+		r := prep(tc.spec, tc.zone)
+		if tc.spec != a.Schedule || tc.zone != a.TimeZone {
+			if r.sched == a.sched {
+				t.Errorf("%q in %q shares the schedule of %q in %q", tc.spec, tc.zone, a.Schedule, a.TimeZone)
+			}
+		}
+		if got := r.sched.Next(at); !got.Equal(tc.next) {
+			t.Errorf("%q in %q: Next(%s) = %s, want %s", tc.spec, tc.zone, at, got, tc.next)
+		}
+		if got := r.sched.String(); got != tc.spec {
+			t.Errorf("%q: String() = %q", tc.spec, got)
+		}
+	}
+}
