@@ -73,7 +73,11 @@ func (s *Scheduler) heartbeat(ctx context.Context, now time.Time) {
 	s.reg.mu.Unlock()
 	bctx, cancel := s.bounded(ctx)
 	sent := s.cfg.Clock.Now()
-	row, err := s.store.ReplicaHeartbeat(bctx, s.replicaRow())
+	var row store.Replica
+	err := s.tooManyJobs()
+	if err == nil {
+		row, err = s.store.ReplicaHeartbeat(bctx, s.replicaRow())
+	}
 	answered := s.cfg.Clock.Now()
 	cancel()
 	if err == nil {
@@ -109,6 +113,22 @@ func (s *Scheduler) removeReplica() {
 	if err := s.store.ReplicaRemove(ctx, s.cfg.Owner); err != nil {
 		s.log.Warn("cronfence: could not remove this replica from the registry; its row ages out", "error", err)
 	}
+}
+
+// tooManyJobs returns the error every store answers a heartbeat of more
+// than store.MaxReplicaJobs jobs with (Replica.Validate: Monitor's methods
+// validate their arguments first), without building that row: for 100,000
+// jobs it is 15 MB of job settings and as many JSON encodings and SHA-256
+// sums, thrown away at every tick, since a failed heartbeat is retried at
+// the next one.
+func (s *Scheduler) tooManyJobs() error {
+	s.mu.Lock()
+	n := len(s.jobs)
+	s.mu.Unlock()
+	if n > store.MaxReplicaJobs {
+		return fmt.Errorf("store: a replica must register at most %d jobs, got %d: %w", store.MaxReplicaJobs, n, store.ErrInvalidArgument)
+	}
+	return nil
 }
 
 // replicaRow is this replica as the registry records it.

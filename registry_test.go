@@ -2,8 +2,10 @@ package cronfence
 
 import (
 	"context"
+	"errors"
 	"os"
 	"regexp"
+	"strconv"
 	"testing"
 	"time"
 
@@ -236,5 +238,47 @@ func TestSettingsHash(t *testing.T) {
 		if replicaJob(j).Hash == h {
 			t.Errorf("changing the %s kept the hash %s", name, h)
 		}
+	}
+}
+
+// A replica with more jobs than a registry row holds gets, without building
+// the row, the error every store's Replica.Validate gives it.
+func TestHeartbeatOfTooManyJobsRefusedAsTheStoreWould(t *testing.T) {
+	st, err := sqlite.Open(context.Background(), t.TempDir()+"/cronfence.db", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{Store: st, Owner: "replica-a", Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range store.MaxReplicaJobs + 1 {
+		if err := s.Register(Job{Name: "job-" + strconv.Itoa(i), Schedule: "0 0 * * *", Handler: nopHandler}); err != nil {
+			t.Fatal(err)
+		}
+		if i == store.MaxReplicaJobs-1 {
+			if err := s.tooManyJobs(); err != nil {
+				t.Fatalf("%d jobs: %v", i+1, err)
+			}
+		}
+	}
+	want := store.Replica{Owner: "replica-a", Host: "host", Jobs: make([]store.ReplicaJob, store.MaxReplicaJobs+1)}.Validate()
+	got := s.tooManyJobs()
+	if got == nil || want == nil || got.Error() != want.Error() || !errors.Is(got, store.ErrInvalidArgument) {
+		t.Fatalf("%d jobs: %v; want the store's %v", store.MaxReplicaJobs+1, got, want)
+	}
+	s.heartbeat(context.Background(), time.Now())
+	s.reg.mu.Lock()
+	failing, dirty := s.reg.failing, s.reg.dirty
+	s.reg.mu.Unlock()
+	if !failing || !dirty {
+		t.Fatalf("after the heartbeat: failing %t, dirty %t; want both (retried at the next tick)", failing, dirty)
+	}
+	if rows := replicaRows(t, s); len(rows) != 0 {
+		t.Fatalf("registry: %+v; want no row", rows)
 	}
 }
