@@ -29,7 +29,7 @@ func (s *Scheduler) runCatchUp(ctx context.Context, now time.Time, candidates ma
 		if r == nil || r.CatchUpWindow <= 0 || slot.IsZero() || now.Sub(slot) > r.CatchUpWindow {
 			continue
 		}
-		if startup && (r.firstSeen.IsZero() || slot.Before(r.firstSeen)) {
+		if firstSeen := s.firstSeen[name]; startup && (firstSeen.IsZero() || slot.Before(firstSeen)) {
 			continue // unknown (the registration failed, and was logged) or before the job existed
 		}
 		batch = append(batch, &entry{job: r, slot: slot.UTC(), origin: OriginCatchUp})
@@ -41,7 +41,8 @@ func (s *Scheduler) runCatchUp(ctx context.Context, now time.Time, candidates ma
 }
 
 // registerJobs records the jobs' first registration (Store.JobRegister, one
-// round trip) and notes when each was first seen, for catch-up. A failure
+// round trip) and notes when each with a CatchUpWindow was first seen, for
+// catch-up. A failure
 // is logged; the jobs are tried again at the next tick, and catch-up at
 // start-up passes over a job whose first registration is unknown.
 func (s *Scheduler) registerJobs(ctx context.Context, names []string) {
@@ -58,8 +59,13 @@ func (s *Scheduler) registerJobs(ctx context.Context, names []string) {
 		return
 	}
 	for _, reg := range regs {
-		if r := s.jobs[reg.Job]; r != nil {
-			r.firstSeen = reg.FirstSeen
+		// Only catch-up reads it, and only of jobs with a window: the
+		// others keep none.
+		if r := s.jobs[reg.Job]; r != nil && r.CatchUpWindow > 0 {
+			if s.firstSeen == nil {
+				s.firstSeen = map[string]time.Time{}
+			}
+			s.firstSeen[reg.Job] = reg.FirstSeen
 		}
 	}
 }

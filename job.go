@@ -99,11 +99,14 @@ type Job struct {
 	CompletesInTx bool
 }
 
-// registered is a validated job with its parsed schedule.
+// registered is a validated job with its parsed schedule, shared with
+// the other jobs of the same spec and zone. One per job: at 128 bytes it
+// fills its size class exactly, which is why the schedule is held by a
+// pointer rather than as an interface and when a job was first seen lives
+// in Scheduler.firstSeen.
 type registered struct {
 	Job
-	sched     schedule.Schedule
-	firstSeen time.Time // when the job was first registered on any replica (Store.JobRegister); guarded by the scheduler's mu
+	sched *sharedSchedule
 }
 
 func (j Job) prepare() (*registered, error) {
@@ -219,7 +222,7 @@ type sharedSchedule struct{ schedule.Schedule }
 
 // parseSchedule parses spec in loc, the location of the zone named zone
 // (loadLocation), or returns the schedule already parsed for them.
-func parseSchedule(spec, zone string, loc *time.Location) (schedule.Schedule, error) {
+func parseSchedule(spec, zone string, loc *time.Location) (*sharedSchedule, error) {
 	key := scheduleKey{spec, zone}
 	if v, ok := schedules.Load(key); ok {
 		if shared := v.(weak.Pointer[sharedSchedule]).Value(); shared != nil {

@@ -25,6 +25,7 @@ type Scheduler struct {
 
 	mu                        sync.Mutex
 	jobs                      map[string]*registered
+	firstSeen                 map[string]time.Time // jobs with a CatchUpWindow: when first registered on any replica (Store.JobRegister)
 	heap                      timers
 	started                   bool
 	stopped                   bool
