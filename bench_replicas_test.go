@@ -34,8 +34,9 @@ import (
 //   - with many jobs, each replica's share of every slot's runs.
 //
 // Scenarios: one job every 2 s doing 200 ms of work at 3, 6 and 10
-// replicas (the way issue 14's comparison was measured), and 1,000 jobs
-// every second at 3 replicas for the spread. The window is
+// replicas (the way issue 14's comparison was measured), 1,000 jobs every
+// second at 3 replicas for the spread, and 10,000 for the throughput. The
+// window is
 // $CRONFENCE_BENCH_SECONDS (default 60) per scenario; the replica binary is
 // built from this tree unless $CRONFENCE_BENCH_REPLICA names one (a
 // binary built from another tree, for a before and after in one session).
@@ -67,6 +68,7 @@ func BenchmarkReplicas(b *testing.B) {
 		{replicas: 6, jobs: 1, every: 2 * time.Second, work: 200 * time.Millisecond},
 		{replicas: 10, jobs: 1, every: 2 * time.Second, work: 200 * time.Millisecond},
 		{replicas: 3, jobs: 1000, every: time.Second, work: 0},
+		{replicas: 3, jobs: 10000, every: time.Second, work: 0},
 	} {
 		b.Run(fmt.Sprintf("replicas=%d/jobs=%d", sc.replicas, sc.jobs), func(b *testing.B) {
 			for b.Loop() {
@@ -201,6 +203,7 @@ func (sc replicaScenario) measure(b *testing.B, bin string, window time.Duration
 	// skipped as an overlap (the previous run's end not recorded yet),
 	// which the figures must show.
 	b.ReportMetric(float64(slots*sc.jobs-len(per)), "runs-missing")
+	b.ReportMetric(float64(len(per))/window.Seconds(), "runs/s")
 	slices.Sort(latencies)
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	b.ReportMetric(ms(benchPercentile(latencies, 0.5)), "p50-ms")

@@ -85,8 +85,11 @@ func (s *Scheduler) tick(ctx context.Context, step time.Duration) {
 	s.mu.Lock()
 	// A step's measurement counts as this period's clock check. A replica
 	// that keeps a registry row takes it from its next heartbeat's answer
-	// (clockFromHeartbeat), at most HeartbeatEvery later.
-	checkClock := step == 0 && !now.Before(s.nextClockCheck) && !s.registers()
+	// (clockFromHeartbeat), at most HeartbeatEvery later; when none came
+	// by then (its heartbeats fail: a store down, more jobs than a row
+	// holds), it reads the clock itself.
+	viaHeartbeat := s.registers() && now.Before(s.nextClockCheck.Add(s.cfg.HeartbeatEvery+s.cfg.MaxSleep))
+	checkClock := step == 0 && !now.Before(s.nextClockCheck) && !viaHeartbeat
 	if checkClock || step != 0 {
 		s.nextClockCheck = now.Add(s.cfg.ClockCheckEvery)
 	}
