@@ -60,12 +60,20 @@ func (s *Scheduler) setOffset(offset time.Duration) {
 	}
 }
 
+// heartbeatClockSlack is how much slower than the last clock read a
+// heartbeat may be for its answer to serve as the clock check.
+const heartbeatClockSlack = 5 * time.Millisecond
+
 // clockFromHeartbeat takes the clock check, when due, from a heartbeat's
 // answer: the database stamped the row with its clock between sent and
 // answered, which bounds the offset as measureOffset's reads do, at no
-// round trip of its own. A heartbeat much slower than the last clock
-// read (a large registry row, a busy pool) would bound it loosely, and
-// then fire slots late by as much: measureOffset reads the clock instead.
+// round trip of its own. The bound is looser by what the heartbeat's
+// statement does after its stamp (a fraction of a millisecond; building
+// the row and taking a connection come before it, so the round trip
+// overstates it). A heartbeat slower than twice the last clock read plus
+// heartbeatClockSlack (a large registry row, a busy pool) could bound it
+// loosely enough to fire slots late by as much: measureOffset reads the
+// clock instead.
 func (s *Scheduler) clockFromHeartbeat(ctx context.Context, now, sent, answered, db time.Time) {
 	s.mu.Lock()
 	due := !now.Before(s.nextClockCheck)
@@ -76,7 +84,7 @@ func (s *Scheduler) clockFromHeartbeat(ctx context.Context, now, sent, answered,
 	if !due {
 		return
 	}
-	if rtt := answered.Sub(sent); rtt > 2*time.Duration(s.bestClockRead.Load())+time.Millisecond {
+	if rtt := answered.Sub(sent); rtt > 2*time.Duration(s.bestClockRead.Load())+heartbeatClockSlack {
 		s.measureOffset(ctx)
 		return
 	}
