@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/cronfence/cronfence/internal/pgtest"
 	"github.com/cronfence/cronfence/store"
 	"github.com/cronfence/cronfence/store/postgres"
 )
@@ -202,5 +205,31 @@ func TestNoticesOfALargeBatchArriveWhole(t *testing.T) {
 	}
 	if len(names) != 0 {
 		t.Fatalf("%d claims were not told", len(names))
+	}
+}
+
+// A tuned pool's connections plan each statement once (generic plans), as
+// TunePool promises; the application's own pools are left as they are.
+func TestTunePoolPlansOnce(t *testing.T) {
+	t.Parallel()
+	base := pgtest.NewPool(t)
+	cfg := base.Config()
+	postgres.TunePool(cfg)
+	tuned, err := pgxpool.NewWithConfig(ctx(t), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tuned.Close()
+	for _, c := range []struct {
+		pool *pgxpool.Pool
+		want string
+	}{{tuned, "force_generic_plan"}, {base, "auto"}} {
+		var mode string
+		if err := c.pool.QueryRow(ctx(t), `SHOW plan_cache_mode`).Scan(&mode); err != nil {
+			t.Fatal(err)
+		}
+		if mode != c.want {
+			t.Errorf("plan_cache_mode %q, want %q", mode, c.want)
+		}
 	}
 }
