@@ -173,13 +173,6 @@ func (s *Scheduler) registered(job string) bool {
 	return s.jobs[job] != nil
 }
 
-// noticesOn reports whether this replica listens to the store's notices.
-func (s *Scheduler) noticesOn() bool {
-	s.notices.mu.Lock()
-	defer s.notices.mu.Unlock()
-	return s.notices.on
-}
-
 // rank is this replica's place, from 0, among the live replicas (itself
 // included, except) ordered by the hash of (replica, key). Callers hold
 // notices.mu.
