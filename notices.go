@@ -34,8 +34,10 @@ import (
 //
 // Live replicas are those heard from (a heartbeat's notice, or the
 // registry read after every gap) within Alerts.ReplicaStale; a replica
-// that stopped says so. Without notices every replica claims every slot
-// at once and scans every ResumeEvery, as before.
+// that stopped says so. Without notices, and while this replica does not
+// hear them (before it first listens, and from a broken connection to
+// the next gap), it claims every slot at once and scans every
+// ResumeEvery, as before.
 
 // resumeBackstopEvery is how often one replica scans for dead runs
 // whatever it heard: a run whose start was told while this replica was
@@ -51,6 +53,7 @@ const settledKeep = 10 * time.Second
 type notices struct {
 	mu       sync.Mutex
 	on       bool                   // the store tells and this replica listens
+	hearing  bool                   // listening now: between a gap and the connection's loss
 	alive    map[string]time.Time   // other replicas with timers, by when last heard (schedule clock)
 	settled  map[slotKey]time.Time  // slots told settled, by when heard
 	watched  map[slotKey]watchedRun // runs other replicas started and that are not told ended
@@ -110,8 +113,17 @@ func (s *Scheduler) stopNotices() {
 // heard takes one notice in.
 func (s *Scheduler) heard(ctx context.Context, no store.Notice) {
 	now := s.scheduleNow()
-	if no.Kind == store.NoticeGap {
+	switch no.Kind {
+	case store.NoticeGap:
 		s.noticeGap(ctx, now)
+		return
+	case store.NoticeLost:
+		// Until the next gap, every replica here claims at once and scans
+		// every ResumeEvery, as without notices: what it does not hear
+		// it cannot wait for.
+		s.notices.mu.Lock()
+		s.notices.hearing = false
+		s.notices.mu.Unlock()
 		return
 	}
 	mine := no.Kind == store.NoticeClaimed && s.registered(no.Job) // before notices.mu: mu comes first
@@ -154,7 +166,7 @@ func (s *Scheduler) noticeGap(ctx context.Context, now time.Time) {
 	n := &s.notices
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.rescan = true
+	n.hearing, n.rescan = true, true
 	clear(n.watched)
 	if err != nil {
 		return // the heartbeats' notices fill it in
@@ -219,6 +231,14 @@ func (s *Scheduler) deferToPreferred(due []*entry, now time.Time) []*entry {
 	if !n.on {
 		return due
 	}
+	if !n.hearing {
+		// Claim the fallbacks now too: their preferred replica's claim
+		// would not be heard.
+		for _, e := range due {
+			e.fallback = false
+		}
+		return due
+	}
 	if !now.Before(n.prune) {
 		for k, heard := range n.settled {
 			if now.Sub(heard) > settledKeep {
@@ -266,6 +286,7 @@ func (s *Scheduler) watchOwn(job string, slot time.Time) {
 	if n.on {
 		n.watched[keyOf(job, slot)] = watchedRun{owner: s.cfg.Owner, since: s.scheduleNow().Add(-s.cfg.ResumeEvery), always: true}
 	}
+	// (Not hearing, every pass scans anyway.)
 }
 
 // resumeWanted reports whether a resume pass due now has anything to
@@ -276,7 +297,7 @@ func (s *Scheduler) resumeWanted(now time.Time) bool {
 	n := &s.notices
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if !n.on || n.rescan {
+	if !n.on || !n.hearing || n.rescan {
 		n.rescan = false
 		return true
 	}
@@ -301,5 +322,5 @@ func (s *Scheduler) runsChecks() bool {
 	n := &s.notices
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return !n.on || s.rank("monitor", s.scheduleNow(), "") == 0
+	return !n.on || !n.hearing || s.rank("monitor", s.scheduleNow(), "") == 0
 }

@@ -265,3 +265,39 @@ func TestDeadRunScansOnlyWhileAWatchedRunGoesOn(t *testing.T) {
 		c.wantNeverDown()
 	})
 }
+
+// A replica that stops hearing the notices (its listening connection
+// broke) does without them until it hears again: it claims every slot at
+// once rather than wait for a claim it could not hear.
+func TestAReplicaThatStopsHearingClaimsAtOnce(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		needNotices(t, c)
+		st := c.open(t)
+		if _, err := st.ReplicaHeartbeat(context.Background(), store.Replica{Owner: "ghost", Host: "h", Timers: true}); err != nil {
+			t.Fatal(err)
+		}
+		slot := c.db.Now().Truncate(10 * time.Second).Add(10 * time.Second)
+		job := ""
+		for i := 0; job == ""; i++ {
+			if name := fmt.Sprintf("job-%d", i); preferredOf(name, slot, "ghost", "b") == "ghost" {
+				job = name
+			}
+		}
+		l := newLedger()
+		b := c.startWith(Config{Owner: "b", Clock: offsetClock{c.db, 0}, Retention: -1},
+			Job{Name: job, Schedule: "*/10 * * * * *", Handler: l.handler(c.db)})
+		wait.For(t, 10*time.Second, func() bool {
+			b.notices.mu.Lock()
+			defer b.notices.mu.Unlock()
+			_, ok := b.notices.alive["ghost"]
+			return ok && b.notices.hearing
+		}, func() string { return "b did not hear the ghost replica" })
+		b.heard(context.Background(), store.Notice{Kind: store.NoticeLost}) // as Listen says when its connection breaks
+
+		c.advance(slot.Sub(c.db.Now()), time.Minute)
+		if n := l.ran(job, slot); n != 1 {
+			t.Fatalf("the slot ran %d times at its instant on a replica not hearing notices, want once, without waiting for the ghost", n)
+		}
+		c.wantNeverDown()
+	})
+}

@@ -21,7 +21,9 @@ type Notices interface {
 	// order, from one goroutine, until ctx ends; then it returns ctx's
 	// error. Each time it starts listening (at first, and again after its
 	// connection broke) it delivers a NoticeGap first: notices from before
-	// may be lost.
+	// may be lost. When it stops hearing (the connection broke) it
+	// delivers a NoticeLost, so a listener can do without notices
+	// meanwhile.
 	Listen(ctx context.Context, fn func(Notice)) error
 }
 
@@ -32,6 +34,9 @@ const (
 	// NoticeGap: the listener (re)started; notices before it may have
 	// been missed. Only Kind is set.
 	NoticeGap NoticeKind = iota + 1
+	// NoticeLost: the listener stopped hearing (its connection broke);
+	// nothing is delivered until the next NoticeGap. Only Kind is set.
+	NoticeLost
 	// NoticeClaimed: a run of (Job, Slot) started, under Owner.
 	NoticeClaimed
 	// NoticeSettled: a claim of (Job, Slot) by Owner was answered for

@@ -40,8 +40,8 @@ var noticeKinds = map[string]store.NoticeKind{
 // and removals publish (see store.Notices), on a connection of its own
 // taken out of the pool: LISTEN, then a wait on the idle connection,
 // which costs the database nothing while no notice comes. When the
-// connection breaks it listens again every noticeRetryEvery, delivering
-// a NoticeGap each time it starts.
+// connection breaks it delivers a NoticeLost and listens again every
+// noticeRetryEvery, delivering a NoticeGap each time it starts.
 func (s *Store) Listen(ctx context.Context, fn func(store.Notice)) error {
 	for {
 		_ = s.listenOnce(ctx, fn) // any error: listen again, after a pause
@@ -73,6 +73,7 @@ func (s *Store) listenOnce(ctx context.Context, fn func(store.Notice)) error {
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
+			fn(store.Notice{Kind: store.NoticeLost})
 			return err
 		}
 		for line := range strings.SplitSeq(n.Payload, "\n") {

@@ -153,8 +153,11 @@ func TestNoticesTellClaimsEndsAndReplicas(t *testing.T) {
 		"LISTEN "+`"`+postgres.NoticeChannel(schema)+`"`).Scan(&terminated); err != nil || !terminated {
 		t.Fatalf("terminating the listener: %v, %v", terminated, err)
 	}
+	if n := l.next(t); n.Kind != store.NoticeLost {
+		t.Fatalf("notice after the listener's session ended: %+v, want lost", n)
+	}
 	if n := l.next(t); n.Kind != store.NoticeGap {
-		t.Fatalf("notice after the listener's session ended: %+v, want a gap", n)
+		t.Fatalf("notice once listening again: %+v, want a gap", n)
 	}
 	if _, err := other.ReplicaHeartbeat(ctx(t), store.Replica{Owner: "replica-c", Host: "h", Timers: true}); err != nil {
 		t.Fatal(err)
