@@ -140,7 +140,12 @@ func (s *Scheduler) heard(ctx context.Context, no store.Notice) {
 		delete(n.alive, no.Owner)
 	case store.NoticeClaimed:
 		n.settled[key] = now
-		delete(n.watched, key) // a resume's claim: the run before it is over
+		// A resume's claim: the run before it is over. (Not this
+		// replica's own watch of a run of its own, left to resume, that
+		// ended before the notice of its claim arrived.)
+		if w, ok := n.watched[key]; ok && !(w.always && no.Owner == s.cfg.Owner) {
+			delete(n.watched, key)
+		}
 		if no.Owner != s.cfg.Owner && mine {
 			n.watched[key] = watchedRun{owner: no.Owner, since: now}
 		}
