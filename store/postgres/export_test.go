@@ -12,3 +12,7 @@ func (s *Store) LeaseAcquireSQL() string { return s.q.leaseAcquire }
 // NoticeChannel is the schema's notice channel, for tests that find the
 // listener's session.
 func NoticeChannel(schema string) string { return noticeChannel(schema) }
+
+// RunListJobSQL is the statement that lists one job's runs, for tests of
+// its plan.
+func (s *Store) RunListJobSQL() string { return s.q.runListJob }

@@ -122,7 +122,13 @@ func (s *Store) AlertList(ctx context.Context, p store.AlertListParams) ([]store
 	if err := s.usable(); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, s.q.alertList, p.OpenOnly, string(p.Kind), p.Subject, p.EffectiveLimit())
+	var rows pgx.Rows
+	var err error
+	if p.OpenOnly && p.Kind == "" && p.Subject == "" {
+		rows, err = s.pool.Query(ctx, s.q.alertListOpen, p.EffectiveLimit())
+	} else {
+		rows, err = s.pool.Query(ctx, s.q.alertList, p.OpenOnly, string(p.Kind), p.Subject, p.EffectiveLimit())
+	}
 	if err != nil {
 		return nil, s.translate("list alerts", err)
 	}

@@ -32,10 +32,10 @@ type queries struct {
 	slotComplete, jobRegister, slotSkip                                           string
 	// slotClaimDeclared is slotClaim without the pause overrides: the
 	// declared values decide, for when job_state cannot be read.
-	slotClaimDeclared                                    string
-	runInsert, runList, prune, jobStateSet, jobStateList string
-	replicaHeartbeat, replicaList, replicaRemove         string
-	alertRaise, alertResolve, alertList, leaseList       string
+	slotClaimDeclared                                                string
+	runInsert, runList, runListJob, prune, jobStateSet, jobStateList string
+	replicaHeartbeat, replicaList, replicaRemove                     string
+	alertRaise, alertResolve, alertList, alertListOpen, leaseList    string
 }
 
 // byName maps each statement's file name (without .sql) to its field.
@@ -47,9 +47,9 @@ func (q *queries) byName() map[string]*string {
 		"slotGet": &q.slotGet, "slotListInterrupted": &q.slotListInterrupted, "slotAbandon": &q.slotAbandon,
 		"slotComplete": &q.slotComplete, "slotSkip": &q.slotSkip, "jobRegister": &q.jobRegister,
 		"jobStateSet": &q.jobStateSet, "jobStateList": &q.jobStateList,
-		"runInsert": &q.runInsert, "runList": &q.runList, "prune": &q.prune,
+		"runInsert": &q.runInsert, "runList": &q.runList, "runListJob": &q.runListJob, "prune": &q.prune,
 		"replicaHeartbeat": &q.replicaHeartbeat, "replicaList": &q.replicaList, "replicaRemove": &q.replicaRemove,
-		"alertRaise": &q.alertRaise, "alertResolve": &q.alertResolve, "alertList": &q.alertList,
+		"alertRaise": &q.alertRaise, "alertResolve": &q.alertResolve, "alertList": &q.alertList, "alertListOpen": &q.alertListOpen,
 	}
 }
 

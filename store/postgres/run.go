@@ -3,7 +3,10 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/cronfence/cronfence/store"
 )
@@ -37,7 +40,17 @@ func (s *Store) RunList(ctx context.Context, p store.RunListParams) ([]store.Run
 	if err := s.usable(); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, s.q.runList, p.Job, p.BeforeID, p.EffectiveLimit())
+	before := p.BeforeID
+	if before == 0 {
+		before = math.MaxInt64
+	}
+	var rows pgx.Rows
+	var err error
+	if p.Job == "" {
+		rows, err = s.pool.Query(ctx, s.q.runList, before, p.EffectiveLimit())
+	} else {
+		rows, err = s.pool.Query(ctx, s.q.runListJob, p.Job, before, p.EffectiveLimit())
+	}
 	if err != nil {
 		return nil, s.translate("list runs", err)
 	}
