@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -181,10 +182,10 @@ func (s *Scheduler) releaseMonitorLease(ctx context.Context) {
 }
 
 // monitorSnapshot reads what the checks judge, and the open alerts. Round
-// trips: 4 (replicas, job states, recent runs, open alerts), then per job
-// the live replicas register 1 (its runs) + 1 (the claim of its deadline
-// slot, for jobs with a deadline), then 1 for the held job leases (see
-// readJobLeases).
+// trips: 4 (replicas, job states, recent runs, open alerts), 1 per 1,000
+// jobs the live replicas register (their runs, RunListPerJob), 1 per job
+// with a deadline (the claim of its deadline slot), then 1 for the held
+// job leases (see readJobLeases).
 func (s *Scheduler) monitorSnapshot(ctx context.Context, now time.Time, th absence.Thresholds) (absence.Snapshot, []store.Alert, error) {
 	var snap absence.Snapshot
 	replicas, err := s.store.ReplicaList(ctx)
@@ -208,12 +209,18 @@ func (s *Scheduler) monitorSnapshot(ctx context.Context, now time.Time, th absen
 	}
 	perJob := min(max(th.SkipStreak+1, monitorJobRuns), store.MaxRunListLimit)
 	snap.Jobs = make(map[string]absence.JobData, len(reg.Jobs))
-	for _, name := range reg.Names() {
-		j := reg.Jobs[name]
-		var d absence.JobData
-		if d.Runs, err = s.store.RunList(ctx, store.RunListParams{Job: name, Limit: perJob}); err != nil {
+	names := reg.Names()
+	runs := make([][]store.Run, 0, len(names))
+	for chunk := range slices.Chunk(names, store.MaxRunListJobs) {
+		got, err := s.store.RunListPerJob(ctx, store.RunListPerJobParams{Jobs: chunk, Limit: perJob})
+		if err != nil {
 			return snap, nil, err
 		}
+		runs = append(runs, got...)
+	}
+	for i, name := range names {
+		j := reg.Jobs[name]
+		d := absence.JobData{Runs: runs[i]}
 		if slot := j.DeadlineSlot(now); !slot.IsZero() {
 			if d.DeadlineSlot, err = s.store.SlotGet(ctx, name, slot); err != nil && !errors.Is(err, store.ErrNotFound) {
 				return snap, nil, err

@@ -156,6 +156,12 @@ func (w *instrumented) SlotListInterrupted(ctx context.Context) ([]store.Slot, e
 	return w.Store.SlotListInterrupted(ctx)
 }
 
+func (w *instrumented) RunListPerJob(ctx context.Context, p store.RunListPerJobParams) ([][]store.Run, error) {
+	ctx, done := w.op(ctx, "RunListPerJob")
+	defer done()
+	return w.Store.RunListPerJob(ctx, p)
+}
+
 func (w *instrumented) SlotFinishBatch(ctx context.Context, items []store.SlotFinishParams) ([]store.SlotFinishResult, error) {
 	ctx, done := w.op(ctx, "SlotFinishBatch")
 	defer done()

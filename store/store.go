@@ -182,6 +182,12 @@ type Store interface {
 	// RunList returns run rows, newest first.
 	RunList(ctx context.Context, p RunListParams) ([]Run, error)
 
+	// RunListPerJob returns each job's newest runs (at most p.Limit,
+	// newest first), in the jobs' order, in one round trip: what the
+	// absence checks read of every job at every pass. A job with no run
+	// has an empty list.
+	RunListPerJob(ctx context.Context, p RunListPerJobParams) ([][]Run, error)
+
 	// Prune deletes slots and runs older than p.Before, always keeping the
 	// latest claim and the latest run of each job.
 	Prune(ctx context.Context, p PruneParams) (PruneResult, error)
@@ -541,6 +547,12 @@ type RunListParams struct {
 	Job      string // empty for all jobs
 	Limit    int    // at most MaxRunListLimit; 0 means DefaultRunListLimit
 	BeforeID int64  // page on: only rows with a smaller id; 0 for the newest
+}
+
+// RunListPerJobParams are the arguments of Store.RunListPerJob.
+type RunListPerJobParams struct {
+	Jobs  []string // distinct names, at most MaxRunListJobs
+	Limit int      // per job, 1 to MaxRunListLimit
 }
 
 // PruneParams are the arguments of Store.Prune.

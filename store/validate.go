@@ -33,6 +33,8 @@ const (
 	// DefaultRunListLimit and MaxRunListLimit bound RunList.
 	DefaultRunListLimit = 100
 	MaxRunListLimit     = 10_000
+	// MaxRunListJobs bounds the jobs of one RunListPerJob.
+	MaxRunListJobs = 1_000
 )
 
 func invalid(format string, args ...any) error {
@@ -394,6 +396,27 @@ func (p RunListParams) EffectiveLimit() int {
 		return DefaultRunListLimit
 	}
 	return p.Limit
+}
+
+// Validate checks the arguments of RunListPerJob.
+func (p RunListPerJobParams) Validate() error {
+	if len(p.Jobs) > MaxRunListJobs {
+		return invalid("at most %d jobs a call, got %d", MaxRunListJobs, len(p.Jobs))
+	}
+	if p.Limit < 1 || p.Limit > MaxRunListLimit {
+		return invalid("limit must be between 1 and %d, got %d", MaxRunListLimit, p.Limit)
+	}
+	seen := make(map[string]bool, len(p.Jobs))
+	for i, j := range p.Jobs {
+		if err := ValidateName(fmt.Sprintf("job %d", i), j); err != nil {
+			return err
+		}
+		if seen[j] {
+			return invalid("job %q is listed twice", j)
+		}
+		seen[j] = true
+	}
+	return nil
 }
 
 // Validate checks the arguments of Prune.

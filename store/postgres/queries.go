@@ -33,7 +33,7 @@ type queries struct {
 	// slotClaimDeclared is slotClaim without the pause overrides: the
 	// declared values decide, for when job_state cannot be read.
 	slotClaimDeclared                                                string
-	runInsert, runList, runListJob, prune, jobStateSet, jobStateList string
+	runInsert, runList, runListJob, runListPerJob, prune, jobStateSet, jobStateList string
 	replicaHeartbeat, replicaList, replicaRemove                     string
 	alertRaise, alertResolve, alertList, alertListOpen, leaseList    string
 }
@@ -47,7 +47,7 @@ func (q *queries) byName() map[string]*string {
 		"slotGet": &q.slotGet, "slotListInterrupted": &q.slotListInterrupted, "slotAbandon": &q.slotAbandon,
 		"slotComplete": &q.slotComplete, "slotSkip": &q.slotSkip, "jobRegister": &q.jobRegister,
 		"jobStateSet": &q.jobStateSet, "jobStateList": &q.jobStateList,
-		"runInsert": &q.runInsert, "runList": &q.runList, "runListJob": &q.runListJob, "prune": &q.prune,
+		"runInsert": &q.runInsert, "runList": &q.runList, "runListJob": &q.runListJob, "runListPerJob": &q.runListPerJob, "prune": &q.prune,
 		"replicaHeartbeat": &q.replicaHeartbeat, "replicaList": &q.replicaList, "replicaRemove": &q.replicaRemove,
 		"alertRaise": &q.alertRaise, "alertResolve": &q.alertResolve, "alertList": &q.alertList, "alertListOpen": &q.alertListOpen,
 	}

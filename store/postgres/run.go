@@ -69,6 +69,38 @@ func (s *Store) RunList(ctx context.Context, p store.RunListParams) ([]store.Run
 	return runs, nil
 }
 
+// RunListPerJob returns each job's newest runs in one statement. See
+// store.Store.
+func (s *Store) RunListPerJob(ctx context.Context, p store.RunListPerJobParams) ([][]store.Run, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if err := s.usable(); err != nil {
+		return nil, err
+	}
+	out := make([][]store.Run, len(p.Jobs))
+	if len(p.Jobs) == 0 {
+		return out, nil
+	}
+	rows, err := s.pool.Query(ctx, s.q.runListPerJob, p.Jobs, p.Limit)
+	if err != nil {
+		return nil, s.translate("list runs per job", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var ord int64
+		var sr scannedRun
+		if err := rows.Scan(append([]any{&ord}, sr.dest()...)...); err != nil {
+			return nil, s.translate("list runs per job", err)
+		}
+		out[ord-1] = append(out[ord-1], sr.run())
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.translate("list runs per job", err)
+	}
+	return out, nil
+}
+
 // Prune deletes old slots and runs, keeping each job's latest of each.
 func (s *Store) Prune(ctx context.Context, p store.PruneParams) (store.PruneResult, error) {
 	if err := p.Validate(); err != nil {

@@ -141,6 +141,33 @@ func (s *Store) RunList(ctx context.Context, p store.RunListParams) ([]store.Run
 	return runs, nil
 }
 
+// RunListPerJob returns each job's newest runs: one indexed query a job,
+// in one read transaction, so the lists are of one moment. See
+// store.Store.
+func (s *Store) RunListPerJob(ctx context.Context, p store.RunListPerJobParams) ([][]store.Run, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if s.closed.Load() {
+		return nil, closedError("list runs per job")
+	}
+	if err := s.checkSchema(ctx, s.db); err != nil {
+		return nil, s.errorf(err, "list runs per job")
+	}
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, s.errorf(err, "list runs per job")
+	}
+	defer tx.Rollback() //nolint:errcheck // read only
+	out := make([][]store.Run, len(p.Jobs))
+	for i, job := range p.Jobs {
+		if out[i], err = listRuns(ctx, tx, `SELECT `+runColumns+` FROM cronfence_runs WHERE job = ? ORDER BY id DESC LIMIT ?`, []any{job, p.Limit}); err != nil {
+			return nil, s.errorf(err, "list runs of job %q", job)
+		}
+	}
+	return out, nil
+}
+
 func listRuns(ctx context.Context, q querier, query string, args []any) ([]store.Run, error) {
 	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -167,6 +168,59 @@ var pruneTests = []namedTest{
 		res, err := b.Store.Prune(ctx(t), store.PruneParams{Before: dbNow(t, b.Store)})
 		if err != nil || res != (store.PruneResult{}) {
 			t.Fatalf("Prune on an empty store = %+v, %v", res, err)
+		}
+	}},
+}
+
+// runListPerJobTests: RunListPerJob gives each job its own newest runs, as
+// RunList with that job would, in one call.
+var runListPerJobTests = []namedTest{
+	{name: "EachJobItsNewestRuns", fn: func(t *testing.T, b Bundle) {
+		now := dbNow(t, b.Store)
+		for i := range 5 {
+			for _, job := range []string{"a", "b"} {
+				if _, err := b.Store.RunInsert(ctx(t), store.Run{Job: job, Slot: now.Add(time.Duration(i) * time.Second), Owner: "o", Success: true}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		jobs := []string{"b", "none", "a"}
+		got, err := b.Store.RunListPerJob(ctx(t), store.RunListPerJobParams{Jobs: jobs, Limit: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(jobs) {
+			t.Fatalf("%d lists for %d jobs", len(got), len(jobs))
+		}
+		for i, job := range jobs {
+			want, err := b.Store.RunList(ctx(t), store.RunListParams{Job: job, Limit: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got[i]) != len(want) {
+				t.Fatalf("job %q: %d runs, want %d (as RunList)", job, len(got[i]), len(want))
+			}
+			for k := range want {
+				if got[i][k].ID != want[k].ID || got[i][k].Job != job {
+					t.Errorf("job %q run %d: %+v, want %+v", job, k, got[i][k], want[k])
+				}
+			}
+		}
+		if len(got[1]) != 0 {
+			t.Errorf("a job with no run: %+v, want none", got[1])
+		}
+	}},
+	{name: "RefusesBadInput", fn: func(t *testing.T, b Bundle) {
+		for _, p := range []store.RunListPerJobParams{
+			{Jobs: []string{"a"}, Limit: 0},
+			{Jobs: []string{"a"}, Limit: store.MaxRunListLimit + 1},
+			{Jobs: []string{"a", ""}, Limit: 1},
+			{Jobs: []string{"a", "a"}, Limit: 1},
+			{Jobs: make([]string, store.MaxRunListJobs+1), Limit: 1},
+		} {
+			if _, err := b.Store.RunListPerJob(ctx(t), p); !errors.Is(err, store.ErrInvalidArgument) {
+				t.Errorf("RunListPerJob(%d jobs, limit %d) = %v, want ErrInvalidArgument", len(p.Jobs), p.Limit, err)
+			}
 		}
 	}},
 }
