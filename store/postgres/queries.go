@@ -32,10 +32,10 @@ type queries struct {
 	slotComplete, jobRegister, slotSkip                                           string
 	// slotClaimDeclared is slotClaim without the pause overrides: the
 	// declared values decide, for when job_state cannot be read.
-	slotClaimDeclared                                                string
+	slotClaimDeclared                                                               string
 	runInsert, runList, runListJob, runListPerJob, prune, jobStateSet, jobStateList string
-	replicaHeartbeat, replicaList, replicaRemove                     string
-	alertRaise, alertResolve, alertList, alertListOpen, leaseList    string
+	replicaHeartbeat, replicaList, replicaRemove                                    string
+	alertRaise, alertResolve, alertList, alertListOpen, leaseList                   string
 }
 
 // byName maps each statement's file name (without .sql) to its field.
