@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cronfence/cronfence/internal/wait"
 	"github.com/cronfence/cronfence/store"
 )
 
@@ -110,5 +111,83 @@ func TestALargeBatchIsClaimedInBoundedStatements(t *testing.T) {
 			t.Fatalf("claims of %v items, %d in all; want the %d slots once each", fc.claims, sum, n)
 		}
 		c.wantNeverDown()
+	})
+}
+
+// gatedFinishes is a store whose finishes wait for the test's word, to
+// hold a batch in flight.
+type gatedFinishes struct {
+	store.Store
+	entered chan int      // the size of each finish call, as it starts
+	release chan struct{} // one receive lets one call go on
+}
+
+func (g *gatedFinishes) SlotFinish(ctx context.Context, p store.SlotFinishParams) (store.SlotFinishResult, error) {
+	g.entered <- 1
+	<-g.release
+	return g.Store.SlotFinish(ctx, p)
+}
+
+func (g *gatedFinishes) SlotFinishBatch(ctx context.Context, items []store.SlotFinishParams) ([]store.SlotFinishResult, error) {
+	g.entered <- len(items)
+	<-g.release
+	return g.Store.SlotFinishBatch(ctx, items)
+}
+
+// Under load that never lets up, no run's end waits for more than its own
+// batch and the one in flight before it: the run whose end went first is
+// answered while the ends queued behind it are still being sent.
+func TestAGroupCommitAnswersEachEndWithItsOwnBatch(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		st := c.open(t)
+		g := &gatedFinishes{Store: st, entered: make(chan int, 10), release: make(chan struct{})}
+		b := &finishBatcher{store: g}
+		now, err := st.Now(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		finish := func(job string) <-chan error {
+			r, err := st.SlotClaim(context.Background(), store.SlotClaimParams{Job: job, Slot: now.Add(-time.Second), LeaseName: "job:" + job,
+				Owner: "a", TTL: time.Minute, MaxAttempts: 1})
+			if err != nil || !r.Claimed {
+				t.Fatalf("claim %s: %+v, %v", job, r, err)
+			}
+			done := make(chan error, 1)
+			go func() {
+				_, err := b.finish(store.SlotFinishParams{Job: job, Slot: r.Slot.Slot, LeaseName: r.Lease.Name, Owner: "a",
+					Generation: r.Lease.Generation, Status: store.SlotCompleted, Run: store.Run{Attempt: 1, Success: true}}, 10*time.Second)
+				done <- err
+			}()
+			return done
+		}
+		first := finish("first")
+		if n := <-g.entered; n != 1 {
+			t.Fatalf("the first end went in a batch of %d", n)
+		}
+		second, third := finish("second"), finish("third") // queued behind the first
+		wait.For(t, 10*time.Second, func() bool {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			return len(b.queue) == 2
+		}, func() string { return "the later ends did not queue" })
+		g.release <- struct{}{} // the first batch lands
+		if n := <-g.entered; n != 2 {
+			t.Fatalf("the queued ends went in a batch of %d, want 2", n)
+		}
+		// The second batch is in flight, held: the first end is answered.
+		select {
+		case err := <-first:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the first end waited for the batch after its own")
+		}
+		g.release <- struct{}{}
+		for _, done := range []<-chan error{second, third} {
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		}
 	})
 }

@@ -19,8 +19,10 @@ const maxFinishBatch = 500
 // alone goes at once, as one SlotFinish; a replica ending thousands of
 // runs a second sends a few batches instead of a round trip each. Every
 // end is still sent only after its handler returned. The leader (the
-// caller that found no batch in flight) sends batches until the queue is
-// empty.
+// caller that found no batch in flight) sends the first batch, its own
+// end in it; ends queued meanwhile are sent by a goroutine of their own
+// until the queue is empty, so no run waits for more than its own batch
+// and the one in flight before it, however long the load lasts.
 type finishBatcher struct {
 	store store.Store
 
@@ -51,8 +53,8 @@ func (b *finishBatcher) finish(p store.SlotFinishParams, bound time.Duration) (s
 	lead := !b.flushing
 	b.flushing = true
 	b.mu.Unlock()
-	if lead {
-		b.flush()
+	if lead && b.sendNext() {
+		go b.flush() // the ends queued while this one went
 	}
 	a := <-q.done
 	return a.res, a.err
@@ -60,20 +62,29 @@ func (b *finishBatcher) finish(p store.SlotFinishParams, bound time.Duration) (s
 
 // flush sends the queue in batches until it is empty.
 func (b *finishBatcher) flush() {
-	for {
-		b.mu.Lock()
-		n := min(len(b.queue), maxFinishBatch)
-		if n == 0 {
-			b.flushing = false
-			b.mu.Unlock()
-			return
-		}
-		batch := make([]*queuedFinish, n)
-		copy(batch, b.queue)
-		b.queue = append(b.queue[:0], b.queue[n:]...)
-		b.mu.Unlock()
+	for b.sendNext() {
+	}
+}
+
+// sendNext sends the next batch of the queue and reports whether more
+// came meanwhile; when none did, the batcher is idle again.
+func (b *finishBatcher) sendNext() (more bool) {
+	b.mu.Lock()
+	n := min(len(b.queue), maxFinishBatch)
+	batch := make([]*queuedFinish, n)
+	copy(batch, b.queue)
+	b.queue = append(b.queue[:0], b.queue[n:]...)
+	b.mu.Unlock()
+	if n > 0 {
 		b.send(batch)
 	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.queue) == 0 {
+		b.flushing = false
+		return false
+	}
+	return true
 }
 
 func (b *finishBatcher) send(batch []*queuedFinish) {
