@@ -237,7 +237,9 @@ func benchRoundTrips(b *testing.B, k int) {
 			prepares: winner.trips.Prepares() + loser.trips.Prepares() - prep0,
 			connects: winner.trips.Connects() + loser.trips.Connects() - conn0,
 		}
-		if record && (c.claim != 1 || c.finish != int64(k) || c.lose != 1) {
+		// The budget: one claim, at most one finish a run (group commit
+		// sends fewer when runs end together), one losing claim.
+		if record && (c.claim != 1 || c.finish > int64(k) || c.lose != 1) {
 			b.Logf("slot %s over budget: winner's claim %v; winner's finishes %v; loser %v",
 				slot.Format(time.TimeOnly), claimSeen, finishSeen, loseSeen)
 		}
