@@ -7,10 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/cronfence/cronfence/internal/pgtest"
 	"github.com/cronfence/cronfence/store"
 	"github.com/cronfence/cronfence/store/postgres"
 )
@@ -209,66 +205,5 @@ func TestNoticesOfALargeBatchArriveWhole(t *testing.T) {
 	}
 	if len(names) != 0 {
 		t.Fatalf("%d claims were not told", len(names))
-	}
-}
-
-// A tuned pool's connections plan each statement once (generic plans), as
-// TunePool promises; the application's own pools are left as they are.
-func TestTunePoolPlansOnce(t *testing.T) {
-	t.Parallel()
-	base := pgtest.NewPool(t)
-	cfg := base.Config()
-	postgres.TunePool(cfg)
-	tuned, err := pgxpool.NewWithConfig(ctx(t), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tuned.Close()
-	for _, c := range []struct {
-		pool *pgxpool.Pool
-		want string
-	}{{tuned, "force_generic_plan"}, {base, "auto"}} {
-		var mode string
-		if err := c.pool.QueryRow(ctx(t), `SHOW plan_cache_mode`).Scan(&mode); err != nil {
-			t.Fatal(err)
-		}
-		if mode != c.want {
-			t.Errorf("plan_cache_mode %q, want %q", mode, c.want)
-		}
-	}
-}
-
-// On a tuned pool every statement runs a generic plan, planned once for
-// any arguments: listing a job's runs must still go through the job's
-// index, not read the whole history backwards looking for it (as the
-// statement with an optional job filter did: 5 ms at 200,000 runs, and
-// growing with them).
-func TestTunedRunListOfAJobUsesItsIndex(t *testing.T) {
-	t.Parallel()
-	s, _ := newStore(t)
-	conn, err := s.Pool().Acquire(ctx(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
-	if _, err := conn.Exec(ctx(t), `SET plan_cache_mode = force_generic_plan`); err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Exec(context.Background(), `RESET plan_cache_mode`) //nolint:errcheck
-	if _, err := conn.Exec(ctx(t), `PREPARE run_list_job AS `+s.RunListJobSQL()); err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Exec(context.Background(), `DEALLOCATE run_list_job`) //nolint:errcheck
-	rows, err := conn.Query(ctx(t), `EXPLAIN (FORMAT TEXT) EXECUTE run_list_job('report', 9223372036854775807, 20)`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan := strings.Join(lines, "\n")
-	if !strings.Contains(plan, "runs_job_id_idx") {
-		t.Fatalf("a job's runs, generic plan: %s; want it through runs_job_id_idx", plan)
 	}
 }
