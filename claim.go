@@ -69,14 +69,14 @@ func (s *Scheduler) claim(ctx context.Context, batch []*entry) ([]*entry, []stor
 	var resultsAll []store.SlotClaimResult
 	for len(items) > 0 {
 		n := min(len(items), maxClaimBatch)
-		c, r, ok := s.claimChunk(ctx, sent[:n], items[:n])
-		if !ok {
-			// The store is down (storeDown has the rest too) or this
-			// replica stops.
-			s.storeDownUnlessStopping(ctx, sent[n:])
+		r, err := s.claimChunk(ctx, sent[:n], items[:n])
+		if err != nil {
+			if ctx.Err() == nil { // else stopping: the slots are left to the other replicas, or to catch-up
+				s.storeDown(err, sent) // this chunk and the ones after it
+			}
 			break
 		}
-		claimedAll, resultsAll = append(claimedAll, c...), append(resultsAll, r...)
+		claimedAll, resultsAll = append(claimedAll, sent[:n]...), append(resultsAll, r...)
 		sent, items = sent[n:], items[n:]
 	}
 	return claimedAll, resultsAll
@@ -87,18 +87,9 @@ func (s *Scheduler) claim(ctx context.Context, batch []*entry) ([]*entry, []stor
 // takes seconds (and StoreTimeout bounds each, not the whole batch).
 const maxClaimBatch = 1000
 
-// storeDownUnlessStopping hands entries not claimed to storeDown, unless
-// this replica is stopping (ctx ended): then they are left to the other
-// replicas, or to catch-up.
-func (s *Scheduler) storeDownUnlessStopping(ctx context.Context, entries []*entry) {
-	if len(entries) > 0 && ctx.Err() == nil {
-		s.storeDown(errors.New("cronfence: not claimed: an earlier part of the batch could not reach the store"), entries)
-	}
-}
-
-// claimChunk is one claim round trip for sent's items, answered
-// (claimed); false when the store could not be reached.
-func (s *Scheduler) claimChunk(ctx context.Context, sent []*entry, items []store.SlotClaimParams) ([]*entry, []store.SlotClaimResult, bool) {
+// claimChunk is one claim round trip for sent's items, each answer
+// handled (claimed), or the error that kept the store from answering.
+func (s *Scheduler) claimChunk(ctx context.Context, sent []*entry, items []store.SlotClaimParams) ([]store.SlotClaimResult, error) {
 	at := s.cfg.Clock.Now()
 	results, err := s.claimBatch(ctx, items)
 	if err != nil && ctx.Err() == nil && !s.isDown() && !errors.Is(err, errStoreTimeout) {
@@ -112,18 +103,14 @@ func (s *Scheduler) claimChunk(ctx context.Context, sent []*entry, items []store
 		s.log.Warn("cronfence: a claim failed; trying once more", "error", err)
 		results, err = s.claimBatch(ctx, items)
 	}
-	if err != nil && ctx.Err() != nil {
-		return nil, nil, false // stopping: the slots are left to the other replicas, or to catch-up
-	}
 	if err != nil {
-		s.storeDown(err, sent)
-		return nil, nil, false
+		return nil, err
 	}
 	s.storeUp()
 	for i, r := range results {
 		s.claimed(ctx, sent[i], r, at)
 	}
-	return sent, results, true
+	return results, nil
 }
 
 // claimed handles the store's answer r to the claim of e's slot, sent at
