@@ -68,8 +68,8 @@ const heartbeatClockSlack = 5 * time.Millisecond
 // answer: the database stamped the row with its clock between sent and
 // answered, which bounds the offset as measureOffset's reads do, at no
 // round trip of its own. The bound is looser by what the heartbeat's
-// statement does after its stamp (a fraction of a millisecond; building
-// the row and taking a connection come before it, so the round trip
+// statement does after its stamp (a fraction of a millisecond; taking a
+// connection and sending the row come before it, so the round trip
 // overstates it). A heartbeat slower than twice the last clock read plus
 // heartbeatClockSlack (a large registry row, a busy pool) could bound it
 // loosely enough to fire slots late by as much: measureOffset reads the

@@ -71,17 +71,18 @@ func (s *Scheduler) heartbeat(ctx context.Context, now time.Time) {
 	s.reg.mu.Lock()
 	s.reg.dirty = false // a Register from here on marks it again
 	s.reg.mu.Unlock()
-	bctx, cancel := s.bounded(ctx)
-	sent := s.cfg.Clock.Now()
 	var row store.Replica
 	err := s.tooManyJobs()
 	if err == nil {
-		row, err = s.store.ReplicaHeartbeat(bctx, s.replicaRow())
-	}
-	answered := s.cfg.Clock.Now()
-	cancel()
-	if err == nil {
-		s.clockFromHeartbeat(ctx, now, sent, answered, row.HeartbeatAt)
+		row = s.replicaRow() // built before the clock starts: only the round trip bounds the offset
+		bctx, cancel := s.bounded(ctx)
+		sent := s.cfg.Clock.Now()
+		row, err = s.store.ReplicaHeartbeat(bctx, row)
+		answered := s.cfg.Clock.Now()
+		cancel()
+		if err == nil {
+			s.clockFromHeartbeat(ctx, now, sent, answered, row.HeartbeatAt)
+		}
 	}
 
 	s.reg.mu.Lock()
@@ -125,10 +126,7 @@ func (s *Scheduler) tooManyJobs() error {
 	s.mu.Lock()
 	n := len(s.jobs)
 	s.mu.Unlock()
-	if n > store.MaxReplicaJobs {
-		return fmt.Errorf("store: a replica must register at most %d jobs, got %d: %w", store.MaxReplicaJobs, n, store.ErrInvalidArgument)
-	}
-	return nil
+	return store.ValidateReplicaJobCount(n)
 }
 
 // replicaRow is this replica as the registry records it.

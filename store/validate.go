@@ -398,6 +398,15 @@ func (p RunListParams) EffectiveLimit() int {
 	return p.Limit
 }
 
+// ValidateReplicaJobCount checks that a replica's row may hold n jobs
+// (Replica.Validate), for a caller that knows n before building the row.
+func ValidateReplicaJobCount(n int) error {
+	if n > MaxReplicaJobs {
+		return invalid("a replica must register at most %d jobs, got %d", MaxReplicaJobs, n)
+	}
+	return nil
+}
+
 // Validate checks the arguments of RunListPerJob.
 func (p RunListPerJobParams) Validate() error {
 	if len(p.Jobs) > MaxRunListJobs {
@@ -649,8 +658,8 @@ func (r Replica) Validate() error {
 	if r.PID < 0 || r.PID > math.MaxInt32 {
 		return invalid("replica PID must be between 0 and %d, got %d", math.MaxInt32, r.PID)
 	}
-	if len(r.Jobs) > MaxReplicaJobs {
-		return invalid("a replica must register at most %d jobs, got %d", MaxReplicaJobs, len(r.Jobs))
+	if err := ValidateReplicaJobCount(len(r.Jobs)); err != nil {
+		return err
 	}
 	seen := make(map[string]bool, len(r.Jobs))
 	for i, j := range r.Jobs {
