@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"context"
 	"hash/fnv"
+	"strconv"
 	"sync"
 	"time"
 
@@ -220,8 +221,10 @@ func rendezvous(owner, key string) uint64 {
 	return h.Sum64()
 }
 
-func slotRankKey(job string, slot time.Time) string {
-	return job + "\x00" + slot.UTC().Format(time.RFC3339Nano)
+// rankKey is the slot as the ranking hashes it: the same text on every
+// replica.
+func (k slotKey) rankKey() string {
+	return k.job + "\x00" + strconv.FormatInt(k.slot, 10)
 }
 
 // deferToPreferred takes out of due the scheduled slots another replica
@@ -260,7 +263,7 @@ func (s *Scheduler) deferToPreferred(due []*entry, now time.Time) []*entry {
 				continue
 			}
 		case e.origin == OriginScheduled && !e.retry:
-			if r := s.rank(slotRankKey(e.job.Name, e.slot), now, ""); r > 0 {
+			if r := s.rank(keyOf(e.job.Name, e.slot).rankKey(), now, ""); r > 0 {
 				wait := s.cfg.ClaimGrace * time.Duration(min(r, 2))
 				heap.Push(&s.heap, &entry{job: e.job, slot: e.slot, fireAt: e.fireAt.Add(wait),
 					origin: e.origin, retry: true, fallback: true})
@@ -313,7 +316,7 @@ func (s *Scheduler) resumeWanted(now time.Time) bool {
 		}
 	}
 	for key, w := range n.watched {
-		if now.Sub(w.since) >= s.cfg.ResumeEvery && (w.always || s.rank(slotRankKey(key.job, time.Unix(0, key.slot)), now, w.owner) == 0) {
+		if now.Sub(w.since) >= s.cfg.ResumeEvery && (w.always || s.rank(key.rankKey(), now, w.owner) == 0) {
 			return true
 		}
 	}

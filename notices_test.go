@@ -83,7 +83,7 @@ func heardSettled(t *testing.T, slot time.Time, jobs []string, replicas ...*Sche
 func preferredOf(job string, slot time.Time, owners ...string) string {
 	best, bestScore := "", uint64(0)
 	for _, o := range owners {
-		if h := rendezvous(o, slotRankKey(job, slot)); best == "" || h > bestScore || (h == bestScore && o < best) {
+		if h := rendezvous(o, keyOf(job, slot).rankKey()); best == "" || h > bestScore || (h == bestScore && o < best) {
 			best, bestScore = o, h
 		}
 	}
