@@ -308,6 +308,28 @@ func (p SlotFinishParams) Validate() error {
 	return nil
 }
 
+// ValidateFinishBatch checks the items of SlotFinishBatch: each valid, and
+// no holding (lease name and generation) twice, since a holding ends once
+// and writes one run row.
+func ValidateFinishBatch(items []SlotFinishParams) error {
+	type holding struct {
+		lease      string
+		generation int64
+	}
+	seen := make(map[holding]bool, len(items))
+	for i, p := range items {
+		if err := p.Validate(); err != nil {
+			return fmt.Errorf("item %d (job %q): %w", i, p.Job, err)
+		}
+		h := holding{p.LeaseName, p.Generation}
+		if seen[h] {
+			return invalid("item %d (job %q): lease %q at generation %d appears twice in one batch", i, p.Job, p.LeaseName, p.Generation)
+		}
+		seen[h] = true
+	}
+	return nil
+}
+
 // NotCompleted reports whether a finish with p leaves the slot other than
 // completed when it ends in status (the slot's status after it), and so
 // the run row takes p.NotCompletedError.

@@ -47,6 +47,52 @@ func (s *Store) SlotClaimBatch(ctx context.Context, items []store.SlotClaimParam
 	}
 	items = sorted
 
+	args := s.claimArgs(items)
+	n, first := len(items), items[0]
+	pauseUnread := false
+	results, lostRace, err := s.claimRows(ctx, s.q.slotClaim, args, items)
+	if isSchemaError(err) {
+		// The statement cannot run as written: a table or column is
+		// missing or refused. If the pause overrides are what is broken
+		// (job_state renamed or dropped), the claim without them runs, on
+		// the declared values: a broken pause table fails open. If not,
+		// it fails too, and the first error is the one to report. Nothing
+		// of the failed statement was written.
+		if r, l, err2 := s.claimRows(ctx, s.q.slotClaimDeclared, args, items); err2 == nil {
+			results, lostRace, err, pauseUnread = r, l, nil, true
+		}
+	}
+	if err != nil {
+		return nil, s.translate(fmt.Sprintf("claim %d slot(s), first of job %q", n, first.Job), err)
+	}
+	for i := range results {
+		results[i].PauseStateUnread = pauseUnread
+	}
+
+	// Rare race: a lease was taken, but between the statement's snapshot and
+	// its claim another owner completed the slot (or claimed it under a
+	// different lease). Give the lease back and report what stands now.
+	for _, i := range lostRace {
+		if _, err := s.LeaseRelease(ctx, results[i].Lease.Ref()); err != nil {
+			return nil, fmt.Errorf("postgres: claim of job %q lost a race and could not release lease %q: %w", items[i].Job, items[i].LeaseName, err)
+		}
+		current, err := s.SlotGet(ctx, items[i].Job, items[i].Slot)
+		if err != nil {
+			return nil, err
+		}
+		results[i] = refusalFor(current, items[i].MaxAttempts)
+		results[i].PauseStateUnread = pauseUnread
+	}
+	inOrder := make([]store.SlotClaimResult, n)
+	for i, j := range order {
+		inOrder[j] = results[i]
+	}
+	return inOrder, nil
+}
+
+// claimArgs are slotClaim.sql's arguments for the items, in their order:
+// one array per column, then what every item shares.
+func (s *Store) claimArgs(items []store.SlotClaimParams) []any {
 	n := len(items)
 	var (
 		jobs, leaseNames, overlaps = make([]string, n), make([]string, n), make([]string, n)
@@ -64,57 +110,18 @@ func (s *Store) SlotClaimBatch(ctx context.Context, items []store.SlotClaimParam
 		}
 	}
 	first := items[0]
-	args := []any{jobs, slots, leaseNames, disabled, overlaps, maxAttempts, ttls, catchUp,
+	return []any{jobs, slots, leaseNames, disabled, overlaps, maxAttempts, ttls, catchUp,
 		first.Owner, s.nowArg(first.Now), s.liveKeyArg(first.LiveKey)}
-	pauseUnread := false
-	results, lostRace, err := s.claimRows(ctx, s.q.slotClaim, args, items, slots, leaseNames)
-	if isSchemaError(err) {
-		// The statement cannot run as written: a table or column is
-		// missing or refused. If the pause overrides are what is broken
-		// (job_state renamed or dropped), the claim without them runs, on
-		// the declared values: a broken pause table fails open. If not,
-		// it fails too, and the first error is the one to report. Nothing
-		// of the failed statement was written.
-		if r, l, err2 := s.claimRows(ctx, s.q.slotClaimDeclared, args, items, slots, leaseNames); err2 == nil {
-			results, lostRace, err, pauseUnread = r, l, nil, true
-		}
-	}
-	if err != nil {
-		return nil, s.translate(fmt.Sprintf("claim %d slot(s), first of job %q", n, first.Job), err)
-	}
-	for i := range results {
-		results[i].PauseStateUnread = pauseUnread
-	}
-
-	// Rare race: a lease was taken, but between the statement's snapshot and
-	// its claim another owner completed the slot (or claimed it under a
-	// different lease). Give the lease back and report what stands now.
-	for _, i := range lostRace {
-		if _, err := s.LeaseRelease(ctx, results[i].Lease.Ref()); err != nil {
-			return nil, fmt.Errorf("postgres: claim of job %q lost a race and could not release lease %q: %w", jobs[i], leaseNames[i], err)
-		}
-		current, err := s.SlotGet(ctx, jobs[i], slots[i])
-		if err != nil {
-			return nil, err
-		}
-		results[i] = refusalFor(current, items[i].MaxAttempts)
-		results[i].PauseStateUnread = pauseUnread
-	}
-	inOrder := make([]store.SlotClaimResult, n)
-	for i, j := range order {
-		inOrder[j] = results[i]
-	}
-	return inOrder, nil
 }
 
 // claimRows runs a claim statement (sql/slotClaim.sql or its declared-values
 // variant) and reads its rows into results, in the items' (sorted) order,
 // with the indexes of items whose lease was taken but whose slot was not.
 // The error is the driver's, untranslated.
-func (s *Store) claimRows(ctx context.Context, sql string, args []any, items []store.SlotClaimParams,
-	slots []time.Time, leaseNames []string) (results []store.SlotClaimResult, lostRace []int, err error) {
+func (s *Store) claimRows(ctx context.Context, sql string, args []any, items []store.SlotClaimParams) (
+	results []store.SlotClaimResult, lostRace []int, err error) {
 	n := len(items)
-	rows, err := s.pool.Query(ctx, sql, args...)
+	rows, err := s.pool.Query(ctx, sql, plannedForSize(n, args)...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -144,25 +151,26 @@ func (s *Store) claimRows(ctx context.Context, sql string, args []any, items []s
 			return nil, nil, err
 		}
 		p := items[i]
-		lease.name = &leaseNames[i]
+		slot := slotTime(p.Slot)
+		lease.name = &items[i].LeaseName
 		var r store.SlotClaimResult
 		switch {
 		case claim.status != nil:
-			r = store.SlotClaimResult{Claimed: true, Slot: claim.slot(p.Job, slots[i]), Lease: lease.lease()}
+			r = store.SlotClaimResult{Claimed: true, Slot: claim.slot(p.Job, slot), Lease: lease.lease()}
 		case refusal != nil:
-			r = store.SlotClaimResult{Refusal: store.ClaimRefusal(*refusal), Slot: prev.slot(p.Job, slots[i])}
+			r = store.SlotClaimResult{Refusal: store.ClaimRefusal(*refusal), Slot: prev.slot(p.Job, slot)}
 			if r.Refusal == store.ClaimHeld || r.Refusal == store.ClaimLeaseBusy {
 				r.Lease = holder.lease() // for lease_busy, the deposed writer's
 			}
 		case lease.generation == nil:
 			// The gate let the item through but another run holds the lease.
-			r = store.SlotClaimResult{Refusal: store.ClaimHeld, Slot: prev.slot(p.Job, slots[i]), Lease: holder.lease()}
+			r = store.SlotClaimResult{Refusal: store.ClaimHeld, Slot: prev.slot(p.Job, slot), Lease: holder.lease()}
 			if recorded != nil {
 				r.Recorded = store.SlotStatus(*recorded)
 			}
 			if skipID != nil {
 				r.SkipRun = store.Run{
-					ID: *skipID, Job: p.Job, Slot: slots[i], CatchUp: p.CatchUp, Owner: p.Owner,
+					ID: *skipID, Job: p.Job, Slot: slot, CatchUp: p.CatchUp, Owner: p.Owner,
 					StartedAt: skipAt.UTC(), FinishedAt: skipAt.UTC(), Success: true, Skipped: true,
 					Reason: string(store.ClaimHeld), Logs: skipLogs,
 				}
@@ -222,47 +230,111 @@ func (s *Store) SlotFinish(ctx context.Context, p store.SlotFinishParams) (store
 	return res, nil
 }
 
-// SlotFinishBatch ends many runs in one round trip and one transaction:
-// the finish statement once per item, sent as one pgx batch, which the
-// server runs in one implicit transaction, so the items commit together
-// (one WAL flush for all) or not at all. Items are sent in lease name
-// order, the order every claim locks lease rows in, so a batch and a
-// claim never wait on each other in a cycle. See store.Store.
+// SlotFinishBatch ends many runs in one statement (sql/slotFinishBatch.sql),
+// so in one round trip and one transaction: the items commit together (one
+// WAL flush for all) or not at all. Items go in lease name order, the
+// order every claim locks lease rows in, so a batch and a claim never wait
+// on each other in a cycle. See store.Store.
 func (s *Store) SlotFinishBatch(ctx context.Context, items []store.SlotFinishParams) ([]store.SlotFinishResult, error) {
+	if err := store.ValidateFinishBatch(items); err != nil {
+		return nil, err
+	}
 	if len(items) == 0 {
 		return nil, nil
-	}
-	order := make([]int, len(items))
-	args := make([][]any, len(items))
-	for i, p := range items {
-		var err error
-		if args[i], err = s.finishArgs(p); err != nil {
-			return nil, fmt.Errorf("item %d (job %q): %w", i, p.Job, err)
-		}
-		order[i] = i
 	}
 	if err := s.usable(); err != nil {
 		return nil, err
 	}
+	order := make([]int, len(items))
+	for i := range order {
+		order[i] = i
+	}
 	sort.SliceStable(order, func(a, b int) bool { return items[order[a]].LeaseName < items[order[b]].LeaseName })
-	batch := &pgx.Batch{}
-	for _, i := range order {
-		batch.Queue(s.q.slotFinish, args[i]...)
+	args, err := s.finishBatchArgs(items, order)
+	if err != nil {
+		return nil, err
 	}
-	br := s.pool.SendBatch(ctx, batch)
+	rows, err := s.pool.Query(ctx, s.q.slotFinishBatch, plannedForSize(len(items), args)...)
+	if err != nil {
+		return nil, s.translate(fmt.Sprintf("finish %d slot(s), job %q among them", len(items), items[0].Job), err)
+	}
+	defer rows.Close()
 	results := make([]store.SlotFinishResult, len(items))
-	for _, i := range order {
-		res, err := scanFinish(br.QueryRow())
-		if err != nil {
-			_ = br.Close()
-			return nil, s.translate(fmt.Sprintf("finish %d slot(s), job %q among them", len(items), items[i].Job), err)
+	n := 0
+	for rows.Next() {
+		if n >= len(items) {
+			return nil, fmt.Errorf("postgres: finish returned more rows than the %d items", len(items))
 		}
-		results[i] = res
+		var ord int64
+		res, err := scanFinishRow(rows, &ord)
+		if err != nil {
+			return nil, s.translate(fmt.Sprintf("finish %d slot(s)", len(items)), err)
+		}
+		if ord != int64(n+1) {
+			return nil, fmt.Errorf("postgres: finish returned item %d where %d was due", ord, n+1)
+		}
+		results[order[n]] = res
+		n++
 	}
-	if err := br.Close(); err != nil {
-		return nil, s.translate(fmt.Sprintf("finish %d slot(s)", len(items)), err)
+	if err := rows.Err(); err != nil {
+		return nil, s.translate(fmt.Sprintf("finish %d slot(s), job %q among them", len(items), items[0].Job), err)
+	}
+	if n != len(items) {
+		return nil, fmt.Errorf("postgres: finish returned %d rows for %d items", n, len(items))
 	}
 	return results, nil
+}
+
+// finishBatchArgs are slotFinishBatch.sql's arguments for the items, taken
+// in order: one array per column, and the log lines of every item in one
+// array that each item takes a slice of (SQL arrays cannot hold arrays of
+// different lengths).
+func (s *Store) finishBatchArgs(items []store.SlotFinishParams, order []int) ([]any, error) {
+	n := len(items)
+	var (
+		jobs, leases, owners, statuses    = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		reasons, errs, takenOver, notDone = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		slots, pinned, started, finished  = make([]*time.Time, n), make([]*time.Time, n), make([]*time.Time, n), make([]*time.Time, n)
+		generations                       = make([]int64, n)
+		manual, catchUp, success, skipped = make([]bool, n), make([]bool, n), make([]bool, n), make([]bool, n)
+		attempts, logsFrom, logsTo        = make([]int32, n), make([]int32, n), make([]int32, n)
+		logs                              []string
+	)
+	timeOrNil := func(t time.Time) *time.Time {
+		if t.IsZero() {
+			return nil
+		}
+		return &t
+	}
+	for k, i := range order {
+		p := items[i]
+		run := p.Run
+		run.Job, run.Slot, run.Owner, run.Generation, run.LeaseName = p.Job, slotTime(p.Slot), p.Owner, p.Generation, p.LeaseName
+		if err := run.Validate(); err != nil {
+			return nil, fmt.Errorf("item %d (job %q): %w", i, p.Job, err)
+		}
+		run = run.Bounded()
+		jobs[k], leases[k], owners[k], statuses[k] = p.Job, p.LeaseName, p.Owner, string(p.Status)
+		reasons[k], errs[k] = run.Reason, run.Error
+		takenOver[k] = store.TakenOverError(p.Generation, run.Error)
+		notDone[k] = store.Run{Error: p.NotCompletedError}.Bounded().Error
+		slots[k], started[k], finished[k] = timeOrNil(run.Slot), timeOrNil(run.StartedAt), timeOrNil(run.FinishedAt)
+		if now, ok := s.nowArg(p.Now).(time.Time); ok {
+			pinned[k] = &now
+		}
+		generations[k], attempts[k] = p.Generation, int32(run.Attempt)
+		manual[k], catchUp[k], success[k], skipped[k] = run.Manual, run.CatchUp, run.Success, run.Skipped
+		// PostgreSQL arrays count from 1; an item without lines takes
+		// from > to, an empty slice.
+		logsFrom[k] = int32(len(logs) + 1)
+		logs = append(logs, run.Logs...)
+		logsTo[k] = int32(len(logs))
+	}
+	if logs == nil {
+		logs = []string{}
+	}
+	return []any{jobs, slots, leases, owners, generations, statuses, pinned, manual, catchUp, attempts,
+		started, finished, success, skipped, reasons, errs, logs, logsFrom, logsTo, takenOver, notDone}, nil
 }
 
 // finishArgs checks a finish and returns the finish statement's arguments.
@@ -286,11 +358,22 @@ func (s *Store) finishArgs(p store.SlotFinishParams) ([]any, error) {
 
 // scanFinish reads the finish statement's one row.
 func scanFinish(row pgx.Row) (store.SlotFinishResult, error) {
+	return scanFinishRow(row, nil)
+}
+
+// scanFinishRow reads a row of a finish statement: its result columns,
+// the item's position when ord is not nil (slotFinishBatch.sql's rows
+// carry it), and the run row.
+func scanFinishRow(row pgx.Row, ord *int64) (store.SlotFinishResult, error) {
 	var res store.SlotFinishResult
 	var sr scannedRun
 	var buffered *time.Time
 	var status *string
-	if err := row.Scan(append([]any{&res.SlotUpdated, &status, &res.LeaseReleased, &buffered}, sr.dest()...)...); err != nil {
+	dest := []any{&res.SlotUpdated, &status, &res.LeaseReleased, &buffered}
+	if ord != nil {
+		dest = append(dest, ord)
+	}
+	if err := row.Scan(append(dest, sr.dest()...)...); err != nil {
 		return store.SlotFinishResult{}, err
 	}
 	res.SlotStatus = store.SlotStatus(deref(status))

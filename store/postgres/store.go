@@ -200,19 +200,57 @@ func micros(d time.Duration) int64 { return d.Microseconds() }
 // slotTime normalises a slot instant the way PostgreSQL stores it.
 func slotTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
 
+// genericPlanMax is the largest batch a batch statement (a claim, a
+// finish) runs with the pool's usual plan: the statement prepared once per
+// connection and, on a tuned pool (TunePool) or after its fifth run,
+// planned once for any batch ("generic"). That plan cannot know how many
+// items a batch has, guesses a few, and joins the statement's parts to one
+// another by scanning one for each row of the other: harmless for a few
+// items, quadratic for thousands (a claim of 1,000 items ran 0.4 to 1.2 s
+// so, 60 to 80 ms planned for its size). A larger batch is sent with the
+// simple protocol, its arrays inline, so the server plans it for what it
+// is: a few ms of planning, against tens of ms of work.
+const genericPlanMax = 100
+
+// plannedForSize returns the arguments of a batch statement of n items,
+// led, for a batch larger than genericPlanMax, by the execution mode that
+// makes the server plan it for its size (see genericPlanMax).
+func plannedForSize(n int, args []any) []any {
+	if n <= genericPlanMax {
+		return args
+	}
+	return append([]any{pgx.QueryExecModeSimpleProtocol}, args...)
+}
+
 // TunePool sets, on the config of a pool that only this store uses, what
-// its statements run best with: plan_cache_mode=force_generic_plan. Every
-// statement of the store is prepared once per connection and planned once:
-// PostgreSQL otherwise plans each of a connection's first five executions
-// anew with their arguments (a "custom plan"), and the claim, a statement
-// of many parts, takes 3 to 6 ms to plan against about 1 ms to run. A job
-// that fires rarely meets a fresh connection on most fires and so pays
-// that on most claims. Do not call it for a pool the application shares:
-// the setting holds for every statement on the pool's connections. The
-// cronfence binary calls it for its own pool.
+// its statements run best with:
+//
+//   - plan_cache_mode=force_generic_plan. Every statement of the store is
+//     prepared once per connection and planned once: PostgreSQL otherwise
+//     plans each of a connection's first five executions anew with their
+//     arguments (a "custom plan"), and the claim, a statement of many
+//     parts, takes 3 to 6 ms to plan against about 1 ms to run. A job that
+//     fires rarely meets a fresh connection on most fires and so pays that
+//     on most claims. (Batches of more than a hundred items are still
+//     planned for their size; see genericPlanMax.)
+//   - jit=off. The store's statements read and write a few rows per item;
+//     compiling one (which PostgreSQL does once a plan's estimated cost
+//     passes jit_above_cost, as a large batch's does) took 3 s against
+//     tens of ms of work.
+//   - random_page_cost=1.1, the figure commonly given for SSDs and data
+//     that fits in memory (the default, 4, is a spinning disk's). With 4,
+//     a finish of 500 runs read and hashed the whole slots table (26,000
+//     rows: 26 ms) rather than look 500 slots up by key (3 ms), and went
+//     on doing so until the table was several times larger.
+//
+// Do not call it for a pool the application shares: the settings hold for
+// every statement on the pool's connections. The cronfence binary calls it
+// for its own pool.
 func TunePool(cfg *pgxpool.Config) {
 	if cfg.ConnConfig.RuntimeParams == nil {
 		cfg.ConnConfig.RuntimeParams = map[string]string{}
 	}
 	cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
+	cfg.ConnConfig.RuntimeParams["jit"] = "off"
+	cfg.ConnConfig.RuntimeParams["random_page_cost"] = "1.1"
 }

@@ -12,9 +12,10 @@ import (
 	"github.com/cronfence/cronfence/store/postgres"
 )
 
-// A tuned pool's connections plan each statement once (generic plans), as
+// A tuned pool's connections plan each statement once (generic plans),
+// never compile one (JIT), and cost index lookups as on an SSD, as
 // TunePool promises; the application's own pools are left as they are.
-func TestTunePoolPlansOnce(t *testing.T) {
+func TestTunePoolSettings(t *testing.T) {
 	t.Parallel()
 	base := pgtest.NewPool(t)
 	cfg := base.Config()
@@ -24,16 +25,23 @@ func TestTunePoolPlansOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tuned.Close()
-	for _, c := range []struct {
-		pool *pgxpool.Pool
-		want string
-	}{{tuned, "force_generic_plan"}, {base, "auto"}} {
-		var mode string
-		if err := c.pool.QueryRow(ctx(t), `SHOW plan_cache_mode`).Scan(&mode); err != nil {
+	show := func(pool *pgxpool.Pool, setting string) string {
+		var v string
+		if err := pool.QueryRow(ctx(t), `SELECT current_setting($1)`, setting).Scan(&v); err != nil {
 			t.Fatal(err)
 		}
-		if mode != c.want {
-			t.Errorf("plan_cache_mode %q, want %q", mode, c.want)
+		return v
+	}
+	for setting, want := range map[string]string{"plan_cache_mode": "force_generic_plan", "jit": "off", "random_page_cost": "1.1"} {
+		if got := show(tuned, setting); got != want {
+			t.Errorf("tuned pool: %s = %q, want %q", setting, got, want)
+		}
+		var source string
+		if err := base.QueryRow(ctx(t), `SELECT source FROM pg_settings WHERE name = $1`, setting).Scan(&source); err != nil {
+			t.Fatal(err)
+		}
+		if source == "client" {
+			t.Errorf("the application's pool: %s set by the client (%q); want the server's", setting, show(base, setting))
 		}
 	}
 }

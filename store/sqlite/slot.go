@@ -335,6 +335,9 @@ func (s *Store) SlotFinish(ctx context.Context, p store.SlotFinishParams) (store
 // SlotFinishBatch ends many runs in one immediate transaction, each as
 // SlotFinish would. See store.Store.
 func (s *Store) SlotFinishBatch(ctx context.Context, items []store.SlotFinishParams) ([]store.SlotFinishResult, error) {
+	if err := store.ValidateFinishBatch(items); err != nil {
+		return nil, err
+	}
 	if len(items) == 0 {
 		return nil, nil
 	}

@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -191,6 +192,107 @@ var finishBatchTests = []namedTest{
 			if again[i].Run.ID != results[i].Run.ID || again[i].SlotUpdated != (i == 0) {
 				t.Errorf("item %d sent again: %+v, first %+v; want the first row", i, again[i], results[i])
 			}
+		}
+	}},
+	{name: "ClaimAndFinishHundredsAtOnce", fn: func(t *testing.T, b Bundle) {
+		// Batches the size a busy replica sends (a PostgreSQL store plans
+		// these for their size and sends their arrays inline), with every
+		// kind of item among them and log lines that need quoting.
+		now := dbNow(t, b.Store)
+		slot := now.Add(-time.Second)
+		const n = 250
+		item := func(i int) store.SlotClaimParams {
+			job := fmt.Sprintf("job-%03d", i)
+			return store.SlotClaimParams{Job: job, Slot: slot, LeaseName: "job:" + job, Owner: "a", TTL: ttl, MaxAttempts: 3, Now: now}
+		}
+		// job-007 is paused, job-011's lease is held by another run,
+		// job-013 completed already.
+		if _, err := b.Store.JobStateSet(ctx(t), store.JobStateSetParams{Job: "job-007", Enabled: ptr(false), By: "ana"}); err != nil {
+			t.Fatal(err)
+		}
+		mustAcquire(t, b.Store, store.LeaseAcquireParams{Name: "job:job-011", Owner: "z", TTL: ttl, Now: slot.Add(-time.Second)})
+		mustFinish(t, b.Store, finishParams(mustClaim(t, b.Store, item(13)), store.SlotCompleted, now))
+		items := make([]store.SlotClaimParams, n)
+		for i := range items {
+			items[i] = item(n - 1 - i) // not in lease name order
+		}
+		claims, err := b.Open(t).SlotClaimBatch(ctx(t), items)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var finishes []store.SlotFinishParams
+		var wantStatus []store.SlotStatus
+		for i, r := range claims {
+			job := items[i].Job
+			switch job {
+			case "job-007":
+				if r.Claimed || r.Refusal != store.ClaimPaused {
+					t.Errorf("%s: %+v; want refused %s", job, r, store.ClaimPaused)
+				}
+				continue
+			case "job-011":
+				if r.Claimed || r.Refusal != store.ClaimHeld || r.Recorded != store.SlotSkipped || r.Lease.Owner != "z" {
+					t.Errorf("%s: %+v; want refused %s, recorded skipped, holder z", job, r, store.ClaimHeld)
+				}
+				continue
+			case "job-013":
+				if r.Claimed || r.Refusal != store.ClaimCompleted {
+					t.Errorf("%s: %+v; want refused %s", job, r, store.ClaimCompleted)
+				}
+				continue
+			}
+			if !r.Claimed || r.Slot.Job != job || r.Lease.Name != items[i].LeaseName {
+				t.Fatalf("%s: %+v; want claimed under its own lease", job, r)
+			}
+			status := store.SlotCompleted
+			if i%5 == 0 {
+				status = store.SlotFailed
+			}
+			p := finishParams(r, status, now)
+			p.Run.Logs = []string{fmt.Sprintf("run %d", i), `quotes ' " and \ { } , NULL`, "two\nlines\n", "", "ünïcödé ✓"}[:i%6]
+			finishes = append(finishes, p)
+			wantStatus = append(wantStatus, status)
+		}
+		// One holding this owner no longer has (taken over, as far as
+		// the store can tell).
+		finishes[3].Generation++
+		wantStatus[3] = ""
+		results, err := b.Open(t).SlotFinishBatch(ctx(t), finishes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(results) != len(finishes) {
+			t.Fatalf("%d results for %d items", len(results), len(finishes))
+		}
+		for i, r := range results {
+			p := finishes[i]
+			if r.SlotStatus != wantStatus[i] || r.SlotUpdated != (wantStatus[i] != "") || r.LeaseReleased != (wantStatus[i] != "") {
+				t.Errorf("item %d (%s): %+v; want slot %q", i, p.Job, r, wantStatus[i])
+			}
+			if r.Run.ID == 0 || r.Run.Job != p.Job || r.Run.Generation != p.Generation || !slices.Equal(r.Run.Logs, p.Run.Logs) {
+				t.Errorf("item %d (%s): run %+v; want its own row with logs %q", i, p.Job, r.Run, p.Run.Logs)
+			}
+		}
+		for i, p := range finishes {
+			runs, err := b.Store.RunList(ctx(t), store.RunListParams{Job: p.Job, Limit: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(runs) != 1 || !slices.Equal(runs[0].Logs, p.Run.Logs) {
+				t.Fatalf("item %d (%s): stored runs %+v; want its logs %q", i, p.Job, runs, p.Run.Logs)
+			}
+		}
+	}},
+	{name: "FinishBatchRefusesAHoldingTwice", fn: func(t *testing.T, b Bundle) {
+		now := dbNow(t, b.Store)
+		r := mustClaim(t, b.Store, store.SlotClaimParams{Job: "once", Slot: now.Add(-time.Second), LeaseName: "job:once", Owner: "a", TTL: ttl, MaxAttempts: 1, Now: now})
+		p := finishParams(r, store.SlotCompleted, now)
+		_, err := b.Store.SlotFinishBatch(ctx(t), []store.SlotFinishParams{p, p})
+		if !errors.Is(err, store.ErrInvalidArgument) || !strings.Contains(err.Error(), "item 1") {
+			t.Fatalf("batch ending one holding twice: %v; want ErrInvalidArgument naming item 1", err)
+		}
+		if sl, err := b.Store.SlotGet(ctx(t), "once", r.Slot.Slot); err != nil || sl.Status != store.SlotRunning {
+			t.Fatalf("the slot after the refused batch: %+v, %v; want untouched, running", sl, err)
 		}
 	}},
 	{name: "FinishBatchRefusesABadItemWhole", fn: func(t *testing.T, b Bundle) {

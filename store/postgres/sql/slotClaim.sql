@@ -2,7 +2,11 @@
 -- lease, in one statement:
 --
 --   - i unpacks the items; prev is each slot's row as of the statement's
---     snapshot, and whether the lease that guards it is still live.
+--     snapshot, and whether the lease that guards it is still live. Each
+--     row is looked up by its key (LIMIT 1 keeps the subquery a lookup the
+--     planner cannot turn into a join): a plan made for a large batch read
+--     the whole slots table, which grows with the history, to hash it. So
+--     is the job's pause override, in gate.
 --   - gate refuses from the snapshot: a slot not yet due by the database
 --     clock, a paused job (override, else the declared value), a completed
 --     or skipped slot, one still running under a live lease, or one out of
@@ -72,8 +76,8 @@ prev AS (
                     AND (g.live_key IS NULL OR NOT pg_try_advisory_xact_lock(g.live_key)), false) AS guarded
       FROM i
      CROSS JOIN c
-      JOIN {{schema}}.slots s ON s.job = i.job AND s.slot = i.slot
-      LEFT JOIN {{schema}}.leases g ON g.name = s.lease_name
+     CROSS JOIN LATERAL (SELECT * FROM {{schema}}.slots s WHERE s.job = i.job AND s.slot = i.slot LIMIT 1) s
+      LEFT JOIN LATERAL (SELECT * FROM {{schema}}.leases g WHERE g.name = s.lease_name LIMIT 1) g ON true
 ),
 gate AS (
     SELECT i.ord,
@@ -88,7 +92,7 @@ gate AS (
       FROM i
      CROSS JOIN c
       LEFT JOIN prev p ON p.ord = i.ord
-     {{if .declared}}LEFT JOIN (SELECT NULL::text AS job, NULL::boolean AS enabled_override) js ON false{{else}}LEFT JOIN {{schema}}.job_state js ON js.job = i.job{{end}}
+     {{if .declared}}LEFT JOIN (SELECT NULL::text AS job, NULL::boolean AS enabled_override) js ON false{{else}}LEFT JOIN LATERAL (SELECT js.enabled_override FROM {{schema}}.job_state js WHERE js.job = i.job LIMIT 1) js ON true{{end}}
 ),
 {{template "leaseAcquisition" args "wanted" "SELECT i.lease_name AS name, i.ttl_us FROM i JOIN gate g ON g.ord = i.ord AND g.refusal IS NULL" "owner" "$9" "liveKey" "$11"}},
 claim AS (

@@ -14,8 +14,8 @@ prev AS (
                     AND (g.live_key IS NULL OR NOT pg_try_advisory_xact_lock(g.live_key)), false) AS guarded
       FROM i
      CROSS JOIN c
-      JOIN "cronfence".slots s ON s.job = i.job AND s.slot = i.slot
-      LEFT JOIN "cronfence".leases g ON g.name = s.lease_name
+     CROSS JOIN LATERAL (SELECT * FROM "cronfence".slots s WHERE s.job = i.job AND s.slot = i.slot LIMIT 1) s
+      LEFT JOIN LATERAL (SELECT * FROM "cronfence".leases g WHERE g.name = s.lease_name LIMIT 1) g ON true
 ),
 gate AS (
     SELECT i.ord,
@@ -30,7 +30,7 @@ gate AS (
       FROM i
      CROSS JOIN c
       LEFT JOIN prev p ON p.ord = i.ord
-     LEFT JOIN "cronfence".job_state js ON js.job = i.job
+     LEFT JOIN LATERAL (SELECT js.enabled_override FROM "cronfence".job_state js WHERE js.job = i.job LIMIT 1) js ON true
 ),
 wanted AS (SELECT i.lease_name AS name, i.ttl_us FROM i JOIN gate g ON g.ord = i.ord AND g.refusal IS NULL),
 epoch AS (

@@ -14,8 +14,8 @@ prev AS (
                     AND (g.live_key IS NULL OR NOT pg_try_advisory_xact_lock(g.live_key)), false) AS guarded
       FROM i
      CROSS JOIN c
-      JOIN "cronfence".slots s ON s.job = i.job AND s.slot = i.slot
-      LEFT JOIN "cronfence".leases g ON g.name = s.lease_name
+     CROSS JOIN LATERAL (SELECT * FROM "cronfence".slots s WHERE s.job = i.job AND s.slot = i.slot LIMIT 1) s
+      LEFT JOIN LATERAL (SELECT * FROM "cronfence".leases g WHERE g.name = s.lease_name LIMIT 1) g ON true
 ),
 gate AS (
     SELECT i.ord,

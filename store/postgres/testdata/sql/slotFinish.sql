@@ -60,7 +60,9 @@ row AS (
     SELECT * FROM r
     UNION ALL
     SELECT id, job, slot, manual, catch_up, owner, generation, lease_name, attempt, started_at, finished_at, success, skipped, reason, error, logs FROM "cronfence".runs
-     WHERE lease_name = $3 AND generation = $5 AND NOT EXISTS (SELECT 1 FROM r)
+     -- lease_name <> '': runs_holding_idx's predicate, so that a plan made
+     -- for any $3 can use that index rather than read the runs table.
+     WHERE lease_name = $3 AND generation = $5 AND lease_name <> '' AND NOT EXISTS (SELECT 1 FROM r)
 )
 SELECT EXISTS (SELECT 1 FROM s), (SELECT status FROM s), EXISTS (SELECT 1 FROM l),
        (SELECT min(b.slot) FROM "cronfence".slots b WHERE b.job = $1 AND b.status = 'buffered'),

@@ -1,0 +1,98 @@
+package postgres_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/cronfence/cronfence/internal/pgtest"
+	"github.com/cronfence/cronfence/store"
+	"github.com/cronfence/cronfence/store/postgres"
+)
+
+// A batch of hundreds of items (a busy replica's claim, its group commit
+// of runs' ends) is planned for its size, and that plan must still reach
+// each slot, lease and run by its key: the history tables grow with every
+// run, and a plan that reads and hashes the whole slots table (as the
+// claim's did, 60 ms at 65,000 slots for 1,000 items, and growing) costs
+// more with every run the store keeps. The claim's lookups are written so
+// that no plan can do otherwise, on any pool; the finish counts on the
+// tuned pool's settings (TunePool), as the cronfence binary runs it.
+func TestLargeBatchesReachRowsByKey(t *testing.T) {
+	t.Parallel()
+	base, schema := pgtest.Schema(t)
+	cfg := base.Config()
+	postgres.TunePool(cfg)
+	tuned, err := pgxpool.NewWithConfig(ctx(t), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tuned.Close)
+	s, err := postgres.New(tuned, &postgres.Config{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Migrate(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	// A history: 500 jobs, 60 slots each, every one completed with its
+	// run row, and the jobs' leases.
+	const jobs, history = 500, 60
+	sl, runs, leases := pgx.Identifier{schema, "slots"}.Sanitize(), pgx.Identifier{schema, "runs"}.Sanitize(), pgx.Identifier{schema, "leases"}.Sanitize()
+	for _, q := range []string{
+		`INSERT INTO ` + leases + ` (name, owner, generation, acquired_at, renewed_at, expires_at)
+		 SELECT 'job:job-' || j, 'a', ` + fmt.Sprint(history) + `, now(), now(), now() FROM generate_series(1, $1::int) j`,
+		`INSERT INTO ` + sl + ` (job, slot, status, owner, lease_name, generation, attempts, started_at, finished_at)
+		 SELECT 'job-' || j, now() - k * interval '1 minute', 'completed', 'a', 'job:job-' || j, k, 1, now(), now()
+		   FROM generate_series(1, $1::int) j, generate_series(1, $2::int) k`,
+		`INSERT INTO ` + runs + ` (job, slot, manual, catch_up, owner, generation, lease_name, attempt, started_at, finished_at, success, skipped, reason, error, logs)
+		 SELECT 'job-' || j, now() - k * interval '1 minute', false, false, 'a', k, 'job:job-' || j, 1, now(), now(), true, false, '', '', '{}'
+		   FROM generate_series(1, $1::int) j, generate_series(1, $2::int) k`,
+		`ANALYZE ` + leases + `, ` + sl + `, ` + runs,
+	} {
+		args := []any{jobs, history}
+		if strings.Count(q, "$2") == 0 {
+			args = args[:1]
+		}
+		if strings.HasPrefix(q, "ANALYZE") {
+			args = nil
+		}
+		if _, err := tuned.Exec(ctx(t), q, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := time.Now()
+	var claims []store.SlotClaimParams
+	var finishes []store.SlotFinishParams
+	for j := 1; j <= jobs; j++ {
+		job := fmt.Sprintf("job-%d", j)
+		claims = append(claims, store.SlotClaimParams{Job: job, Slot: now, LeaseName: "job:" + job, Owner: "a", TTL: time.Minute, MaxAttempts: 1})
+		finishes = append(finishes, store.SlotFinishParams{Job: job, Slot: now, LeaseName: "job:" + job, Owner: "a",
+			Generation: history + 1, Status: store.SlotCompleted, Run: store.Run{Attempt: 1, Success: true, Logs: []string{"done"}}})
+	}
+	// The claim on the application's own pool, untuned: its plan may not
+	// depend on the settings.
+	untuned, err := postgres.New(base, &postgres.Config{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimPlan, err := untuned.ClaimBatchPlan(ctx(t), claims)
+	if err != nil {
+		t.Fatal(err)
+	}
+	finishPlan, err := s.FinishBatchPlan(ctx(t), finishes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ what, plan string }{{"claim", claimPlan}, {"finish", finishPlan}} {
+		for _, table := range []string{"slots", "runs"} {
+			if strings.Contains(c.plan, "Seq Scan on "+table) {
+				t.Errorf("the %s of %d items reads the whole %s table:\n%s", c.what, jobs, table, c.plan)
+			}
+		}
+	}
+}
