@@ -27,9 +27,10 @@ import (
 //     gone on for Config.ResumeEvery without its end being told, the
 //     watcher scans for dead runs every ResumeEvery until it is. Runs
 //     shorter than that cost no scan at all. A scan also follows every
-//     gap in the notices, and one replica scans every resumeBackstopEvery
-//     whatever it heard, and another follows any scan that found dead
-//     runs. A replica's own run that ended leaving its slot running (for
+//     gap in the notices, after which the store tells every run in
+//     progress as claimed (store.Notices), so those are watched too; one
+//     replica scans every resumeBackstopEvery whatever it heard, and
+//     another follows any scan that found dead runs. A replica's own run that ended leaving its slot running (for
 //     a resume) or whose end could not be recorded is watched by itself.
 //   - One replica, the first for "monitor", runs the absence checks.
 //
@@ -41,8 +42,8 @@ import (
 // ResumeEvery, as before.
 
 // resumeBackstopEvery is how often one replica scans for dead runs
-// whatever it heard: a run whose start was told while this replica was
-// not listening is watched by nobody here.
+// whatever it heard: notices are a saving, never a guarantee, and one
+// lost on its way (store.Notices) leaves a run watched by nobody here.
 const resumeBackstopEvery = 30 * time.Second
 
 // settledKeep is how long a slot told as settled is remembered: longer

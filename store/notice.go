@@ -21,9 +21,10 @@ type Notices interface {
 	// order, from one goroutine, until ctx ends; then it returns ctx's
 	// error. Each time it starts listening (at first, and again after its
 	// connection broke) it delivers a NoticeGap first: notices from before
-	// may be lost. When it stops hearing (the connection broke) it
-	// delivers a NoticeLost, so a listener can do without notices
-	// meanwhile.
+	// may be lost. Right after the gap it delivers a NoticeClaimed for
+	// every slot running then, whose claim may be among them. When it
+	// stops hearing (the connection broke) it delivers a NoticeLost, so a
+	// listener can do without notices meanwhile.
 	Listen(ctx context.Context, fn func(Notice)) error
 }
 

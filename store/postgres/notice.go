@@ -41,7 +41,8 @@ var noticeKinds = map[string]store.NoticeKind{
 // taken out of the pool: LISTEN, then a wait on the idle connection,
 // which costs the database nothing while no notice comes. When the
 // connection breaks it delivers a NoticeLost and listens again every
-// noticeRetryEvery, delivering a NoticeGap each time it starts.
+// noticeRetryEvery, delivering a NoticeGap each time it starts, and then
+// a NoticeClaimed for every slot running (one statement).
 func (s *Store) Listen(ctx context.Context, fn func(store.Notice)) error {
 	for {
 		_ = s.listenOnce(ctx, fn) // any error: listen again, after a pause
@@ -70,6 +71,10 @@ func (s *Store) listenOnce(ctx context.Context, fn func(store.Notice)) error {
 		return s.translate("listen for notices", err)
 	}
 	fn(store.Notice{Kind: store.NoticeGap})
+	if err := s.tellRunning(ctx, fn); err != nil {
+		fn(store.Notice{Kind: store.NoticeLost})
+		return err
+	}
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
@@ -82,6 +87,31 @@ func (s *Store) listenOnce(ctx context.Context, fn func(store.Notice)) error {
 			}
 		}
 	}
+}
+
+// tellRunning delivers a NoticeClaimed for every slot running now: their
+// claims were told before this listener listened, or while it did not.
+// Read after LISTEN, so a run that starts meanwhile is told twice at
+// worst, and one that ends meanwhile is either not listed or told ended
+// after it.
+func (s *Store) tellRunning(ctx context.Context, fn func(store.Notice)) error {
+	rows, err := s.pool.Query(ctx, s.q.slotListRunning)
+	if err != nil {
+		return s.translate("list running slots", err)
+	}
+	running, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Notice, error) {
+		n := store.Notice{Kind: store.NoticeClaimed}
+		err := row.Scan(&n.Job, &n.Slot, &n.Owner)
+		n.Slot = n.Slot.UTC()
+		return n, err
+	})
+	if err != nil {
+		return s.translate("list running slots", err)
+	}
+	for _, n := range running {
+		fn(n)
+	}
+	return nil
 }
 
 // parseNotice reads one line of a notice's payload: [kind, job, slot in

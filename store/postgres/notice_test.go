@@ -207,3 +207,39 @@ func TestNoticesOfALargeBatchArriveWhole(t *testing.T) {
 		t.Fatalf("%d claims were not told", len(names))
 	}
 }
+
+// A listener that starts (or starts again) while runs are in progress has
+// not heard their claims: right after its gap it is told each running
+// slot as claimed, so a replica that starts beside a running one watches
+// that run and finds it at once if its owner dies, rather than at the
+// next backstop scan.
+func TestGapIsFollowedByTheRunsInProgress(t *testing.T) {
+	t.Parallel()
+	s, schema := newStore(t)
+	other := openOn(t, schema)
+	now, err := s.Now(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot := now.Add(-time.Second).Truncate(time.Microsecond)
+	claim := func(job string) store.SlotClaimResult {
+		t.Helper()
+		r, err := other.SlotClaim(ctx(t), store.SlotClaimParams{Job: job, Slot: slot, LeaseName: "job:" + job,
+			Owner: "replica-b", TTL: time.Hour, MaxAttempts: 1})
+		if err != nil || !r.Claimed {
+			t.Fatalf("claim of %s: %+v, %v", job, r, err)
+		}
+		return r
+	}
+	claim("running")
+	ended := claim("ended")
+	if _, err := other.SlotFinish(ctx(t), store.SlotFinishParams{Job: "ended", Slot: slot, LeaseName: "job:ended",
+		Owner: "replica-b", Generation: ended.Lease.Generation, Status: store.SlotCompleted, Run: store.Run{Success: true}}); err != nil {
+		t.Fatal(err)
+	}
+	l := listen(t, s) // past its gap
+	if n := l.next(t); n.Kind != store.NoticeClaimed || n.Job != "running" || !n.Slot.Equal(slot) || n.Owner != "replica-b" {
+		t.Fatalf("notice after the gap: %+v; want the running slot's claim", n)
+	}
+	l.noneBefore(t, s, "the gap (a slot that ended)")
+}

@@ -29,7 +29,7 @@ var sqlFiles embed.FS
 type queries struct {
 	leaseAcquire, leaseRenew, leaseRenewBatch, leaseRelease, leaseGet, leaseFence string
 	slotClaim, slotFinish, slotFinishBatch, slotGet, slotAbandon                  string
-	slotListInterrupted                                                           string
+	slotListInterrupted, slotListRunning                                          string
 	slotComplete, jobRegister, slotSkip                                           string
 	// slotClaimDeclared is slotClaim without the pause overrides: the
 	// declared values decide, for when job_state cannot be read.
@@ -45,7 +45,7 @@ func (q *queries) byName() map[string]*string {
 		"leaseAcquire": &q.leaseAcquire, "leaseRenew": &q.leaseRenew, "leaseRenewBatch": &q.leaseRenewBatch,
 		"leaseRelease": &q.leaseRelease, "leaseGet": &q.leaseGet, "leaseFence": &q.leaseFence, "leaseList": &q.leaseList,
 		"slotClaim": &q.slotClaim, "slotClaimDeclared": &q.slotClaimDeclared, "slotFinish": &q.slotFinish, "slotFinishBatch": &q.slotFinishBatch,
-		"slotGet": &q.slotGet, "slotListInterrupted": &q.slotListInterrupted, "slotAbandon": &q.slotAbandon,
+		"slotGet": &q.slotGet, "slotListInterrupted": &q.slotListInterrupted, "slotListRunning": &q.slotListRunning, "slotAbandon": &q.slotAbandon,
 		"slotComplete": &q.slotComplete, "slotSkip": &q.slotSkip, "jobRegister": &q.jobRegister,
 		"jobStateSet": &q.jobStateSet, "jobStateList": &q.jobStateList,
 		"runInsert": &q.runInsert, "runList": &q.runList, "runListJob": &q.runListJob, "runListPerJob": &q.runListPerJob, "prune": &q.prune,
