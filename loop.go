@@ -3,6 +3,8 @@ package cronfence
 import (
 	"context"
 	"time"
+
+	"github.com/cronfence/cronfence/internal/clock"
 )
 
 // The scheduling loop: one timer for the next fire, re-armed as jobs come
@@ -23,32 +25,68 @@ func (s *Scheduler) loop(ctx context.Context) {
 	defer s.scans.Wait()    // before loopDone: a pass may still start a run, which Stop then waits for
 	defer s.removeReplica() // after the last tick, so no heartbeat follows it
 	defer s.stopMonitor()   // after the last tick, so no pass follows it
+	exact, _ := s.cfg.Clock.(exactSleeper)
 	for {
 		s.mu.Lock()
 		now := s.scheduleNow()
-		wait := s.cfg.MaxSleep
+		wait, fire := s.cfg.MaxSleep, false // fire: the wait ends at the next fire's instant
 		if s.heap.Len() > 0 {
-			wait = min(wait, max(s.heap[0].fireAt.Sub(now), 0))
+			if d := max(s.heap[0].fireAt.Sub(now), 0); d < wait {
+				wait, fire = d, true
+			}
 		}
 		if s.resumeScans() {
-			wait = min(wait, max(s.nextResume.Sub(now), 0))
+			if d := max(s.nextResume.Sub(now), 0); d < wait {
+				wait, fire = d, false
+			}
 		}
 		s.mu.Unlock()
+		exactly := exact != nil && fire
 		slept := s.cfg.Clock.Now()
-		timer := s.cfg.Clock.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return
-		case <-s.wake:
-			timer.Stop()
-			continue
-		case <-timer.C():
+		if exactly && wait <= clock.TimerSlack {
+			// The last moments before a fire: slept exactly, not on a
+			// timer that would wake up to a millisecond late (and the
+			// slots' claims with it).
+			if ctx.Err() != nil {
+				return
+			}
+			exact.SleepExactly(wait)
+		} else {
+			timerWait := wait
+			if exactly {
+				timerWait = wait - clock.TimerSlack // the rest slept exactly, above
+			}
+			timer := s.cfg.Clock.NewTimer(timerWait)
+			select {
+			case <-ctx.Done():
+				timer.Stop()
+				return
+			case <-s.wake:
+				timer.Stop()
+				continue
+			case <-timer.C():
+			}
+			if timerWait < wait {
+				if step := s.clockStep(slept, timerWait); step != 0 {
+					s.busy.Add(1)
+					s.tick(ctx, step)
+					s.busy.Add(-1)
+				}
+				continue
+			}
 		}
 		s.busy.Add(1)
 		s.tick(ctx, s.clockStep(slept, wait))
 		s.busy.Add(-1)
 	}
+}
+
+// exactSleeper is a Clock that can sleep the last moments before an
+// instant exactly (clock.Real): the loop then sets its timer
+// clock.TimerSlack early and sleeps the rest. A test's fake clock has
+// only timers.
+type exactSleeper interface {
+	SleepExactly(d time.Duration)
 }
 
 // clockStepThreshold is how far this replica's clock may move away from a
