@@ -51,7 +51,8 @@ func benchStore(b *testing.B) (*postgres.Store, *pgtest.RoundTrips) {
 	b.Helper()
 	base, schema := pgtest.Schema(b)
 	trips := &pgtest.RoundTrips{}
-	cfg := base.Config() // a copy
+	cfg := base.Config()   // a copy
+	postgres.TunePool(cfg) // as the cronfence binary runs its pool
 	trips.Trace(cfg)
 	pool, err := pgxpool.NewWithConfig(b.Context(), cfg)
 	if err != nil {

@@ -35,6 +35,8 @@ func Benchmark(b *testing.B, open func(b *testing.B) BenchBundle) {
 	b.Run("LeaseFence", func(b *testing.B) { benchLeaseFence(b, open(b)) })
 	b.Run("SlotClaim", func(b *testing.B) { benchSlotClaim(b, open) })
 	b.Run("SlotFinish", func(b *testing.B) { benchSlotFinish(b, open(b)) })
+	b.Run("SlotClaimBatch", func(b *testing.B) { benchClaimBatch(b, open(b)) })
+	b.Run("SlotFinishBatch", func(b *testing.B) { benchFinishBatchOp(b, open(b)) })
 }
 
 // BenchBundle is what a store's benchmark hands Benchmark for one
@@ -458,4 +460,87 @@ func benchSlotFinish(b *testing.B, bb BenchBundle) {
 			return benchFinish(ctx, s, claimed)
 		},
 	})
+}
+
+// benchBatchJobs is how many jobs a batch benchmark claims each call:
+// what one replica claims at once for a busy instant (the scheduler sends
+// at most 1,000 items a statement).
+const benchBatchJobs = 1000
+
+// benchFinishBatch is how many runs' ends one finish batch carries: the
+// scheduler's group commit sends at most 500.
+const benchFinishBatch = 500
+
+// benchBatchItems are the claims of benchBatchJobs jobs' slot i.
+func benchBatchItems(i int) []store.SlotClaimParams {
+	items := make([]store.SlotClaimParams, benchBatchJobs)
+	for j := range items {
+		job := fmt.Sprintf("batch-%04d", j)
+		items[j] = store.SlotClaimParams{Job: job, Slot: benchSlotAt(i), LeaseName: "job:" + job, Owner: benchOwner,
+			TTL: benchTTL, MaxAttempts: benchMaxAttempts}
+	}
+	return items
+}
+
+// benchClaimBatch measures SlotClaimBatch of benchBatchJobs slots due at
+// one instant, each job's lease free (the runs of its previous slot
+// ended): every item must be claimed. The history grows by that many
+// slots and runs a call, as a busy replica's does.
+func benchClaimBatch(b *testing.B, bb BenchBundle) {
+	s := bb.Store
+	var claimed []store.SlotClaimResult
+	Measure(b, bb.Counter, BenchCall{
+		Call: func(ctx context.Context, i int) (err error) {
+			claimed, err = s.SlotClaimBatch(ctx, benchBatchItems(i))
+			if err != nil {
+				return err
+			}
+			for j, r := range claimed {
+				if !r.Claimed {
+					return fmt.Errorf("item %d not claimed: %s", j, r.Refusal)
+				}
+			}
+			return nil
+		},
+		After: func(ctx context.Context, _ int) error { return benchFinishAll(ctx, s, claimed) },
+	})
+	b.ReportMetric(float64(benchBatchJobs), "items/op")
+}
+
+// benchFinishBatchOp measures SlotFinishBatch of benchFinishBatch runs
+// that ended (completed, three log lines each).
+func benchFinishBatchOp(b *testing.B, bb BenchBundle) {
+	s := bb.Store
+	var claimed []store.SlotClaimResult
+	Measure(b, bb.Counter, BenchCall{
+		Before: func(ctx context.Context, i int) (err error) {
+			claimed, err = s.SlotClaimBatch(ctx, benchBatchItems(i)[:benchFinishBatch])
+			return err
+		},
+		Call: func(ctx context.Context, _ int) error { return benchFinishAll(ctx, s, claimed) },
+	})
+	b.ReportMetric(float64(benchFinishBatch), "items/op")
+}
+
+// benchFinishAll ends every claimed run in finish batches of at most
+// benchFinishBatch; each must complete its slot.
+func benchFinishAll(ctx context.Context, s store.Store, claimed []store.SlotClaimResult) error {
+	for chunk := range slices.Chunk(claimed, benchFinishBatch) {
+		items := make([]store.SlotFinishParams, len(chunk))
+		for j, r := range chunk {
+			items[j] = store.SlotFinishParams{Job: r.Slot.Job, Slot: r.Slot.Slot, LeaseName: r.Lease.Name, Owner: r.Lease.Owner,
+				Generation: r.Lease.Generation, Status: store.SlotCompleted,
+				Run: store.Run{Attempt: r.Slot.Attempts, Success: true, StartedAt: r.Lease.AcquiredAt, Logs: []string{"one", "two", "three"}}}
+		}
+		res, err := s.SlotFinishBatch(ctx, items)
+		if err != nil {
+			return err
+		}
+		for j, r := range res {
+			if r.SlotStatus != store.SlotCompleted {
+				return fmt.Errorf("finish of item %d (%s): slot %q", j, items[j].Job, r.SlotStatus)
+			}
+		}
+	}
+	return nil
 }
