@@ -36,10 +36,11 @@ import (
 // Scenarios: one job every 2 s doing 200 ms of work at 3, 6 and 10
 // replicas (the way issue 14's comparison was measured), 1,000 jobs every
 // second at 3 replicas for the spread, and 10,000 for the throughput. The
-// window is
-// $CRONFENCE_BENCH_SECONDS (default 60) per scenario; the replica binary is
-// built from this tree unless $CRONFENCE_BENCH_REPLICA names one (a
-// binary built from another tree, for a before and after in one session).
+// window is $CRONFENCE_BENCH_SECONDS (default 60) per scenario, after the
+// replicas ran for $CRONFENCE_BENCH_WARMUP (default 10s); the replica
+// binary is built from this tree unless $CRONFENCE_BENCH_REPLICA names one
+// (a binary built from another tree, for a before and after in one
+// session).
 // The replicas tune their pools as the cronfence binary does
 // (postgres.TunePool) unless $CRONFENCE_BENCH_UNTUNED is set.
 // Run it with
@@ -55,6 +56,14 @@ func BenchmarkReplicas(b *testing.B) {
 			b.Fatalf("CRONFENCE_BENCH_SECONDS must be a whole number of seconds, at least 10, got %q", v)
 		}
 		window = time.Duration(n) * time.Second
+	}
+	warmup := 10 * time.Second
+	if v := os.Getenv("CRONFENCE_BENCH_WARMUP"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			b.Fatalf("CRONFENCE_BENCH_WARMUP must be a duration, at least 0, got %q", v)
+		}
+		warmup = d
 	}
 	bin := os.Getenv("CRONFENCE_BENCH_REPLICA")
 	if bin == "" {
@@ -72,7 +81,7 @@ func BenchmarkReplicas(b *testing.B) {
 	} {
 		b.Run(fmt.Sprintf("replicas=%d/jobs=%d", sc.replicas, sc.jobs), func(b *testing.B) {
 			for b.Loop() {
-				sc.measure(b, bin, window)
+				sc.measure(b, bin, window, warmup)
 			}
 		})
 	}
@@ -90,7 +99,7 @@ type replicaRun struct {
 	slot, at time.Time
 }
 
-func (sc replicaScenario) measure(b *testing.B, bin string, window time.Duration) {
+func (sc replicaScenario) measure(b *testing.B, bin string, window, warmup time.Duration) {
 	cluster := pgtest.NewCluster(b, "shared_preload_libraries=pg_stat_statements", "max_connections=200")
 	admin, err := pgxpool.New(b.Context(), cluster.URL())
 	if err != nil {
@@ -154,9 +163,11 @@ func (sc replicaScenario) measure(b *testing.B, bin string, window time.Duration
 			b.Fatal("a replica did not start within a minute")
 		}
 	}
-	// The window starts on a slot boundary a little after every replica
-	// started, so start-up work is left out and whole slots are counted.
-	from := time.Now().Add(sc.every).Truncate(sc.every).Add(sc.every)
+	// The window starts on a slot boundary once every replica has run
+	// for the warm-up, so start-up work is left out (a replica's first
+	// claims on a fresh connection prepare and plan the claim statement,
+	// about 13 ms once per connection) and whole slots are counted.
+	from := time.Now().Add(warmup).Add(sc.every).Truncate(sc.every).Add(sc.every)
 	time.Sleep(time.Until(from))
 	if _, err := admin.Exec(b.Context(), `SELECT pg_stat_statements_reset()`); err != nil {
 		b.Fatal(err)
