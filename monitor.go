@@ -182,31 +182,25 @@ func (s *Scheduler) releaseMonitorLease(ctx context.Context) {
 }
 
 // monitorSnapshot reads what the checks judge, and the open alerts. Round
-// trips: 4 (replicas, job states, recent runs, open alerts), 1 per 1,000
-// jobs the live replicas register (their runs, RunListPerJob), 1 per job
-// with a deadline (the claim of its deadline slot), then 1 for the held
-// job leases (see readJobLeases).
+// trips: 1 for the replicas, job states, recent runs, open alerts and held
+// job leases (Store.MonitorSnapshot), 1 per 1,000 jobs the live replicas
+// register (their runs, RunListPerJob), 1 per job with a deadline (the
+// claim of its deadline slot), and, past the lease answer's limit, the
+// leases it did not hold one by one (see jobLeases).
 func (s *Scheduler) monitorSnapshot(ctx context.Context, now time.Time, th absence.Thresholds) (absence.Snapshot, []store.Alert, error) {
 	var snap absence.Snapshot
-	replicas, err := s.store.ReplicaList(ctx)
+	all, err := s.store.MonitorSnapshot(ctx, store.MonitorSnapshotParams{
+		RecentRuns: monitorRecentRuns, OpenAlerts: store.MaxRunListLimit,
+		Leases: store.LeaseListParams{Prefix: "job:", Limit: store.MaxRunListLimit},
+	})
 	if err != nil {
 		return snap, nil, err
 	}
-	reg := absence.NewRegistry(replicas, now, th.ReplicaStale, &s.monitor.scheds)
+	reg := absence.NewRegistry(all.Replicas, now, th.ReplicaStale, &s.monitor.scheds)
 	if !reg.IsLive(s.cfg.Owner) {
 		return snap, nil, errNotRegistered
 	}
-	snap.Registry = reg
-	if snap.States, err = s.store.JobStateList(ctx); err != nil {
-		return snap, nil, err
-	}
-	if snap.Recent, err = s.store.RunList(ctx, store.RunListParams{Limit: monitorRecentRuns}); err != nil {
-		return snap, nil, err
-	}
-	open, err := s.store.AlertList(ctx, store.AlertListParams{OpenOnly: true, Limit: store.MaxRunListLimit})
-	if err != nil {
-		return snap, nil, err
-	}
+	snap.Registry, snap.States, snap.Recent = reg, all.JobStates, all.RecentRuns
 	perJob := min(max(th.SkipStreak+1, monitorJobRuns), store.MaxRunListLimit)
 	snap.Jobs = make(map[string]absence.JobData, len(reg.Jobs))
 	names := reg.Names()
@@ -228,23 +222,19 @@ func (s *Scheduler) monitorSnapshot(ctx context.Context, now time.Time, th absen
 		}
 		snap.Jobs[name] = d
 	}
-	if err := s.readJobLeases(ctx, &snap); err != nil {
+	if err := s.jobLeases(ctx, &snap, all.Leases); err != nil {
 		return snap, nil, err
 	}
-	return snap, open, nil
+	return snap, all.OpenAlerts, nil
 }
 
-// readJobLeases puts each job's lease, when held, into snap, and the clock
-// the leases were judged by into snap.LeasesReadBy: one LeaseList, which
-// leaves out released and expired leases, as the lease check would. Past
-// its limit (more job leases held at once than one answer holds) the jobs
-// it did not reach are read one by one, and judged by a clock read after
-// them.
-func (s *Scheduler) readJobLeases(ctx context.Context, snap *absence.Snapshot) error {
-	res, err := s.store.LeaseList(ctx, store.LeaseListParams{Prefix: "job:", Limit: store.MaxRunListLimit})
-	if err != nil {
-		return err
-	}
+// jobLeases puts each job's lease, when held, into snap, and the clock the
+// leases were judged by into snap.LeasesReadBy, from held: the snapshot's
+// held job leases, which leave out released and expired leases, as the
+// lease check would. Past its limit (more job leases held at once than one
+// answer holds) the jobs it did not reach are read one by one, and judged
+// by a clock read after them.
+func (s *Scheduler) jobLeases(ctx context.Context, snap *absence.Snapshot, res store.LeaseListResult) error {
 	held := make(map[string]store.Lease, len(res.Leases))
 	for _, l := range res.Leases {
 		held[l.Name] = l
@@ -258,6 +248,7 @@ func (s *Scheduler) readJobLeases(ctx context.Context, snap *absence.Snapshot) e
 		}
 		l, ok := held[lease]
 		if !ok && !complete {
+			var err error
 			if l, err = s.store.LeaseGet(ctx, lease); err != nil && !errors.Is(err, store.ErrNotFound) {
 				return err
 			}
@@ -266,6 +257,7 @@ func (s *Scheduler) readJobLeases(ctx context.Context, snap *absence.Snapshot) e
 		snap.Jobs[name] = d
 	}
 	if !complete {
+		var err error
 		if snap.LeasesReadBy, err = s.store.Now(ctx); err != nil {
 			return err
 		}

@@ -252,6 +252,12 @@ func (w *instrumented) AlertList(ctx context.Context, p store.AlertListParams) (
 	return w.Store.AlertList(ctx, p)
 }
 
+func (w *instrumented) MonitorSnapshot(ctx context.Context, p store.MonitorSnapshotParams) (store.MonitorSnapshot, error) {
+	ctx, done := w.op(ctx, "MonitorSnapshot")
+	defer done()
+	return w.Store.MonitorSnapshot(ctx, p)
+}
+
 func (w *instrumented) LeaseList(ctx context.Context, p store.LeaseListParams) (store.LeaseListResult, error) {
 	ctx, done := w.op(ctx, "LeaseList")
 	defer done()

@@ -61,6 +61,31 @@ type Monitor interface {
 	// answer is as small as what is running. Any replica sees every
 	// holder's leases, its own or not.
 	LeaseList(ctx context.Context, p LeaseListParams) (LeaseListResult, error)
+
+	// MonitorSnapshot reads at once (one round trip) what a pass of the
+	// absence checks judges besides each job's own runs: every replica as
+	// ReplicaList returns them, every job state as JobStateList, the
+	// newest runs of all jobs as RunList with Limit p.RecentRuns, the open
+	// alerts as AlertList with OpenOnly and Limit p.OpenAlerts, and the
+	// held leases as LeaseList with p.Leases.
+	MonitorSnapshot(ctx context.Context, p MonitorSnapshotParams) (MonitorSnapshot, error)
+}
+
+// MonitorSnapshotParams are the arguments of Monitor.MonitorSnapshot.
+type MonitorSnapshotParams struct {
+	RecentRuns int             // how many of the newest runs, as RunListParams.Limit
+	OpenAlerts int             // how many of the open alerts, as AlertListParams.Limit
+	Leases     LeaseListParams // which held leases
+}
+
+// MonitorSnapshot is what Monitor.MonitorSnapshot returns: each part as
+// its own list method would return it.
+type MonitorSnapshot struct {
+	Replicas   []Replica
+	JobStates  []JobState
+	RecentRuns []Run
+	OpenAlerts []Alert
+	Leases     LeaseListResult
 }
 
 // LeaseListParams are the arguments of Monitor.LeaseList.

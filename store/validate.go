@@ -634,6 +634,21 @@ func (p AlertListParams) Validate() error {
 	return nil
 }
 
+// Validate checks the arguments of MonitorSnapshot: each part's as its
+// own list method checks them.
+func (p MonitorSnapshotParams) Validate() error {
+	if err := (RunListParams{Limit: p.RecentRuns}).Validate(); err != nil {
+		return fmt.Errorf("recent runs: %w", err)
+	}
+	if err := (AlertListParams{OpenOnly: true, Limit: p.OpenAlerts}).Validate(); err != nil {
+		return fmt.Errorf("open alerts: %w", err)
+	}
+	if err := p.Leases.Validate(); err != nil {
+		return fmt.Errorf("leases: %w", err)
+	}
+	return nil
+}
+
 // Validate checks the arguments of LeaseList.
 func (p LeaseListParams) Validate() error {
 	switch {

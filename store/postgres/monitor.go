@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -259,4 +260,85 @@ func detailsJSON(details map[string]string) (string, error) {
 	}
 	b, err := json.Marshal(details)
 	return string(b), err
+}
+
+// MonitorSnapshot reads the replicas, job states, recent runs, open alerts
+// and held leases in one statement (sql/monitorSnapshot.sql). See
+// store.Monitor.
+func (s *Store) MonitorSnapshot(ctx context.Context, p store.MonitorSnapshotParams) (store.MonitorSnapshot, error) {
+	if err := p.Validate(); err != nil {
+		return store.MonitorSnapshot{}, err
+	}
+	if err := s.usable(); err != nil {
+		return store.MonitorSnapshot{}, err
+	}
+	var (
+		snap                                   store.MonitorSnapshot
+		replicas, states, runs, alerts, leases string
+	)
+	err := s.pool.QueryRow(ctx, s.q.monitorSnapshot, s.nowArg(p.Leases.Now),
+		store.RunListParams{Limit: p.RecentRuns}.EffectiveLimit(), store.AlertListParams{Limit: p.OpenAlerts}.EffectiveLimit(),
+		p.Leases.Prefix, p.Leases.EffectiveLimit()).Scan(&snap.Leases.Now, &replicas, &states, &runs, &alerts, &leases)
+	if err != nil {
+		return store.MonitorSnapshot{}, s.translate("read the monitor snapshot", err)
+	}
+	snap.Leases.Now = snap.Leases.Now.UTC()
+	err = errors.Join(
+		eachJSONRow(replicas, func(row jsonRow) error {
+			r, err := scanReplica(row)
+			snap.Replicas = append(snap.Replicas, r)
+			return err
+		}),
+		eachJSONRow(states, func(row jsonRow) error {
+			js, err := scanJobState(row)
+			snap.JobStates = append(snap.JobStates, js)
+			return err
+		}),
+		eachJSONRow(runs, func(row jsonRow) error {
+			var sr scannedRun
+			err := row.Scan(sr.dest()...)
+			snap.RecentRuns = append(snap.RecentRuns, sr.run())
+			return err
+		}),
+		eachJSONRow(alerts, func(row jsonRow) error {
+			var sa scannedAlert
+			if err := row.Scan(sa.dest()...); err != nil {
+				return err
+			}
+			a, err := sa.alert()
+			snap.OpenAlerts = append(snap.OpenAlerts, a)
+			return err
+		}),
+		eachJSONRow(leases, func(row jsonRow) error {
+			var l store.Lease
+			err := row.Scan(&l.Name, &l.Owner, &l.Generation, &l.AcquiredAt, &l.RenewedAt, &l.ExpiresAt)
+			snap.Leases.Leases = append(snap.Leases.Leases, utcLease(l))
+			return err
+		}),
+	)
+	if err != nil {
+		return store.MonitorSnapshot{}, fmt.Errorf("postgres: read the monitor snapshot: %w", err)
+	}
+	return snap, nil
+}
+
+// jsonRow is one row of a part of monitorSnapshot.sql: a JSON array of
+// its columns, scanned in order into the same destinations a row of the
+// part's own list statement is (so the same scan code reads both).
+type jsonRow json.RawMessage
+
+func (r jsonRow) Scan(dest ...any) error { return json.Unmarshal(r, &dest) }
+
+// eachJSONRow calls fn for each row of rows, a JSON array of rows.
+func eachJSONRow(rows string, fn func(jsonRow) error) error {
+	var all []json.RawMessage
+	if err := json.Unmarshal([]byte(rows), &all); err != nil {
+		return err
+	}
+	for _, r := range all {
+		if err := fn(jsonRow(r)); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -36,7 +36,7 @@ type queries struct {
 	slotClaimDeclared                                                               string
 	runInsert, runList, runListJob, runListPerJob, prune, jobStateSet, jobStateList string
 	replicaHeartbeat, replicaList, replicaRemove                                    string
-	alertRaise, alertResolve, alertList, alertListOpen, leaseList                   string
+	alertRaise, alertResolve, alertList, alertListOpen, leaseList, monitorSnapshot  string
 }
 
 // byName maps each statement's file name (without .sql) to its field.
@@ -50,7 +50,7 @@ func (q *queries) byName() map[string]*string {
 		"jobStateSet": &q.jobStateSet, "jobStateList": &q.jobStateList,
 		"runInsert": &q.runInsert, "runList": &q.runList, "runListJob": &q.runListJob, "runListPerJob": &q.runListPerJob, "prune": &q.prune,
 		"replicaHeartbeat": &q.replicaHeartbeat, "replicaList": &q.replicaList, "replicaRemove": &q.replicaRemove,
-		"alertRaise": &q.alertRaise, "alertResolve": &q.alertResolve, "alertList": &q.alertList, "alertListOpen": &q.alertListOpen,
+		"alertRaise": &q.alertRaise, "alertResolve": &q.alertResolve, "alertList": &q.alertList, "alertListOpen": &q.alertListOpen, "monitorSnapshot": &q.monitorSnapshot,
 	}
 }
 

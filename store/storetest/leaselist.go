@@ -91,3 +91,77 @@ func leaseListHeld(t *testing.T, b Bundle) {
 		t.Errorf("unpinned leases (-want +got):\n%s", diff)
 	}
 }
+
+// monitorSnapshotIsEachList: MonitorSnapshot returns, in one call, what
+// ReplicaList, JobStateList, RunList, AlertList (open) and LeaseList
+// return, with the same limits, order and values (text that JSON or SQL
+// would have to escape included).
+func monitorSnapshotIsEachList(t *testing.T, b Bundle) {
+	m := monitorOf(t, b.Store)
+	now := dbNow(t, b.Store)
+	odd := `quote " backslash \ tab	 newline
+ ünïcödé`
+	for _, r := range []store.Replica{
+		{Owner: "replica-b", Host: odd, PID: 2, Version: "v1", ClockOffset: -3 * time.Millisecond, Timers: true,
+			Jobs: []store.ReplicaJob{{Name: "report", Schedule: "*/5 * * * *", LeaseTTL: time.Minute, Overlap: "skip", MaxAttempts: 3, Hash: "abc"}}},
+		{Owner: "replica-a", Host: "h", PID: 1, Version: "v1"},
+	} {
+		if _, err := m.ReplicaHeartbeat(ctx(t), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := b.Store.JobStateSet(ctx(t), store.JobStateSetParams{Job: "paused", Enabled: ptr(false), By: "ana", Note: odd}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Store.JobStateSet(ctx(t), store.JobStateSetParams{Job: "cleanup", By: "ana"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		r := mustClaim(t, b.Store, store.SlotClaimParams{Job: "report", Slot: now.Add(time.Duration(i-10) * time.Minute), LeaseName: "job:report",
+			Owner: "replica-a", TTL: ttl, MaxAttempts: 3, Now: now})
+		p := finishParams(r, store.SlotCompleted, now)
+		p.Run.Logs = []string{odd, "second"}
+		mustFinish(t, b.Store, p)
+	}
+	for _, subject := range []string{"report", "cleanup", odd} {
+		if _, _, err := m.AlertRaise(ctx(t), store.AlertRaiseParams{Kind: store.AlertSlowRun, Subject: subject, Message: odd,
+			Details: map[string]string{"k": odd}, RaisedBy: "replica-a"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := m.AlertResolve(ctx(t), store.AlertSlowRun, "cleanup"); err != nil {
+		t.Fatal(err)
+	}
+	mustAcquire(t, b.Store, store.LeaseAcquireParams{Name: "job:held", Owner: "replica-b", TTL: ttl, Now: now})
+	mustAcquire(t, b.Store, store.LeaseAcquireParams{Name: "lock:other", Owner: "replica-b", TTL: ttl, Now: now})
+	mustAcquire(t, b.Store, store.LeaseAcquireParams{Name: "job:old", Owner: "replica-b", TTL: ttl, Now: now.Add(-time.Hour)})
+
+	p := store.MonitorSnapshotParams{RecentRuns: 3, OpenAlerts: 1, Leases: store.LeaseListParams{Prefix: "job:", Now: now}}
+	got, err := m.MonitorSnapshot(ctx(t), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want store.MonitorSnapshot
+	if want.Replicas, err = m.ReplicaList(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if want.JobStates, err = b.Store.JobStateList(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if want.RecentRuns, err = b.Store.RunList(ctx(t), store.RunListParams{Limit: p.RecentRuns}); err != nil {
+		t.Fatal(err)
+	}
+	if want.OpenAlerts, err = m.AlertList(ctx(t), store.AlertListParams{OpenOnly: true, Limit: p.OpenAlerts}); err != nil {
+		t.Fatal(err)
+	}
+	if want.Leases, err = m.LeaseList(ctx(t), p.Leases); err != nil {
+		t.Fatal(err)
+	}
+	if len(want.Replicas) != 2 || len(want.JobStates) != 2 || len(want.RecentRuns) != 3 || len(want.OpenAlerts) != 1 || len(want.Leases.Leases) != 1 {
+		t.Fatalf("the lists themselves: %d replicas, %d job states, %d runs, %d open alerts, %d leases; want 2, 2, 3, 1, 1",
+			len(want.Replicas), len(want.JobStates), len(want.RecentRuns), len(want.OpenAlerts), len(want.Leases.Leases))
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("MonitorSnapshot differs from the lists (-lists +snapshot):\n%s", diff)
+	}
+}

@@ -20,6 +20,7 @@ var monitorTests = []namedTest{
 	{name: "AlertResolveThenRaiseOpensNewAlert", fn: alertResolveThenRaise},
 	{name: "AlertListFilters", fn: alertListFilters},
 	{name: "LeaseListHeldByPrefix", fn: leaseListHeld},
+	{name: "MonitorSnapshotIsEachList", fn: monitorSnapshotIsEachList},
 	{name: "PruneKeepsOpenAlerts", fn: monitorPrune},
 	{name: "BadInputRejectedWithoutWriting", fn: monitorBadInput},
 	{name: "Closed", fn: monitorClosed},
@@ -345,6 +346,10 @@ func monitorBadInput(t *testing.T, b Bundle) {
 		_, err := m.LeaseList(ctx(t), p)
 		return err
 	}
+	snapshotErr := func(p store.MonitorSnapshotParams) error {
+		_, err := m.MonitorSnapshot(ctx(t), p)
+		return err
+	}
 	for _, tc := range []struct {
 		name    string
 		err     error
@@ -386,6 +391,9 @@ func monitorBadInput(t *testing.T, b Bundle) {
 		{"lease list over-long prefix", leaseListErr(store.LeaseListParams{Prefix: long}), "prefix"},
 		{"lease list negative limit", leaseListErr(store.LeaseListParams{Limit: -1}), "limit"},
 		{"lease list huge limit", leaseListErr(store.LeaseListParams{Limit: store.MaxRunListLimit + 1}), "limit"},
+		{"snapshot negative recent runs", snapshotErr(store.MonitorSnapshotParams{RecentRuns: -1}), "recent runs"},
+		{"snapshot huge open alerts", snapshotErr(store.MonitorSnapshotParams{OpenAlerts: store.MaxRunListLimit + 1}), "open alerts"},
+		{"snapshot NUL lease prefix", snapshotErr(store.MonitorSnapshotParams{Leases: store.LeaseListParams{Prefix: "job:\x00"}}), "NUL"},
 	} {
 		if !errors.Is(tc.err, store.ErrInvalidArgument) {
 			t.Errorf("%s: error = %v, want one wrapping ErrInvalidArgument", tc.name, tc.err)
@@ -418,6 +426,7 @@ func monitorClosed(t *testing.T, b Bundle) {
 		"AlertResolve":     func() error { _, _, err := m.AlertResolve(ctx(t), p.Kind, p.Subject); return err }(),
 		"AlertList":        func() error { _, err := m.AlertList(ctx(t), store.AlertListParams{}); return err }(),
 		"LeaseList":        func() error { _, err := m.LeaseList(ctx(t), store.LeaseListParams{}); return err }(),
+		"MonitorSnapshot":  func() error { _, err := m.MonitorSnapshot(ctx(t), store.MonitorSnapshotParams{}); return err }(),
 	} {
 		wantErrIs(t, name+" after Close", err, store.ErrClosed)
 	}
