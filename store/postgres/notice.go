@@ -70,10 +70,16 @@ func (s *Store) listenOnce(ctx context.Context, fn func(store.Notice)) error {
 	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{noticeChannel(s.schema)}.Sanitize()); err != nil {
 		return s.translate("listen for notices", err)
 	}
-	fn(store.Notice{Kind: store.NoticeGap})
-	if err := s.tellRunning(ctx, fn); err != nil {
-		fn(store.Notice{Kind: store.NoticeLost})
+	// The slots running now, read after LISTEN (a run that starts
+	// meanwhile is told twice at worst) and told after the gap, before
+	// any notice that came since: what they say is older.
+	running, err := s.runningSlots(ctx)
+	if err != nil {
 		return err
+	}
+	fn(store.Notice{Kind: store.NoticeGap})
+	for _, n := range running {
+		fn(n)
 	}
 	for {
 		n, err := conn.WaitForNotification(ctx)
@@ -89,15 +95,12 @@ func (s *Store) listenOnce(ctx context.Context, fn func(store.Notice)) error {
 	}
 }
 
-// tellRunning delivers a NoticeClaimed for every slot running now: their
+// runningSlots is a NoticeClaimed for every slot running now: their
 // claims were told before this listener listened, or while it did not.
-// Read after LISTEN, so a run that starts meanwhile is told twice at
-// worst, and one that ends meanwhile is either not listed or told ended
-// after it.
-func (s *Store) tellRunning(ctx context.Context, fn func(store.Notice)) error {
+func (s *Store) runningSlots(ctx context.Context) ([]store.Notice, error) {
 	rows, err := s.pool.Query(ctx, s.q.slotListRunning)
 	if err != nil {
-		return s.translate("list running slots", err)
+		return nil, s.translate("list running slots", err)
 	}
 	running, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Notice, error) {
 		n := store.Notice{Kind: store.NoticeClaimed}
@@ -106,12 +109,9 @@ func (s *Store) tellRunning(ctx context.Context, fn func(store.Notice)) error {
 		return n, err
 	})
 	if err != nil {
-		return s.translate("list running slots", err)
+		return nil, s.translate("list running slots", err)
 	}
-	for _, n := range running {
-		fn(n)
-	}
-	return nil
+	return running, nil
 }
 
 // parseNotice reads one line of a notice's payload: [kind, job, slot in
