@@ -301,3 +301,57 @@ func TestAReplicaThatStopsHearingClaimsAtOnce(t *testing.T) {
 		c.wantNeverDown()
 	})
 }
+
+// A fallback whose preferred replica's claim was not heard (here: the
+// preferred never claims) comes due with the job's next slot, which this
+// replica is preferred for. Both are claimed at that instant, the earlier
+// first, in consecutive round trips: the fallback must not push the job's
+// own slot back (it went to a retry 20 ms later, and behind notices that
+// lag, slot after slot, so that a slot was still unclaimed when the test
+// harness stopped, or found the lease taken by the late run and was
+// skipped: TestEverySlotOnceAcrossThreeReplicas failed under load).
+func TestAFallbackDoesNotHoldBackItsJobsNextSlot(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		needNotices(t, c)
+		st := c.open(t)
+		if _, err := st.ReplicaHeartbeat(context.Background(), store.Replica{Owner: "ghost", Host: "h", Timers: true}); err != nil {
+			t.Fatal(err)
+		}
+		// A slot the ghost is preferred for, followed by one b is.
+		first := c.db.Now().Truncate(time.Second).Add(2 * time.Second)
+		for preferredOf("tick", first, "ghost", "b") != "ghost" || preferredOf("tick", first.Add(time.Second), "ghost", "b") != "b" {
+			first = first.Add(time.Second)
+		}
+		if first.Sub(c.db.Now()) > 20*time.Second {
+			t.Fatalf("no such pair of slots within 20 s (from %s)", first)
+		}
+		next := first.Add(time.Second)
+		var mu sync.Mutex
+		claimed := map[time.Time]int{}
+		obs := ObserverFunc(func(e Event) {
+			if ce, ok := e.(ClaimEvent); ok {
+				mu.Lock()
+				claimed[ce.Slot]++
+				mu.Unlock()
+			}
+		})
+		// ClaimGrace 1 s: the fallback of the ghost's slot falls due with
+		// b's next one.
+		b := c.startWith(Config{Owner: "b", Clock: offsetClock{c.db, 0}, Retention: -1, ClaimGrace: time.Second, Observer: obs},
+			Job{Name: "tick", Schedule: "* * * * * *", Handler: func(context.Context, *Run) error { return nil }})
+		wait.For(t, 10*time.Second, func() bool {
+			b.notices.mu.Lock()
+			defer b.notices.mu.Unlock()
+			_, ok := b.notices.alive["ghost"]
+			return ok
+		}, func() string { return "b did not hear the ghost replica" })
+
+		c.advance(next.Sub(c.db.Now()), time.Second) // to next, and not a moment further
+		mu.Lock()
+		defer mu.Unlock()
+		if claimed[first] != 1 || claimed[next] != 1 {
+			t.Fatalf("by %s, b answered %d claims of the ghost's slot %s (its fallback) and %d of its own slot %s; want one each",
+				next.Format(time.TimeOnly), claimed[first], first.Format(time.TimeOnly), claimed[next], next.Format(time.TimeOnly))
+		}
+	})
+}
