@@ -146,6 +146,7 @@ func (g *Globals) connect(ctx context.Context) (*database, error) {
 	cfg.MaxConns = 4
 	cfg.ConnConfig.Tracer = g.tracer
 	postgres.TunePool(cfg) // the pool is cronfence's alone
+	postgres.WarmPool(cfg, g.Schema)
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
 	// The pool connects lazily: the schema is checked before any I/O.

@@ -37,7 +37,7 @@ func main() {
 	jobs := flag.Int("jobs", 1, "how many jobs, job-0 … job-N-1, all on -schedule")
 	schedule := flag.String("schedule", "*/2 * * * * *", "the jobs' schedule")
 	work := flag.Duration("work", 200*time.Millisecond, "how long each run takes")
-	tune := flag.Bool("tune", true, "tune the pool as the cronfence binary does (postgres.TunePool)")
+	tune := flag.Bool("tune", true, "tune and warm the pool as the cronfence binary does (postgres.TunePool, postgres.WarmPool)")
 	flag.Parse()
 	if *url == "" || *owner == "" {
 		fmt.Fprintln(os.Stderr, "benchreplica: -url and -owner are required")
@@ -58,6 +58,7 @@ func run(url, schema, owner string, jobs int, schedule string, work time.Duratio
 	}
 	if tune {
 		postgres.TunePool(cfg) // as the cronfence binary does for its pool
+		postgres.WarmPool(cfg, schema)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

@@ -54,3 +54,7 @@ func (s *Store) explain(ctx context.Context, sql string, n int, args []any) (str
 	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	return strings.Join(lines, "\n"), err
 }
+
+// ClaimSQL is the claim statement, for tests that look for it among a
+// connection's prepared statements.
+func (s *Store) ClaimSQL() string { return s.q.slotClaim }
