@@ -140,3 +140,30 @@ func TestWarmPoolReadiesConnectionsWithoutWriting(t *testing.T) {
 		t.Fatalf("a pool warmed for a schema not migrated: %d, %v; want it usable", one, err)
 	}
 }
+
+// The leases table, small and written twice a run, is analysed only
+// rarely once migrated: every analysis invalidates the plan each
+// connection keeps of the claim, and the next claim plans it again
+// (5–15 ms on a slot's start), which autovacuum's defaults did after
+// every 50 or so writes. A migration down puts the defaults back.
+func TestLeasesAreRarelyAnalysed(t *testing.T) {
+	t.Parallel()
+	s, schema := newStore(t)
+	options := func() string {
+		var opts string
+		if err := s.Pool().QueryRow(ctx(t), `SELECT coalesce(array_to_string(reloptions, ','), '') FROM pg_class WHERE oid = $1::regclass`,
+			pgx.Identifier{schema, "leases"}.Sanitize()).Scan(&opts); err != nil {
+			t.Fatal(err)
+		}
+		return opts
+	}
+	if got, want := options(), "autovacuum_analyze_threshold=1000000,autovacuum_analyze_scale_factor=100"; got != want {
+		t.Fatalf("leases' options %q, want %q", got, want)
+	}
+	if err := s.MigrateDown(ctx(t), 4); err != nil {
+		t.Fatal(err)
+	}
+	if got := options(); got != "" {
+		t.Fatalf("leases' options after a migration down to 4: %q, want none", got)
+	}
+}

@@ -1,0 +1,12 @@
+-- The leases table is small (a row a job and lock) and written twice a run
+-- (claim, release), so autovacuum analysed it after every 50 or so writes:
+-- once a minute or more on a busy replica set. Each analysis invalidates
+-- the plan every connection keeps of every statement that reads the table
+-- (the claim above all), and the next claim on each connection plans it
+-- again: 5 to 15 ms added to a slot's start, the slowest starts measured.
+-- Its statistics change nothing a plan of ours decides (every read of it
+-- is by name, its key), so it is analysed only after a million writes
+-- plus a hundred times its rows: for 10,000 jobs every second, every two
+-- minutes or so; for a handful of jobs, rarely. VACUUM (which does not
+-- invalidate plans) keeps its own thresholds.
+ALTER TABLE {{schema}}.leases SET (autovacuum_analyze_threshold = 1000000, autovacuum_analyze_scale_factor = 100);
