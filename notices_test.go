@@ -79,6 +79,26 @@ func heardSettled(t *testing.T, slot time.Time, jobs []string, replicas ...*Sche
 	}, func() string { return "the replicas did not hear every claim" })
 }
 
+// startGhost records a replica "ghost" that heartbeats (so counts as
+// live) and never claims.
+func startGhost(t *testing.T, c *cluster) {
+	t.Helper()
+	if _, err := c.open(t).ReplicaHeartbeat(context.Background(), store.Replica{Owner: "ghost", Host: "h", Timers: true}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// hearsGhost waits until s counts the ghost replica as live.
+func hearsGhost(t *testing.T, s *Scheduler) {
+	t.Helper()
+	wait.For(t, 10*time.Second, func() bool {
+		s.notices.mu.Lock()
+		defer s.notices.mu.Unlock()
+		_, ok := s.notices.alive["ghost"]
+		return ok
+	}, func() string { return s.cfg.Owner + " did not hear the ghost replica" })
+}
+
 // preferredOf is the replica the ranking prefers for the job's slot.
 func preferredOf(job string, slot time.Time, owners ...string) string {
 	best, bestScore := "", uint64(0)
@@ -152,11 +172,7 @@ func TestEachSlotIsClaimedOnlyByItsPreferredReplica(t *testing.T) {
 func TestSlotOfASilentPreferredReplicaRunsAfterTheGrace(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
 		needNotices(t, c)
-		st := c.open(t)
-		// A replica that heartbeats (so counts as live) and never claims.
-		if _, err := st.ReplicaHeartbeat(context.Background(), store.Replica{Owner: "ghost", Host: "h", Timers: true}); err != nil {
-			t.Fatal(err)
-		}
+		startGhost(t, c)
 		slot := c.db.Now().Truncate(10 * time.Second).Add(10 * time.Second) // the ghost's heartbeat still fresh
 		job := ""
 		for i := 0; job == ""; i++ {
@@ -168,12 +184,7 @@ func TestSlotOfASilentPreferredReplicaRunsAfterTheGrace(t *testing.T) {
 		cc := newClaimsSent()
 		b := c.startWith(Config{Owner: "b", Clock: offsetClock{c.db, 0}, Retention: -1, Observer: cc.observer("b")},
 			Job{Name: job, Schedule: "*/10 * * * * *", Handler: l.handler(c.db)})
-		wait.For(t, 10*time.Second, func() bool {
-			b.notices.mu.Lock()
-			defer b.notices.mu.Unlock()
-			_, ok := b.notices.alive["ghost"]
-			return ok
-		}, func() string { return "b did not hear the ghost replica" })
+		hearsGhost(t, b)
 
 		c.advance(slot.Sub(c.db.Now()), time.Minute)
 		c.advance(DefaultClaimGrace-time.Millisecond, DefaultClaimGrace-time.Millisecond)
@@ -272,10 +283,7 @@ func TestDeadRunScansOnlyWhileAWatchedRunGoesOn(t *testing.T) {
 func TestAReplicaThatStopsHearingClaimsAtOnce(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
 		needNotices(t, c)
-		st := c.open(t)
-		if _, err := st.ReplicaHeartbeat(context.Background(), store.Replica{Owner: "ghost", Host: "h", Timers: true}); err != nil {
-			t.Fatal(err)
-		}
+		startGhost(t, c)
 		slot := c.db.Now().Truncate(10 * time.Second).Add(10 * time.Second)
 		job := ""
 		for i := 0; job == ""; i++ {
@@ -313,10 +321,7 @@ func TestAReplicaThatStopsHearingClaimsAtOnce(t *testing.T) {
 func TestAFallbackDoesNotHoldBackItsJobsNextSlot(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
 		needNotices(t, c)
-		st := c.open(t)
-		if _, err := st.ReplicaHeartbeat(context.Background(), store.Replica{Owner: "ghost", Host: "h", Timers: true}); err != nil {
-			t.Fatal(err)
-		}
+		startGhost(t, c)
 		// A slot the ghost is preferred for, followed by one b is.
 		first := c.db.Now().Truncate(time.Second).Add(2 * time.Second)
 		for preferredOf("tick", first, "ghost", "b") != "ghost" || preferredOf("tick", first.Add(time.Second), "ghost", "b") != "b" {
@@ -339,12 +344,7 @@ func TestAFallbackDoesNotHoldBackItsJobsNextSlot(t *testing.T) {
 		// b's next one.
 		b := c.startWith(Config{Owner: "b", Clock: offsetClock{c.db, 0}, Retention: -1, ClaimGrace: time.Second, Observer: obs},
 			Job{Name: "tick", Schedule: "* * * * * *", Handler: func(context.Context, *Run) error { return nil }})
-		wait.For(t, 10*time.Second, func() bool {
-			b.notices.mu.Lock()
-			defer b.notices.mu.Unlock()
-			_, ok := b.notices.alive["ghost"]
-			return ok
-		}, func() string { return "b did not hear the ghost replica" })
+		hearsGhost(t, b)
 
 		c.advance(next.Sub(c.db.Now()), time.Second) // to next, and not a moment further
 		mu.Lock()
