@@ -31,7 +31,7 @@ func (s *Scheduler) loop(ctx context.Context) {
 		now := s.scheduleNow()
 		wait, fire := s.cfg.MaxSleep, false // fire: the wait ends at the next fire's instant
 		if s.heap.Len() > 0 {
-			if d := max(s.heap[0].fireAt.Sub(now), 0); d < wait {
+			if d := max(s.heap[0].fireAt.Sub(now), 0); d <= wait {
 				wait, fire = d, true
 			}
 		}
