@@ -308,12 +308,10 @@ func (s *Store) finishBatchArgs(items []store.SlotFinishParams, order []int) ([]
 	}
 	for k, i := range order {
 		p := items[i]
-		run := p.Run
-		run.Job, run.Slot, run.Owner, run.Generation, run.LeaseName = p.Job, slotTime(p.Slot), p.Owner, p.Generation, p.LeaseName
-		if err := run.Validate(); err != nil {
+		run, err := finishRun(p)
+		if err != nil {
 			return nil, fmt.Errorf("item %d (job %q): %w", i, p.Job, err)
 		}
-		run = run.Bounded()
 		jobs[k], leases[k], owners[k], statuses[k] = p.Job, p.LeaseName, p.Owner, string(p.Status)
 		reasons[k], errs[k] = run.Reason, run.Error
 		takenOver[k] = store.TakenOverError(p.Generation, run.Error)
@@ -337,17 +335,27 @@ func (s *Store) finishBatchArgs(items []store.SlotFinishParams, order []int) ([]
 		started, finished, success, skipped, reasons, errs, logs, logsFrom, logsTo, takenOver, notDone}, nil
 }
 
+// finishRun is the run row a finish of p writes, checked and bounded: the
+// caller's row, with the finish's job, slot and holding. p itself must be
+// valid already.
+func finishRun(p store.SlotFinishParams) (store.Run, error) {
+	run := p.Run
+	run.Job, run.Slot, run.Owner, run.Generation, run.LeaseName = p.Job, slotTime(p.Slot), p.Owner, p.Generation, p.LeaseName
+	if err := run.Validate(); err != nil {
+		return store.Run{}, err
+	}
+	return run.Bounded(), nil
+}
+
 // finishArgs checks a finish and returns the finish statement's arguments.
 func (s *Store) finishArgs(p store.SlotFinishParams) ([]any, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	run := p.Run
-	run.Job, run.Slot, run.Owner, run.Generation, run.LeaseName = p.Job, slotTime(p.Slot), p.Owner, p.Generation, p.LeaseName
-	if err := run.Validate(); err != nil {
+	run, err := finishRun(p)
+	if err != nil {
 		return nil, err
 	}
-	run = run.Bounded()
 	return []any{
 		p.Job, nullTime(run.Slot), p.LeaseName, p.Owner, p.Generation, string(p.Status), s.nowArg(p.Now),
 		run.Manual, run.CatchUp, run.Attempt, nullTime(run.StartedAt), nullTime(run.FinishedAt),
