@@ -55,6 +55,7 @@ func (s *Store) explain(ctx context.Context, sql string, n int, args []any) (str
 	return strings.Join(lines, "\n"), err
 }
 
-// ClaimSQL is the claim statement, for tests that look for it among a
-// connection's prepared statements.
-func (s *Store) ClaimSQL() string { return s.q.slotClaim }
+// WarmedSQL is the statements WarmPool readies on each connection.
+func (s *Store) WarmedSQL() []string {
+	return []string{s.q.slotClaim, s.q.slotFinishBatch, s.q.slotFinish, s.q.leaseRenewBatch}
+}

@@ -73,12 +73,7 @@ func (s *Store) LeaseRenewBatch(ctx context.Context, items []store.LeaseRenewPar
 	// Lock rows in name order, as every statement does, against deadlocks.
 	items = slices.Clone(items)
 	slices.SortFunc(items, func(a, b store.LeaseRenewParams) int { return strings.Compare(a.Name, b.Name) })
-	names, owners := make([]string, len(items)), make([]string, len(items))
-	generations, ttls := make([]int64, len(items)), make([]int64, len(items))
-	for i, p := range items {
-		names[i], owners[i], generations[i], ttls[i] = p.Name, p.Owner, p.Generation, micros(p.TTL)
-	}
-	rows, err := s.pool.Query(ctx, s.q.leaseRenewBatch, names, owners, generations, ttls, s.nowArg(items[0].Now))
+	rows, err := s.pool.Query(ctx, s.q.leaseRenewBatch, s.renewBatchArgs(items)...)
 	if err != nil {
 		return nil, s.translate("renew leases", err)
 	}
@@ -91,6 +86,17 @@ func (s *Store) LeaseRenewBatch(ctx context.Context, items []store.LeaseRenewPar
 		return nil, s.translate("renew leases", err)
 	}
 	return renewed, nil
+}
+
+// renewBatchArgs are leaseRenewBatch.sql's arguments for items (at least
+// one), in their order.
+func (s *Store) renewBatchArgs(items []store.LeaseRenewParams) []any {
+	names, owners := make([]string, len(items)), make([]string, len(items))
+	generations, ttls := make([]int64, len(items)), make([]int64, len(items))
+	for i, p := range items {
+		names[i], owners[i], generations[i], ttls[i] = p.Name, p.Owner, p.Generation, micros(p.TTL)
+	}
+	return []any{names, owners, generations, ttls, s.nowArg(items[0].Now)}
 }
 
 // LeaseRelease expires the owner's own generation of a lease. See store.Store.

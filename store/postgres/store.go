@@ -266,16 +266,20 @@ const warmIdleConns = 2
 // it opens it prepares and plans the claim, the finishes and the batched
 // renewal, running each once inside a transaction it rolls back. A claim
 // sent on a connection that had not run the claim statement prepared and
-// planned it first: about 13 ms, against under a millisecond once ready,
-// and the cause of most of the slowest slot starts measured. A warm-up
-// that fails (a schema not migrated yet) leaves the connection as it was.
-// Call it after TunePool, before the pool is created; like TunePool, for
-// a pool that is the store's alone. An empty schema is DefaultSchema.
+// planned it first: about 13 ms, against under a millisecond once ready.
+// (It is not what made the slowest slot starts measured slow: autovacuum's
+// analyses, which make every connection plan again, were; see migration
+// 005.) A warm-up that fails (a schema not migrated yet) leaves the
+// connection as it was. Call it after TunePool, before the pool is
+// created; like TunePool, for a pool that is the store's alone. An empty
+// schema is DefaultSchema.
 func WarmPool(cfg *pgxpool.Config, schema string) {
 	if schema == "" {
 		schema = DefaultSchema
 	}
-	q := newQueries(schema)
+	// A store of no pool: only its statements and argument builders are
+	// used, on the connection being opened.
+	s := &Store{schema: schema, q: newQueries(schema)}
 	cfg.MinIdleConns = max(cfg.MinIdleConns, warmIdleConns)
 	next := cfg.AfterConnect
 	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
@@ -284,32 +288,47 @@ func WarmPool(cfg *pgxpool.Config, schema string) {
 				return err
 			}
 		}
-		q.warm(ctx, conn)
+		s.warm(ctx, conn)
 		return nil
 	}
 }
 
-// warm runs the statements on a slot's path once on conn, with arguments
-// that touch no row of anyone's (empty batches, a run of no job), in a
-// transaction it rolls back: pgx prepares each (and keeps it), and the
-// server plans it. Errors leave conn as cold as it was.
-func (q *queries) warm(ctx context.Context, conn *pgx.Conn) {
+// warmName names the job, lease and owner of the warm-up's items: a name
+// no replica uses (the "cronfence:" prefix is the store's own).
+const warmName = "cronfence:warm-up"
+
+// warm runs the statements on a slot's path once on conn, with the
+// arguments the store's own methods build, for items that touch no row of
+// anyone's (a claim of a slot not due yet, an empty finish batch, the end
+// and renewal of a holding nobody has), in a transaction it rolls back:
+// pgx prepares each (and keeps it), and the server plans it. Errors leave
+// conn as cold as it was.
+func (s *Store) warm(ctx context.Context, conn *pgx.Conn) {
+	claimArgs := s.claimArgs([]store.SlotClaimParams{{Job: warmName, Slot: time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC),
+		LeaseName: warmName, Owner: warmName, TTL: time.Second, MaxAttempts: 1}})
+	finishBatchArgs, err := s.finishBatchArgs(nil, nil)
+	if err != nil {
+		return
+	}
+	finishArgs, err := s.finishArgs(store.SlotFinishParams{Job: warmName, LeaseName: warmName, Owner: warmName, Generation: 1,
+		Status: store.SlotCompleted, Run: store.Run{Manual: true}})
+	if err != nil {
+		return
+	}
+	renewArgs := s.renewBatchArgs([]store.LeaseRenewParams{{LeaseRef: store.LeaseRef{Name: warmName, Owner: warmName, Generation: 1}, TTL: time.Second}})
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // rolled back whatever happened
-	none := []string{}
 	for _, st := range []struct {
 		sql  string
 		args []any
 	}{
-		{q.slotClaim, []any{none, []time.Time{}, none, []bool{}, none, []int32{}, []int64{}, []bool{}, "", nil, int64(0)}},
-		{q.slotFinishBatch, []any{none, []*time.Time{}, none, none, []int64{}, none, []*time.Time{}, []bool{}, []bool{},
-			[]int32{}, []*time.Time{}, []*time.Time{}, []bool{}, []bool{}, none, none, none, []int32{}, []int32{}, none, none}},
-		{q.slotFinish, []any{"", nil, "", "", int64(0), string(store.SlotCompleted), nil, false, false, 0, nil, nil,
-			false, false, "", "", none, "", ""}},
-		{q.leaseRenewBatch, []any{none, none, []int64{}, []int64{}, nil}},
+		{s.q.slotClaim, claimArgs},
+		{s.q.slotFinishBatch, finishBatchArgs},
+		{s.q.slotFinish, finishArgs},
+		{s.q.leaseRenewBatch, renewArgs},
 	} {
 		rows, err := tx.Query(ctx, st.sql, st.args...)
 		if err != nil {

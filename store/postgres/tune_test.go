@@ -84,8 +84,9 @@ func TestTunedRunListOfAJobUsesItsIndex(t *testing.T) {
 	}
 }
 
-// A warmed pool keeps connections open and ready: each has the claim
-// prepared and planned before any slot needs it (a claim on a fresh
+// A warmed pool keeps connections open and ready: each has the claim, the
+// finishes and the batched renewal prepared and planned before any slot
+// needs them (a claim on a fresh
 // connection prepared and planned it first, about 13 ms), and readying
 // them wrote nothing. A schema not migrated yet leaves the connections
 // cold but usable.
@@ -116,13 +117,15 @@ func TestWarmPoolReadiesConnectionsWithoutWriting(t *testing.T) {
 	warm := open(schema)
 	conns := warm.AcquireAllIdle(ctx(t))
 	for _, c := range conns {
-		var ready bool
-		if err := c.QueryRow(ctx(t), `SELECT EXISTS (SELECT 1 FROM pg_prepared_statements WHERE statement = $1 AND generic_plans > 0)`,
-			s.ClaimSQL()).Scan(&ready); err != nil {
-			t.Fatal(err)
-		}
-		if !ready {
-			t.Errorf("connection %d has not prepared and planned the claim", c.Conn().PgConn().PID())
+		for i, sql := range s.WarmedSQL() {
+			var ready bool
+			if err := c.QueryRow(ctx(t), `SELECT EXISTS (SELECT 1 FROM pg_prepared_statements WHERE statement = $1 AND generic_plans > 0)`,
+				sql).Scan(&ready); err != nil {
+				t.Fatal(err)
+			}
+			if !ready {
+				t.Errorf("connection %d has not prepared and planned statement %d (%.40s…)", c.Conn().PgConn().PID(), i, sql)
+			}
 		}
 		c.Release()
 	}
