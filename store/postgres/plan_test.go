@@ -43,25 +43,21 @@ func TestLargeBatchesReachRowsByKey(t *testing.T) {
 	// run row, and the jobs' leases.
 	const jobs, history = 500, 60
 	sl, runs, leases := pgx.Identifier{schema, "slots"}.Sanitize(), pgx.Identifier{schema, "runs"}.Sanitize(), pgx.Identifier{schema, "leases"}.Sanitize()
-	for _, q := range []string{
-		`INSERT INTO ` + leases + ` (name, owner, generation, acquired_at, renewed_at, expires_at)
-		 SELECT 'job:job-' || j, 'a', ` + fmt.Sprint(history) + `, now(), now(), now() FROM generate_series(1, $1::int) j`,
-		`INSERT INTO ` + sl + ` (job, slot, status, owner, lease_name, generation, attempts, started_at, finished_at)
-		 SELECT 'job-' || j, now() - k * interval '1 minute', 'completed', 'a', 'job:job-' || j, k, 1, now(), now()
-		   FROM generate_series(1, $1::int) j, generate_series(1, $2::int) k`,
-		`INSERT INTO ` + runs + ` (job, slot, manual, catch_up, owner, generation, lease_name, attempt, started_at, finished_at, success, skipped, reason, error, logs)
-		 SELECT 'job-' || j, now() - k * interval '1 minute', false, false, 'a', k, 'job:job-' || j, 1, now(), now(), true, false, '', '', '{}'
-		   FROM generate_series(1, $1::int) j, generate_series(1, $2::int) k`,
-		`ANALYZE ` + leases + `, ` + sl + `, ` + runs,
+	for _, st := range []struct {
+		sql  string
+		args []any
+	}{
+		{`INSERT INTO ` + leases + ` (name, owner, generation, acquired_at, renewed_at, expires_at)
+		  SELECT 'job:job-' || j, 'a', $2, now(), now(), now() FROM generate_series(1, $1::int) j`, []any{jobs, history}},
+		{`INSERT INTO ` + sl + ` (job, slot, status, owner, lease_name, generation, attempts, started_at, finished_at)
+		  SELECT 'job-' || j, now() - k * interval '1 minute', 'completed', 'a', 'job:job-' || j, k, 1, now(), now()
+		    FROM generate_series(1, $1::int) j, generate_series(1, $2::int) k`, []any{jobs, history}},
+		{`INSERT INTO ` + runs + ` (job, slot, manual, catch_up, owner, generation, lease_name, attempt, started_at, finished_at, success, skipped, reason, error, logs)
+		  SELECT 'job-' || j, now() - k * interval '1 minute', false, false, 'a', k, 'job:job-' || j, 1, now(), now(), true, false, '', '', '{}'
+		    FROM generate_series(1, $1::int) j, generate_series(1, $2::int) k`, []any{jobs, history}},
+		{`ANALYZE ` + leases + `, ` + sl + `, ` + runs, nil},
 	} {
-		args := []any{jobs, history}
-		if strings.Count(q, "$2") == 0 {
-			args = args[:1]
-		}
-		if strings.HasPrefix(q, "ANALYZE") {
-			args = nil
-		}
-		if _, err := tuned.Exec(ctx(t), q, args...); err != nil {
+		if _, err := tuned.Exec(ctx(t), st.sql, st.args...); err != nil {
 			t.Fatal(err)
 		}
 	}
