@@ -69,9 +69,12 @@ func (s *Scheduler) claim(ctx context.Context, batch []*entry) ([]*entry, []stor
 				later = append(later, e)
 			}
 		}
-		claimed, results, ok := s.claimRound(ctx, round, later)
+		claimed, results, unsent, err := s.claimRound(ctx, round)
 		claimedAll, resultsAll = append(claimedAll, claimed...), append(resultsAll, results...)
-		if !ok {
+		if err != nil {
+			if ctx.Err() == nil { // else stopping: the slots are left to the other replicas, or to catch-up
+				s.storeDown(err, append(unsent, later...)) // the chunk that failed, the ones after it, the rounds to come
+			}
 			break
 		}
 		batch = later
@@ -80,30 +83,24 @@ func (s *Scheduler) claim(ctx context.Context, batch []*entry) ([]*entry, []stor
 }
 
 // claimRound claims a round of entries, no lease twice, in statements of
-// at most maxClaimBatch items. When the store cannot be reached it hands
-// the chunk that failed, the ones after it and later (the rounds still to
-// come) to storeDown, and reports false.
-func (s *Scheduler) claimRound(ctx context.Context, round, later []*entry) ([]*entry, []store.SlotClaimResult, bool) {
-	sent := round
+// at most maxClaimBatch items. When the store cannot be reached it returns
+// the error and the entries not claimed: the chunk that failed and the
+// ones after it.
+func (s *Scheduler) claimRound(ctx context.Context, round []*entry) (claimed []*entry, results []store.SlotClaimResult, unsent []*entry, err error) {
 	items := make([]store.SlotClaimParams, len(round))
 	for i, e := range round {
 		items[i] = e.job.claimParams(e.slot, s.cfg.Owner, s.liveKey, e.origin == OriginCatchUp)
 	}
-	var claimedAll []*entry
-	var resultsAll []store.SlotClaimResult
-	for len(items) > 0 {
-		n := min(len(items), maxClaimBatch)
-		r, err := s.claimChunk(ctx, sent[:n], items[:n])
+	for sent := 0; sent < len(round); {
+		n := min(len(round)-sent, maxClaimBatch)
+		r, err := s.claimChunk(ctx, round[sent:sent+n], items[sent:sent+n])
 		if err != nil {
-			if ctx.Err() == nil { // else stopping: the slots are left to the other replicas, or to catch-up
-				s.storeDown(err, append(slices.Clip(sent), later...)) // this chunk, the ones after it, the rounds to come
-			}
-			return claimedAll, resultsAll, false
+			return claimed, results, slices.Clone(round[sent:]), err
 		}
-		claimedAll, resultsAll = append(claimedAll, sent[:n]...), append(resultsAll, r...)
-		sent, items = sent[n:], items[n:]
+		claimed, results = append(claimed, round[sent:sent+n]...), append(results, r...)
+		sent += n
 	}
-	return claimedAll, resultsAll, true
+	return claimed, results, nil, nil
 }
 
 // maxClaimBatch bounds one claim statement: a batch of thousands of slots
