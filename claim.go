@@ -21,6 +21,16 @@ import (
 // it fires each job's latest slot and records the ones passed over.
 func (s *Scheduler) fire(ctx context.Context, due []*entry, now time.Time) {
 	passedBy := map[*entry][]store.SlotSkipParams{} // slots each entry's stall passed over
+	kept := due[:0]
+	for _, e := range due {
+		if retryOverdue(e, now) {
+			s.log.Warn("cronfence: slot failed: its retry came due only after the job's next slot (the scheduler could not fire in time); not made",
+				"job", e.job.Name, "slot", e.slot)
+			continue
+		}
+		kept = append(kept, e)
+	}
+	due = kept
 	for _, e := range due {
 		if e.retry {
 			continue
@@ -89,7 +99,7 @@ func (s *Scheduler) claim(ctx context.Context, batch []*entry) ([]*entry, []stor
 func (s *Scheduler) claimRound(ctx context.Context, round []*entry) (claimed []*entry, results []store.SlotClaimResult, unsent []*entry, err error) {
 	items := make([]store.SlotClaimParams, len(round))
 	for i, e := range round {
-		items[i] = e.job.claimParams(e.slot, s.cfg.Owner, s.liveKey, e.origin == OriginCatchUp)
+		items[i] = e.job.claimParams(e.slot, s.cfg.Owner, s.liveKey, e.origin)
 	}
 	for sent := 0; sent < len(round); {
 		n := min(len(round)-sent, maxClaimBatch)
@@ -152,6 +162,9 @@ func (s *Scheduler) claimed(ctx context.Context, e *entry, r store.SlotClaimResu
 	case r.Recorded == store.SlotSkipped:
 		s.log.Info("cronfence: slot skipped: the previous run has not finished", "job", e.job.Name, "slot", e.slot,
 			"holder", r.Lease.Owner, "generation", r.Lease.Generation)
+	case e.origin == OriginRetry && r.Refusal == store.ClaimHeld:
+		s.log.Warn("cronfence: slot failed: its retry found the job's lease held by another run; not made", "job", e.job.Name,
+			"slot", e.slot, "holder", r.Lease.Owner, "generation", r.Lease.Generation)
 	case r.Recorded == store.SlotBuffered:
 		s.log.Info("cronfence: slot buffered until the current run ends", "job", e.job.Name, "slot", e.slot,
 			"holder", r.Lease.Owner)

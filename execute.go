@@ -95,6 +95,7 @@ func (s *Scheduler) execute(spec runSpec) {
 		s.log.Error("cronfence: run failed", append(attrs, "error", err)...)
 	}
 	outcome, recorded, buffered := s.finish(spec, hold, err, logs.snapshot())
+	s.logRunEnd(spec, outcome, duration, recorded)
 	s.observe(RunEndEvent{
 		Job: job.Name, Slot: spec.slot, Lease: spec.lease.Name, Generation: spec.lease.Generation, Attempt: spec.attempt,
 		Origin: spec.origin, Outcome: outcome, Duration: duration, Recorded: recorded,
@@ -105,6 +106,26 @@ func (s *Scheduler) execute(spec runSpec) {
 		// (store.Store.SlotClaim).
 		s.runBuffered(job, buffered)
 	}
+}
+
+// logRunEnd writes the one line that ends every run: what ran, how it
+// ended and how long it took, at INFO when it succeeded and WARN when not
+// (a failure's error was logged as it happened).
+func (s *Scheduler) logRunEnd(spec runSpec, outcome RunOutcome, took time.Duration, recorded bool) {
+	attrs := []any{"job", spec.job.Name}
+	if !spec.slot.IsZero() {
+		attrs = append(attrs, "slot", spec.slot)
+	}
+	attrs = append(attrs, "attempt", spec.attempt, "origin", spec.origin, "result", outcome, "duration", took,
+		"generation", spec.lease.Generation)
+	if !recorded {
+		attrs = append(attrs, "recorded", false)
+	}
+	level := slog.LevelInfo
+	if outcome != RunSucceeded || !recorded {
+		level = slog.LevelWarn
+	}
+	s.log.Log(context.Background(), level, "cronfence: run ended", attrs...)
 }
 
 // finish ends the run. It returns how the run ended, whether the store
@@ -195,6 +216,9 @@ func (s *Scheduler) finish(spec runSpec, hold *leasekeeper.Hold, runErr error, l
 			return RunInterrupted, true, time.Time{}
 		}
 		return RunFailed, true, res.Buffered
+	}
+	if runErr != nil && res.SlotStatus == store.SlotFailed && !spec.slot.IsZero() {
+		s.retryFailed(spec)
 	}
 	return outcome, true, res.Buffered
 }

@@ -35,6 +35,9 @@ const (
 	// DefaultMaxAttempts is how often a slot may be attempted when
 	// Job.MaxAttempts is zero.
 	DefaultMaxAttempts = 3
+	// DefaultRetryBackoff is how long after a failed attempt the next one
+	// starts when Job.RetryBackoff is zero.
+	DefaultRetryBackoff = 10 * time.Second
 	// MaxJobNameLength leaves room in lease names for the slot.
 	MaxJobNameLength = 150
 )
@@ -75,9 +78,20 @@ type Job struct {
 	// absence monitoring. Zero means none. It must be shorter than
 	// Config.Retention (when pruning is on): Register refuses it otherwise.
 	Deadline time.Duration
-	// MaxAttempts bounds how often one slot is attempted (a run that died or
-	// failed may be resumed). Defaults to DefaultMaxAttempts (3).
+	// MaxAttempts bounds how often one slot is attempted. A run whose
+	// handler failed (an error, a panic, its Timeout) is retried after
+	// RetryBackoff, and a run that died or was cut short (its process
+	// killed, its lease lost, a shutdown) is resumed by a live replica,
+	// while attempts remain; each attempt is a run row of its own, with
+	// its number. A slot whose last attempt failed ends failed. 1 turns
+	// retries off. Defaults to DefaultMaxAttempts (3).
 	MaxAttempts int
+	// RetryBackoff is how long after a failed attempt the next one
+	// starts; each further retry of the slot waits twice as long as the
+	// one before. A retry that would start at or after the job's next
+	// slot is not made: the slot ends failed, and the next slot runs on
+	// time. Defaults to DefaultRetryBackoff (10s).
+	RetryBackoff time.Duration
 	// Disabled declares the job off; an override (SetEnabled) wins.
 	Disabled bool
 	// RunWhenStoreDown runs the handler, without a lease, when the store
@@ -100,8 +114,8 @@ type Job struct {
 }
 
 // registered is a validated job with its parsed schedule, shared with
-// the other jobs of the same spec and zone. One per job: at 128 bytes it
-// fills its size class exactly, which is why the schedule is held by a
+// the other jobs of the same spec and zone. One per job, of 136 bytes (the
+// 144-byte size class): small, which is why the schedule is held by a
 // pointer rather than as an interface and when a job was first seen lives
 // in Scheduler.firstSeen.
 type registered struct {
@@ -146,6 +160,9 @@ func (j Job) prepare() (*registered, error) {
 	if j.MaxAttempts == 0 {
 		j.MaxAttempts = DefaultMaxAttempts
 	}
+	if j.RetryBackoff == 0 {
+		j.RetryBackoff = DefaultRetryBackoff
+	}
 	if j.Overlap == "" {
 		j.Overlap = OverlapSkip
 	}
@@ -160,6 +177,8 @@ func (j Job) prepare() (*registered, error) {
 		return nil, errInvalid(fmt.Sprintf("job %q: Deadline must not be negative, got %s", j.Name, j.Deadline))
 	case j.MaxAttempts < 1:
 		return nil, errInvalid(fmt.Sprintf("job %q: MaxAttempts must be at least 1, got %d", j.Name, j.MaxAttempts))
+	case j.RetryBackoff < 0:
+		return nil, errInvalid(fmt.Sprintf("job %q: RetryBackoff must not be negative, got %s", j.Name, j.RetryBackoff))
 	}
 	return &registered{Job: j, sched: sched}, nil
 }
@@ -180,11 +199,14 @@ func (r *registered) storeOverlap() store.OverlapPolicy {
 	return store.OverlapSkip
 }
 
-func (r *registered) claimParams(slot time.Time, owner string, liveKey int64, catchUp bool) store.SlotClaimParams {
+// claimParams are the arguments of a claim of the job's slot: of origin
+// OriginCatchUp it is marked as catch-up, of OriginRetry it retries a
+// failed slot (store.SlotClaimParams.RetryFailed).
+func (r *registered) claimParams(slot time.Time, owner string, liveKey int64, origin Origin) store.SlotClaimParams {
 	return store.SlotClaimParams{
 		Job: r.Name, Slot: slot, LeaseName: r.leaseName(slot), Owner: owner, TTL: r.LeaseTTL,
 		MaxAttempts: r.MaxAttempts, DeclaredDisabled: r.Disabled, Overlap: r.storeOverlap(),
-		CatchUp: catchUp, LiveKey: liveKey,
+		CatchUp: origin == OriginCatchUp, RetryFailed: origin == OriginRetry, LiveKey: liveKey,
 	}
 }
 

@@ -186,7 +186,10 @@ func LockSlot(ctx context.Context, s store.Store, l SlotLock, fn func(ctx contex
 		}
 	}
 
-	params := job.claimParams(slot, l.Owner, liveKey, false)
+	params := job.claimParams(slot, l.Owner, liveKey, OriginScheduled)
+	// Each host's own cron fires the slot: a host whose command failed
+	// leaves it to the next one's, while attempts remain (MaxAttempts).
+	params.RetryFailed = true
 	sent := l.Clock.Now()
 	claim, err := s.SlotClaim(ctx, params)
 	// Still early by the database clock (it runs slower than this

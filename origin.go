@@ -20,6 +20,10 @@ const (
 	// OriginResume: a slot whose run was interrupted (its owner died or
 	// lost the lease), claimed again with one more attempt.
 	OriginResume Origin = "resume"
+	// OriginRetry: a slot whose last attempt failed (its handler returned
+	// an error), claimed again after the job's RetryBackoff with one more
+	// attempt.
+	OriginRetry Origin = "retry"
 	// OriginBuffered: a slot that waited for the overlapping run to end
 	// (overlap policy buffer-one, or a claim that came after that run took
 	// the lease).
@@ -33,9 +37,12 @@ const (
 
 // onTimer reports whether claims of this origin come from the timer heap,
 // and so are retried through it: a slot refused as not yet due, or held by
-// a deposed writer, is fired again shortly. A resume is tried again by the
+// a deposed writer, is fired again shortly (a retry of a failed attempt
+// only while the job's next slot is not due). A resume is tried again by the
 // next resume scan, a buffered slot by catch-up or the job's next run.
-func (o Origin) onTimer() bool { return o == OriginScheduled || o == OriginCatchUp }
+func (o Origin) onTimer() bool {
+	return o == OriginScheduled || o == OriginCatchUp || o == OriginRetry
+}
 
 // firstLine is the first line a run of this origin logs, saying why it
 // runs when that is not simply its timer; "" otherwise.
@@ -47,6 +54,8 @@ func (spec runSpec) firstLine() string {
 		return fmt.Sprintf("Catch-up run for missed slot %s (%ds late)", slot, int64(late.Seconds()))
 	case OriginResume:
 		return fmt.Sprintf("Resuming slot %s: its previous run was interrupted (attempt %d of %d)", slot, spec.attempt, spec.job.MaxAttempts)
+	case OriginRetry:
+		return fmt.Sprintf("Retrying slot %s after a failed attempt (attempt %d of %d)", slot, spec.attempt, spec.job.MaxAttempts)
 	case OriginBuffered:
 		return fmt.Sprintf("Buffered run for slot %s, after the overlapping run ended", slot)
 	case OriginFailOpen:

@@ -160,7 +160,7 @@ func replicaJob(j Job) store.ReplicaJob {
 	rj := store.ReplicaJob{
 		Name: j.Name, Schedule: j.Schedule, TimeZone: zone, Timeout: j.Timeout, LeaseTTL: j.LeaseTTL,
 		CatchUpWindow: j.CatchUpWindow, Overlap: string(j.Overlap), Deadline: j.Deadline,
-		MaxAttempts: j.MaxAttempts, Disabled: j.Disabled,
+		MaxAttempts: j.MaxAttempts, RetryBackoff: j.RetryBackoff, Disabled: j.Disabled,
 	}
 	rj.Hash = settingsHash(rj)
 	return rj

@@ -82,7 +82,7 @@ func TestReplicaRegistry(t *testing.T) {
 		}
 		got := rows["replica-a"].Jobs[0]
 		want := store.ReplicaJob{Name: "report", Schedule: "30 * * * *", TimeZone: "America/Sao_Paulo", LeaseTTL: DefaultLeaseTTL,
-			Overlap: "skip", Deadline: time.Hour, MaxAttempts: DefaultMaxAttempts, Hash: got.Hash}
+			Overlap: "skip", Deadline: time.Hour, MaxAttempts: DefaultMaxAttempts, RetryBackoff: DefaultRetryBackoff, Hash: got.Hash}
 		if got != want {
 			t.Errorf("replica-a's report job = %+v, want %+v", got, want)
 		}
@@ -231,6 +231,7 @@ func TestSettingsHash(t *testing.T) {
 		"overlap":   func(j *Job) { j.Overlap = OverlapBufferOne },
 		"deadline":  func(j *Job) { j.Deadline = time.Hour },
 		"attempts":  func(j *Job) { j.MaxAttempts = 1 },
+		"backoff":   func(j *Job) { j.RetryBackoff = time.Minute },
 		"disabled":  func(j *Job) { j.Disabled = true },
 	} {
 		j := base

@@ -817,7 +817,7 @@ func TestDeadRunOnItsLastAttemptEndsFailed(t *testing.T) {
 			t.Helper()
 			r, err := st.SlotClaim(ctx, store.SlotClaimParams{
 				Job: "once", Slot: slot, LeaseName: "job:once", Owner: owner, TTL: 30 * time.Second, MaxAttempts: 2,
-				Overlap: store.OverlapBuffer, Now: now,
+				Overlap: store.OverlapBuffer, Now: now, RetryFailed: true, // the second attempt retries the first
 			})
 			if err != nil {
 				t.Fatal(err)

@@ -137,6 +137,7 @@ type ReplicaJob struct {
 	Overlap       string        `json:"overlap"`
 	Deadline      time.Duration `json:"deadline,omitempty"`
 	MaxAttempts   int           `json:"maxAttempts"`
+	RetryBackoff  time.Duration `json:"retryBackoff,omitempty"`
 	Disabled      bool          `json:"disabled,omitempty"`
 	// Hash is a digest of the settings above: two replicas registering
 	// the same job differently show different hashes.
@@ -157,6 +158,10 @@ const (
 	// AlertSkipStreak: more than the threshold of consecutive skips: the
 	// job outgrew its interval. Subject: the job.
 	AlertSkipStreak AlertKind = "skip_streak"
+	// AlertFailing: the job's last slots (the threshold, 3 by default)
+	// ended failed, each after its last attempt. Resolved when a slot of
+	// the job succeeds. Subject: the job.
+	AlertFailing AlertKind = "failing"
 	// AlertSlowRun: a run lasted more than half the schedule's interval.
 	// Subject: the job.
 	AlertSlowRun AlertKind = "slow_run"

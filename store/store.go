@@ -78,8 +78,12 @@ type Store interface {
 	// SlotClaim claims one (job, slot) for a run: in one atomic statement it
 	// reads the job's pause state, takes the lease p.LeaseName and records
 	// the claim, or refuses with a ClaimRefusal. A completed or skipped slot
-	// is never claimed again; an interrupted, failed or buffered one can be,
-	// with attempts + 1, while attempts stay below p.MaxAttempts.
+	// is never claimed again; an interrupted or buffered one can be, with
+	// attempts + 1, while attempts stay below p.MaxAttempts, and so can a
+	// failed one, by a claim that means to retry it (p.RetryFailed): any
+	// other claim of a failed slot is refused ClaimFailed, so a replica
+	// whose timer fired after the slot's run failed does not run it again
+	// at once.
 	//
 	// When the pause overrides cannot be read (their table is missing or
 	// damaged), the declared values decide and each result says so
@@ -320,6 +324,10 @@ type SlotClaimParams struct {
 	Overlap OverlapPolicy
 	// CatchUp marks a claim made by catch-up; it is copied to a skip row.
 	CatchUp bool
+	// RetryFailed claims the slot again when its last attempt failed
+	// (attempts + 1, while they stay below MaxAttempts): the retry of a
+	// failed run. Without it a failed slot is refused ClaimFailed.
+	RetryFailed bool
 	// LiveKey, when not zero, is the key of a liveness lock the owner holds
 	// for as long as its process lives (see Liveness). It is recorded with
 	// the lease, and a contender may take over a lease whose owner's
@@ -334,6 +342,7 @@ const (
 	ClaimCompleted         ClaimRefusal = "completed"          // the slot already completed
 	ClaimHeld              ClaimRefusal = "already_executing"  // the lease is held by another owner
 	ClaimAttemptsExhausted ClaimRefusal = "attempts_exhausted" // no attempts left
+	ClaimFailed            ClaimRefusal = "failed"             // the slot's last attempt failed, and the claim is no retry (SlotClaimParams.RetryFailed)
 	ClaimNotDue            ClaimRefusal = "not_due"            // the slot is in the future by the database clock
 	ClaimPaused            ClaimRefusal = "paused"             // the job is disabled (override or declared); the slot is settled as skipped
 	ClaimSkipped           ClaimRefusal = "skipped"            // the slot was already recorded as skipped (an overlap, or due while paused)

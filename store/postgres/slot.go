@@ -80,7 +80,7 @@ func (s *Store) SlotClaimBatch(ctx context.Context, items []store.SlotClaimParam
 		if err != nil {
 			return nil, err
 		}
-		results[i] = refusalFor(current, items[i].MaxAttempts)
+		results[i] = refusalFor(current, items[i])
 		results[i].PauseStateUnread = pauseUnread
 	}
 	inOrder := make([]store.SlotClaimResult, n)
@@ -97,13 +97,13 @@ func (s *Store) claimArgs(items []store.SlotClaimParams) []any {
 	var (
 		jobs, leaseNames, overlaps = make([]string, n), make([]string, n), make([]string, n)
 		slots                      = make([]time.Time, n)
-		disabled, catchUp          = make([]bool, n), make([]bool, n)
+		disabled, catchUp, retry   = make([]bool, n), make([]bool, n), make([]bool, n)
 		maxAttempts                = make([]int32, n)
 		ttls                       = make([]int64, n)
 	)
 	for i, p := range items {
 		jobs[i], slots[i], leaseNames[i] = p.Job, slotTime(p.Slot), p.LeaseName
-		disabled[i], overlaps[i], catchUp[i] = p.DeclaredDisabled, string(p.Overlap), p.CatchUp
+		disabled[i], overlaps[i], catchUp[i], retry[i] = p.DeclaredDisabled, string(p.Overlap), p.CatchUp, p.RetryFailed
 		maxAttempts[i], ttls[i] = int32(min(p.MaxAttempts, 1<<30)), micros(p.TTL)
 		if overlaps[i] == "" {
 			overlaps[i] = string(store.OverlapSkip)
@@ -111,7 +111,7 @@ func (s *Store) claimArgs(items []store.SlotClaimParams) []any {
 	}
 	first := items[0]
 	return []any{jobs, slots, leaseNames, disabled, overlaps, maxAttempts, ttls, catchUp,
-		first.Owner, s.nowArg(first.Now), s.liveKeyArg(first.LiveKey)}
+		first.Owner, s.nowArg(first.Now), s.liveKeyArg(first.LiveKey), retry}
 }
 
 // claimRows runs a claim statement (sql/slotClaim.sql or its declared-values
@@ -199,14 +199,16 @@ func isSchemaError(err error) bool {
 }
 
 // refusalFor says why an existing slot row cannot be claimed.
-func refusalFor(current store.Slot, maxAttempts int) store.SlotClaimResult {
+func refusalFor(current store.Slot, p store.SlotClaimParams) store.SlotClaimResult {
 	r := store.SlotClaimResult{Slot: current}
 	switch {
 	case current.Status == store.SlotCompleted:
 		r.Refusal = store.ClaimCompleted
 	case current.Status == store.SlotSkipped:
 		r.Refusal = store.ClaimSkipped
-	case current.Attempts >= maxAttempts && current.Status != store.SlotRunning:
+	case current.Status == store.SlotFailed && !p.RetryFailed:
+		r.Refusal = store.ClaimFailed
+	case current.Attempts >= p.MaxAttempts && current.Status != store.SlotRunning:
 		r.Refusal = store.ClaimAttemptsExhausted
 	default:
 		r.Refusal = store.ClaimHeld

@@ -92,7 +92,8 @@ func (s *Store) SlotClaimBatch(ctx context.Context, items []store.SlotClaimParam
 //     override or else its declared value (paused, and the slot settled:
 //     see settlePaused); a completed or skipped slot (final); a running
 //     slot whose guarding lease holding is still live (already_executing,
-//     naming that holding); a slot out of attempts.
+//     naming that holding); a failed slot, unless the claim retries it
+//     (failed); a slot out of attempts.
 //  2. The lease is taken as LeaseAcquire takes it.
 //  3. Taken: the slot is inserted at attempt 1, or a failed, buffered or
 //     interrupted one is taken over with one more attempt.
@@ -135,6 +136,10 @@ func claimSlot(ctx context.Context, tx *sql.Tx, p store.SlotClaimParams, slot, n
 			return refuse(store.ClaimCompleted, store.Lease{})
 		case store.SlotSkipped:
 			return refuse(store.ClaimSkipped, store.Lease{})
+		case store.SlotFailed:
+			if !p.RetryFailed {
+				return refuse(store.ClaimFailed, store.Lease{})
+			}
 		case store.SlotRunning:
 			// The run is alive while the exact holding that claimed it is.
 			guard, err := scanLease(tx.QueryRowContext(ctx,

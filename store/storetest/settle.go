@@ -96,7 +96,7 @@ var settleTests = []namedTest{
 		if _, err := b.Store.JobStateSet(ctx(t), store.JobStateSetParams{Job: "other", Enabled: nil, By: "ana"}); err != nil {
 			t.Fatal(err)
 		}
-		other.Now = now.Add(2 * time.Second)
+		other.Now, other.RetryFailed = now.Add(2*time.Second), true
 		if r := mustClaim(t, b.Store, other); r.Slot.Attempts != 2 {
 			t.Fatalf("failed slot retried after the resume as attempt %d, want 2", r.Slot.Attempts)
 		}

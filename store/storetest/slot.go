@@ -240,11 +240,41 @@ var slotTests = []namedTest{
 			t.Fatalf("B's finish = %+v", res)
 		}
 	}},
+	{name: "FailedClaimedAgainOnlyByARetry", fn: func(t *testing.T, b Bundle) {
+		// A replica whose timer fired after the slot's run failed must not
+		// run it again at once: only a retry, after its backoff, does.
+		now := dbNow(t, b.Store)
+		slot := now.Add(-time.Second)
+		r := mustClaim(t, b.Store, claimParams(slot, "a", now))
+		mustFinish(t, b.Store, finishParams(r, store.SlotFailed, now))
+		late := wantRefusal(t, b.Open(t), claimParams(slot, "b", now.Add(time.Millisecond)), store.ClaimFailed)
+		if late.Slot.Status != store.SlotFailed || late.Slot.Attempts != 1 || late.Slot.Owner != "a" {
+			t.Fatalf("refusal's slot = %+v, want the failed row as it stands", late.Slot)
+		}
+		catchUp := claimParams(slot, "c", now.Add(time.Minute))
+		catchUp.CatchUp = true
+		wantRefusal(t, b.Open(t), catchUp, store.ClaimFailed)
+		if got := mustGetSlot(t, b.Store, slot); got.Status != store.SlotFailed || got.Attempts != 1 {
+			t.Fatalf("slot after refused claims = %+v, want failed, attempt 1", got)
+		}
+		retry := claimParams(slot, "b", now.Add(10*time.Second))
+		retry.RetryFailed = true
+		if r2 := mustClaim(t, b.Open(t), retry); r2.Slot.Attempts != 2 || r2.Slot.Owner != "b" {
+			t.Fatalf("retry = %+v, want attempt 2 by b", r2.Slot)
+		}
+		// A retry flag changes nothing for a slot that is not failed.
+		other := claimParams(slot, "a", now)
+		other.Job, other.LeaseName, other.RetryFailed = "fresh", "job:fresh", true
+		if r3 := mustClaim(t, b.Store, other); r3.Slot.Attempts != 1 {
+			t.Fatalf("retry-flagged claim of a new slot = %+v, want attempt 1", r3.Slot)
+		}
+	}},
 	{name: "FailedRetriedUntilMaxAttempts", fn: func(t *testing.T, b Bundle) {
 		now := dbNow(t, b.Store)
 		slot := now.Add(-time.Second)
 		p := claimParams(slot, "a", now)
 		p.MaxAttempts = 2
+		p.RetryFailed = true
 		for attempt := 1; attempt <= 2; attempt++ {
 			r := mustClaim(t, b.Store, p)
 			if r.Slot.Attempts != attempt {

@@ -9,8 +9,8 @@
 --     is the job's pause override, in gate.
 --   - gate refuses from the snapshot: a slot not yet due by the database
 --     clock, a paused job (override, else the declared value), a completed
---     or skipped slot, one still running under a live lease, or one out of
---     attempts. A refused item touches nothing, except that a paused one
+--     or skipped slot, one still running under a live lease, a failed one
+--     the claim does not retry, or one out of attempts. A refused item touches nothing, except that a paused one
 --     is settled (see settle).
 --   - wanted, probe, taken, busy, taken_over, created and lease are the
 --     acquisition of the items' leases (see fragments/leaseAcquisition.sql), the point
@@ -59,14 +59,14 @@
 --
 -- $1 jobs, $2 slots, $3 lease names, $4 declared disabled, $5 overlap
 -- policies, $6 max attempts, $7 TTLs in µs, $8 catch-up flags, $9 owner,
--- $10 pinned now or NULL, $11 live key or 0. Its argument declared (see
+-- $10 pinned now or NULL, $11 live key or 0, $12 retry-failed flags. Its argument declared (see
 -- slotClaimDeclared.sql) leaves the pause overrides out.
 WITH c AS (SELECT coalesce($10::timestamptz, now()) AS now),
 i AS (
     SELECT *
       FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::boolean[], $5::text[],
-                  $6::integer[], $7::bigint[], $8::boolean[])
-           WITH ORDINALITY AS i(job, slot, lease_name, disabled, overlap, max_attempts, ttl_us, catch_up, ord)
+                  $6::integer[], $7::bigint[], $8::boolean[], $12::boolean[])
+           WITH ORDINALITY AS i(job, slot, lease_name, disabled, overlap, max_attempts, ttl_us, catch_up, retry_failed, ord)
 ),
 prev AS (
     SELECT i.ord, s.status, s.owner, s.lease_name, s.generation, s.attempts, s.started_at, s.finished_at,
@@ -87,6 +87,7 @@ gate AS (
              WHEN p.status = 'completed'                              THEN 'completed'
              WHEN p.status = 'skipped'                                THEN 'skipped'
              WHEN p.status = 'running' AND p.guarded                  THEN 'already_executing'
+             WHEN p.status = 'failed' AND NOT i.retry_failed          THEN 'failed'
              WHEN p.attempts >= i.max_attempts                        THEN 'attempts_exhausted'
            END AS refusal
       FROM i
