@@ -56,6 +56,9 @@ const (
 	// DefaultSkipStreak is how many skips in a row a job may have before
 	// more raise a skip_streak alert.
 	DefaultSkipStreak = 3
+	// DefaultFailingSlots is how many slots in a row of a job that ended
+	// failed raise a failing alert.
+	DefaultFailingSlots = 3
 	// DefaultClockOffsetAlert is how far a replica's clock may be from the
 	// database clock before a clock_offset alert.
 	DefaultClockOffsetAlert = 2 * time.Second
@@ -187,6 +190,11 @@ type AlertThresholds struct {
 	// a row raises skip_streak. Negative disables the check. Defaults to
 	// DefaultSkipStreak (3).
 	SkipStreak int
+	// FailingSlots: a job whose last this many slots ended failed (each
+	// after its last attempt) raises failing, resolved by the job's next
+	// slot that succeeds. Negative disables the check. Defaults to
+	// DefaultFailingSlots (3).
+	FailingSlots int
 	// ClockOffset: a live replica whose clock was measured further than
 	// this from the database clock raises clock_offset. Negative disables
 	// the check. Defaults to DefaultClockOffsetAlert (2s).
@@ -254,6 +262,9 @@ func (c *Config) withDefaults() Config {
 func (t AlertThresholds) withDefaults(c Config) AlertThresholds {
 	if t.SkipStreak == 0 {
 		t.SkipStreak = DefaultSkipStreak
+	}
+	if t.FailingSlots == 0 {
+		t.FailingSlots = DefaultFailingSlots
 	}
 	if t.ClockOffset == 0 {
 		t.ClockOffset = DefaultClockOffsetAlert

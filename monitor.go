@@ -39,6 +39,9 @@ const (
 	// for the skip streak (the threshold + 1) and a view of recent
 	// durations.
 	monitorJobRuns = 10
+	// monitorFailingRows bounds the rows per job read for the failing
+	// check: enough for 3 slots of 49 attempts each.
+	monitorFailingRows = 200
 	// alertRefreshEvery is how often an open alert that the checks still
 	// find, unchanged, has its LastSeenAt refreshed: each refresh is a
 	// committed write, and hundreds of alerts open at once (an outage)
@@ -201,7 +204,7 @@ func (s *Scheduler) monitorSnapshot(ctx context.Context, now time.Time, th absen
 		return snap, nil, errNotRegistered
 	}
 	snap.Registry, snap.States, snap.Recent = reg, all.JobStates, all.RecentRuns
-	perJob := min(max(th.SkipStreak+1, monitorJobRuns), store.MaxRunListLimit)
+	perJob := min(max(th.SkipStreak+1, monitorJobRuns, failingRows(reg, th.Failing)), store.MaxRunListLimit)
 	snap.Jobs = make(map[string]absence.JobData, len(reg.Jobs))
 	names := reg.Names()
 	runs := make([][]store.Run, 0, len(names))
@@ -226,6 +229,22 @@ func (s *Scheduler) monitorSnapshot(ctx context.Context, now time.Time, th absen
 		return snap, nil, err
 	}
 	return snap, all.OpenAlerts, nil
+}
+
+// failingRows is how many run rows per job the failing check needs to
+// see limit slots that ended failed: each may have had as many attempts
+// as the job's MaxAttempts, and the newest slot's may still be under way.
+// At most monitorFailingRows: a streak that takes more rows to see is
+// not reported (docs/alerts.md).
+func failingRows(reg *absence.Registry, limit int) int {
+	if limit <= 0 {
+		return 0
+	}
+	attempts := 1
+	for _, j := range reg.Jobs {
+		attempts = max(attempts, j.Settings.MaxAttempts)
+	}
+	return min((limit+1)*attempts, monitorFailingRows)
 }
 
 // jobLeases puts each job's lease, when held, into snap, and the clock the
@@ -342,6 +361,7 @@ func (s *Scheduler) emitAlert(a store.Alert, raised bool) {
 func (t AlertThresholds) absence(retention time.Duration) absence.Thresholds {
 	return absence.Thresholds{
 		SkipStreak:   max(t.SkipStreak, 0),
+		Failing:      max(t.FailingSlots, 0),
 		ClockOffset:  max(t.ClockOffset, 0),
 		ReplicaStale: t.ReplicaStale,
 		OrphanWindow: max(t.OrphanWindow, 0),

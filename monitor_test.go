@@ -201,12 +201,13 @@ func (m *monitored) wantRows(k alertKey, open bool) store.Alert {
 // wantResolvedOnce advances until k is resolved (failing after limit), then
 // a minute more, and checks that k was raised once and resolved once: one
 // row, closed, and one event of each across the replicas.
-func (m *monitored) wantResolvedOnce(k alertKey, limit time.Duration) {
+// Alerts of the slack keys may come and go meanwhile (see alertLog.wantOnly).
+func (m *monitored) wantResolvedOnce(k alertKey, limit time.Duration, slack ...alertKey) {
 	m.t.Helper()
 	m.advanceUntil(string(k.kind)+" resolved", limit, time.Second, func() bool { return m.resolved(k) })
 	m.advance(time.Minute, time.Second)
 	m.wantRows(k, false)
-	m.log.wantOnly(m.t, map[alertKey][2]int{k: {1, 1}})
+	m.log.wantOnly(m.t, map[alertKey][2]int{k: {1, 1}}, slack...)
 }
 
 func (m *monitored) dumpAlerts() {
@@ -225,7 +226,8 @@ func TestAlertDeadlineMissedRaisedOnceAndResolved(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
 		m := newMonitored(t, c)
 		var failing atomic.Bool
-		job := Job{Name: "report", Schedule: "@every 1m", Deadline: 30 * time.Second,
+		// One attempt a slot: a retry would be running at the deadline.
+		job := Job{Name: "report", Schedule: "@every 1m", Deadline: 30 * time.Second, MaxAttempts: 1,
 			Handler: func(ctx context.Context, run *Run) error {
 				if failing.Load() {
 					return errors.New("the report service is down")
@@ -254,7 +256,8 @@ func TestAlertDeadlineMissedRaisedOnceAndResolved(t *testing.T) {
 		m.wantRows(key, true)
 
 		failing.Store(false)
-		m.wantResolvedOnce(key, 2*time.Minute)
+		// Three failed slots raise failing too (TestAlertFailingRaisedOnceAndResolved).
+		m.wantResolvedOnce(key, 2*time.Minute, alertKey{store.AlertFailing, "report"})
 		c.wantNeverDown()
 	})
 }
@@ -675,11 +678,11 @@ func TestAlertThresholdDefaultsAndValidation(t *testing.T) {
 		wantErr    string
 	}{
 		{name: "defaults", wantEvery: 15 * time.Second,
-			wantAlerts: AlertThresholds{SkipStreak: 3, ClockOffset: 2 * time.Second, ReplicaStale: 30 * time.Second, OrphanWindow: 24 * time.Hour}},
+			wantAlerts: AlertThresholds{SkipStreak: 3, FailingSlots: 3, ClockOffset: 2 * time.Second, ReplicaStale: 30 * time.Second, OrphanWindow: 24 * time.Hour}},
 		{name: "stale follows the heartbeat", cfg: Config{HeartbeatEvery: 2 * time.Second}, wantEvery: 15 * time.Second,
-			wantAlerts: AlertThresholds{SkipStreak: 3, ClockOffset: 2 * time.Second, ReplicaStale: 6 * time.Second, OrphanWindow: 24 * time.Hour}},
-		{name: "set and disabled", cfg: Config{CheckEvery: -1, Alerts: AlertThresholds{SkipStreak: -1, ClockOffset: time.Minute, ReplicaStale: time.Minute, OrphanWindow: -1}},
-			wantEvery: -1, wantAlerts: AlertThresholds{SkipStreak: -1, ClockOffset: time.Minute, ReplicaStale: time.Minute, OrphanWindow: -1}},
+			wantAlerts: AlertThresholds{SkipStreak: 3, FailingSlots: 3, ClockOffset: 2 * time.Second, ReplicaStale: 6 * time.Second, OrphanWindow: 24 * time.Hour}},
+		{name: "set and disabled", cfg: Config{CheckEvery: -1, Alerts: AlertThresholds{SkipStreak: -1, FailingSlots: -1, ClockOffset: time.Minute, ReplicaStale: time.Minute, OrphanWindow: -1}},
+			wantEvery: -1, wantAlerts: AlertThresholds{SkipStreak: -1, FailingSlots: -1, ClockOffset: time.Minute, ReplicaStale: time.Minute, OrphanWindow: -1}},
 		{name: "too frequent", cfg: Config{CheckEvery: 500 * time.Millisecond}, wantErr: "Config.CheckEvery must be at least 1s"},
 		{name: "longer than a lease may last", cfg: Config{CheckEvery: 85 * time.Hour}, wantErr: "Config.CheckEvery must be at most 84h0m0s"},
 		{name: "negative staleness", cfg: Config{Alerts: AlertThresholds{ReplicaStale: -time.Second}}, wantErr: "Config.Alerts.ReplicaStale must not be negative"},
@@ -704,8 +707,8 @@ func TestAlertThresholdDefaultsAndValidation(t *testing.T) {
 		})
 	}
 	// The checks' own thresholds: a negative one is off (zero).
-	got := AlertThresholds{SkipStreak: -1, ClockOffset: -1, ReplicaStale: time.Minute, OrphanWindow: -1}.absence(-1)
-	if got.SkipStreak != 0 || got.ClockOffset != 0 || got.OrphanWindow != 0 || got.ReplicaStale != time.Minute || got.Retention != 0 {
+	got := AlertThresholds{SkipStreak: -1, FailingSlots: -1, ClockOffset: -1, ReplicaStale: time.Minute, OrphanWindow: -1}.absence(-1)
+	if got.SkipStreak != 0 || got.Failing != 0 || got.ClockOffset != 0 || got.OrphanWindow != 0 || got.ReplicaStale != time.Minute || got.Retention != 0 {
 		t.Fatalf("absence thresholds %+v: want the negative ones off (zero)", got)
 	}
 	if got := (AlertThresholds{}).absence(DefaultRetention); got.Retention != DefaultRetention {
@@ -760,3 +763,49 @@ func TestMonitorLeaseHeldAcrossPassesAndReleasedAtStop(t *testing.T) {
 // configOnlyStore stands in for a store where only the configuration is
 // judged: New does no I/O, so none of its methods is called.
 type configOnlyStore struct{ store.Store }
+
+// A job that fails every attempt raises failing once across the replicas,
+// when its third slot has spent its attempts (each retried after the
+// backoff), and its first slot that succeeds again resolves it, once.
+func TestAlertFailingRaisedOnceAndResolved(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		m := newMonitored(t, c)
+		var broken atomic.Bool
+		broken.Store(true)
+		job := Job{Name: "export", Schedule: "@every 1m", MaxAttempts: 2, RetryBackoff: 10 * time.Second,
+			Handler: func(ctx context.Context, run *Run) error {
+				if broken.Load() {
+					return errors.New("exit status 1: bucket not found")
+				}
+				return nil
+			}}
+		for i := range 3 {
+			m.start(fmt.Sprintf("replica-%d", i), nil, job)
+		}
+		key := alertKey{store.AlertFailing, "export"}
+		// Slots 12:01, 12:02 and 12:03 fail, each attempt retried once
+		// 10s later; the third's last attempt fails at 12:03:10.
+		m.advanceUntil("failing raised", 5*time.Minute, time.Second, func() bool { return m.raised(key) })
+		if now, spent := m.db.Now(), time.Date(2026, 3, 1, 12, 3, 10, 0, time.UTC); now.Before(spent) {
+			t.Fatalf("raised at %s, before the third slot spent its attempts (%s)", now.Format(time.TimeOnly), spent.Format(time.TimeOnly))
+		}
+		a := m.wantRows(key, true)
+		if d := a.Details; d["count"] != "3+" || d["attempts"] != "2" || d["first_slot"] != "2026-03-01T12:01:00Z" ||
+			d["latest_slot"] != "2026-03-01T12:03:00Z" || d["last_error"] != "exit status 1: bucket not found" {
+			t.Errorf("details %v; want 3 slots from 12:01 to 12:03, 2 attempts, the handler's error", d)
+		}
+		for _, slot := range []time.Time{time.Date(2026, 3, 1, 12, 1, 0, 0, time.UTC), time.Date(2026, 3, 1, 12, 2, 0, 0, time.UTC)} {
+			if runs := slotRuns(t, m.replicas[0].store, "export", slot); len(runs) != 2 || runs[0].Attempt != 1 || runs[1].Attempt != 2 ||
+				runs[1].StartedAt.Sub(runs[0].FinishedAt) != 10*time.Second {
+				t.Errorf("slot %s: runs %+v; want attempts 1 and 2, 10s apart", slot.Format(time.TimeOnly), runs)
+			}
+		}
+		// Still failing: the alert stays open, raised once.
+		m.advance(2*time.Minute, time.Second)
+		m.wantRows(key, true)
+
+		broken.Store(false)
+		m.wantResolvedOnce(key, 2*time.Minute)
+		c.wantNeverDown()
+	})
+}

@@ -185,7 +185,7 @@ func testClockOffset(logger *slog.Logger) (cronfence.Clock, error) {
 func withMonitor(cfg cronfence.Config, m config.Monitor) cronfence.Config {
 	cfg.HeartbeatEvery, cfg.CheckEvery = m.HeartbeatEvery, m.CheckEvery
 	cfg.Alerts = cronfence.AlertThresholds{
-		SkipStreak: m.SkipStreak, ClockOffset: m.ClockOffset, ReplicaStale: m.ReplicaStale, OrphanWindow: m.OrphanWindow,
+		SkipStreak: m.SkipStreak, FailingSlots: m.FailingSlots, ClockOffset: m.ClockOffset, ReplicaStale: m.ReplicaStale, OrphanWindow: m.OrphanWindow,
 	}
 	return cfg
 }
@@ -213,6 +213,7 @@ func schedulerJob(j config.Job, killGrace time.Duration) cronfence.Job {
 		Overlap:          cronfence.Overlap(j.Overlap),
 		Deadline:         j.Deadline,
 		MaxAttempts:      j.MaxAttempts,
+		RetryBackoff:     j.RetryBackoff,
 		Disabled:         j.Disabled,
 		RunWhenStoreDown: j.RunWhenStoreDown,
 		CompletesInTx:    j.CompletesInTx,

@@ -12,7 +12,7 @@ import (
 // kind is not theirs to resolve.
 var Kinds = []store.AlertKind{
 	store.AlertDeadlineMissed, store.AlertLeaseStuck, store.AlertSkipStreak, store.AlertSlowRun,
-	store.AlertConfigDrift, store.AlertOrphanJob, store.AlertClockOffset,
+	store.AlertConfigDrift, store.AlertOrphanJob, store.AlertClockOffset, store.AlertFailing,
 }
 
 // Thresholds tune the checks. The scheduler fills them from its Config,
@@ -20,6 +20,8 @@ var Kinds = []store.AlertKind{
 type Thresholds struct {
 	// SkipStreak: more than this many skips in a row raise skip_streak.
 	SkipStreak int
+	// Failing: this many slots in a row that ended failed raise failing.
+	Failing int
 	// ClockOffset: a live replica further than this from the database
 	// clock raises clock_offset.
 	ClockOffset time.Duration
@@ -135,6 +137,7 @@ func Evaluate(s Snapshot, th Thresholds) Result {
 		}
 		r.add(checkLease(j, d, leasesNow))
 		r.add(checkSkipStreak(j, d, th.SkipStreak))
+		r.add(checkFailing(j, d, th.Failing))
 		r.add(checkDrift(j))
 	}
 	for _, a := range checkOrphans(reg, s.States, s.Recent, th.OrphanWindow) {

@@ -65,6 +65,8 @@ const (
 	DefaultLeaseTTL = 90 * time.Second
 	// DefaultMaxAttempts equals cronfence.DefaultMaxAttempts.
 	DefaultMaxAttempts = 3
+	// DefaultRetryBackoff equals cronfence.DefaultRetryBackoff.
+	DefaultRetryBackoff = 10 * time.Second
 	// DefaultOverlap equals cronfence.OverlapSkip.
 	DefaultOverlap = "skip"
 	// DefaultSQLiteFile is the SQLite file name, beside the config file,
@@ -131,8 +133,9 @@ type Job struct {
 	CatchUpWindow time.Duration
 	Overlap       string // "skip", "allow" or "buffer-one"; DefaultOverlap when not given
 	Deadline      time.Duration
-	MaxAttempts   int  // DefaultMaxAttempts when not given
-	Disabled      bool // enabled: false
+	MaxAttempts   int           // DefaultMaxAttempts when not given
+	RetryBackoff  time.Duration // DefaultRetryBackoff when not given
+	Disabled      bool          // enabled: false
 	// RunWhenStoreDown runs the command without a lease when the store
 	// cannot be reached.
 	RunWhenStoreDown bool

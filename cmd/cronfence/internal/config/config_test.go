@@ -58,6 +58,7 @@ defaults:
   lease_ttl: 45s
   env: {A: "1", B: "2"}
   max_attempts: 2
+  retry_backoff: 30s
 jobs:
   - name: daily-close
     schedule: "5 0 * * *"
@@ -70,6 +71,7 @@ jobs:
     catch_up_window: 1h
     overlap: buffer-one
     max_attempts: 3
+    retry_backoff: 1m
     deadline: 2h
     enabled: false
     run_when_store_down: true
@@ -91,14 +93,14 @@ jobs:
 		Jobs: []Job{{
 			Name: "daily-close", Schedule: "5 0 * * *", TimeZone: "UTC", Timeout: 10 * time.Minute,
 			LeaseTTL: 90 * time.Second, CatchUpWindow: time.Hour, Overlap: "buffer-one",
-			Deadline: 2 * time.Hour, MaxAttempts: 3, Disabled: true, RunWhenStoreDown: true, CompletesInTx: true,
+			Deadline: 2 * time.Hour, MaxAttempts: 3, RetryBackoff: time.Minute, Disabled: true, RunWhenStoreDown: true, CompletesInTx: true,
 			Command: []string{"/usr/local/bin/close-day", "--all", "7"},
-			Env:     map[string]string{"A": "1", "B": "job", "C": "3"}, Workdir: "/srv", Line: 15,
+			Env:     map[string]string{"A": "1", "B": "job", "C": "3"}, Workdir: "/srv", Line: 16,
 		}, {
 			Name: "hello", Schedule: "@every 1h30m", TimeZone: "America/Sao_Paulo",
-			LeaseTTL: 45 * time.Second, Overlap: "skip", MaxAttempts: 2,
+			LeaseTTL: 45 * time.Second, Overlap: "skip", MaxAttempts: 2, RetryBackoff: 30 * time.Second,
 			Shell: "echo hello >> /tmp/x", Env: map[string]string{"A": "1", "B": "2"},
-			Workdir: "/etc/cronfence/data", Line: 30,
+			Workdir: "/etc/cronfence/data", Line: 32,
 		}},
 		Monitor: defaultMonitor(),
 		History: defaultHistory(),
@@ -118,7 +120,7 @@ jobs:
 `)
 	want := Job{
 		Name: "a", Schedule: "@hourly", TimeZone: "UTC", LeaseTTL: 90 * time.Second,
-		Overlap: "skip", MaxAttempts: 3, Shell: "true", Env: map[string]string{}, Line: 2,
+		Overlap: "skip", MaxAttempts: 3, RetryBackoff: 10 * time.Second, Shell: "true", Env: map[string]string{}, Line: 2,
 	}
 	if diff := cmp.Diff([]Job{want}, f.Jobs); diff != "" {
 		t.Fatalf("Jobs (-want +got):\n%s", diff)
@@ -132,6 +134,7 @@ jobs:
 func TestDefaultsMatchCronfence(t *testing.T) {
 	t.Parallel()
 	if DefaultLeaseTTL != cronfence.DefaultLeaseTTL || DefaultMaxAttempts != cronfence.DefaultMaxAttempts ||
+		DefaultRetryBackoff != cronfence.DefaultRetryBackoff ||
 		DefaultOverlap != string(cronfence.OverlapSkip) || MaxJobNameLength != cronfence.MaxJobNameLength {
 		t.Fatal("config defaults differ from the cronfence package's")
 	}
@@ -174,6 +177,7 @@ defaults:
   catch_up_window: 5m
   overlap: allow
   max_attempts: 5
+  retry_backoff: 1m
   deadline: 1h
   enabled: false
   run_when_store_down: true
@@ -192,6 +196,7 @@ jobs:
     catch_up_window: 10m
     overlap: skip
     max_attempts: 1
+    retry_backoff: 5s
     deadline: 2h
     enabled: true
     run_when_store_down: false
@@ -200,12 +205,12 @@ jobs:
 	want := []Job{{
 		Name: "inherits", Schedule: "@daily", TimeZone: "Europe/Lisbon", Timeout: time.Minute,
 		LeaseTTL: 30 * time.Second, CatchUpWindow: 5 * time.Minute, Overlap: "allow", Deadline: time.Hour,
-		MaxAttempts: 5, Disabled: true, RunWhenStoreDown: true, CompletesInTx: true, Shell: "x",
-		Env: map[string]string{"A": "1"}, Workdir: "/var", Line: 16,
+		MaxAttempts: 5, RetryBackoff: time.Minute, Disabled: true, RunWhenStoreDown: true, CompletesInTx: true, Shell: "x",
+		Env: map[string]string{"A": "1"}, Workdir: "/var", Line: 17,
 	}, {
 		Name: "overrides", Schedule: "@hourly", TimeZone: "Asia/Tokyo", Timeout: 2 * time.Minute,
 		LeaseTTL: time.Minute, CatchUpWindow: 10 * time.Minute, Overlap: "skip", Deadline: 2 * time.Hour,
-		MaxAttempts: 1, Shell: "x", Env: map[string]string{"A": "2", "B": "3"}, Workdir: "/tmp", Line: 18,
+		MaxAttempts: 1, RetryBackoff: 5 * time.Second, Shell: "x", Env: map[string]string{"A": "2", "B": "3"}, Workdir: "/tmp", Line: 19,
 	}}
 	if diff := cmp.Diff(want, f.Jobs); diff != "" {
 		t.Fatalf("Jobs (-want +got):\n%s", diff)
@@ -362,6 +367,8 @@ func TestParseErrors(t *testing.T) {
 
 		{"bad overlap", job(cmd + sched + "    overlap: queue\n"), []string{`cronfence.yaml:5: jobs[0].overlap: "queue" must be skip, allow or buffer-one`}},
 		{"max_attempts zero", job(cmd + sched + "    max_attempts: 0\n"), []string{"cronfence.yaml:5: jobs[0].max_attempts: 0 must be at least 1"}},
+		{"retry_backoff zero", job(cmd + sched + "    retry_backoff: 0s\n"), []string{`cronfence.yaml:5: jobs[0].retry_backoff: "0s" must be positive; leave it out for 10s (max_attempts: 1 turns retries off)`}},
+		{"retry_backoff words", job(cmd + sched + "    retry_backoff: soon\n"), nil},
 		{"max_attempts string", job(cmd + sched + "    max_attempts: three\n"), []string{`cronfence.yaml:5: jobs[0].max_attempts: must be a whole number, got "three"`}},
 		{"max_attempts variable", job(cmd + sched + "    max_attempts: ${YES}\n"), []string{`cronfence.yaml:5: jobs[0].max_attempts: "true" is not a whole number`}},
 		{"enabled not a bool", job(cmd + sched + "    enabled: yes\n"), []string{`cronfence.yaml:5: jobs[0].enabled: must be true or false, got "yes"`}},

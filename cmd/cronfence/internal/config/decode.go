@@ -38,7 +38,7 @@ var (
 	tokenKeys = []string{"name", "role", "token"}
 	// jobFieldKeys are the fields defaults: may set too.
 	jobFieldKeys = []string{"schedule", "time_zone", "env", "workdir", "timeout", "lease_ttl",
-		"catch_up_window", "overlap", "max_attempts", "deadline", "enabled", "run_when_store_down", "completes_in_tx"}
+		"catch_up_window", "overlap", "max_attempts", "retry_backoff", "deadline", "enabled", "run_when_store_down", "completes_in_tx"}
 	jobKeys = append([]string{"name", "command", "shell"}, jobFieldKeys...)
 )
 
@@ -410,6 +410,7 @@ func (o opt[T]) or(def opt[T]) opt[T] {
 type fields struct {
 	schedule, timeZone, workdir, overlap opt[string]
 	timeout, leaseTTL, catchUp, deadline opt[time.Duration]
+	retryBackoff                         opt[time.Duration]
 	maxAttempts                          opt[int]
 	enabled, runWhenStoreDown, inTx      opt[bool]
 	env                                  opt[map[string]string]
@@ -464,6 +465,13 @@ func (d *decoder) field(f *fields, key string, v *yaml.Node, path string) {
 	case "max_attempts":
 		x, ok := d.intIn(v, path, 1, 0)
 		f.maxAttempts = set(x, ok, v, path)
+	case "retry_backoff":
+		x, ok := d.duration(v, path)
+		if ok && x <= 0 {
+			d.errorf(v.Line, path, "%q must be positive; leave it out for %s (max_attempts: 1 turns retries off)", x, DefaultRetryBackoff)
+			ok = false
+		}
+		f.retryBackoff = set(x, ok, v, path)
 	case "enabled":
 		x, ok := d.boolean(v, path)
 		f.enabled = set(x, ok, v, path)
@@ -723,13 +731,14 @@ func (d *decoder) resolve(own, def fields, path string, line int) Job {
 		workdir: own.workdir.or(def.workdir), overlap: own.overlap.or(def.overlap),
 		timeout: own.timeout.or(def.timeout), leaseTTL: own.leaseTTL.or(def.leaseTTL),
 		catchUp: own.catchUp.or(def.catchUp), deadline: own.deadline.or(def.deadline),
-		maxAttempts: own.maxAttempts.or(def.maxAttempts), enabled: own.enabled.or(def.enabled),
+		maxAttempts: own.maxAttempts.or(def.maxAttempts), retryBackoff: own.retryBackoff.or(def.retryBackoff),
+		enabled:          own.enabled.or(def.enabled),
 		runWhenStoreDown: own.runWhenStoreDown.or(def.runWhenStoreDown), inTx: own.inTx.or(def.inTx),
 	}
 	j := Job{
 		Schedule: f.schedule.v, TimeZone: DefaultTimeZone, Timeout: f.timeout.v,
 		LeaseTTL: DefaultLeaseTTL, CatchUpWindow: f.catchUp.v, Overlap: DefaultOverlap,
-		Deadline: f.deadline.v, MaxAttempts: DefaultMaxAttempts, Disabled: f.enabled.set && !f.enabled.v,
+		Deadline: f.deadline.v, MaxAttempts: DefaultMaxAttempts, RetryBackoff: DefaultRetryBackoff, Disabled: f.enabled.set && !f.enabled.v,
 		RunWhenStoreDown: f.runWhenStoreDown.v, CompletesInTx: f.inTx.v, Env: map[string]string{},
 	}
 	if f.timeZone.set {
@@ -743,6 +752,9 @@ func (d *decoder) resolve(own, def fields, path string, line int) Job {
 	}
 	if f.maxAttempts.set {
 		j.MaxAttempts = f.maxAttempts.v
+	}
+	if f.retryBackoff.set {
+		j.RetryBackoff = f.retryBackoff.v
 	}
 	if f.workdir.set {
 		j.Workdir = d.path(f.workdir.v)

@@ -17,6 +17,8 @@ const (
 	DefaultCheckEvery = 15 * time.Second
 	// DefaultSkipStreak equals cronfence.DefaultSkipStreak.
 	DefaultSkipStreak = 3
+	// DefaultFailingSlots equals cronfence.DefaultFailingSlots.
+	DefaultFailingSlots = 3
 	// DefaultClockOffset equals cronfence.DefaultClockOffsetAlert.
 	DefaultClockOffset = 2 * time.Second
 	// DefaultOrphanWindow equals cronfence.DefaultOrphanWindow.
@@ -42,6 +44,9 @@ const (
 	// store.MaxRunListLimit runs of a job, so a longer streak could never
 	// be counted.
 	MaxSkipStreak = store.MaxRunListLimit - 1
+	// MaxFailingSlots is the largest failing_slots: a pass reads at most
+	// 200 runs of a job for this check (of jobs with one attempt a slot).
+	MaxFailingSlots = 199
 )
 
 // Off is heartbeat_every or check_every written as off (or as a negative
@@ -49,7 +54,7 @@ const (
 const Off time.Duration = -1
 
 // monitorKeys are the fields of monitor:.
-var monitorKeys = []string{"heartbeat_every", "check_every", "skip_streak", "clock_offset", "replica_stale", "orphan_window"}
+var monitorKeys = []string{"heartbeat_every", "check_every", "skip_streak", "failing_slots", "clock_offset", "replica_stale", "orphan_window"}
 
 // Monitor is the monitor: section: the replica registry and the absence
 // checks (docs/alerts.md). Its fields have the meanings of
@@ -69,6 +74,10 @@ type Monitor struct {
 	// SkipStreak: more than this many skips in a row raise skip_streak.
 	// DefaultSkipStreak (3) when not given; 1 to MaxSkipStreak.
 	SkipStreak int
+	// FailingSlots: this many slots in a row that ended failed raise
+	// failing. DefaultFailingSlots (3) when not given; 1 to
+	// MaxFailingSlots.
+	FailingSlots int
 	// ClockOffset: a replica's clock further than this from the database
 	// clock raises clock_offset. DefaultClockOffset (2s) when not given.
 	ClockOffset time.Duration
@@ -91,7 +100,8 @@ type Monitor struct {
 func defaultMonitor() Monitor {
 	return Monitor{
 		HeartbeatEvery: DefaultHeartbeatEvery, CheckEvery: DefaultCheckEvery, SkipStreak: DefaultSkipStreak,
-		ClockOffset: DefaultClockOffset, ReplicaStale: ReplicaStaleHeartbeats * DefaultHeartbeatEvery,
+		FailingSlots: DefaultFailingSlots,
+		ClockOffset:  DefaultClockOffset, ReplicaStale: ReplicaStaleHeartbeats * DefaultHeartbeatEvery,
 		OrphanWindow: DefaultOrphanWindow,
 	}
 }
@@ -115,6 +125,10 @@ func (d *decoder) monitor(k, n *yaml.Node) Monitor {
 		case "skip_streak":
 			if x, ok := d.intIn(v, path, 1, MaxSkipStreak); ok {
 				m.SkipStreak = x
+			}
+		case "failing_slots":
+			if x, ok := d.intIn(v, path, 1, MaxFailingSlots); ok {
+				m.FailingSlots = x
 			}
 		case "clock_offset":
 			m.ClockOffset = d.positive(v, path, m.ClockOffset)

@@ -19,11 +19,11 @@ func TestMonitorDefaultsMatchCronfence(t *testing.T) {
 	t.Parallel()
 	if DefaultHeartbeatEvery != cronfence.DefaultHeartbeatEvery || DefaultCheckEvery != cronfence.DefaultCheckEvery ||
 		DefaultSkipStreak != cronfence.DefaultSkipStreak || DefaultClockOffset != cronfence.DefaultClockOffsetAlert ||
-		DefaultOrphanWindow != cronfence.DefaultOrphanWindow {
+		DefaultOrphanWindow != cronfence.DefaultOrphanWindow || DefaultFailingSlots != cronfence.DefaultFailingSlots {
 		t.Fatal("monitor: defaults differ from the cronfence package's")
 	}
 	want := Monitor{
-		HeartbeatEvery: 10 * time.Second, CheckEvery: 15 * time.Second, SkipStreak: 3,
+		HeartbeatEvery: 10 * time.Second, CheckEvery: 15 * time.Second, SkipStreak: 3, FailingSlots: 3,
 		ClockOffset: 2 * time.Second, ReplicaStale: 30 * time.Second, OrphanWindow: 24 * time.Hour,
 	}
 	if diff := cmp.Diff(want, mustParse(t, webhookJobs).Monitor); diff != "" {
@@ -50,34 +50,35 @@ monitor:
   heartbeat_every: 2s
   check_every: 1m
   skip_streak: 10
+  failing_slots: 5
   clock_offset: 500ms
   replica_stale: 5s
   orphan_window: 1h
-`, Monitor{HeartbeatEvery: 2 * s, CheckEvery: time.Minute, SkipStreak: 10, ClockOffset: 500 * time.Millisecond,
+`, Monitor{HeartbeatEvery: 2 * s, CheckEvery: time.Minute, SkipStreak: 10, FailingSlots: 5, ClockOffset: 500 * time.Millisecond,
 			ReplicaStale: 5 * s, OrphanWindow: time.Hour, Line: 1}},
 		{"replica_stale follows heartbeat_every", "monitor:\n  heartbeat_every: 1s\n  check_every: 1s\n",
-			Monitor{HeartbeatEvery: s, CheckEvery: s, SkipStreak: 3, ClockOffset: 2 * s, ReplicaStale: 3 * s,
+			Monitor{HeartbeatEvery: s, CheckEvery: s, SkipStreak: 3, FailingSlots: 3, ClockOffset: 2 * s, ReplicaStale: 3 * s,
 				OrphanWindow: 24 * time.Hour, Line: 1}},
 		{"replica_stale before heartbeat_every", "monitor:\n  replica_stale: 2m\n  heartbeat_every: 1m\n",
-			Monitor{HeartbeatEvery: time.Minute, CheckEvery: 15 * s, SkipStreak: 3, ClockOffset: 2 * s,
+			Monitor{HeartbeatEvery: time.Minute, CheckEvery: 15 * s, SkipStreak: 3, FailingSlots: 3, ClockOffset: 2 * s,
 				ReplicaStale: 2 * time.Minute, OrphanWindow: 24 * time.Hour, Line: 1}},
 		{"off", "monitor:\n  heartbeat_every: off\n  check_every: off\n",
-			Monitor{HeartbeatEvery: Off, CheckEvery: Off, SkipStreak: 3, ClockOffset: 2 * s, ReplicaStale: 30 * s,
+			Monitor{HeartbeatEvery: Off, CheckEvery: Off, SkipStreak: 3, FailingSlots: 3, ClockOffset: 2 * s, ReplicaStale: 30 * s,
 				OrphanWindow: 24 * time.Hour, Line: 1}},
 		{"negative is off", "monitor:\n  heartbeat_every: -1s\n  check_every: -15s\n",
-			Monitor{HeartbeatEvery: Off, CheckEvery: Off, SkipStreak: 3, ClockOffset: 2 * s, ReplicaStale: 30 * s,
+			Monitor{HeartbeatEvery: Off, CheckEvery: Off, SkipStreak: 3, FailingSlots: 3, ClockOffset: 2 * s, ReplicaStale: 30 * s,
 				OrphanWindow: 24 * time.Hour, Line: 1}},
 		{"checks off, heartbeat on", "monitor:\n  check_every: off\n  replica_stale: 20s\n",
-			Monitor{HeartbeatEvery: 10 * s, CheckEvery: Off, SkipStreak: 3, ClockOffset: 2 * s, ReplicaStale: 20 * s,
+			Monitor{HeartbeatEvery: 10 * s, CheckEvery: Off, SkipStreak: 3, FailingSlots: 3, ClockOffset: 2 * s, ReplicaStale: 20 * s,
 				OrphanWindow: 24 * time.Hour, Line: 1}},
 		{"heartbeat off, replica_stale free", "monitor:\n  heartbeat_every: off\n  replica_stale: 1s\n",
-			Monitor{HeartbeatEvery: Off, CheckEvery: 15 * s, SkipStreak: 3, ClockOffset: 2 * s, ReplicaStale: s,
+			Monitor{HeartbeatEvery: Off, CheckEvery: 15 * s, SkipStreak: 3, FailingSlots: 3, ClockOffset: 2 * s, ReplicaStale: s,
 				OrphanWindow: 24 * time.Hour, Line: 1}},
 		{"variables", "jobs: []\nmonitor:\n  check_every: ${CHECK:-1s}\n  skip_streak: ${N}\n  clock_offset: ${TTL}\n",
-			Monitor{HeartbeatEvery: 10 * s, CheckEvery: s, SkipStreak: 5, ClockOffset: 2 * time.Minute, ReplicaStale: 30 * s,
+			Monitor{HeartbeatEvery: 10 * s, CheckEvery: s, SkipStreak: 5, FailingSlots: 3, ClockOffset: 2 * time.Minute, ReplicaStale: 30 * s,
 				OrphanWindow: 24 * time.Hour, Line: 2}},
 		{"bounds", "monitor:\n  check_every: 84h\n  skip_streak: 9999\n",
-			Monitor{HeartbeatEvery: 10 * s, CheckEvery: 84 * time.Hour, SkipStreak: 9999, ClockOffset: 2 * s,
+			Monitor{HeartbeatEvery: 10 * s, CheckEvery: 84 * time.Hour, SkipStreak: 9999, FailingSlots: 3, ClockOffset: 2 * s,
 				ReplicaStale: 30 * s, OrphanWindow: 24 * time.Hour, Line: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -108,6 +109,9 @@ func TestMonitorErrors(t *testing.T) {
 			f + "3: monitor.check_every: the absence checks need this replica's heartbeat, but heartbeat_every is off (line 2); set check_every: off as well"},
 		// skip_streak
 		{"monitor:\n  skip_streak: 0\n", f + "2: monitor.skip_streak: 0 must be between 1 and 9999"},
+		{"monitor:\n  failing_slots: 0\n", f + "2: monitor.failing_slots: 0 must be between 1 and 199"},
+		{"monitor:\n  failing_slots: 200\n", f + "2: monitor.failing_slots: 200 must be between 1 and 199"},
+		{"monitor:\n  failing_slots: three\n", f + `2: monitor.failing_slots: must be a whole number, got "three"`},
 		{"monitor:\n  skip_streak: -1\n", f + "2: monitor.skip_streak: -1 must be between 1 and 9999"},
 		{"monitor:\n  skip_streak: 10000\n", f + "2: monitor.skip_streak: 10000 must be between 1 and 9999"},
 		{"monitor:\n  skip_streak: 2.5\n", f + "2: monitor.skip_streak: must be a whole number, got the number 2.5"},
@@ -123,7 +127,7 @@ func TestMonitorErrors(t *testing.T) {
 		{"monitor:\n  replica_stale: 19s\n", f + "2: monitor.replica_stale: 19s must be at least twice heartbeat_every (10s), or one late heartbeat makes a live replica look stopped"},
 		{"monitor:\n  replica_stale: 3s\n  heartbeat_every: 2s\n", f + "2: monitor.replica_stale: 3s must be at least twice heartbeat_every (2s), or one late heartbeat makes a live replica look stopped"},
 		// the section itself
-		{"monitor:\n  check_interval: 1s\n", f + "2: monitor.check_interval: unknown field; expected one of heartbeat_every, check_every, skip_streak, clock_offset, replica_stale, orphan_window"},
+		{"monitor:\n  check_interval: 1s\n", f + "2: monitor.check_interval: unknown field; expected one of heartbeat_every, check_every, skip_streak, failing_slots, clock_offset, replica_stale, orphan_window"},
 		{"monitor:\n  check_every: 1s\n  check_every: 2s\n", f + "3: monitor.check_every: repeated (first on line 2)"},
 		{"monitor: 15s\n", f + `1: monitor: must be a mapping (key: value), got "15s"`},
 		{"monitor: [check_every]\n", f + "1: monitor: must be a mapping (key: value), got a list"},

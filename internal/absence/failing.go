@@ -1,0 +1,92 @@
+package absence
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/cronfence/cronfence/store"
+)
+
+// maxFailingError bounds the last error an alert of kind failing quotes.
+const maxFailingError = 300
+
+// checkFailing raises failing when the job's last limit slots (or more)
+// ended failed. A slot's newest run row is its last attempt (rows come
+// newest first), and its result is the slot's: a slot ended failed when
+// that attempt failed and no further one is to come, because it was the
+// job's last (MaxAttempts) or a later slot came due since (a retry is
+// never made past the next slot). A newest slot that failed with attempts
+// left is still being retried: it neither counts nor breaks the streak.
+// Skips and manual runs do neither either. It resolves when the job's
+// newest ended slot succeeded. A limit of zero turns it off.
+func checkFailing(j *Job, d JobData, limit int) (Alert, bool) {
+	if limit <= 0 {
+		return Alert{}, false
+	}
+	var (
+		failed  []store.Run // each failed slot's last attempt, newest first
+		last    store.Run   // the slot whose attempts are being read
+		later   bool        // a row of a later slot came before (a skip included)
+		settled = true      // the whole history read was judged
+	)
+	for _, r := range d.Runs {
+		if r.Manual || r.Slot.IsZero() {
+			continue
+		}
+		if r.Skipped {
+			later = true
+			continue
+		}
+		if !last.Slot.IsZero() && r.Slot.Equal(last.Slot) {
+			continue // an earlier attempt of the slot just judged
+		}
+		last = r
+		if r.Success {
+			settled = false
+			break
+		}
+		if !later && r.Attempt < j.Settings.MaxAttempts {
+			later = true // retried still; what comes after it is older
+			continue
+		}
+		later = true
+		failed = append(failed, r)
+	}
+	if len(failed) < limit {
+		return Alert{}, false
+	}
+	newest, oldest := failed[0], failed[len(failed)-1]
+	count := strconv.Itoa(len(failed))
+	if settled && len(d.Runs) > 0 {
+		count += "+" // no success among the rows read: the streak may be longer
+	}
+	lastError := newest.Error
+	if len(lastError) > maxFailingError {
+		lastError = truncateUTF8(lastError, maxFailingError) + "…"
+	}
+	return Alert{
+		Kind: store.AlertFailing, Subject: j.Name,
+		Details: map[string]string{
+			"count":       count,
+			"threshold":   strconv.Itoa(limit),
+			"first_slot":  ts(oldest.Slot),
+			"latest_slot": ts(newest.Slot),
+			"attempts":    strconv.Itoa(newest.Attempt),
+			"last_error":  lastError,
+			"owner":       newest.Owner,
+		},
+		Message: fmt.Sprintf("job %q: its last %s slots ended failed (the latest, %s, after %d attempts: %s)",
+			j.Name, count, ts(newest.Slot), newest.Attempt, lastError),
+	}, true
+}
+
+// truncateUTF8 cuts s to at most n bytes without splitting a character.
+func truncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n]
+}
