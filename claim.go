@@ -99,7 +99,7 @@ func (s *Scheduler) claim(ctx context.Context, batch []*entry) ([]*entry, []stor
 func (s *Scheduler) claimRound(ctx context.Context, round []*entry) (claimed []*entry, results []store.SlotClaimResult, unsent []*entry, err error) {
 	items := make([]store.SlotClaimParams, len(round))
 	for i, e := range round {
-		items[i] = e.job.claimParams(e.slot, s.cfg.Owner, s.liveKey, e.origin)
+		items[i] = e.job.claimParams(e.slot, s.cfg.Owner, s.liveKey, e.origin, int(e.attempt))
 	}
 	for sent := 0; sent < len(round); {
 		n := min(len(round)-sent, maxClaimBatch)
@@ -162,7 +162,7 @@ func (s *Scheduler) claimed(ctx context.Context, e *entry, r store.SlotClaimResu
 	case r.Recorded == store.SlotSkipped:
 		s.log.Info("cronfence: slot skipped: the previous run has not finished", "job", e.job.Name, "slot", e.slot,
 			"holder", r.Lease.Owner, "generation", r.Lease.Generation)
-	case e.origin == OriginRetry && r.Refusal == store.ClaimHeld:
+	case e.origin == OriginRetry && r.Refusal == store.ClaimHeld && r.Slot.Status == store.SlotFailed:
 		s.log.Warn("cronfence: slot failed: its retry found the job's lease held by another run; not made", "job", e.job.Name,
 			"slot", e.slot, "holder", r.Lease.Owner, "generation", r.Lease.Generation)
 	case r.Recorded == store.SlotBuffered:
@@ -219,7 +219,7 @@ func (s *Scheduler) retryBusy(ctx context.Context, e *entry, writer store.Lease)
 			"job", e.job.Name, "slot", e.slot, "writer", writer.Owner, "generation", writer.Generation)
 		s.raiseDeposed(ctx, e, writer)
 	}
-	s.retryLater(&entry{job: e.job, slot: e.slot, origin: e.origin, busy: true}, busyRetryEvery)
+	s.retryLater(&entry{job: e.job, slot: e.slot, origin: e.origin, attempt: e.attempt, busy: true}, busyRetryEvery)
 }
 
 // retryLater fires the entry's slot again after about wait (at least
@@ -227,7 +227,7 @@ func (s *Scheduler) retryBusy(ctx context.Context, e *entry, writer store.Lease)
 func (s *Scheduler) retryLater(e *entry, wait time.Duration) {
 	wait = min(max(wait+20*time.Millisecond, 20*time.Millisecond), s.cfg.MaxSleep)
 	s.mu.Lock()
-	heap.Push(&s.heap, &entry{job: e.job, slot: e.slot, fireAt: s.scheduleNow().Add(wait), origin: e.origin, retry: true, busy: e.busy})
+	heap.Push(&s.heap, &entry{job: e.job, slot: e.slot, fireAt: s.scheduleNow().Add(wait), origin: e.origin, attempt: e.attempt, retry: true, busy: e.busy})
 	s.mu.Unlock()
 }
 

@@ -167,6 +167,7 @@ func (s *Scheduler) finish(spec runSpec, hold *leasekeeper.Hold, runErr error, l
 	// statement, on the database that holds the slot: no read before it,
 	// which after a failover may reach a server whose data no longer
 	// counts (a demoted primary answers reads).
+	var retry retryPlan
 	switch why := s.interruption(spec, runErr); {
 	case why != "":
 		// Cut short from outside (shutdown, lease loss) with attempts
@@ -187,6 +188,11 @@ func (s *Scheduler) finish(spec runSpec, hold *leasekeeper.Hold, runErr error, l
 		} else {
 			p.Status = store.SlotFailed
 		}
+	case runErr != nil && !spec.slot.IsZero():
+		// Failed: retried after the job's backoff while attempts remain,
+		// and open to a retry by another replica until the next slot.
+		retry = s.planRetry(spec)
+		p.RetryUntil = retry.until
 	}
 	res, err := s.ender().record(hold, job.LeaseTTL, p)
 	if !spec.slot.IsZero() && (err != nil || res.SlotStatus == store.SlotRunning) {
@@ -218,7 +224,7 @@ func (s *Scheduler) finish(spec runSpec, hold *leasekeeper.Hold, runErr error, l
 		return RunFailed, true, res.Buffered
 	}
 	if runErr != nil && res.SlotStatus == store.SlotFailed && !spec.slot.IsZero() {
-		s.retryFailed(spec)
+		s.armRetry(spec, retry)
 	}
 	return outcome, true, res.Buffered
 }

@@ -15,8 +15,11 @@ type entry struct {
 	// claimed and run as a catch-up, and given up only past the job's
 	// catch-up window.
 	origin Origin
-	retry  bool // a slot tried again (not yet due, or its lease busy); its job was re-armed when it first fired
-	busy   bool // a retry of a slot whose lease a deposed writer still held: its alert is raised
+	// attempt is, for OriginRetry, the failed attempt the entry retries
+	// (store.SlotClaimParams.RetryOf). An int32 fits the struct's padding.
+	attempt int32
+	retry   bool // a slot tried again (not yet due, or its lease busy); its job was re-armed when it first fired
+	busy    bool // a retry of a slot whose lease a deposed writer still held: its alert is raised
 	// fallback is a retry of a slot another replica is preferred for
 	// (notices.go): dropped when that one's claim was told.
 	fallback bool

@@ -200,14 +200,18 @@ func (r *registered) storeOverlap() store.OverlapPolicy {
 }
 
 // claimParams are the arguments of a claim of the job's slot: of origin
-// OriginCatchUp it is marked as catch-up, of OriginRetry it retries a
-// failed slot (store.SlotClaimParams.RetryFailed).
-func (r *registered) claimParams(slot time.Time, owner string, liveKey int64, origin Origin) store.SlotClaimParams {
-	return store.SlotClaimParams{
+// OriginCatchUp it is marked as catch-up, of OriginRetry it retries the
+// slot's failed attempt retryOf (store.SlotClaimParams.RetryFailed).
+func (r *registered) claimParams(slot time.Time, owner string, liveKey int64, origin Origin, retryOf int) store.SlotClaimParams {
+	p := store.SlotClaimParams{
 		Job: r.Name, Slot: slot, LeaseName: r.leaseName(slot), Owner: owner, TTL: r.LeaseTTL,
 		MaxAttempts: r.MaxAttempts, DeclaredDisabled: r.Disabled, Overlap: r.storeOverlap(),
-		CatchUp: origin == OriginCatchUp, RetryFailed: origin == OriginRetry, LiveKey: liveKey,
+		CatchUp: origin == OriginCatchUp, LiveKey: liveKey,
 	}
+	if origin == OriginRetry {
+		p.RetryFailed, p.RetryOf = true, retryOf
+	}
+	return p
 }
 
 // locations shares one *time.Location per zone name: time.LoadLocation

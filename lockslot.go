@@ -186,7 +186,7 @@ func LockSlot(ctx context.Context, s store.Store, l SlotLock, fn func(ctx contex
 		}
 	}
 
-	params := job.claimParams(slot, l.Owner, liveKey, OriginScheduled)
+	params := job.claimParams(slot, l.Owner, liveKey, OriginScheduled, 0)
 	// Each host's own cron fires the slot: a host whose command failed
 	// leaves it to the next one's, while attempts remain (MaxAttempts).
 	params.RetryFailed = true

@@ -9,7 +9,8 @@ import (
 )
 
 // Resume: slots whose run died, claimed again with one more attempt, or
-// ended failed on their last.
+// ended failed on their last; and failed slots whose retry the replica
+// whose attempt failed did not make (it stopped or died), retried.
 
 // resumeScans reports whether this replica scans for interrupted runs now:
 // it fires (an API-only replica leaves them to those that do) and the store
@@ -42,8 +43,9 @@ func (s *Scheduler) resumeInBackground(ctx context.Context) {
 
 // resumeInterrupted claims again, with one more attempt, the slots whose
 // run died mid-way: its owner crashed (on PostgreSQL noticed as soon as the
-// owner's session is gone) or lost its lease. One query finds them; they are
-// claimed, the latest per job, in one more round trip.
+// owner's session is gone) or lost its lease; and the failed slots open to
+// a retry whose backoff has passed (retry.go). One query finds them; they
+// are claimed, the latest per job, in one more round trip.
 func (s *Scheduler) resumeInterrupted(ctx context.Context) {
 	listCtx, cancel := s.bounded(ctx)
 	dead, err := s.store.SlotListInterrupted(listCtx)
@@ -55,18 +57,28 @@ func (s *Scheduler) resumeInterrupted(ctx context.Context) {
 	if len(dead) == 0 {
 		return
 	}
-	s.rescanSoon() // until a scan finds none: a claim here may be refused lease_busy
+	now := s.scheduleNow()
 	s.mu.Lock()
 	// The latest slot of each job here that has an attempt left: one out
 	// of attempts would only be refused, on every scan, and would hide an
 	// older slot that can still be resumed. Those are abandoned instead.
+	// A failed slot open to a retry is retried once due (retryDue).
 	latest := map[string]store.Slot{}
 	var spent []abandoned
+	var retries []*entry
+	interrupted := false
 	for _, sl := range dead {
 		r := s.jobs[sl.Job]
 		if r == nil {
 			continue
 		}
+		if sl.Status == store.SlotFailed {
+			if retryDue(r, sl, now) {
+				retries = append(retries, &entry{job: r, slot: sl.Slot, origin: OriginRetry, attempt: int32(sl.Attempts)})
+			}
+			continue
+		}
+		interrupted = true
 		if sl.Attempts >= r.MaxAttempts {
 			spent = append(spent, abandoned{r, sl})
 			continue
@@ -75,11 +87,18 @@ func (s *Scheduler) resumeInterrupted(ctx context.Context) {
 			latest[sl.Job] = sl
 		}
 	}
-	batch := make([]*entry, 0, len(latest))
+	batch := make([]*entry, 0, len(latest)+len(retries))
 	for name, sl := range latest {
 		batch = append(batch, &entry{job: s.jobs[name], slot: sl.Slot, origin: OriginResume})
 	}
+	batch = append(batch, retries...)
 	s.mu.Unlock()
+	if interrupted {
+		// Until a scan finds none: a claim here may be refused lease_busy.
+		// Not for failed slots waiting for their retry: those are the
+		// failed replica's to retry, and a scan's only when it is gone.
+		s.rescanSoon()
+	}
 	for _, a := range spent {
 		s.abandon(ctx, a.job, a.slot)
 	}

@@ -3,16 +3,23 @@ package cronfence
 import (
 	"container/heap"
 	"time"
+
+	"github.com/cronfence/cronfence/store"
 )
 
 // Retries: a slot whose attempt failed (its handler returned an error,
 // panicked or timed out) is claimed again, attempt + 1, after the job's
 // RetryBackoff, doubled for each retry before it, by the replica whose
-// attempt failed. The store allows the claim of a failed slot while its
-// attempts stay below the job's MaxAttempts, once per attempt however many
-// replicas try. A retry is never made at or after the job's next slot: by
-// then the slot's window has passed, and its next slot runs on time
-// instead of behind a retry of the last one.
+// attempt failed, by its own timer. The store allows the claim of a failed
+// slot by a retry (store.SlotClaimParams.RetryFailed) while its attempts
+// stay below the job's MaxAttempts, once per attempt however many replicas
+// try, and keeps the slot open to a retry until the job's next slot
+// (store.SlotFinishParams.RetryUntil): should the replica whose attempt
+// failed stop or die during the backoff, another finds the slot in its
+// scan for interrupted runs and retries it once due (retryDue). A retry is
+// never made at or after the job's next slot: by then the slot's window
+// has passed, and its next slot runs on time instead of behind a retry of
+// the last one.
 
 // retryDelay is how long after the failure of attempt (1 for a slot's
 // first) the next attempt starts: first, doubled for each attempt before
@@ -25,23 +32,45 @@ func retryDelay(first time.Duration, attempt int) time.Duration {
 	return d
 }
 
-// retryFailed arms the retry of spec's slot, whose attempt just ended
-// failed with the slot marked so: on the timer heap, due after the job's
-// backoff. It does nothing for the slot's last attempt, nor when the retry
-// would come at or after the job's next slot; either way the slot stays
-// failed, and the log says why.
-func (s *Scheduler) retryFailed(spec runSpec) {
+// retryPlan is when a failed attempt is retried: at, on the schedule
+// clock, after the job's backoff, and before until, the job's next slot.
+// why says why there is no retry (at zero): the slot's last attempt, or a
+// retry that would come at or after the next slot.
+type retryPlan struct {
+	at, until time.Time
+	why       string
+}
+
+// planRetry plans the retry of spec's attempt, which failed just now.
+func (s *Scheduler) planRetry(spec runSpec) retryPlan {
 	job := spec.job
 	if spec.attempt >= job.MaxAttempts {
-		s.log.Warn("cronfence: slot failed: its last attempt failed", "job", job.Name, "slot", spec.slot,
-			"attempt", spec.attempt, "max_attempts", job.MaxAttempts)
-		return
+		return retryPlan{why: "its last attempt failed"}
 	}
-	delay := retryDelay(job.RetryBackoff, spec.attempt)
-	at := s.scheduleNow().Add(delay)
-	if next := job.sched.Next(spec.slot); !next.IsZero() && !at.Before(next) {
-		s.log.Warn("cronfence: slot failed: its retry would not start before the job's next slot", "job", job.Name,
-			"slot", spec.slot, "attempt", spec.attempt, "retry_at", at, "next_slot", next)
+	at := s.scheduleNow().Add(retryDelay(job.RetryBackoff, spec.attempt))
+	next := job.sched.Next(spec.slot)
+	if !next.IsZero() && !at.Before(next) {
+		return retryPlan{why: "its retry would not start before the job's next slot"}
+	}
+	if next.IsZero() {
+		next = at.Add(retryGrace) // a schedule with no later slot: open a while past the retry
+	}
+	return retryPlan{at: at, until: next}
+}
+
+// retryGrace is how long past its planned start a retry of a job with no
+// later slot stays open to a replica that scans for it.
+const retryGrace = time.Hour
+
+// armRetry arms the retry of spec's slot, whose attempt just ended failed
+// with the slot marked so (and, in the store, open to a retry until
+// plan.until: another replica retries it should this one stop first), on
+// the timer heap. Without a retry, the log says why the slot ends failed.
+func (s *Scheduler) armRetry(spec runSpec, plan retryPlan) {
+	job := spec.job
+	if plan.at.IsZero() {
+		s.log.Warn("cronfence: slot failed: "+plan.why, "job", job.Name, "slot", spec.slot,
+			"attempt", spec.attempt, "max_attempts", job.MaxAttempts)
 		return
 	}
 	s.mu.Lock()
@@ -49,11 +78,27 @@ func (s *Scheduler) retryFailed(spec runSpec) {
 		s.mu.Unlock()
 		return
 	}
-	heap.Push(&s.heap, &entry{job: job, slot: spec.slot, fireAt: at, origin: OriginRetry, retry: true})
+	heap.Push(&s.heap, &entry{job: job, slot: spec.slot, fireAt: plan.at, origin: OriginRetry, attempt: int32(spec.attempt), retry: true})
 	s.mu.Unlock()
 	s.poke()
 	s.log.Info("cronfence: the failed attempt will be retried", "job", job.Name, "slot", spec.slot,
-		"attempt", spec.attempt, "next_attempt", spec.attempt+1, "after", delay)
+		"attempt", spec.attempt, "next_attempt", spec.attempt+1, "at", plan.at)
+}
+
+// retryDue reports whether a failed slot that a scan found open to a retry
+// is to be retried now by whoever scanned it: its backoff from its end has
+// passed, and the job's next slot is not due. The replica whose attempt
+// failed retries it on time by its own timer; a scan is for when that one
+// is gone.
+func retryDue(job *registered, sl store.Slot, now time.Time) bool {
+	if sl.Attempts >= job.MaxAttempts || sl.FinishedAt.IsZero() {
+		return false
+	}
+	if now.Before(sl.FinishedAt.Add(retryDelay(job.RetryBackoff, sl.Attempts))) {
+		return false
+	}
+	next := job.sched.Next(sl.Slot)
+	return next.IsZero() || now.Before(next)
 }
 
 // retryOverdue reports whether a retry entry fires too late to be made:

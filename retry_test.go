@@ -208,3 +208,41 @@ func TestRetryBackoffMustNotBeNegative(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// The retry of a replica that stops (a deploy) or dies during the backoff
+// is not lost: another replica finds the slot open to a retry and retries
+// it once the backoff has passed, before the job's next slot.
+func TestARetryOutlivesTheReplicaWhoseAttemptFailed(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		a := &attempts{db: c.db, fail: func(attempt int) bool { return attempt == 1 }}
+		job := Job{Name: "handover", Schedule: "0 * * * * *", MaxAttempts: 2, RetryBackoff: 10 * time.Second, Handler: a.handler}
+		for _, name := range []string{"a", "b", "c"} {
+			c.start(name, 0, job)
+		}
+		slot := c.db.Now().Truncate(time.Minute).Add(time.Minute)
+		c.advance(time.Minute, time.Second)
+		first := a.of(slot)
+		if len(first) != 1 {
+			t.Fatalf("attempts at the slot = %+v, want the first", first)
+		}
+		for _, r := range c.replicas {
+			if r.cfg.Owner == first[0].owner {
+				c.stop(r) // gone during the backoff, its retry armed
+			}
+		}
+		c.advance(50*time.Second, time.Second)
+
+		made := a.of(slot)
+		if len(made) != 2 {
+			t.Fatalf("attempts = %+v; want the retry made by another replica", made)
+		}
+		retry := made[1]
+		if retry.owner == first[0].owner || retry.attempt != 2 || retry.origin != OriginRetry ||
+			retry.at.Before(slot.Add(10*time.Second)) || !retry.at.Before(slot.Add(time.Minute)) {
+			t.Fatalf("retry = %+v; want attempt 2 by another replica, after the 10s backoff and before the next slot", retry)
+		}
+		if sl, err := c.replicas[0].store.SlotGet(context.Background(), "handover", slot); err != nil || sl.Status != store.SlotCompleted {
+			t.Fatalf("slot = %+v, %v; want completed by the retry", sl, err)
+		}
+	})
+}

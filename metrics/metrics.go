@@ -83,7 +83,7 @@ func New(reg prometheus.Registerer, opts *Options) (*Collector, error) {
 		skips: counter("skips_total", "Slots and manual runs this replica recorded as skipped because another run held the job's lease, "+
 			"by job, reason and recording replica.", "job", "reason", "replica"),
 		claims: counter("claims_total", "Slot claims this replica sent, by job and result: won, or the store's refusal "+
-			"(completed, already_executing, attempts_exhausted, not_due, paused, skipped, lease_busy).", "job", "result"),
+			"(completed, already_executing, attempts_exhausted, failed, not_due, paused, skipped, lease_busy).", "job", "result"),
 		fireLatency: histogram("fire_latency_seconds", "Time from a slot's instant to its handler's start on this replica, "+
 			"for every scheduled (not manual) run, catch-up and resumed runs included.", latencyBuckets, "job"),
 		runDuration: histogram("run_duration_seconds", "Handler run time on this replica, every outcome.", durationBuckets, "job"),

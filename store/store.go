@@ -146,7 +146,10 @@ type Store interface {
 	// SlotListInterrupted returns the running slots whose run is dead: its
 	// lease expired, was taken over, or (where the store has liveness) its
 	// owner's process is gone. A replica claims them again (attempt + 1)
-	// without waiting for a later slot.
+	// without waiting for a later slot. It also returns the failed slots
+	// still open to a retry (SlotFinishParams.RetryUntil not passed), with
+	// status SlotFailed: the caller retries those once their backoff from
+	// FinishedAt has passed.
 	SlotListInterrupted(ctx context.Context) ([]Slot, error)
 
 	// SlotAbandon ends as failed a running slot whose run is dead (as
@@ -328,6 +331,12 @@ type SlotClaimParams struct {
 	// (attempts + 1, while they stay below MaxAttempts): the retry of a
 	// failed run. Without it a failed slot is refused ClaimFailed.
 	RetryFailed bool
+	// RetryOf, with RetryFailed, is the attempt this claim retries: the
+	// failed slot is taken only while its attempts equal it, and refused
+	// ClaimFailed otherwise, so a retry armed after attempt 1 failed does
+	// not take the slot once another replica's retry of it failed as
+	// well. Zero: whatever its attempts.
+	RetryOf int
 	// LiveKey, when not zero, is the key of a liveness lock the owner holds
 	// for as long as its process lives (see Liveness). It is recorded with
 	// the lease, and a contender may take over a lease whose owner's
@@ -458,7 +467,14 @@ type SlotFinishParams struct {
 	// completed the slot, decided in this one statement, on the database
 	// that holds the slot.
 	NotCompletedError string
-	Now               time.Time // pins the clock for this call; zero means the database clock
+	// RetryUntil, with Status SlotFailed, keeps the slot open to a retry
+	// (a claim with RetryFailed) until then, by the database clock: while
+	// the slot stays failed, SlotListInterrupted lists it until this
+	// passes, so that a live replica retries it when the one whose attempt
+	// failed is gone. Zero (the slot's last attempt, or no retry before
+	// the job's next slot) lists it never. Only with Status SlotFailed.
+	RetryUntil time.Time
+	Now        time.Time // pins the clock for this call; zero means the database clock
 }
 
 // SlotAbandonParams are the arguments of Store.SlotAbandon: the dead claim,

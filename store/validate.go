@@ -156,6 +156,9 @@ func (p SlotClaimParams) Validate() error {
 	if p.MaxAttempts < 1 {
 		return invalid("MaxAttempts must be at least 1, got %d", p.MaxAttempts)
 	}
+	if p.RetryOf < 0 || (p.RetryOf > 0 && !p.RetryFailed) {
+		return invalid("RetryOf must be zero, or the attempt a claim with RetryFailed retries, got %d (RetryFailed %v)", p.RetryOf, p.RetryFailed)
+	}
 	switch p.Overlap {
 	case "", OverlapSkip, OverlapBuffer:
 	default:
@@ -304,6 +307,9 @@ func (p SlotFinishParams) Validate() error {
 	}
 	if p.Status == SlotRunning && p.Slot.IsZero() {
 		return invalid("finish status %q needs a slot: a manual run has no slot to leave running", SlotRunning)
+	}
+	if !p.RetryUntil.IsZero() && (p.Status != SlotFailed || p.Slot.IsZero()) {
+		return invalid("finish RetryUntil needs status %q and a slot: only a failed slot is retried, got status %q", SlotFailed, p.Status)
 	}
 	return nil
 }

@@ -98,20 +98,21 @@ func (s *Store) claimArgs(items []store.SlotClaimParams) []any {
 		jobs, leaseNames, overlaps = make([]string, n), make([]string, n), make([]string, n)
 		slots                      = make([]time.Time, n)
 		disabled, catchUp, retry   = make([]bool, n), make([]bool, n), make([]bool, n)
-		maxAttempts                = make([]int32, n)
+		maxAttempts, retryOf       = make([]int32, n), make([]int32, n)
 		ttls                       = make([]int64, n)
 	)
 	for i, p := range items {
 		jobs[i], slots[i], leaseNames[i] = p.Job, slotTime(p.Slot), p.LeaseName
 		disabled[i], overlaps[i], catchUp[i], retry[i] = p.DeclaredDisabled, string(p.Overlap), p.CatchUp, p.RetryFailed
 		maxAttempts[i], ttls[i] = int32(min(p.MaxAttempts, 1<<30)), micros(p.TTL)
+		retryOf[i] = int32(min(max(p.RetryOf, 0), 1<<30))
 		if overlaps[i] == "" {
 			overlaps[i] = string(store.OverlapSkip)
 		}
 	}
 	first := items[0]
 	return []any{jobs, slots, leaseNames, disabled, overlaps, maxAttempts, ttls, catchUp,
-		first.Owner, s.nowArg(first.Now), s.liveKeyArg(first.LiveKey), retry}
+		first.Owner, s.nowArg(first.Now), s.liveKeyArg(first.LiveKey), retry, retryOf}
 }
 
 // claimRows runs a claim statement (sql/slotClaim.sql or its declared-values
@@ -206,7 +207,7 @@ func refusalFor(current store.Slot, p store.SlotClaimParams) store.SlotClaimResu
 		r.Refusal = store.ClaimCompleted
 	case current.Status == store.SlotSkipped:
 		r.Refusal = store.ClaimSkipped
-	case current.Status == store.SlotFailed && !p.RetryFailed:
+	case current.Status == store.SlotFailed && (!p.RetryFailed || (p.RetryOf != 0 && current.Attempts != p.RetryOf)):
 		r.Refusal = store.ClaimFailed
 	case current.Attempts >= p.MaxAttempts && current.Status != store.SlotRunning:
 		r.Refusal = store.ClaimAttemptsExhausted
@@ -297,6 +298,7 @@ func (s *Store) finishBatchArgs(items []store.SlotFinishParams, order []int) ([]
 		jobs, leases, owners, statuses    = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		reasons, errs, takenOver, notDone = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		slots, pinned, started, finished  = make([]*time.Time, n), make([]*time.Time, n), make([]*time.Time, n), make([]*time.Time, n)
+		retryUntil                        = make([]*time.Time, n)
 		generations                       = make([]int64, n)
 		manual, catchUp, success, skipped = make([]bool, n), make([]bool, n), make([]bool, n), make([]bool, n)
 		attempts, logsFrom, logsTo        = make([]int32, n), make([]int32, n), make([]int32, n)
@@ -319,6 +321,7 @@ func (s *Store) finishBatchArgs(items []store.SlotFinishParams, order []int) ([]
 		takenOver[k] = store.TakenOverError(p.Generation, run.Error)
 		notDone[k] = store.Run{Error: p.NotCompletedError}.Bounded().Error
 		slots[k], started[k], finished[k] = timeOrNil(run.Slot), timeOrNil(run.StartedAt), timeOrNil(run.FinishedAt)
+		retryUntil[k] = timeOrNil(p.RetryUntil)
 		if now, ok := s.nowArg(p.Now).(time.Time); ok {
 			pinned[k] = &now
 		}
@@ -334,7 +337,7 @@ func (s *Store) finishBatchArgs(items []store.SlotFinishParams, order []int) ([]
 		logs = []string{}
 	}
 	return []any{jobs, slots, leases, owners, generations, statuses, pinned, manual, catchUp, attempts,
-		started, finished, success, skipped, reasons, errs, logs, logsFrom, logsTo, takenOver, notDone}, nil
+		started, finished, success, skipped, reasons, errs, logs, logsFrom, logsTo, takenOver, notDone, retryUntil}, nil
 }
 
 // finishRun is the run row a finish of p writes, checked and bounded: the
@@ -362,7 +365,7 @@ func (s *Store) finishArgs(p store.SlotFinishParams) ([]any, error) {
 		p.Job, nullTime(run.Slot), p.LeaseName, p.Owner, p.Generation, string(p.Status), s.nowArg(p.Now),
 		run.Manual, run.CatchUp, run.Attempt, nullTime(run.StartedAt), nullTime(run.FinishedAt),
 		run.Success, run.Skipped, run.Reason, run.Error, logsArg(run.Logs), store.TakenOverError(p.Generation, run.Error),
-		store.Run{Error: p.NotCompletedError}.Bounded().Error,
+		store.Run{Error: p.NotCompletedError}.Bounded().Error, nullTime(p.RetryUntil),
 	}, nil
 }
 

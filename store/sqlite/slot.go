@@ -137,7 +137,7 @@ func claimSlot(ctx context.Context, tx *sql.Tx, p store.SlotClaimParams, slot, n
 		case store.SlotSkipped:
 			return refuse(store.ClaimSkipped, store.Lease{})
 		case store.SlotFailed:
-			if !p.RetryFailed {
+			if !p.RetryFailed || (p.RetryOf != 0 && existing.Attempts != p.RetryOf) {
 				return refuse(store.ClaimFailed, store.Lease{})
 			}
 		case store.SlotRunning:
@@ -412,11 +412,12 @@ func finishIn(ctx context.Context, tx *sql.Tx, p store.SlotFinishParams, run sto
 		err := tx.QueryRowContext(ctx, `
 			UPDATE cronfence_slots
 			   SET status = CASE WHEN status = 'running' THEN ?1 ELSE status END,
-			       finished_at = CASE WHEN status = 'running' AND ?1 = 'running' THEN NULL ELSE coalesce(finished_at, ?2) END
+			       finished_at = CASE WHEN status = 'running' AND ?1 = 'running' THEN NULL ELSE coalesce(finished_at, ?2) END,
+			       retry_until = CASE WHEN status = 'running' AND ?1 = 'failed' THEN ?8 END
 			WHERE job = ?3 AND slot = ?4 AND owner = ?5 AND lease_name = ?6 AND generation = ?7
 			  AND status IN ('running', 'completed')
 			RETURNING started_at, status`,
-			string(p.Status), micros(now), p.Job, micros(slot), p.Owner, p.LeaseName, p.Generation,
+			string(p.Status), micros(now), p.Job, micros(slot), p.Owner, p.LeaseName, p.Generation, nullMicros(p.RetryUntil),
 		).Scan(&started, &status)
 		switch {
 		case err == nil:
@@ -474,8 +475,9 @@ func (s *Store) SlotGet(ctx context.Context, job string, slot time.Time) (store.
 }
 
 // SlotListInterrupted returns running slots whose lease expired or was
-// taken over. SQLite has no liveness: a dead owner's run counts as
-// interrupted once its lease expires. See store.Store.
+// taken over, and failed slots open to a retry. SQLite has no liveness: a
+// dead owner's run counts as interrupted once its lease expires. See
+// store.Store.
 func (s *Store) SlotListInterrupted(ctx context.Context) ([]store.Slot, error) {
 	if s.closed.Load() {
 		return nil, closedError("list interrupted slots")
@@ -488,8 +490,12 @@ func (s *Store) SlotListInterrupted(ctx context.Context) ([]store.Slot, error) {
 		  FROM cronfence_slots s
 		  LEFT JOIN cronfence_leases l ON l.name = s.lease_name
 		 WHERE s.status = 'running'
-		   AND (l.name IS NULL OR l.generation <> s.generation OR l.expires_at <= ?)
-		 ORDER BY s.slot`, micros(s.now(time.Time{})))
+		   AND (l.name IS NULL OR l.generation <> s.generation OR l.expires_at <= ?1)
+		UNION ALL
+		SELECT `+prefixed("s.", slotColumns)+`
+		  FROM cronfence_slots s
+		 WHERE s.status = 'failed' AND s.retry_until IS NOT NULL AND s.retry_until > ?1
+		 ORDER BY 2`, micros(s.now(time.Time{})))
 	if err != nil {
 		return nil, s.errorf(err, "list interrupted slots")
 	}

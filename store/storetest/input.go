@@ -62,6 +62,13 @@ func badInput(t *testing.T, b Bundle) {
 		{"claim zero slot", claim(func(p *store.SlotClaimParams) { p.Slot = time.Time{} }), "slot"},
 		{"claim zero max attempts", claim(func(p *store.SlotClaimParams) { p.MaxAttempts = 0 }), "MaxAttempts"},
 		{"claim zero TTL", claim(func(p *store.SlotClaimParams) { p.TTL = 0 }), "TTL"},
+		{"claim negative RetryOf", claim(func(p *store.SlotClaimParams) { p.RetryFailed, p.RetryOf = true, -1 }), "RetryOf"},
+		{"claim RetryOf without RetryFailed", claim(func(p *store.SlotClaimParams) { p.RetryOf = 1 }), "RetryOf"},
+		{"finish RetryUntil of a completed slot", func() error {
+			_, err := s.SlotFinish(ctx(t), store.SlotFinishParams{Job: "j", Slot: now, LeaseName: "l", Owner: "o", Generation: 1,
+				Status: store.SlotCompleted, RetryUntil: now.Add(time.Hour)})
+			return err
+		}(), "RetryUntil"},
 		{"claim over-long lease name", claim(func(p *store.SlotClaimParams) { p.LeaseName = long }), "lease name"},
 		{"finish bad status", func() error {
 			_, err := s.SlotFinish(ctx(t), store.SlotFinishParams{Job: "j", Slot: now, LeaseName: "l", Owner: "o", Generation: 1, Status: store.SlotSkipped})

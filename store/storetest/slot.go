@@ -258,15 +258,91 @@ var slotTests = []namedTest{
 			t.Fatalf("slot after refused claims = %+v, want failed, attempt 1", got)
 		}
 		retry := claimParams(slot, "b", now.Add(10*time.Second))
-		retry.RetryFailed = true
-		if r2 := mustClaim(t, b.Open(t), retry); r2.Slot.Attempts != 2 || r2.Slot.Owner != "b" {
+		retry.RetryFailed, retry.RetryOf = true, 1
+		r2 := mustClaim(t, b.Open(t), retry)
+		if r2.Slot.Attempts != 2 || r2.Slot.Owner != "b" {
 			t.Fatalf("retry = %+v, want attempt 2 by b", r2.Slot)
+		}
+		// Attempt 2 fails too: a retry armed after attempt 1 (a replica
+		// that did not see the second) does not take it; a retry of 2 does.
+		mustFinish(t, b.Store, finishParams(r2, store.SlotFailed, now.Add(11*time.Second)))
+		stale := claimParams(slot, "a", now.Add(12*time.Second))
+		stale.RetryFailed, stale.RetryOf = true, 1
+		wantRefusal(t, b.Open(t), stale, store.ClaimFailed)
+		stale.RetryOf = 2
+		if r3 := mustClaim(t, b.Open(t), stale); r3.Slot.Attempts != 3 {
+			t.Fatalf("retry of attempt 2 = %+v, want attempt 3", r3.Slot)
 		}
 		// A retry flag changes nothing for a slot that is not failed.
 		other := claimParams(slot, "a", now)
 		other.Job, other.LeaseName, other.RetryFailed = "fresh", "job:fresh", true
 		if r3 := mustClaim(t, b.Store, other); r3.Slot.Attempts != 1 {
 			t.Fatalf("retry-flagged claim of a new slot = %+v, want attempt 1", r3.Slot)
+		}
+	}},
+	{name: "FailedOpenToARetryIsListedUntilRetryUntil", fn: func(t *testing.T, b Bundle) {
+		// A slot whose attempt failed with attempts left stays listed,
+		// failed, until its RetryUntil, so a live replica retries it when
+		// the one whose attempt failed is gone; one without is never.
+		now := dbNow(t, b.Store)
+		open := func(job string, slot time.Time, until time.Time, batch bool) {
+			t.Helper()
+			p := claimParams(slot, "a", now)
+			p.Job, p.LeaseName = job, "job:"+job
+			f := finishParams(mustClaim(t, b.Store, p), store.SlotFailed, now)
+			f.RetryUntil = until
+			if batch {
+				if _, err := b.Store.SlotFinishBatch(ctx(t), []store.SlotFinishParams{f}); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			mustFinish(t, b.Store, f)
+		}
+		open("retried", now.Add(-time.Minute), now.Add(time.Hour), false)
+		open("batched", now.Add(-time.Minute), now.Add(time.Hour), true)
+		open("last", now.Add(-time.Minute), time.Time{}, false)
+		open("overtaken", now.Add(-time.Minute), now.Add(-time.Second), false)
+		listed := func() map[string]store.Slot {
+			t.Helper()
+			dead, err := b.Store.SlotListInterrupted(ctx(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := map[string]store.Slot{}
+			for _, sl := range dead {
+				out[sl.Job] = sl
+			}
+			return out
+		}
+		got := listed()
+		if len(got) != 2 {
+			t.Fatalf("listed %v; want the two slots open to a retry", got)
+		}
+		for _, job := range []string{"retried", "batched"} {
+			if sl := got[job]; sl.Status != store.SlotFailed || sl.Attempts != 1 || !sl.FinishedAt.Equal(now) {
+				t.Errorf("%s listed as %+v; want failed, attempt 1, finished at %s", job, sl, now)
+			}
+		}
+		// Retried: running under a live lease, no longer listed.
+		retry := claimParams(now.Add(-time.Minute), "b", now.Add(time.Second))
+		retry.Job, retry.LeaseName, retry.RetryFailed = "retried", "job:retried", true
+		r := mustClaim(t, b.Store, retry)
+		if got := listed(); len(got) != 1 || got["batched"].Job == "" {
+			t.Fatalf("after the retry's claim, listed %v; want only the batched slot", got)
+		}
+		// Its last attempt failed too, without RetryUntil: not listed again.
+		mustFinish(t, b.Store, finishParams(r, store.SlotFailed, now.Add(2*time.Second)))
+		if _, ok := listed()["retried"]; ok {
+			t.Fatal("a slot whose last attempt failed is listed for a retry")
+		}
+		// RetryUntil needs a failed slot.
+		done := claimParams(now.Add(-time.Minute), "a", now)
+		done.Job, done.LeaseName = "done", "job:done"
+		f := finishParams(mustClaim(t, b.Store, done), store.SlotCompleted, now)
+		f.RetryUntil = now.Add(time.Hour)
+		if _, err := b.Store.SlotFinish(ctx(t), f); !errors.Is(err, store.ErrInvalidArgument) || !strings.Contains(err.Error(), "RetryUntil") {
+			t.Fatalf("finish completed with RetryUntil: %v, want an invalid argument naming RetryUntil", err)
 		}
 	}},
 	{name: "FailedRetriedUntilMaxAttempts", fn: func(t *testing.T, b Bundle) {

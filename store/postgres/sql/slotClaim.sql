@@ -59,14 +59,16 @@
 --
 -- $1 jobs, $2 slots, $3 lease names, $4 declared disabled, $5 overlap
 -- policies, $6 max attempts, $7 TTLs in µs, $8 catch-up flags, $9 owner,
--- $10 pinned now or NULL, $11 live key or 0, $12 retry-failed flags. Its argument declared (see
+-- $10 pinned now or NULL, $11 live key or 0, $12 retry-failed flags, $13
+-- the attempts each retries (0: any). Its argument declared (see
 -- slotClaimDeclared.sql) leaves the pause overrides out.
 WITH c AS (SELECT coalesce($10::timestamptz, now()) AS now),
 i AS (
     SELECT *
       FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::boolean[], $5::text[],
-                  $6::integer[], $7::bigint[], $8::boolean[], $12::boolean[])
-           WITH ORDINALITY AS i(job, slot, lease_name, disabled, overlap, max_attempts, ttl_us, catch_up, retry_failed, ord)
+                  $6::integer[], $7::bigint[], $8::boolean[], $12::boolean[], $13::integer[])
+           WITH ORDINALITY AS i(job, slot, lease_name, disabled, overlap, max_attempts, ttl_us, catch_up, retry_failed,
+                                retry_of, ord)
 ),
 prev AS (
     SELECT i.ord, s.status, s.owner, s.lease_name, s.generation, s.attempts, s.started_at, s.finished_at,
@@ -87,7 +89,8 @@ gate AS (
              WHEN p.status = 'completed'                              THEN 'completed'
              WHEN p.status = 'skipped'                                THEN 'skipped'
              WHEN p.status = 'running' AND p.guarded                  THEN 'already_executing'
-             WHEN p.status = 'failed' AND NOT i.retry_failed          THEN 'failed'
+             WHEN p.status = 'failed' AND NOT (i.retry_failed AND i.retry_of IN (0, p.attempts))
+                                                                      THEN 'failed'
              WHEN p.attempts >= i.max_attempts                        THEN 'attempts_exhausted'
            END AS refusal
       FROM i

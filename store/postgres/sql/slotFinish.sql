@@ -10,7 +10,8 @@
 -- $7 pinned now or NULL, $8 manual, $9 catch-up, $10 attempt,
 -- $11 started_at or NULL, $12 finished_at or NULL, $13 success,
 -- $14 skipped, $15 reason, $16 error, $17 logs, $18 error if taken over,
--- $19 error if the slot does not end completed, or ”.
+-- $19 error if the slot does not end completed, or ”, $20 until when a
+-- failed slot is open to a retry, or NULL.
 WITH c AS (SELECT coalesce($7::timestamptz, now()) AS now),
 l AS (
     UPDATE {{schema}}.leases t
@@ -30,7 +31,9 @@ s AS (
     UPDATE {{schema}}.slots t
        SET status      = CASE WHEN t.status = 'running' THEN $6 ELSE t.status END,
            finished_at = CASE WHEN t.status = 'running' AND $6 = 'running' THEN NULL
-                              ELSE coalesce(t.finished_at, c.now) END
+                              ELSE coalesce(t.finished_at, c.now) END,
+           -- A failed slot open to a retry until then (NULL: never).
+           retry_until = CASE WHEN t.status = 'running' AND $6 = 'failed' THEN $20::timestamptz END
       FROM c
      WHERE t.job = $1 AND t.slot = $2 AND t.lease_name = $3 AND t.owner = $4
        AND t.generation = $5 AND t.status IN ('running', 'completed')

@@ -29,16 +29,16 @@
 -- $16 errors, $17 every item's log lines, one after the other, $18 and
 -- $19 each item's first and last line in $17 (first > last: none), $20
 -- errors if taken over, $21 errors if the slot does not end completed, or
--- ''.
+-- '', $22 until when a failed slot is open to a retry (NULL: never).
 WITH i AS (
     SELECT u.*, coalesce(u.pinned, now()) AS now
       FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::text[], $5::bigint[], $6::text[],
                   $7::timestamptz[], $8::boolean[], $9::boolean[], $10::integer[], $11::timestamptz[],
                   $12::timestamptz[], $13::boolean[], $14::boolean[], $15::text[], $16::text[],
-                  $18::integer[], $19::integer[], $20::text[], $21::text[])
+                  $18::integer[], $19::integer[], $20::text[], $21::text[], $22::timestamptz[])
            WITH ORDINALITY AS u(job, slot, lease_name, owner, generation, status, pinned, manual, catch_up, attempt,
                                 started_at, finished_at, success, skipped, reason, error, logs_from, logs_to,
-                                taken_over_error, not_completed_error, ord)
+                                taken_over_error, not_completed_error, retry_until, ord)
 ),
 held AS (
     SELECT t.name
@@ -62,7 +62,8 @@ s AS (
     UPDATE {{schema}}.slots t
        SET status      = CASE WHEN t.status = 'running' THEN i.status ELSE t.status END,
            finished_at = CASE WHEN t.status = 'running' AND i.status = 'running' THEN NULL
-                              ELSE coalesce(t.finished_at, i.now) END
+                              ELSE coalesce(t.finished_at, i.now) END,
+           retry_until = CASE WHEN t.status = 'running' AND i.status = 'failed' THEN i.retry_until END
       FROM i
      WHERE t.job = i.job AND t.slot = i.slot AND t.lease_name = i.lease_name AND t.owner = i.owner
        AND t.generation = i.generation AND t.status IN ('running', 'completed')

@@ -18,7 +18,9 @@ s AS (
     UPDATE "cronfence".slots t
        SET status      = CASE WHEN t.status = 'running' THEN $6 ELSE t.status END,
            finished_at = CASE WHEN t.status = 'running' AND $6 = 'running' THEN NULL
-                              ELSE coalesce(t.finished_at, c.now) END
+                              ELSE coalesce(t.finished_at, c.now) END,
+           -- A failed slot open to a retry until then (NULL: never).
+           retry_until = CASE WHEN t.status = 'running' AND $6 = 'failed' THEN $20::timestamptz END
       FROM c
      WHERE t.job = $1 AND t.slot = $2 AND t.lease_name = $3 AND t.owner = $4
        AND t.generation = $5 AND t.status IN ('running', 'completed')
