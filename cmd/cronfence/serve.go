@@ -237,8 +237,8 @@ func runEnv(run *cronfence.Run) []string {
 		"CRONFENCE_ATTEMPT=" + strconv.Itoa(run.Attempt),
 		"CRONFENCE_IDEMPOTENCY_KEY=" + run.IdempotencyKey(),
 		"CRONFENCE_MANUAL=" + strconv.FormatBool(run.Origin == cronfence.OriginManual),
-		// Why it runs: scheduled, catch_up, resume, buffered, manual or
-		// fail_open (cronfence.Origin).
+		// Why it runs: scheduled, catch_up, resume, retry, buffered,
+		// manual or fail_open (cronfence.Origin).
 		"CRONFENCE_ORIGIN=" + string(run.Origin),
 	}
 }

@@ -7,7 +7,8 @@ import (
 	"github.com/cronfence/cronfence/store"
 )
 
-// maxFailingError bounds the last error an alert of kind failing quotes.
+// maxFailingError bounds the last error an alert of kind failing quotes,
+// its middle cut out past it.
 const maxFailingError = 300
 
 // checkFailing raises failing when the job's last limit slots (or more)
@@ -60,10 +61,7 @@ func checkFailing(j *Job, d JobData, limit int) (Alert, bool) {
 	if settled && len(d.Runs) > 0 {
 		count += "+" // no success among the rows read: the streak may be longer
 	}
-	lastError := newest.Error
-	if len(lastError) > maxFailingError {
-		lastError = truncateUTF8(lastError, maxFailingError) + "…"
-	}
+	lastError := cutMiddle(newest.Error, maxFailingError)
 	return Alert{
 		Kind: store.AlertFailing, Subject: j.Name,
 		Details: map[string]string{
@@ -80,13 +78,19 @@ func checkFailing(j *Job, d JobData, limit int) (Alert, bool) {
 	}, true
 }
 
-// truncateUTF8 cuts s to at most n bytes without splitting a character.
-func truncateUTF8(s string, n int) string {
+// cutMiddle bounds s to about n bytes by cutting out its middle, marked
+// "…", without splitting a character: an error's head names what failed
+// and its tail how (a command's "exited with status 3" comes last).
+func cutMiddle(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
+	head, tail := n/2, len(s)-n/2
+	for head > 0 && s[head]&0xC0 == 0x80 {
+		head--
 	}
-	return s[:n]
+	for tail < len(s) && s[tail]&0xC0 == 0x80 {
+		tail++
+	}
+	return s[:head] + "…" + s[tail:]
 }

@@ -84,17 +84,18 @@ func TestFailing(t *testing.T) {
 	}
 }
 
-func TestFailingQuotesALongErrorCut(t *testing.T) {
+func TestFailingQuotesALongErrorsHeadAndTail(t *testing.T) {
 	t.Parallel()
 	runs := attemptRuns("x1", "x1", "x1")
-	runs[0].Error = strings.Repeat("é", 400)
+	runs[0].Error = "command: sh -c " + strings.Repeat("é", 400) + " exited with status 3"
 	s := snapshot(at("12:10:00"), []store.Replica{replica("a", at("09:00:00"), job("sync", "* * * * *", func(j *store.ReplicaJob) { j.MaxAttempts = 1 }))},
 		map[string]absence.JobData{"sync": {Runs: runs}})
 	thr := th
 	thr.Failing = 3
 	res := check(t, s, thr, got{store.AlertFailing, "sync", nil})
 	quoted := res.Alerts[0].Details["last_error"]
-	if len(quoted) > 304 || !strings.HasSuffix(quoted, "…") || !strings.HasPrefix(quoted, "éé") || strings.ContainsRune(quoted, '\uFFFD') {
-		t.Fatalf("last_error = %q (%d bytes); want the error cut at a character boundary, marked", quoted, len(quoted))
+	if len(quoted) > 304 || !strings.Contains(quoted, "é…é") || !strings.HasPrefix(quoted, "command: sh -c éé") ||
+		!strings.HasSuffix(quoted, "éé exited with status 3") || strings.ContainsRune(quoted, '\uFFFD') {
+		t.Fatalf("last_error = %q (%d bytes); want its head and tail, its middle cut at character boundaries, marked", quoted, len(quoted))
 	}
 }
