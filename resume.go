@@ -51,7 +51,9 @@ func (s *Scheduler) resumeInterrupted(ctx context.Context) {
 	dead, err := s.store.SlotListInterrupted(listCtx)
 	cancel()
 	if err != nil {
-		s.log.Warn("cronfence: could not look for interrupted runs", "error", err)
+		if ctx.Err() == nil { // else stopping: nothing to warn about
+			s.log.Warn("cronfence: could not look for interrupted runs", "error", err)
+		}
 		return
 	}
 	if len(dead) == 0 {

@@ -262,10 +262,17 @@ func commandHandler(j config.Job, killGrace time.Duration) cronfence.Handler {
 			KillGrace: killGrace,
 			// Every descendant dies with the run, and with this process.
 			Supervisor: command.SelfSupervisor(),
+			// Each line reaches the process log (and the run row's logs)
+			// as the command writes it, not when it exits: stdout at
+			// INFO, stderr at WARN.
+			OnLine: func(stream command.Stream, line string) {
+				if stream == command.Stderr {
+					run.Logger.Warn(line, "stream", "stderr")
+					return
+				}
+				run.Logger.Info(line)
+			},
 		})
-		for _, line := range res.Output {
-			run.Logger.Info(line)
-		}
 		if res.Err != nil {
 			return fmt.Errorf("job %q: %w", j.Name, res.Err)
 		}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -64,6 +63,15 @@ type Spec struct {
 	// Inherit gives the command this process's stdout and stderr instead
 	// of capturing them; Result.Output is then empty. Defaults to false.
 	Inherit bool
+	// OnLine, when set (and Inherit is not), is called with each line the
+	// command writes as soon as it is written, without its newline, and
+	// with the stream it came from. stdout and stderr are then read
+	// through pipes of their own, so lines of the two come in the order
+	// they were read, which may differ from the order they were written.
+	// A line longer than MaxLine comes in pieces; a last line without a
+	// newline comes at the end. Calls never overlap. Result.Output keeps
+	// the lines as without OnLine. Defaults to nil.
+	OnLine func(Stream, string)
 	// Supervisor is the argv of a program that calls Supervise with the
 	// arguments Run appends (the running binary re-executed, as
 	// SelfSupervisor returns). The supervisor reaps and kills every
@@ -76,6 +84,25 @@ type Spec struct {
 	// nil: the whole grace.
 	KillNow <-chan struct{}
 }
+
+// Stream is where a line of output came from (Spec.OnLine).
+type Stream int
+
+const (
+	Stdout Stream = iota + 1
+	Stderr
+)
+
+func (s Stream) String() string {
+	if s == Stderr {
+		return "stderr"
+	}
+	return "stdout"
+}
+
+// MaxLine is the longest line Spec.OnLine is given whole: a longer one
+// comes in pieces of this many bytes.
+const MaxLine = 16 << 10
 
 // Result is how a run ended.
 type Result struct {
@@ -120,8 +147,7 @@ func Run(ctx context.Context, spec Spec) Result {
 	}
 
 	var (
-		r     *os.File
-		w     *os.File
+		out   *outputs
 		tail  = newTail(maxOut)
 		drain = make(chan struct{})
 	)
@@ -129,22 +155,21 @@ func Run(ctx context.Context, spec Spec) Result {
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 		close(drain)
 	} else {
-		r, w, err = os.Pipe()
+		out, err = newOutputs(spec.OnLine != nil)
 		if err != nil {
 			return Result{ExitCode: exitNotStarted, Err: fmt.Errorf("command: %s: output pipe: %w", describe(spec), err)}
 		}
-		cmd.Stdout, cmd.Stderr = w, w
-		defer r.Close()
-		defer w.Close() // after Start, the child holds its own copy
+		cmd.Stdout, cmd.Stderr = out.writers()
+		defer out.close()
 	}
 	onStart := func() {
-		if r == nil {
+		if out == nil {
 			return
 		}
-		_ = w.Close() // only the child writes now: EOF when the last holder is gone
+		out.closeWriters() // only the child writes now: EOF when the last holder is gone
 		go func() {
 			defer close(drain)
-			_, _ = io.Copy(tail, r)
+			out.read(tail, spec.OnLine)
 		}()
 	}
 
@@ -163,12 +188,12 @@ func Run(ctx context.Context, spec Spec) Result {
 		return Result{ExitCode: exitNotStarted, Err: o.startErr}
 	}
 
-	if r != nil {
+	if out != nil {
 		select {
 		case <-drain:
 		case <-time.After(drainTimeout):
 			// A descendant out of reach holds the pipe open.
-			_ = r.SetReadDeadline(time.Now())
+			out.stopReading()
 			<-drain
 		}
 	}
