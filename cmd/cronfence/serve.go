@@ -47,6 +47,13 @@ func (c *serveCmd) Run(a *app) error {
 	if err != nil {
 		return &exitError{code: exitUsage, err: err}
 	}
+	if c.Listen != "" {
+		// Before anything is opened: a dashboard on the network with a
+		// guessable token is refused, not served.
+		if err := checkListenTokens(c.Listen, f.Path, f.Tokens); err != nil {
+			return usageError("%w", err)
+		}
+	}
 
 	var h slog.Handler
 	if c.LogFormat == "json" {
@@ -55,6 +62,10 @@ func (c *serveCmd) Run(a *app) error {
 		h = slog.NewTextHandler(a.stderr, nil)
 	}
 	logger := slog.New(h)
+	if c.Listen != "" && len(f.Tokens) == 0 {
+		logger.Warn("cronfence: --listen without tokens: the dashboard and the REST API refuse every request (only /healthz, /readyz and /metrics answer); add tokens: to the config",
+			"config", f.Path)
+	}
 
 	jobs := make([]cronfence.Job, len(f.Jobs))
 	for i, j := range f.Jobs {
