@@ -35,16 +35,33 @@ const releaseTimeout = 5 * time.Second
 // scheduled occurrence once, claim its slot (store.Store.SlotClaim), which
 // remembers completed windows.
 func Lock(ctx context.Context, s store.Store, name string, ttl time.Duration, fn func(ctx context.Context, lease *Lease) error) (ran bool, err error) {
-	return lock(ctx, s, name, ttl, fn, lockOptions{})
+	return LockWith(ctx, s, name, ttl, LockOptions{}, fn)
 }
 
-// lockOptions are test seams: nil in production.
-type lockOptions struct {
+// LockOptions tune LockWith. The zero value is Lock's behaviour.
+type LockOptions struct {
+	// Liveness holds, on a store that keeps liveness (store.Liveness:
+	// PostgreSQL), a liveness session of the lock's own while the lease is
+	// held, recorded with the lease: should this process die holding it
+	// (kill -9, a crash, a lost host), the name is free for the next taker
+	// at once instead of after ttl. It costs a database connection for
+	// the lock's life, and the lease's owner is then an id of the lock's
+	// own (OwnerID, "/lock-" and a random suffix). When the session cannot
+	// be taken, the lock is held without it, freed at its TTL. On a store
+	// without liveness it changes nothing.
+	Liveness bool
+
+	// Test seams: nil in production.
 	clock   clock.Clock
 	onRenew func([]store.Lease, error)
 }
 
-func lock(ctx context.Context, s store.Store, name string, ttl time.Duration, fn func(context.Context, *Lease) error, opts lockOptions) (ran bool, err error) {
+// LockWith is Lock with options.
+func LockWith(ctx context.Context, s store.Store, name string, ttl time.Duration, opts LockOptions, fn func(ctx context.Context, lease *Lease) error) (ran bool, err error) {
+	return lock(ctx, s, name, ttl, fn, opts)
+}
+
+func lock(ctx context.Context, s store.Store, name string, ttl time.Duration, fn func(context.Context, *Lease) error, opts LockOptions) (ran bool, err error) {
 	switch {
 	case s == nil:
 		return false, errInvalid("Lock needs a store, got nil")
@@ -61,8 +78,18 @@ func lock(ctx context.Context, s store.Store, name string, ttl time.Duration, fn
 		opts.clock = clock.Real{}
 	}
 
+	owner, liveKey := OwnerID(), int64(0)
+	if lv, ok := s.(store.Liveness); ok && opts.Liveness {
+		// An owner of the lock's own: the process's may hold its liveness
+		// lock already (a scheduler), and two locks may run at once.
+		owner = OwnerID() + "/lock-" + randomHex(4)
+		if key, release, err := lv.LivenessHold(ctx, owner); err == nil {
+			liveKey = key
+			defer release() // after the lease's release below: deferred first
+		}
+	}
 	sent := opts.clock.Now()
-	held, acquired, err := s.LeaseAcquire(ctx, store.LeaseAcquireParams{Name: name, Owner: OwnerID(), TTL: ttl})
+	held, acquired, err := s.LeaseAcquire(ctx, store.LeaseAcquireParams{Name: name, Owner: owner, TTL: ttl, LiveKey: liveKey})
 	if err != nil {
 		return false, fmt.Errorf("cronfence: lock %q: %w", name, err)
 	}

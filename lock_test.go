@@ -209,7 +209,7 @@ func TestLockLeaseLostDuringFn(t *testing.T) {
 				t.Errorf("fenced write after the takeover: %v, want ErrLeaseLost", err)
 			}
 			return ctx.Err()
-		}, lockOptions{clock: fake})
+		}, LockOptions{clock: fake})
 		if !ran || !errors.Is(err, ErrLeaseLost) {
 			t.Fatalf("Lock = %v, %v; want true and ErrLeaseLost", ran, err)
 		}

@@ -24,7 +24,12 @@ func newOwnerID() string {
 	if len(host) > 64 {
 		host = host[:64]
 	}
-	var b [6]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
-	return host + ":" + strconv.Itoa(os.Getpid()) + ":" + hex.EncodeToString(b[:])
+	return host + ":" + strconv.Itoa(os.Getpid()) + ":" + randomHex(6)
+}
+
+// randomHex is n random bytes in hex: a suffix that makes an id unique.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	return hex.EncodeToString(b)
 }

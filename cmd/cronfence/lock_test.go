@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -107,14 +108,18 @@ func TestLockBusy(t *testing.T) {
 		dir := t.TempDir()
 		holder := start(t, dir, args(db, "lock", "backup", "--", "/bin/sh", "-c",
 			`echo $CRONFENCE_GENERATION > holder.started; while [ ! -e release ]; do sleep 0.02; done`)...)
-		waitForFile(t, filepath.Join(dir, "holder.started"), holder)
+		generation := waitForFile(t, filepath.Join(dir, "holder.started"), holder)
 
 		code, out, errOut := runCLI(t, dir, args(db, "lock", "backup", "--busy-exit-code", "75", "--", "touch", "second.ran")...)
-		if code != 75 || out != "" || !strings.Contains(errOut, `lock "backup" is held by another owner`) {
-			t.Errorf("second lock: exit %d stdout %q stderr %q; want 75 and a busy message", code, out, errOut)
+		// The busy message names the holder, its generation and the
+		// lease's expiry.
+		busy := regexp.MustCompile(`lock "backup" is held by \S+ \(generation ` + generation +
+			`\) until \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ, in [0-9hms]+ unless renewed; "touch" not run`)
+		if code != 75 || out != "" || !busy.MatchString(errOut) {
+			t.Errorf("second lock: exit %d stdout %q stderr %q; want 75 and a busy message naming the holder", code, out, errOut)
 		}
 		code, _, errOut = runCLI(t, dir, args(db, "lock", "backup", "--", "touch", "third.ran")...)
-		if code != 0 || !strings.Contains(errOut, "held by another owner") {
+		if code != 0 || !busy.MatchString(errOut) {
 			t.Errorf("busy lock without --busy-exit-code: exit %d stderr %q; want 0", code, errOut)
 		}
 		for _, f := range []string{"second.ran", "third.ran"} {
@@ -267,6 +272,39 @@ func TestLockTakeoverAfterStop(t *testing.T) {
 		}
 		groupGone(t, pgid)
 	})
+}
+
+// On PostgreSQL a lock holds a liveness session: killed with kill -9, its
+// name is free for the next lock at once, not after its 5-minute TTL.
+func TestLockKilledFreesItsNameAtOnce(t *testing.T) {
+	t.Parallel()
+	_, schema := pgtest.Schema(t)
+	db := []string{"--database", pgtest.URL(t), "--schema", schema}
+	dir := t.TempDir()
+	holder := start(t, dir, args(db, "lock", "nightly", "--ttl", "5m", "--", "/bin/sh", "-c",
+		`echo $CRONFENCE_GENERATION > holder.started; sleep 300`)...)
+	first := atoi(t, waitForFile(t, filepath.Join(dir, "holder.started"), holder))
+	if err := holder.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	holder.wait(t, 20*time.Second)
+	// Tried until it runs, bounded far below the TTL; before the fix it
+	// ran only once the 5 minutes had passed.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, _, errOut := runCLI(t, dir, args(db, "lock", "nightly", "--ttl", "5m", "--busy-exit-code", "75", "--", "/bin/sh", "-c",
+			`echo $CRONFENCE_GENERATION > next.ran`)...)
+		if code == 0 {
+			break
+		}
+		if code != 75 || time.Now().After(deadline) {
+			t.Fatalf("the next lock after kill -9: exit %d, stderr %q; want it to run well before the 5m TTL", code, errOut)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if next := atoi(t, waitForFile(t, filepath.Join(dir, "next.ran"), nil)); next <= first {
+		t.Fatalf("the next lock's generation %d, want above the killed holder's %d", next, first)
+	}
 }
 
 func TestLockErrors(t *testing.T) {
