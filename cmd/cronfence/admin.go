@@ -516,13 +516,14 @@ type triggerCmd struct {
 	Job       string        `arg:"" help:"Job name."`
 	Config    string        `name:"config" type:"path" placeholder:"FILE" help:"The serve config file holding the job's command, for direct mode (its database: and sqlite: apply unless --database is given)."`
 	KillGrace time.Duration `name:"kill-grace" default:"10s" help:"Direct mode: time between SIGTERM and SIGKILL when the command is cancelled (timeout, lease lost, SIGTERM or SIGINT to trigger)."`
+	JSON      bool          `name:"json" help:"With --server: print the server's answer, the REST API's JSON, instead of a sentence."`
 }
 
 func (c *triggerCmd) Help() string {
 	return "Direct mode (no --server) runs the job's command here, under the job's lease like any run, and waits for it: " +
 		"exit 0 when it succeeded, 1 when it failed, 3 when another run holds the lease (the refusal is recorded as a skipped run). " +
 		"The tail of its output is in the run's logs (cronfence logs JOB). " +
-		"With --server, the server starts the run and trigger prints it without waiting; 3 likewise when a run holds the lease."
+		"With --server, the server starts the run and trigger says so without waiting (--json: the server's answer); 3 likewise when a run holds the lease."
 }
 
 func (c *triggerCmd) Run(a *app) error {
@@ -536,12 +537,32 @@ func (c *triggerCmd) Run(a *app) error {
 	err := c.call(a.ctx, http.MethodPost, jobPath(c.Job)+"/run", nil, &out)
 	var ae *adminapi.Error
 	if errors.As(err, &ae) && ae.Status == http.StatusConflict {
-		return &exitError{code: exitBusy, err: ae}
+		if c.JSON {
+			return &exitError{code: exitBusy, err: ae}
+		}
+		// The sentence of direct mode, from the answer's holder.
+		var d struct {
+			Holder adminapi.Holder `json:"holder"`
+		}
+		_ = json.Unmarshal(ae.Details, &d)
+		return &exitError{code: exitBusy, err: busyTrigger(c.Job, d.Holder.Owner, d.Holder.Generation)}
 	}
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(a.stdout, string(bytes.TrimSpace(out)))
+	if c.JSON {
+		fmt.Fprintln(a.stdout, string(bytes.TrimSpace(out)))
+		return nil
+	}
+	var run struct {
+		Owner      string `json:"owner"`
+		Generation int64  `json:"generation"`
+	}
+	if err := json.Unmarshal(out, &run); err != nil {
+		return fmt.Errorf("trigger: the server's answer: %w", err)
+	}
+	fmt.Fprintf(a.stdout, "%s: the run (owner %s, generation %d) started on the server; cronfence logs -f %s follows it\n",
+		c.Job, orDash(run.Owner), run.Generation, c.Job)
 	return nil
 }
 
@@ -597,9 +618,8 @@ func (c *triggerCmd) direct(a *app) error {
 		_ = s.Stop(context.Background()) // nothing runs
 		var busy *cronfence.AlreadyExecutingError
 		if errors.As(err, &busy) {
-			// The same exit status as a 409 from a server.
-			return &exitError{code: exitBusy, err: fmt.Errorf("trigger: job %q is already executing (lease held by %s at generation %d); not run, the refusal is recorded as a skipped run",
-				c.Job, orDash(busy.Holder.Owner), busy.Holder.Generation)}
+			// The same exit status and sentence as a 409 from a server.
+			return &exitError{code: exitBusy, err: busyTrigger(c.Job, busy.Holder.Owner, busy.Holder.Generation)}
 		}
 		return wrapInvalid(fmt.Errorf("trigger %q in %s: %w", c.Job, db.where, err))
 	}
@@ -626,6 +646,13 @@ func (c *triggerCmd) direct(a *app) error {
 	fmt.Fprintf(a.stdout, "%s: the run (owner %s, generation %d) succeeded in %s%s\n",
 		c.Job, run.Owner, run.Generation, end.Duration.Round(time.Millisecond), recorded)
 	return nil
+}
+
+// busyTrigger is trigger's error when a run holds the job's lease, the
+// same in direct mode and through a server.
+func busyTrigger(job, holder string, generation int64) error {
+	return fmt.Errorf("trigger: job %q is already executing (lease held by %s at generation %d); not run, the refusal is recorded as a skipped run",
+		job, orDash(holder), generation)
 }
 
 // configGlobals returns the global flags with the database of config file

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -155,12 +156,17 @@ jobs:
 		return code, p.stdout.String(), p.stderr.String()
 	}
 
+	// The sentences of direct mode; --json for the server's answer.
 	code, out, errOut := cli("trigger", "long")
-	if code != exitBusy || !strings.Contains(errOut, "CRON_JOB_ALREADY_EXECUTING") || !strings.Contains(errOut, "lease held by") {
-		t.Fatalf("trigger during a run: %d %q %q, want exit 3", code, out, errOut)
+	busy := regexp.MustCompile(`^cronfence: trigger: job "long" is already executing \(lease held by \S+ at generation \d+\); not run, the refusal is recorded as a skipped run\n$`)
+	if code != exitBusy || !busy.MatchString(errOut) {
+		t.Fatalf("trigger during a run: %d %q %q, want exit 3 and direct mode's sentence", code, out, errOut)
+	}
+	if code, out, errOut = cli("trigger", "long", "--json"); code != exitBusy || !strings.Contains(errOut, "CRON_JOB_ALREADY_EXECUTING") {
+		t.Fatalf("trigger --json during a run: %d %q %q, want exit 3 and the API's error", code, out, errOut)
 	}
 	code, out, errOut = cli("trigger", "quick")
-	if code != 0 || !strings.Contains(out, `"jobId":"quick"`) {
+	if code != 0 || !regexp.MustCompile(`^quick: the run \(owner \S+, generation \d+\) started on the server; cronfence logs -f quick follows it\n$`).MatchString(out) {
 		t.Fatalf("trigger quick: %d %q %q", code, out, errOut)
 	}
 	// The manual run finishes quickly.

@@ -393,6 +393,15 @@ func TestTriggerConflictAndLogs(t *testing.T) {
 	if resp.StatusCode != 409 || conflict.Code != "CRON_JOB_ALREADY_EXECUTING" || !strings.Contains(conflict.Message, "replica-1") {
 		t.Fatalf("second POST: %d %+v", resp.StatusCode, conflict)
 	}
+	// PUT answers the job's whole state, as GET does: the lease of the
+	// run in progress, and the last run (the refusal's skip row).
+	var put jobJSON
+	if resp := b.do(t, "PUT", "/api/admin/cron/slow", adminSecret, `{"enabled":false}`, &put); resp.StatusCode != 200 {
+		t.Fatalf("PUT during the run: %d", resp.StatusCode)
+	}
+	if put.Enabled || put.Lease == nil || !put.Lease.Active || put.Lease.Generation != j.Lease.Generation || put.LastRun == nil {
+		t.Fatalf("PUT answer %+v (lease %+v, last run %+v); want the running lease and the last run", put, put.Lease, put.LastRun)
+	}
 	if h := conflict.Details.Holder; h.Owner != "replica-1" || h.Generation != int64(run["generation"].(float64)) || h.AcquiredAt == nil || h.ExpiresAt == nil {
 		t.Fatalf("details.holder: %+v", h)
 	}

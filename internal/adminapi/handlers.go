@@ -290,9 +290,11 @@ func (a *api) decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 	return false
 }
 
-// putJob sets or removes the job's override. It answers the job's state
-// (the view without lastRun and lease, which would need more round trips
-// after the change was saved: a 503 must mean nothing changed).
+// putJob sets or removes the job's override. It answers the job's whole
+// state, as GET does, read after the change was saved; should that read
+// fail, the change stands all the same, so it answers 200 with the state
+// it knows (lastRun and lease null) rather than a 503, which must mean
+// nothing changed.
 func (a *api) putJob(w http.ResponseWriter, r *http.Request, by, name string) {
 	info, ok := a.findJob(name)
 	if !ok {
@@ -325,7 +327,13 @@ func (a *api) putJob(w http.ResponseWriter, r *http.Request, by, name string) {
 		a.storeError(w, r, "save the override", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, baseView(info, &st))
+	vs, _, err := Jobs(r.Context(), a.sched.Store(), []cronfence.JobInfo{info})
+	if err != nil {
+		a.log.Warn("cronfence: admin API: the override is saved, but the job's state could not be read back", "job", name, "error", err)
+		writeJSON(w, http.StatusOK, baseView(info, &st))
+		return
+	}
+	writeJSON(w, http.StatusOK, vs[0])
 }
 
 // runJob starts a manual run: 202 with the run, 409 when a run holds the
