@@ -125,7 +125,7 @@ func NewHandler(s *cronfence.Scheduler, opts Options) (http.Handler, error) {
 	api := adminapi.New(s, tokens, &adminapi.Options{Logger: opts.Logger, ReplicaLiveFor: opts.ReplicaLiveFor, StoreTimeout: opts.StoreTimeout})
 	var h http.Handler = api
 	if !opts.APIOnly {
-		dash := dashboard.New(s, tokens, &dashboard.Options{Logger: opts.Logger, ReplicaLiveFor: opts.ReplicaLiveFor, Prefix: opts.Prefix})
+		dash := dashboard.New(s, tokens, &dashboard.Options{Logger: opts.Logger, ReplicaLiveFor: opts.ReplicaLiveFor, Prefix: opts.Prefix, API: api})
 		h = dashboard.Mount(api, dash)
 	}
 	if opts.Prefix == "" {

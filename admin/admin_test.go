@@ -135,7 +135,7 @@ func TestHandlerUnderAPrefix(t *testing.T) {
 	}
 	for _, want := range []string{
 		`href="/ops/cron/static/app.css"`, `src="/ops/cron/static/app.js"`, `href="/ops/cron/job?name=nightly"`,
-		`href="/ops/cron/alerts"`, `data-api="/ops/cron/api/admin/cron/"`,
+		`href="/ops/cron/alerts"`, `data-act="/ops/cron/act"`,
 	} {
 		if !strings.Contains(page.body, want) {
 			t.Errorf("the dashboard has no %s", want)

@@ -164,19 +164,23 @@ jobs:
 	waitText(t, ctx, `tr[data-name="long"] .lease`, "never taken", 5*time.Second)
 	screenshot(t, ctx, shots, "01-jobs")
 
-	// 2. The operator types an admin token: kept in sessionStorage, never
-	// in a cookie.
-	if err := chromedp.Do(ctx,
-		chromedp.SendKeys(chromedp.ID("token"), adminToken),
-		chromedp.SendKeys(chromedp.ID("note"), "paused from the browser test"),
-		chromedp.Click(chromedp.CSS(`#token-form button[type="submit"]`)),
-	); err != nil {
+	// A read token's page shows no button.
+	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('.actions button').length`)); err != nil || n != 0 {
+		t.Fatalf("%d buttons (%v) on a read token's page, want none", n, err)
+	}
+	waitText(t, ctx, `tr[data-name="tick"]`, "read only", 5*time.Second)
+
+	// 2. One sign-in: the admin's credentials that open the page also
+	// authorise its buttons; no token is typed, none kept in the page's
+	// storage or a cookie.
+	admin := b.withBasic("ops", adminToken)
+	reloadUntil(t, ctx, admin+"/?refresh=off", `document.querySelector('tr[data-name="tick"] button[data-action="pause"]') !== null`, 10*time.Second)
+	if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.ID("note"), "paused from the browser test")); err != nil {
 		t.Fatal(err)
 	}
-	waitText(t, ctx, "#token-state", "A token is set", 5*time.Second)
-	cookies, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.cookie`))
-	if err != nil || cookies != "" {
-		t.Fatalf("document.cookie = %q (%v), want none", cookies, err)
+	kept, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.cookie + "|" + JSON.stringify(sessionStorage) + JSON.stringify(localStorage)`))
+	if err != nil || strings.Contains(kept, adminToken) || strings.HasPrefix(kept, "c") {
+		t.Fatalf("cookie and storage = %q (%v), want no token kept", kept, err)
 	}
 
 	// 3. Pause tick from the page.
@@ -237,7 +241,7 @@ jobs:
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	reloadUntil(t, ctx, base+"/", `document.querySelector('tr[data-name="long"] .lease .held') !== null`, 10*time.Second)
+	reloadUntil(t, ctx, admin+"/?refresh=off", `document.querySelector('tr[data-name="long"] .lease .held') !== null`, 10*time.Second)
 	waitText(t, ctx, `tr[data-name="long"] .lease`, started.Owner, 5*time.Second)
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`tr[data-name="long"] button[data-action="trigger"]`))); err != nil {
 		t.Fatal(err)
@@ -261,8 +265,9 @@ jobs:
 	screenshot(t, ctx, shots, "05-job-long")
 }
 
-// A read-only token on the page: the write is refused by the API with 403,
-// and the page says so; nothing changes.
+// A read-only token's page shows no button and carries no action key; an
+// action posted from the page with its credentials anyway (a script in
+// the console) is refused, and nothing changes.
 func TestDashboardReadTokenCannotWrite(t *testing.T) {
 	t.Parallel()
 	ctx := browser(t)
@@ -280,16 +285,19 @@ jobs:
 `)
 	r := startReplica(t, bin, dir, config)
 	base := r.withBasic("viewer", readToken)
-	reloadUntil(t, ctx, base+"/", `document.querySelector('tr[data-name="yearly"]') !== null`, 10*time.Second)
-	if err := chromedp.Do(ctx,
-		chromedp.SendKeys(chromedp.ID("token"), readToken),
-		chromedp.Click(chromedp.CSS(`#token-form button[type="submit"]`)),
-		chromedp.Click(chromedp.CSS(`tr[data-name="yearly"] button[data-action="pause"]`)),
-	); err != nil {
-		t.Fatal(err)
+	reloadUntil(t, ctx, base+"/?refresh=off", `document.querySelector('tr[data-name="yearly"]') !== null`, 10*time.Second)
+	waitText(t, ctx, `tr[data-name="yearly"]`, "read only", 5*time.Second)
+	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('button[data-action], #note, [data-key]').length`)); err != nil || n != 0 {
+		t.Fatalf("%d buttons, note fields or action keys (%v) on a read token's page, want none", n, err)
 	}
-	waitText(t, ctx, "#flash", "may only read (403)", 10*time.Second)
-	screenshot(t, ctx, shots, "01-read-token-refused")
+	status, err := chromedp.Run(ctx, chromedp.Evaluate[int](`fetch(location.origin + document.body.dataset.act, {method: "POST",
+		headers: {"Content-Type": "application/json", "X-Cronfence-Action": "1"}, credentials: "same-origin",
+		body: JSON.stringify({job: "yearly", action: "pause", key: ""})}).then(function (r) { return r.status; })`,
+		chromedp.EvalAwaitPromise))
+	if err != nil || status != 403 {
+		t.Fatalf("an action posted from a read token's page: %d (%v), want 403", status, err)
+	}
+	screenshot(t, ctx, shots, "01-read-only")
 	var j jobJSON
 	if code := r.api(t, "GET", "/api/admin/cron/yearly", readToken, "", &j); code != 200 || !j.Enabled || j.Override != nil {
 		t.Fatalf("yearly after a refused pause: %d %+v", code, j)

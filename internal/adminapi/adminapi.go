@@ -204,7 +204,7 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// Authenticate before anything else so an anonymous caller learns
 	// nothing, not even which paths exist.
-	tok, ok := a.tokens.Bearer(r)
+	tok, ok := a.tokens.identityOf(r)
 	if !ok || !tok.CanRead() {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="cronfence"`)
 		writeError(w, http.StatusUnauthorized, "UNAUTHORIZED", "a valid bearer token is required in the Authorization header", nil)

@@ -1,6 +1,8 @@
 package adminapi
 
 import (
+	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
 	"net/http"
@@ -71,4 +73,40 @@ func (t *Tokens) Bearer(r *http.Request) (Identity, bool) {
 		return Identity{}, false
 	}
 	return t.Match(strings.TrimSpace(secret))
+}
+
+// Sign returns the HMAC-SHA256 of msg keyed by the secret of the token
+// named name (its digest: the secret itself is not kept), and false when
+// no token has that name. Every replica configured with the same tokens
+// signs alike, so what one replica signs another verifies; a token's
+// change invalidates its signatures.
+func (t *Tokens) Sign(name string, msg []byte) ([]byte, Identity, bool) {
+	for i := range t.list {
+		if t.list[i].id.Name == name {
+			mac := hmac.New(sha256.New, t.list[i].sum[:])
+			mac.Write(msg)
+			return mac.Sum(nil), t.list[i].id, true
+		}
+	}
+	return nil, Identity{}, false
+}
+
+type identityKey struct{}
+
+// WithIdentity returns ctx carrying id, authenticated already by the
+// caller in this process (the dashboard, which checked a signed action
+// key and the request's origin): the API then takes the request as id's
+// instead of reading its Authorization header. Nothing a client sends can
+// set it.
+func WithIdentity(ctx context.Context, id Identity) context.Context {
+	return context.WithValue(ctx, identityKey{}, id)
+}
+
+// identityOf returns the identity WithIdentity put in r's context, else
+// the bearer token's.
+func (t *Tokens) identityOf(r *http.Request) (Identity, bool) {
+	if id, ok := r.Context().Value(identityKey{}).(Identity); ok {
+		return id, true
+	}
+	return t.Bearer(r)
 }

@@ -41,6 +41,9 @@ type Options struct {
 	// empty for the root. The handler itself sees paths without it (see
 	// http.StripPrefix).
 	Prefix string
+	// API is the REST API the buttons' actions are handed to (POST /act),
+	// as the token that opened the page. Nil: no buttons.
+	API http.Handler
 }
 
 type dashboard struct {
@@ -50,6 +53,7 @@ type dashboard struct {
 	liveFor time.Duration
 	pages   *template.Template
 	static  fs.FS
+	api     http.Handler // nil: no actions
 }
 
 // New returns the dashboard's handler over sched. It answers its own paths
@@ -64,6 +68,7 @@ func New(sched *cronfence.Scheduler, tokens []adminapi.Token, opts *Options) htt
 		if opts.ReplicaLiveFor > 0 {
 			d.liveFor = opts.ReplicaLiveFor
 		}
+		d.api = opts.API
 	}
 	prefix := ""
 	if opts != nil {
@@ -109,9 +114,18 @@ func secure(h http.Header) {
 
 func (d *dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	secure(w.Header())
+	if r.URL.Path == "/act" {
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", "POST")
+			actError(w, http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "actions are POSTed by the dashboard's buttons")
+			return
+		}
+		d.act(w, r)
+		return
+	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
-		d.plain(w, http.StatusMethodNotAllowed, "The dashboard only reads. Writes go to the REST API with a bearer token.")
+		d.plain(w, http.StatusMethodNotAllowed, "The dashboard's pages only read; its buttons post to /act. Scripts write through the REST API with a bearer token.")
 		return
 	}
 	switch r.URL.Path {

@@ -60,10 +60,8 @@ func setup(t *testing.T) *bundle {
 		{Name: "ops", Role: adminapi.RoleAdmin, Secret: adminSecret},
 		{Name: "viewer", Role: adminapi.RoleRead, Secret: readSecret},
 	}
-	srv := httptest.NewServer(dashboard.Mount(
-		adminapi.New(sched, tokens, &adminapi.Options{Logger: silent}),
-		dashboard.New(sched, tokens, &dashboard.Options{Logger: silent}),
-	))
+	api := adminapi.New(sched, tokens, &adminapi.Options{Logger: silent})
+	srv := httptest.NewServer(dashboard.Mount(api, dashboard.New(sched, tokens, &dashboard.Options{Logger: silent, API: api})))
 	t.Cleanup(func() {
 		srv.Close()
 		_ = sched.Stop(context.Background())
@@ -215,11 +213,18 @@ func TestPagesShowState(t *testing.T) {
 		"<code>replica-2</code>", "host-b / 42", "v9.9", `<span class="state on">live</span>`,
 		"Signed in as <strong>viewer</strong>",
 		"No replica has run the absence checks yet",
-		`data-job="nightly"`,
+		`<span class="paused">paused by ops</span>`,
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("overview lacks %q", want)
 		}
+	}
+	// A read token sees no button and gets no action key.
+	if strings.Contains(page, `data-job="nightly"`) || strings.Contains(page, "data-key=") || !strings.Contains(page, "read only") {
+		t.Error("the overview shows a read token buttons or an action key")
+	}
+	if _, admin := b.get(t, "GET", "/", basic(adminSecret)); !strings.Contains(admin, `data-job="nightly"`) || !strings.Contains(admin, `data-key="v1.`) {
+		t.Error("the overview shows an admin no buttons or no action key")
 	}
 
 	// Once a replica runs the absence checks, the page names it.
@@ -247,8 +252,10 @@ func TestPagesShowState(t *testing.T) {
 			t.Errorf("job page lacks %q:\n%s", want, page)
 		}
 	}
-	if strings.Index(page, `class="run skipped"`) > strings.Index(page, `class="run ok"`) {
-		t.Error("runs are not newest first")
+	// By slot, newest first, a manual run by its start: today's manual
+	// run above the skip of a July slot, recorded after it.
+	if strings.Index(page, `class="run ok"`) > strings.Index(page, `class="run skipped"`) {
+		t.Error("runs are not by slot, newest first")
 	}
 
 	resp, page = b.get(t, "GET", "/alerts", basic(readSecret))

@@ -1,7 +1,9 @@
 package dashboard
 
 import (
+	"cmp"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -14,8 +16,14 @@ import (
 type Chrome struct {
 	Title string
 	Who   string // the token's name
-	Admin bool   // the token may write (the buttons still need a typed bearer token)
-	Now   stamp  // the database clock
+	Admin bool   // the token may write: the page shows its buttons
+	// ActionKey authorises the page's buttons (act.go); empty for a
+	// token that may only read, or without an API to act through.
+	ActionKey string
+	Now       stamp // the database clock
+	// Still: the page does not refresh itself (?refresh=off), for a
+	// screen someone reads at length, or a test.
+	Still bool
 }
 
 type overrideView struct {
@@ -50,6 +58,9 @@ type runView struct {
 }
 
 type jobView struct {
+	Admin           bool      // the page's token may act on it: show the buttons
+	Strip           stripView // the last slots, as a strip
+	Chart           chartView // the last runs' durations (the job page's)
 	Name            string
 	Schedule        string
 	Zone            string
@@ -57,9 +68,12 @@ type jobView struct {
 	Next            stamp
 	Enabled         bool
 	DeclaredEnabled bool
-	Override        *overrideView
-	LastRun         *runView
-	Lease           *leaseView
+	// Paused says why no slot is next, for a job that is off: "paused
+	// by ops" (an override) or "disabled in its config".
+	Paused   string
+	Override *overrideView
+	LastRun  *runView
+	Lease    *leaseView
 }
 
 type alertView struct {
@@ -106,7 +120,8 @@ type overviewPage struct {
 type jobPage struct {
 	Chrome
 	Job        jobView
-	Runs       []runView
+	Running    *runView  // the run the job's lease holds now, as a row of its own
+	Runs       []runView // by slot, newest first
 	Limit      int
 	Registered []replicaJob // the live replicas that register the job, with their settings
 	MonitorView
@@ -124,8 +139,13 @@ type alertsPage struct {
 	Limit  int
 }
 
-func (d *dashboard) chromeFor(title string, id adminapi.Identity, now time.Time) Chrome {
-	return Chrome{Title: title, Who: id.Name, Admin: id.Role == adminapi.RoleAdmin, Now: at(now, time.UTC, time.Time{})}
+func (d *dashboard) chromeFor(r *http.Request, title string, id adminapi.Identity, now time.Time) Chrome {
+	c := Chrome{Title: title, Who: id.Name, Now: at(now, time.UTC, time.Time{}), Still: r.URL.Query().Get("refresh") == "off"}
+	if d.api != nil {
+		c.ActionKey = d.actionKey(id, time.Now())
+		c.Admin = c.ActionKey != ""
+	}
+	return c
 }
 
 func runOf(r adminapi.Run, loc *time.Location, now time.Time) runView {
@@ -164,6 +184,12 @@ func jobOf(j adminapi.Job, now time.Time) jobView {
 	v := jobView{
 		Name: j.Name, Schedule: j.Schedule, Zone: j.TimeZone, Overlap: j.Overlap, Next: parseAt(j.Next, loc, now),
 		Enabled: j.Enabled, DeclaredEnabled: j.DeclaredEnabled,
+	}
+	if !j.Enabled {
+		v.Paused = "disabled in its config"
+		if o := j.Override; o != nil && o.Enabled != nil {
+			v.Paused = "paused by " + o.By
+		}
 	}
 	if o := j.Override; o != nil {
 		ov := &overrideView{State: "removed", By: o.By, At: parseAt(o.At, loc, now), Note: o.Note}
@@ -248,11 +274,59 @@ func (d *dashboard) overview(w http.ResponseWriter, r *http.Request, id adminapi
 		d.storeError(w, r, op, err)
 		return
 	}
-	p := overviewPage{Chrome: d.chromeFor("Jobs", id, now), MonitorView: mv}
-	for _, j := range jobs {
-		p.Jobs = append(p.Jobs, jobOf(j, now))
+	recent, err := d.recentRuns(r, jobs)
+	if err != nil {
+		d.storeError(w, r, "list runs", err)
+		return
+	}
+	p := overviewPage{Chrome: d.chromeFor(r, "Jobs", id, now), MonitorView: mv}
+	for i, j := range jobs {
+		v := jobOf(j, now)
+		v.Admin = p.Admin
+		v.Strip, _ = historyOf(j, recent[i], now, overviewStrip)
+		p.Jobs = append(p.Jobs, v)
 	}
 	d.render(w, http.StatusOK, "overview.html", p)
+}
+
+// Slots in the jobs table's strips, and in a job page's.
+const (
+	overviewStrip = 12
+	jobStrip      = 30
+)
+
+// recentRuns reads each job's newest runs for its strip, in one round
+// trip per store.MaxRunListJobs jobs: enough rows for overviewStrip slots
+// of a few attempts each.
+func (d *dashboard) recentRuns(r *http.Request, jobs []adminapi.Job) ([][]adminapi.Run, error) {
+	names := make([]string, len(jobs))
+	for i, j := range jobs {
+		names[i] = j.Name
+	}
+	out := make([][]adminapi.Run, 0, len(jobs))
+	for chunk := range slices.Chunk(names, store.MaxRunListJobs) {
+		got, err := d.sched.Store().RunListPerJob(r.Context(), store.RunListPerJobParams{Jobs: chunk, Limit: 3 * overviewStrip})
+		if err != nil {
+			return nil, err
+		}
+		for _, runs := range got {
+			views := make([]adminapi.Run, len(runs))
+			for k, run := range runs {
+				views[k] = adminapi.RunOf(run)
+			}
+			out = append(out, views)
+		}
+	}
+	return out, nil
+}
+
+// runOrder is where a run sits in a job page's list: its slot, or its
+// start for a manual run.
+func runOrder(r adminapi.Run) time.Time {
+	if t := parseTime(r.Slot); !t.IsZero() {
+		return t
+	}
+	return parseTime(r.StartedAt)
 }
 
 // queryLimit reads ?limit= between 1 and max, def when absent or invalid.
@@ -299,10 +373,27 @@ func (d *dashboard) job(w http.ResponseWriter, r *http.Request, id adminapi.Iden
 		d.storeError(w, r, op, err)
 		return
 	}
-	p := jobPage{Chrome: d.chromeFor(name, id, now), Job: jobOf(jobs[0], now), Limit: limit, MonitorView: mv}
+	p := jobPage{Chrome: d.chromeFor(r, name, id, now), Job: jobOf(jobs[0], now), Limit: limit, MonitorView: mv}
 	loc := zone(jobs[0].TimeZone)
-	for _, run := range runs {
-		p.Runs = append(p.Runs, runOf(adminapi.RunOf(run), loc, now))
+	views := make([]adminapi.Run, len(runs))
+	for i, run := range runs {
+		views[i] = adminapi.RunOf(run)
+	}
+	p.Job.Strip, p.Job.Chart = historyOf(jobs[0], views, now, jobStrip)
+	p.Job.Admin = p.Admin
+	// By slot, newest first (a manual run by its start), each slot's
+	// attempts newest first: a retry sits with its slot, not with
+	// whatever ran in between.
+	slices.SortStableFunc(views, func(a, b adminapi.Run) int {
+		return cmp.Or(runOrder(b).Compare(runOrder(a)), cmp.Compare(b.ID, a.ID))
+	})
+	for _, run := range views {
+		p.Runs = append(p.Runs, runOf(run, loc, now))
+	}
+	if l := jobs[0].Lease; l != nil && l.Active {
+		acquired := parseTime(l.AcquiredAt)
+		p.Running = &runView{Started: parseAt(l.AcquiredAt, loc, now), Owner: l.Holder, Generation: l.Generation,
+			Outcome: "running", Kind: "running", Duration: duration(now.Sub(acquired).Round(time.Second)) + " so far"}
 	}
 	first := ""
 	for _, rep := range mv.Replicas {
@@ -330,7 +421,7 @@ func (d *dashboard) alerts(w http.ResponseWriter, r *http.Request, id adminapi.I
 		return
 	}
 	limit := queryLimit(r, alertsPageLimit, adminapi.MaxAlertsLimit)
-	p := alertsPage{Chrome: d.chromeFor("Alerts", id, now), Limit: limit}
+	p := alertsPage{Chrome: d.chromeFor(r, "Alerts", id, now), Limit: limit}
 	list, err := adminapi.Alerts(r.Context(), st, store.AlertListParams{Limit: limit})
 	if err != nil {
 		d.storeError(w, r, "list alerts", err)

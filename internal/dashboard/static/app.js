@@ -1,30 +1,23 @@
-// cronfence dashboard: the action buttons. Pages are complete without this
-// script; it only adds pause / resume / unset / trigger, which call the REST
-// API with "Authorization: Bearer <token>". The token is typed by the
-// operator and kept in this tab's sessionStorage, never in a cookie, so no
-// other site can make the browser send it (see docs/dashboard.md).
+// cronfence dashboard: the action buttons and the page's own refresh.
+// Pages are complete without this script. The buttons post to the
+// dashboard's /act with the action key the page was rendered with (signed
+// for the token that opened it, never the token itself) and a header no
+// form of another site can send (see docs/dashboard.md).
 (function () {
   "use strict";
 
-  var TOKEN = "cronfence.token";
   var FLASH = "cronfence.flash";
+  var REFRESH_EVERY = 10000; // ms
+  var lastFlash = 0;
+  var busy = false;
 
   function byId(id) { return document.getElementById(id); }
-
-  function getToken() {
-    try { return sessionStorage.getItem(TOKEN) || ""; } catch (e) { return ""; }
-  }
 
   function flash(kind, text) {
     var f = byId("flash");
     f.className = kind;
     f.textContent = text; // never innerHTML: messages carry job and owner names
-  }
-
-  function showTokenState() {
-    var has = getToken() !== "";
-    byId("token-state").textContent = has ? "A token is set for this tab." : "No token: actions need an admin token.";
-    byId("token-forget").hidden = !has;
+    lastFlash = Date.now();
   }
 
   function utc(iso) {
@@ -44,49 +37,33 @@
   }
 
   async function act(job, action) {
-    var token = getToken();
-    if (!token) {
-      flash("error", "Type an admin bearer token first: the buttons call the REST API with it.");
-      byId("token").focus();
-      return;
-    }
-    // location.origin, not a relative URL: a page opened as
-    // http://user:token@host/ would make fetch() refuse a URL that carries
-    // credentials. credentials "omit" keeps the browser's Basic credentials
-    // off the request: the API takes the bearer token only.
-    // The API's path, under the prefix the dashboard is mounted at, is
-    // the page's data-api.
-    var url = location.origin + document.body.dataset.api + encodeURIComponent(job);
-    var req = { method: "PUT", headers: { "Authorization": "Bearer " + token }, credentials: "omit" };
-    if (action === "trigger") {
-      req.method = "POST";
-      url += "/run";
-    } else {
-      var enabled = action === "pause" ? false : action === "resume" ? true : null;
-      req.headers["Content-Type"] = "application/json";
-      req.body = JSON.stringify({ enabled: enabled, note: byId("note").value });
-    }
+    var note = byId("note");
+    var req = {
+      method: "POST",
+      headers: { "Content-Type": "application/json", "X-Cronfence-Action": "1" },
+      credentials: "same-origin",
+      body: JSON.stringify({ job: job, action: action, note: note ? note.value : "", key: document.body.dataset.key || "" })
+    };
+    busy = true;
     flash("pending", action + " " + job + "…");
     var resp, body = null;
     try {
-      resp = await fetch(url, req);
+      resp = await fetch(location.origin + document.body.dataset.act, req);
       try { body = await resp.json(); } catch (e) { body = null; }
     } catch (e) {
+      busy = false;
       flash("error", action + " " + job + ": the server did not answer (" + e.message + ").");
       return;
     }
+    busy = false;
     if (resp.status === 409 && body && body.code === "CRON_JOB_ALREADY_EXECUTING") {
       var h = (body.details && body.details.holder) || {};
       flash("conflict", "Not triggered: " + job + " is already executing on " + (h.owner || "another replica") +
         " since " + utc(h.acquiredAt) + " (generation " + h.generation + ").");
       return;
     }
-    if (resp.status === 401) {
-      flash("error", action + " " + job + ": the token was refused (401). Check it and type it again.");
-      return;
-    }
     if (resp.status === 403) {
-      flash("error", action + " " + job + ": this token may only read (403); pausing and triggering need an admin token.");
+      flash("error", action + " " + job + " refused (403): " + ((body && body.message) || "this sign-in may only read") + ".");
       return;
     }
     if (!resp.ok) {
@@ -98,29 +75,24 @@
     location.reload();
   }
 
+  // refresh reloads the page for fresh state, unless the operator is
+  // busy with it: typing a note, an action under way, a message just shown.
+  function refresh() {
+    var note = byId("note");
+    var typing = note && (document.activeElement === note || note.value !== "");
+    if (!busy && !typing && Date.now() - lastFlash > REFRESH_EVERY && !document.hidden) {
+      location.reload();
+      return;
+    }
+    setTimeout(refresh, REFRESH_EVERY);
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
-    byId("controls").hidden = false;
+    var controls = byId("controls");
+    if (controls) { controls.hidden = false; }
     var saved = "";
     try { saved = sessionStorage.getItem(FLASH) || ""; sessionStorage.removeItem(FLASH); } catch (e) { saved = ""; }
     if (saved) { flash("ok", saved); }
-    showTokenState();
-
-    byId("token-form").addEventListener("submit", function (ev) {
-      ev.preventDefault();
-      var input = byId("token");
-      var v = input.value.trim();
-      input.value = "";
-      try {
-        if (v) { sessionStorage.setItem(TOKEN, v); } else { sessionStorage.removeItem(TOKEN); }
-      } catch (e) {
-        flash("error", "This browser refuses sessionStorage; the buttons cannot keep a token.");
-      }
-      showTokenState();
-    });
-    byId("token-forget").addEventListener("click", function () {
-      try { sessionStorage.removeItem(TOKEN); } catch (e) { /* nothing kept */ }
-      showTokenState();
-    });
 
     var groups = document.querySelectorAll(".actions[data-job]");
     for (var i = 0; i < groups.length; i++) {
@@ -132,5 +104,6 @@
         act(this.dataset.job, b.dataset.action);
       });
     }
+    if (document.body.dataset.refresh !== "off") { setTimeout(refresh, REFRESH_EVERY); }
   });
 })();

@@ -1,0 +1,163 @@
+package browser
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+type historyRun struct {
+	Slot       *string `json:"slot"`
+	StartedAt  *string `json:"startedAt"`
+	FinishedAt *string `json:"finishedAt"`
+	Success    bool    `json:"success"`
+	Result     struct {
+		Skipped bool `json:"skipped"`
+	} `json:"result"`
+}
+
+// A job that fails every third run and takes 0.1 to 0.4 s: the job page's
+// strip shows each slot as its run really ended, and its chart one bar per
+// finished run, failed ones marked, under the line of the 1 s interval;
+// the jobs table shows the strip and the success rate; a paused job says
+// so instead of a next slot.
+func TestDashboardHistoryPictures(t *testing.T) {
+	t.Parallel()
+	ctx := browser(t)
+	shots := artifacts(t)
+	bin := binary(t)
+	dir := t.TempDir()
+	config := writeConfig(t, dir, `tokens:
+  - name: ops
+    role: admin
+    token: `+adminToken+`
+jobs:
+  - name: flaky
+    schedule: "* * * * * *"
+    max_attempts: 1
+    shell: n=$(cat n 2>/dev/null || echo 0); echo $((n+1)) > n; sleep 0.$((n % 4 + 1)); [ $((n % 3)) -ne 2 ]
+  - name: yearly
+    schedule: "0 0 1 1 *"
+    shell: "true"
+`)
+	r := startReplica(t, bin, dir, config)
+	var logs struct {
+		Logs []historyRun `json:"logs"`
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		r.api(t, "GET", "/api/admin/cron/flaky/logs?limit=100", adminToken, "", &logs)
+		failed := 0
+		for _, run := range logs.Logs {
+			if !run.Success && !run.Result.Skipped {
+				failed++
+			}
+		}
+		if len(logs.Logs) >= 12 && failed >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("flaky has %d runs (%d failed) after 60s, want 12 with 2 failed", len(logs.Logs), failed)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	admin := r.withBasic("ops", adminToken)
+	// Freeze what the page shows against what the API says right after.
+	reloadUntil(t, ctx, admin+"/job?name=flaky&refresh=off", `document.querySelectorAll('svg.strip rect.cell').length >= 10`, 10*time.Second)
+	cells, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('svg.strip rect.cell')).map(function (c) {
+		return c.getAttribute("class") + "|" + c.querySelector("title").textContent; })`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bars, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('svg.chart rect.bar')).map(function (b) {
+		return b.getAttribute("class") + "|" + b.querySelector("title").textContent + "|" + b.getAttribute("height"); })`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('svg.chart line.interval').length`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	screenshot(t, ctx, shots, "01-job-history")
+	r.api(t, "GET", "/api/admin/cron/flaky/logs?limit=100", adminToken, "", &logs)
+
+	// Each cell that ended is its slot's run as the API has it.
+	bySlot := map[string]historyRun{}
+	var finished []historyRun // newest first
+	for _, run := range logs.Logs {
+		if run.Slot == nil || run.Result.Skipped {
+			continue
+		}
+		slot, _ := time.Parse(time.RFC3339Nano, *run.Slot)
+		bySlot[slot.UTC().Format("2006-01-02 15:04:05 MST")] = run
+		if run.FinishedAt != nil {
+			finished = append(finished, run)
+		}
+	}
+	checked := map[string]int{}
+	for _, c := range cells {
+		class, title, _ := strings.Cut(c, "|")
+		state := strings.TrimPrefix(class, "cell ")
+		slot, _, _ := strings.Cut(title, ": ")
+		if state != "ok" && state != "failed" {
+			continue
+		}
+		run, ok := bySlot[slot]
+		if !ok {
+			t.Errorf("cell %q: the API has no run of slot %s", c, slot)
+			continue
+		}
+		if want := map[bool]string{true: "ok", false: "failed"}[run.Success]; state != want {
+			t.Errorf("cell of slot %s is %s, the API's run %s", slot, state, want)
+		}
+		checked[state]++
+	}
+	if checked["ok"] < 5 || checked["failed"] < 2 {
+		t.Errorf("checked %v cells; want at least 5 ok and 2 failed: %v", checked, cells)
+	}
+
+	// One bar per finished run, oldest on the left, failed ones marked.
+	if len(bars) < 10 || len(bars) > 30 {
+		t.Fatalf("%d bars, want one per finished run shown (10 to 30): %v", len(bars), bars)
+	}
+	prev := ""
+	for i, b := range bars {
+		f := strings.Split(b, "|")
+		slot, _, _ := strings.Cut(f[1], ": ")
+		run, ok := bySlot[slot]
+		if !ok || run.FinishedAt == nil {
+			t.Errorf("bar %d (%q): the API has no finished run of slot %s", i, b, slot)
+			continue
+		}
+		if want := map[bool]string{true: "bar ok", false: "bar failed"}[run.Success]; f[0] != want {
+			t.Errorf("bar %d (slot %s) is %q, the API's run %q", i, slot, f[0], want)
+		}
+		if slot <= prev {
+			t.Errorf("bar %d's slot %s is not after the bar before's, %s", i, slot, prev)
+		}
+		prev = slot
+	}
+	if len(finished) < len(bars) {
+		t.Errorf("%d bars for %d finished runs", len(bars), len(finished))
+	}
+	if line != 1 {
+		t.Errorf("%d interval lines, want the 1s interval drawn", line)
+	}
+
+	// The jobs table: each job's strip and success rate; a paused job says
+	// paused, by whom, instead of a next slot.
+	if code := r.api(t, "PUT", "/api/admin/cron/yearly", adminToken, `{"enabled":false}`, nil); code != 200 {
+		t.Fatalf("pausing yearly: %d", code)
+	}
+	reloadUntil(t, ctx, admin+"/?refresh=off", `document.querySelector('tr[data-name="flaky"] svg.strip') !== null`, 10*time.Second)
+	rate := waitText(t, ctx, `tr[data-name="flaky"] .rate`, " ok", 5*time.Second)
+	var ok, ended int
+	if _, err := fmt.Sscanf(rate, "%d of %d ok", &ok, &ended); err != nil || ok >= ended || ok == 0 {
+		t.Errorf("flaky's rate %q, want some but not all of its slots ok", rate)
+	}
+	waitText(t, ctx, `tr[data-name="yearly"] .next`, "paused by ops", 5*time.Second)
+	screenshot(t, ctx, shots, "02-jobs")
+}

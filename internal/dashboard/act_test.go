@@ -1,0 +1,115 @@
+package dashboard_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// keyOf reads the action key out of a page opened with set's credentials.
+func keyOf(t *testing.T, b *bundle, set func(*http.Request)) string {
+	t.Helper()
+	_, page := b.get(t, "GET", "/", set)
+	m := regexp.MustCompile(`data-key="([^"]+)"`).FindStringSubmatch(page)
+	if m == nil {
+		return ""
+	}
+	return m[1]
+}
+
+// post sends an action to /act as the page's script does, then lets mut
+// change the request (drop the header, another origin, other credentials).
+func (b *bundle) post(t *testing.T, job, action, key string, mut func(*http.Request)) (int, map[string]any) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]string{"job": job, "action": action, "note": "from the page", "key": key})
+	req, err := http.NewRequest("POST", b.srv.URL+"/act", strings.NewReader(string(body)))
+	must(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Cronfence-Action", "1")
+	req.Header.Set("Origin", b.srv.URL)
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	if mut != nil {
+		mut(req)
+	}
+	resp, err := b.srv.Client().Do(req)
+	must(t, err)
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var out map[string]any
+	_ = json.Unmarshal(raw, &out)
+	return resp.StatusCode, out
+}
+
+// paused reports nightly's override: nil when none.
+func (b *bundle) override(t *testing.T) *bool {
+	t.Helper()
+	states, err := b.store.JobStateList(context.Background())
+	must(t, err)
+	for _, s := range states {
+		if s.Job == "nightly" {
+			return s.EnabledOverride
+		}
+	}
+	return nil
+}
+
+// One sign-in: the page an admin opened carries an action key, and its
+// buttons act with it, as that token; nothing else authorises an action:
+// not the browser's Basic credentials, not a request from another site.
+func TestActWithThePagesKey(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	key := keyOf(t, b, basic(adminSecret))
+	if key == "" {
+		t.Fatal("an admin's page carries no action key")
+	}
+	refused := []struct {
+		name string
+		key  string
+		mut  func(*http.Request)
+		code string
+	}{
+		{"without the header", key, func(r *http.Request) { r.Header.Del("X-Cronfence-Action") }, "CROSS_SITE"},
+		{"from another origin", key, func(r *http.Request) { r.Header.Set("Origin", "https://evil.example") }, "CROSS_SITE"},
+		{"from another site", key, func(r *http.Request) { r.Header.Set("Sec-Fetch-Site", "cross-site") }, "CROSS_SITE"},
+		{"Basic credentials without a key", "", func(r *http.Request) { r.SetBasicAuth("x", adminSecret) }, "BAD_ACTION_KEY"},
+		{"a key altered", key[:len(key)-2] + "AA", nil, "BAD_ACTION_KEY"},
+		{"a key for another name", strings.Replace(key, ".b3Bz.", ".dmlld2Vy.", 1), nil, "BAD_ACTION_KEY"},
+	}
+	for _, tc := range refused {
+		if code, out := b.post(t, "nightly", "pause", tc.key, tc.mut); code != 403 || out["code"] != tc.code {
+			t.Errorf("%s: %d %v, want 403 %s", tc.name, code, out, tc.code)
+		}
+	}
+	if o := b.override(t); o != nil {
+		t.Fatalf("a refused action changed the job: override %v", *o)
+	}
+	if _, page := b.get(t, "GET", "/", basic(readSecret)); strings.Contains(page, "data-key=") {
+		t.Fatal("a read token's page carries an action key")
+	}
+
+	// With the key, from the page's origin: the API's answer, as ops.
+	code, out := b.post(t, "nightly", "pause", key, nil)
+	if code != 200 || out["enabled"] != false {
+		t.Fatalf("pause: %d %v", code, out)
+	}
+	if o := b.override(t); o == nil || *o {
+		t.Fatal("the pause was not recorded")
+	}
+	if ov, _ := out["override"].(map[string]any); ov["by"] != "ops" || ov["note"] != "from the page" {
+		t.Fatalf("override %v, want by ops with the note", out["override"])
+	}
+	if code, out = b.post(t, "nightly", "trigger", key, nil); code != 202 || out["jobId"] != "nightly" {
+		t.Fatalf("trigger: %d %v", code, out)
+	}
+	if code, out = b.post(t, "nightly", "explode", key, nil); code != 400 {
+		t.Fatalf("an unknown action: %d %v, want 400", code, out)
+	}
+	if code, out = b.post(t, "absent", "pause", key, nil); code != 404 || out["code"] != "CRON_JOB_NOT_FOUND" {
+		t.Fatalf("an unknown job: %d %v, want the API's 404", code, out)
+	}
+}
