@@ -154,7 +154,7 @@ func TestHostileNamesServeAndServerMode(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	for _, name := range names {
-		code, out, errOut := runCLI(t, dir, append(append([]string{"trigger"}, server...), "--", name)...)
+		code, out, errOut := runCLI(t, dir, append(append([]string{"trigger", "--json"}, server...), "--", name)...)
 		var started struct {
 			JobID string `json:"jobId"`
 		}

@@ -34,7 +34,7 @@ func TestServeLogsACommandsOutputAsItIsWritten(t *testing.T) {
 	stopReplicas(t, []*proc{p})
 
 	log := p.stderr.String()
-	if !regexp.MustCompile(`level=WARN msg="second line" .*stream=stderr`).MatchString(log) {
+	if !regexp.MustCompile(`level=WARN msg="second line" .*job=talker`).MatchString(log) {
 		t.Errorf("the stderr line is not logged at WARN:\n%s", log)
 	}
 	if !regexp.MustCompile(`level=INFO msg="first line of [^"]+" .*job=talker`).MatchString(log) {

@@ -278,7 +278,7 @@ func commandHandler(j config.Job, killGrace time.Duration) cronfence.Handler {
 			// INFO, stderr at WARN.
 			OnLine: func(stream command.Stream, line string) {
 				if stream == command.Stderr {
-					run.Logger.Warn(line, "stream", "stderr")
+					run.Logger.Warn(line)
 					return
 				}
 				run.Logger.Info(line)
