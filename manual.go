@@ -15,6 +15,7 @@ import (
 type ManualRun struct {
 	Job        string
 	Owner      string
+	Lease      string // the lease the run holds: with Generation, the run's holding, which its run row names
 	Generation int64
 	StartedAt  time.Time // by the database clock
 }
@@ -61,7 +62,7 @@ func (s *Scheduler) Trigger(ctx context.Context, name string) (ManualRun, error)
 		return ManualRun{}, &AlreadyExecutingError{Job: name, Holder: lease, Skip: skip}
 	}
 	s.start(runSpec{job: r, lease: lease, attempt: 1, origin: OriginManual, sent: sent})
-	return ManualRun{Job: name, Owner: s.cfg.Owner, Generation: lease.Generation, StartedAt: lease.AcquiredAt}, nil
+	return ManualRun{Job: name, Owner: s.cfg.Owner, Lease: lease.Name, Generation: lease.Generation, StartedAt: lease.AcquiredAt}, nil
 }
 
 // SetEnabled overrides the job's declared enabled value on every replica:

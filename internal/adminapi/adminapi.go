@@ -120,8 +120,9 @@ func New(sched *cronfence.Scheduler, tokens []Token, opts *Options) http.Handler
 
 // route is a matched admin path.
 type route struct {
-	kind  string // "list", "job", "run", "logs", "alerts", "replicas"
+	kind  string // "list", "job", "run", "runGet", "logs", "alerts", "replicas"
 	job   string
+	runID string // of "runGet"
 	allow string // the methods the path accepts
 }
 
@@ -171,6 +172,8 @@ func match(escaped, method string) (route, bool) {
 		return route{kind: "run", job: name, allow: "POST"}, true
 	case len(parts) == 2 && parts[1] == "logs":
 		return route{kind: "logs", job: name, allow: "GET, HEAD"}, true
+	case len(parts) == 3 && parts[1] == "runs" && parts[2] != "":
+		return route{kind: "runGet", job: name, runID: parts[2], allow: "GET, HEAD"}, true
 	}
 	return route{}, false
 }
@@ -234,6 +237,8 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	case "run":
 		a.runJob(w, r, rt.job)
+	case "runGet":
+		a.getRun(w, r, rt.job, rt.runID)
 	case "logs":
 		a.logs(w, r, rt.job)
 	case "alerts":

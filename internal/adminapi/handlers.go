@@ -2,12 +2,15 @@ package adminapi
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cronfence/cronfence"
@@ -343,8 +346,12 @@ func (a *api) runJob(w http.ResponseWriter, r *http.Request, name string) {
 	var busy *cronfence.AlreadyExecutingError
 	switch {
 	case err == nil:
+		id := RunID(run.Lease, run.Generation)
+		// Relative to this request's path (…/{job}/run), so it holds
+		// under whatever prefix the API is mounted at.
+		w.Header().Set("Location", "runs/"+id)
 		writeJSON(w, http.StatusAccepted, map[string]any{
-			"jobId": run.Job, "generation": run.Generation, "owner": run.Owner, "startedAt": timeOrNil(run.StartedAt),
+			"jobId": run.Job, "runId": id, "generation": run.Generation, "owner": run.Owner, "startedAt": timeOrNil(run.StartedAt),
 		})
 	case errors.As(err, &busy):
 		skip := busy.Skip
@@ -414,4 +421,73 @@ type Holder struct {
 
 func holderOf(l store.Lease) Holder {
 	return Holder{Owner: l.Owner, Generation: l.Generation, AcquiredAt: timeOrNil(l.AcquiredAt), ExpiresAt: timeOrNil(l.ExpiresAt)}
+}
+
+// RunID names a run by its holding (lease name and generation), which its
+// run row keeps, so a run can be asked for before its row exists: the
+// lease name in unpadded URL-safe base64, a dot, the generation.
+func RunID(lease string, generation int64) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(lease)) + "." + strconv.FormatInt(generation, 10)
+}
+
+// parseRunID reads a RunID back.
+func parseRunID(id string) (lease string, generation int64, ok bool) {
+	enc, gen, found := strings.Cut(id, ".")
+	raw, err := base64.RawURLEncoding.DecodeString(enc)
+	g, err2 := strconv.ParseInt(gen, 10, 64)
+	if !found || err != nil || err2 != nil || g < 1 {
+		return "", 0, false
+	}
+	return string(raw), g, true
+}
+
+// runLookback is how many of a job's newest run rows GET …/runs/{id}
+// searches for the run's row.
+const runLookback = 1000
+
+// getRun answers one run by the id POST …/run gave: "finished" with its
+// row, "running" while its lease is held at its generation (no row yet),
+// else 404 (it never was, its end was not recorded, or its row is older
+// than the job's runLookback newest).
+func (a *api) getRun(w http.ResponseWriter, r *http.Request, name, id string) {
+	if _, ok := a.findJob(name); !ok {
+		unknownJob(w, name)
+		return
+	}
+	lease, gen, ok := parseRunID(id)
+	if !ok || (lease != "job:"+name && !strings.HasPrefix(lease, "job:"+name+"@")) {
+		writeError(w, http.StatusNotFound, "RUN_NOT_FOUND", fmt.Sprintf("%q is not the id of a run of job %q", id, name), map[string]string{"jobId": name, "runId": id})
+		return
+	}
+	st := a.sched.Store()
+	runs, err := st.RunList(r.Context(), store.RunListParams{Job: name, Limit: runLookback})
+	if err != nil {
+		a.storeError(w, r, "list runs", err)
+		return
+	}
+	for _, run := range runs {
+		if run.LeaseName == lease && run.Generation == gen {
+			writeJSON(w, http.StatusOK, map[string]any{"jobId": name, "runId": id, "state": "finished", "run": RunOf(run)})
+			return
+		}
+	}
+	l, err := st.LeaseGet(r.Context(), lease)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		a.storeError(w, r, "read lease", err)
+		return
+	}
+	if err == nil && l.Generation == gen {
+		now, err := st.Now(r.Context())
+		if err != nil {
+			a.storeError(w, r, "read the database clock", err)
+			return
+		}
+		if l.ExpiresAt.After(now) {
+			writeJSON(w, http.StatusOK, map[string]any{"jobId": name, "runId": id, "state": "running", "run": nil, "holder": holderOf(l)})
+			return
+		}
+	}
+	writeError(w, http.StatusNotFound, "RUN_NOT_FOUND",
+		fmt.Sprintf("no run %s of job %q: it never started, it ended without its end being recorded, or its row is older than the job's %d newest", id, name, runLookback),
+		map[string]string{"jobId": name, "runId": id})
 }
