@@ -318,3 +318,24 @@ func TestHoldFuncReportsOnlyALoss(t *testing.T) {
 		t.Fatalf("onLost called again: %v", <-lost)
 	}
 }
+
+// A process frozen past its lease's TTL (stopped, a VM paused) wakes to a
+// lease no renewal was tried for: the loss says so, rather than blaming
+// renewals that failed "(last error: <nil>)".
+func TestAFreezePastTheTTLSaysNoRenewalWasTried(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	k := b.start(t, context.Background(), b.store)
+	b.tick(t, ttl+time.Second) // the timer of the first renewal fires a TTL late
+	<-k.Context().Done()
+	cause := context.Cause(k.Context())
+	if !errors.Is(cause, store.ErrLeaseLost) || !strings.Contains(cause.Error(), "not renewed before it expired") ||
+		strings.Contains(cause.Error(), "<nil>") || strings.Contains(cause.Error(), "renewals failed") {
+		t.Fatalf("cause = %v; want a loss saying no renewal was made in time", cause)
+	}
+	select {
+	case err := <-b.events:
+		t.Fatalf("a renewal was tried after the lease expired (%v)", err)
+	default:
+	}
+}
