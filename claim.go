@@ -149,6 +149,11 @@ func (s *Scheduler) claimChunk(ctx context.Context, sent []*entry, items []store
 func (s *Scheduler) claimed(ctx context.Context, e *entry, r store.SlotClaimResult, sent time.Time) {
 	s.observeClaim(e, r)
 	s.resolveDeposed(ctx, e.job.Name, r)
+	if e.origin == OriginRetry && !r.Claimed {
+		s.mu.Lock()
+		s.giveUpRetry(e, r)
+		s.mu.Unlock()
+	}
 	switch {
 	case r.Claimed:
 		s.start(runSpec{job: e.job, slot: r.Slot.Slot, lease: r.Lease, attempt: r.Slot.Attempts, origin: e.origin, sent: sent})

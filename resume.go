@@ -75,7 +75,7 @@ func (s *Scheduler) resumeInterrupted(ctx context.Context) {
 			continue
 		}
 		if sl.Status == store.SlotFailed {
-			if retryDue(r, sl, now) {
+			if retryDue(r, sl, now) && !s.retryGivenUp(sl, now) {
 				retries = append(retries, &entry{job: r, slot: sl.Slot, origin: OriginRetry, attempt: int32(sl.Attempts)})
 			}
 			continue

@@ -107,3 +107,44 @@ func retryOverdue(e *entry, now time.Time) bool {
 	next := e.job.sched.Next(e.slot)
 	return e.origin == OriginRetry && !next.IsZero() && !now.Before(next)
 }
+
+// retryKey names the retry of one failed attempt of one slot.
+type retryKey struct {
+	job     string
+	slot    int64 // UnixNano
+	attempt int
+}
+
+// giveUpRetry remembers, until the job's next slot, that a retry of e's
+// slot was refused for a reason a later try would not change (the job is
+// paused, the attempt was retried by another replica already, no attempt
+// is left): the slot stays open to a retry in the store until then, and
+// every scan would otherwise claim it again, to be refused again. A
+// refusal because the lease is held (a manual run) is not remembered: the
+// next scan tries again. Callers hold mu.
+func (s *Scheduler) giveUpRetry(e *entry, r store.SlotClaimResult) {
+	if e.origin != OriginRetry || r.Claimed || r.Refusal == store.ClaimHeld || r.Refusal == store.ClaimLeaseBusy {
+		return
+	}
+	until := e.job.sched.Next(e.slot)
+	if until.IsZero() {
+		until = e.slot.Add(retryGrace)
+	}
+	if s.retriesGivenUp == nil {
+		s.retriesGivenUp = map[retryKey]time.Time{}
+	}
+	s.retriesGivenUp[retryKey{e.job.Name, e.slot.UnixNano(), int(e.attempt)}] = until
+}
+
+// retryGivenUp reports whether the retry of sl's last attempt was given
+// up (giveUpRetry), forgetting those whose window closed by now. Callers
+// hold mu.
+func (s *Scheduler) retryGivenUp(sl store.Slot, now time.Time) bool {
+	for k, until := range s.retriesGivenUp {
+		if !now.Before(until) {
+			delete(s.retriesGivenUp, k)
+		}
+	}
+	_, ok := s.retriesGivenUp[retryKey{sl.Job, sl.Slot.UnixNano(), sl.Attempts}]
+	return ok
+}

@@ -246,3 +246,43 @@ func TestARetryOutlivesTheReplicaWhoseAttemptFailed(t *testing.T) {
 		}
 	})
 }
+
+// A failed slot left open to a retry whose job is paused meanwhile is
+// tried once by each replica's scan, not again at every scan until the
+// job's next slot (an hour here: 7,200 refused claims a replica on
+// SQLite, whose replicas scan every ResumeEvery).
+func TestARetryRefusedIsNotTriedAgainAtEveryScan(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		a := &attempts{db: c.db, fail: func(int) bool { return true }}
+		job := Job{Name: "hourly", Schedule: "0 * * * *", MaxAttempts: 3, RetryBackoff: 10 * time.Second, Handler: a.handler}
+		var mu sync.Mutex
+		refused := map[string]int{}
+		observer := ObserverFunc(func(e Event) {
+			if ce, ok := e.(ClaimEvent); ok && ce.Origin == OriginRetry && !ce.Won {
+				mu.Lock()
+				refused[string(ce.Refusal)]++
+				mu.Unlock()
+			}
+		})
+		var replicas []*Scheduler
+		for _, name := range []string{"a", "b"} {
+			replicas = append(replicas, c.startWith(Config{Owner: name, Clock: offsetClock{c.db, 0}, Retention: -1, Observer: observer}, job))
+		}
+		c.advance(time.Hour-c.db.Now().Sub(c.db.Now().Truncate(time.Hour)), time.Second) // to the slot at 13:00
+		if made := a.of(c.db.Now().Truncate(time.Hour)); len(made) != 1 {
+			t.Fatalf("attempts at the slot: %+v, want the first", made)
+		}
+		if _, err := replicas[0].SetEnabled(context.Background(), "hourly", new(false), "ops", "paused during the backoff"); err != nil {
+			t.Fatal(err)
+		}
+		c.advance(2*time.Minute, time.Second) // a scan of each replica at every step, on SQLite
+		mu.Lock()
+		defer mu.Unlock()
+		if n := refused[string(store.ClaimPaused)]; n == 0 || n > 2 {
+			t.Fatalf("refused retries %v; want the paused retry tried at most once a replica", refused)
+		}
+		if made := a.of(c.db.Now().Truncate(time.Hour)); len(made) != 1 {
+			t.Fatalf("attempts %+v: a paused job's slot was retried", made)
+		}
+	})
+}
