@@ -25,7 +25,7 @@ type Scheduler struct {
 
 	mu                        sync.Mutex
 	jobs                      map[string]*registered
-	firstSeen                 map[string]time.Time // jobs with a CatchUpWindow: when first registered on any replica (Store.JobRegister)
+	firstSeen                 map[string]time.Time   // jobs with a CatchUpWindow: when first registered on any replica (Store.JobRegister)
 	retriesGivenUp            map[retryKey]time.Time // retries refused for good, until their slot's window closes (retry.go)
 	heap                      timers
 	started                   bool
