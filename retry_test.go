@@ -275,7 +275,7 @@ func TestARetryRefusedIsNotTriedAgainAtEveryScan(t *testing.T) {
 		if _, err := replicas[0].SetEnabled(context.Background(), "hourly", new(false), "ops", "paused during the backoff"); err != nil {
 			t.Fatal(err)
 		}
-		c.advance(2*time.Minute, time.Second) // a scan of each replica at every step, on SQLite
+		c.advance(30*time.Second, time.Second) // a scan of each replica at every step, on SQLite
 		mu.Lock()
 		defer mu.Unlock()
 		if n := refused[string(store.ClaimPaused)]; n == 0 || n > 2 {
