@@ -248,9 +248,10 @@ func TestARetryOutlivesTheReplicaWhoseAttemptFailed(t *testing.T) {
 }
 
 // A failed slot left open to a retry whose job is paused meanwhile is
-// tried once by each replica's scan, not again at every scan until the
+// tried about once by each replica, not again at every scan until the
 // job's next slot (an hour here: 7,200 refused claims a replica on
-// SQLite, whose replicas scan every ResumeEvery).
+// SQLite, whose replicas scan every ResumeEvery; 60 in these 30 seconds
+// before the fix).
 func TestARetryRefusedIsNotTriedAgainAtEveryScan(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
 		a := &attempts{db: c.db, fail: func(int) bool { return true }}
@@ -278,8 +279,10 @@ func TestARetryRefusedIsNotTriedAgainAtEveryScan(t *testing.T) {
 		c.advance(30*time.Second, time.Second) // a scan of each replica at every step, on SQLite
 		mu.Lock()
 		defer mu.Unlock()
-		if n := refused[string(store.ClaimPaused)]; n == 0 || n > 2 {
-			t.Fatalf("refused retries %v; want the paused retry tried at most once a replica", refused)
+		// Once a replica, and the failed replica's own timer besides (its
+		// timer's claim and its scan's may be in flight together).
+		if n := refused[string(store.ClaimPaused)]; n == 0 || n > 4 {
+			t.Fatalf("refused retries %v; want the paused retry tried about once a replica, not at every scan", refused)
 		}
 		if made := a.of(c.db.Now().Truncate(time.Hour)); len(made) != 1 {
 			t.Fatalf("attempts %+v: a paused job's slot was retried", made)
