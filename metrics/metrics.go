@@ -50,6 +50,7 @@ type Collector struct {
 	leasesLost    *prometheus.CounterVec
 	fenceRefusals *prometheus.CounterVec
 	catchUpRuns   *prometheus.CounterVec
+	retries       *prometheus.CounterVec
 	lastCompleted *prometheus.GaugeVec
 	roundTrip     *prometheus.HistogramVec
 	clockOffset   prometheus.Gauge
@@ -85,12 +86,14 @@ func New(reg prometheus.Registerer, opts *Options) (*Collector, error) {
 		claims: counter("claims_total", "Slot claims this replica sent, by job and result: won, or the store's refusal "+
 			"(completed, already_executing, attempts_exhausted, failed, not_due, paused, skipped, lease_busy).", "job", "result"),
 		fireLatency: histogram("fire_latency_seconds", "Time from a slot's instant to its handler's start on this replica, "+
-			"for every scheduled (not manual) run, catch-up and resumed runs included.", latencyBuckets, "job"),
+			"for every scheduled (not manual) run, catch-up and resumed runs included, retries of failed attempts not "+
+			"(they wait for their backoff on purpose).", latencyBuckets, "job"),
 		runDuration: histogram("run_duration_seconds", "Handler run time on this replica, every outcome.", durationBuckets, "job"),
 		leasesLost: counter("leases_lost_total", "Runs on this replica whose lease a renewal found gone (taken over or expired); "+
 			"their context was cancelled.", "job"),
 		fenceRefusals: counter("fence_refusals_total", "Run.Fence calls on this replica refused because the run's lease was lost.", "job"),
 		catchUpRuns:   counter("catch_up_runs_total", "Missed slots this replica ran by catch-up.", "job"),
+		retries:       counter("retries_total", "Retries of failed attempts this replica started (attempt 2 and later of a slot whose attempt failed).", "job"),
 		lastCompleted: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "last_completed_slot_timestamp_seconds",
 			Help: "Unix time of the newest slot this replica completed successfully; max by (job) across replicas."}, []string{"job"}),
 		roundTrip: histogram("store_round_trip_seconds", "Database round trips, by store operation: each query on PostgreSQL, "+
@@ -102,7 +105,7 @@ func New(reg prometheus.Registerer, opts *Options) (*Collector, error) {
 		lastSlot:      map[string]time.Time{},
 	}
 	for _, m := range []prometheus.Collector{
-		c.runs, c.skips, c.claims, c.fireLatency, c.runDuration, c.leasesLost, c.fenceRefusals, c.catchUpRuns,
+		c.runs, c.skips, c.claims, c.fireLatency, c.runDuration, c.leasesLost, c.fenceRefusals, c.catchUpRuns, c.retries,
 		c.lastCompleted, c.roundTrip, c.clockOffset, c.alertsRaised, c.alertsCleared,
 	} {
 		if err := reg.Register(m); err != nil {
@@ -128,7 +131,11 @@ func (c *Collector) Observe(e cronfence.Event) {
 	case cronfence.SkipEvent:
 		c.skips.WithLabelValues(e.Job, e.Reason, c.replica).Inc()
 	case cronfence.RunStartEvent:
-		if e.Origin != cronfence.OriginManual {
+		switch e.Origin {
+		case cronfence.OriginManual:
+		case cronfence.OriginRetry:
+			c.retries.WithLabelValues(e.Job).Inc()
+		default:
 			c.fireLatency.WithLabelValues(e.Job).Observe(max(e.Latency, 0).Seconds())
 		}
 		if e.Origin == cronfence.OriginCatchUp {

@@ -282,6 +282,8 @@ func TestEventsMapToMetrics(t *testing.T) {
 	slot := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	for _, e := range []cronfence.Event{
 		cronfence.RunStartEvent{Job: "j", Slot: slot, Lease: "job:j", Generation: 4, Attempt: 1, Origin: cronfence.OriginCatchUp, Latency: 90 * time.Second},
+		// A retry waits for its backoff on purpose: counted, not a fire's latency.
+		cronfence.RunStartEvent{Job: "j", Slot: slot, Lease: "job:j", Generation: 5, Attempt: 2, Origin: cronfence.OriginRetry, Latency: 100 * time.Second},
 		cronfence.LeaseLostEvent{Job: "j", Lease: "job:j", Generation: 4},
 		cronfence.FenceRefusedEvent{Job: "j", Lease: "job:j", Generation: 4},
 		cronfence.FenceRefusedEvent{Job: "j", Lease: "job:j", Generation: 4},
@@ -306,6 +308,8 @@ func TestEventsMapToMetrics(t *testing.T) {
 		value  float64
 	}{
 		{"cronfence_catch_up_runs_total", []string{"job", "j"}, 1},
+		{"cronfence_retries_total", []string{"job", "j"}, 1},
+		{"cronfence_fire_latency_seconds", []string{"job", "j"}, 1}, // the catch-up only
 		{"cronfence_leases_lost_total", []string{"job", "j"}, 1},
 		{"cronfence_fence_refusals_total", []string{"job", "j"}, 2},
 		{"cronfence_runs_total", []string{"job", "j", "outcome", "failure"}, 1},
