@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -148,6 +149,21 @@ func TestHandlerUnderAPrefix(t *testing.T) {
 		if a := request(t, srv, "GET", path, basic(readSecret), ""); a.code != 200 {
 			t.Errorf("GET %s: %d", path, a.code)
 		}
+	}
+	// The buttons under the prefix: the admin page's action key, posted
+	// to the prefix's /act, resumes the job through the API.
+	admin := request(t, srv, "GET", "/ops/cron/", basic(adminSecret), "")
+	key := regexp.MustCompile(`data-key="([^"]+)"`).FindStringSubmatch(admin.body)
+	if key == nil {
+		t.Fatal("the admin's page under the prefix carries no action key")
+	}
+	act := request(t, srv, "POST", "/ops/cron/act", func(r *http.Request) { r.Header.Set("X-Cronfence-Action", "1") },
+		`{"job": "nightly", "action": "unset", "key": "`+key[1]+`"}`)
+	if act.code != 200 || !strings.Contains(act.body, `"name":"nightly"`) {
+		t.Fatalf("the unset button under the prefix: %d %q", act.code, act.body)
+	}
+	if states, err := s.Store().JobStateList(context.Background()); err != nil || len(states) != 1 || states[0].EnabledOverride != nil {
+		t.Fatalf("after the unset button: %+v, %v; want the override removed", states, err)
 	}
 	// Outside the prefix it is the service's mux that answers.
 	for _, path := range []string{"/api/admin/cron", "/healthz", "/static/app.css"} {
