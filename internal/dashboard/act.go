@@ -60,7 +60,8 @@ func (d *dashboard) actionKey(id adminapi.Identity, now time.Time) string {
 // is genuine and has not expired by now.
 func (d *dashboard) checkActionKey(key string, now time.Time) (adminapi.Identity, error) {
 	parts := strings.Split(key, ".")
-	enc := base64.RawURLEncoding
+	// Strict: one spelling per key, so no two strings pass as one key.
+	enc := base64.RawURLEncoding.Strict()
 	if len(parts) != 4 || parts[0] != "v1" {
 		return adminapi.Identity{}, errors.New("the action key is malformed: reload the page")
 	}

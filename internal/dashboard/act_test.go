@@ -77,7 +77,8 @@ func TestActWithThePagesKey(t *testing.T) {
 		{"from another origin", key, func(r *http.Request) { r.Header.Set("Origin", "https://evil.example") }, "CROSS_SITE"},
 		{"from another site", key, func(r *http.Request) { r.Header.Set("Sec-Fetch-Site", "cross-site") }, "CROSS_SITE"},
 		{"Basic credentials without a key", "", func(r *http.Request) { r.SetBasicAuth("x", adminSecret) }, "BAD_ACTION_KEY"},
-		{"a key altered", key[:len(key)-2] + "AA", nil, "BAD_ACTION_KEY"},
+		{"a key altered", altered(key), nil, "BAD_ACTION_KEY"},
+		{"a key spelled otherwise (its last character's unused bits set)", respelled(key), nil, "BAD_ACTION_KEY"},
 		{"a key for another name", strings.Replace(key, ".b3Bz.", ".dmlld2Vy.", 1), nil, "BAD_ACTION_KEY"},
 	}
 	for _, tc := range refused {
@@ -112,4 +113,22 @@ func TestActWithThePagesKey(t *testing.T) {
 	if code, out = b.post(t, "absent", "pause", key, nil); code != 404 || out["code"] != "CRON_JOB_NOT_FOUND" {
 		t.Fatalf("an unknown job: %d %v, want the API's 404", code, out)
 	}
+}
+
+// altered changes the first character of a key's signature.
+func altered(key string) string {
+	i := strings.LastIndex(key, ".") + 1
+	c := byte('A')
+	if key[i] == 'A' {
+		c = 'B'
+	}
+	return key[:i] + string(c) + key[i+1:]
+}
+
+// respelled is the key with the unused low bits of its signature's last
+// character set: the same bytes under a lenient decoder.
+func respelled(key string) string {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	last := strings.IndexByte(alphabet, key[len(key)-1])
+	return key[:len(key)-1] + string(alphabet[last|0x03]) // 32 bytes: the last character's two low bits are unused
 }
