@@ -168,8 +168,8 @@ func (s *Scheduler) claimed(ctx context.Context, e *entry, r store.SlotClaimResu
 		s.log.Info("cronfence: slot skipped: the previous run has not finished", "job", e.job.Name, "slot", e.slot,
 			"holder", r.Lease.Owner, "generation", r.Lease.Generation)
 	case e.origin == OriginRetry && r.Refusal == store.ClaimHeld && r.Slot.Status == store.SlotFailed:
-		s.log.Warn("cronfence: slot failed: its retry found the job's lease held by another run; not made", "job", e.job.Name,
-			"slot", e.slot, "holder", r.Lease.Owner, "generation", r.Lease.Generation)
+		s.log.Warn("cronfence: a retry found the job's lease held by another run (a manual run); a scan tries it again while its window is open",
+			"job", e.job.Name, "slot", e.slot, "holder", r.Lease.Owner, "generation", r.Lease.Generation)
 	case r.Recorded == store.SlotBuffered:
 		s.log.Info("cronfence: slot buffered until the current run ends", "job", e.job.Name, "slot", e.slot,
 			"holder", r.Lease.Owner)

@@ -65,6 +65,7 @@ func (s *Scheduler) resumeInterrupted(ctx context.Context) {
 	// of attempts would only be refused, on every scan, and would hide an
 	// older slot that can still be resumed. Those are abandoned instead.
 	// A failed slot open to a retry is retried once due (retryDue).
+	s.forgetClosedRetries(now)
 	latest := map[string]store.Slot{}
 	var spent []abandoned
 	var retries []*entry
@@ -75,7 +76,7 @@ func (s *Scheduler) resumeInterrupted(ctx context.Context) {
 			continue
 		}
 		if sl.Status == store.SlotFailed {
-			if retryDue(r, sl, now) && !s.retryGivenUp(sl, now) {
+			if retryDue(r, sl, now) && !s.retryGivenUp(sl) {
 				retries = append(retries, &entry{job: r, slot: sl.Slot, origin: OriginRetry, attempt: int32(sl.Attempts)})
 			}
 			continue

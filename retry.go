@@ -48,19 +48,27 @@ func (s *Scheduler) planRetry(spec runSpec) retryPlan {
 		return retryPlan{why: "its last attempt failed"}
 	}
 	at := s.scheduleNow().Add(retryDelay(job.RetryBackoff, spec.attempt))
-	next := job.sched.Next(spec.slot)
-	if !next.IsZero() && !at.Before(next) {
+	until := retryWindowEnd(job, spec.slot)
+	if !at.Before(until) {
 		return retryPlan{why: "its retry would not start before the job's next slot"}
 	}
-	if next.IsZero() {
-		next = at.Add(retryGrace) // a schedule with no later slot: open a while past the retry
-	}
-	return retryPlan{at: at, until: next}
+	return retryPlan{at: at, until: until}
 }
 
-// retryGrace is how long past its planned start a retry of a job with no
-// later slot stays open to a replica that scans for it.
+// retryGrace is how long after its slot a job with no later slot may
+// still retry it.
 const retryGrace = time.Hour
+
+// retryWindowEnd is when a retry of the job's slot may no longer start:
+// the job's next slot, or retryGrace after the slot for a schedule that
+// has none. Every judge of a retry's lateness (its plan, its timer, a
+// scan, a refusal remembered) goes by it.
+func retryWindowEnd(job *registered, slot time.Time) time.Time {
+	if next := job.sched.Next(slot); !next.IsZero() {
+		return next
+	}
+	return slot.Add(retryGrace)
+}
 
 // armRetry arms the retry of spec's slot, whose attempt just ended failed
 // with the slot marked so (and, in the store, open to a retry until
@@ -87,25 +95,20 @@ func (s *Scheduler) armRetry(spec runSpec, plan retryPlan) {
 
 // retryDue reports whether a failed slot that a scan found open to a retry
 // is to be retried now by whoever scanned it: its backoff from its end has
-// passed, and the job's next slot is not due. The replica whose attempt
-// failed retries it on time by its own timer; a scan is for when that one
-// is gone.
+// passed, and its window has not closed. The replica whose attempt failed
+// retries it on time by its own timer; a scan is for when that one is
+// gone.
 func retryDue(job *registered, sl store.Slot, now time.Time) bool {
 	if sl.Attempts >= job.MaxAttempts || sl.FinishedAt.IsZero() {
 		return false
 	}
-	if now.Before(sl.FinishedAt.Add(retryDelay(job.RetryBackoff, sl.Attempts))) {
-		return false
-	}
-	next := job.sched.Next(sl.Slot)
-	return next.IsZero() || now.Before(next)
+	return !now.Before(sl.FinishedAt.Add(retryDelay(job.RetryBackoff, sl.Attempts))) && now.Before(retryWindowEnd(job, sl.Slot))
 }
 
 // retryOverdue reports whether a retry entry fires too late to be made:
-// the job's next slot is due already (the loop stalled, the host slept).
+// its window closed (the loop stalled, the host slept).
 func retryOverdue(e *entry, now time.Time) bool {
-	next := e.job.sched.Next(e.slot)
-	return e.origin == OriginRetry && !next.IsZero() && !now.Before(next)
+	return e.origin == OriginRetry && !now.Before(retryWindowEnd(e.job, e.slot))
 }
 
 // retryKey names the retry of one failed attempt of one slot.
@@ -115,36 +118,37 @@ type retryKey struct {
 	attempt int
 }
 
-// giveUpRetry remembers, until the job's next slot, that a retry of e's
+// giveUpRetry remembers, until its window closes, that a retry of e's
 // slot was refused for a reason a later try would not change (the job is
 // paused, the attempt was retried by another replica already, no attempt
 // is left): the slot stays open to a retry in the store until then, and
 // every scan would otherwise claim it again, to be refused again. A
 // refusal because the lease is held (a manual run) is not remembered: the
-// next scan tries again. Callers hold mu.
+// next scan tries again. For an OriginRetry entry refused; callers hold
+// mu.
 func (s *Scheduler) giveUpRetry(e *entry, r store.SlotClaimResult) {
-	if e.origin != OriginRetry || r.Claimed || r.Refusal == store.ClaimHeld || r.Refusal == store.ClaimLeaseBusy {
+	if r.Refusal == store.ClaimHeld || r.Refusal == store.ClaimLeaseBusy {
 		return
-	}
-	until := e.job.sched.Next(e.slot)
-	if until.IsZero() {
-		until = e.slot.Add(retryGrace)
 	}
 	if s.retriesGivenUp == nil {
 		s.retriesGivenUp = map[retryKey]time.Time{}
 	}
-	s.retriesGivenUp[retryKey{e.job.Name, e.slot.UnixNano(), int(e.attempt)}] = until
+	s.retriesGivenUp[retryKey{e.job.Name, e.slot.UnixNano(), int(e.attempt)}] = retryWindowEnd(e.job, e.slot)
 }
 
-// retryGivenUp reports whether the retry of sl's last attempt was given
-// up (giveUpRetry), forgetting those whose window closed by now. Callers
-// hold mu.
-func (s *Scheduler) retryGivenUp(sl store.Slot, now time.Time) bool {
+// forgetClosedRetries forgets the given-up retries whose window closed by
+// now. Once a scan; callers hold mu.
+func (s *Scheduler) forgetClosedRetries(now time.Time) {
 	for k, until := range s.retriesGivenUp {
 		if !now.Before(until) {
 			delete(s.retriesGivenUp, k)
 		}
 	}
+}
+
+// retryGivenUp reports whether the retry of sl's last attempt was given
+// up (giveUpRetry). Callers hold mu.
+func (s *Scheduler) retryGivenUp(sl store.Slot) bool {
 	_, ok := s.retriesGivenUp[retryKey{sl.Job, sl.Slot.UnixNano(), sl.Attempts}]
 	return ok
 }
