@@ -343,6 +343,14 @@ func (p SlotFinishParams) NotCompleted(status SlotStatus) bool {
 	return p.NotCompletedError != "" && status != SlotCompleted
 }
 
+// RetriesFailed reports whether the claim p may take a failed slot that
+// has had attempts attempts: only a retry (RetryFailed), and only of that
+// attempt when RetryOf names one. Both stores decide by it (PostgreSQL's
+// claim statement says the same in SQL).
+func (p SlotClaimParams) RetriesFailed(attempts int) bool {
+	return p.RetryFailed && (p.RetryOf == 0 || p.RetryOf == attempts)
+}
+
 // Validate checks p before SlotAbandon.
 func (p SlotAbandonParams) Validate() error {
 	if err := ValidateName("job", p.Job); err != nil {

@@ -207,7 +207,7 @@ func refusalFor(current store.Slot, p store.SlotClaimParams) store.SlotClaimResu
 		r.Refusal = store.ClaimCompleted
 	case current.Status == store.SlotSkipped:
 		r.Refusal = store.ClaimSkipped
-	case current.Status == store.SlotFailed && (!p.RetryFailed || (p.RetryOf != 0 && current.Attempts != p.RetryOf)):
+	case current.Status == store.SlotFailed && !p.RetriesFailed(current.Attempts):
 		r.Refusal = store.ClaimFailed
 	case current.Attempts >= p.MaxAttempts && current.Status != store.SlotRunning:
 		r.Refusal = store.ClaimAttemptsExhausted

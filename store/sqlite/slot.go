@@ -137,7 +137,7 @@ func claimSlot(ctx context.Context, tx *sql.Tx, p store.SlotClaimParams, slot, n
 		case store.SlotSkipped:
 			return refuse(store.ClaimSkipped, store.Lease{})
 		case store.SlotFailed:
-			if !p.RetryFailed || (p.RetryOf != 0 && existing.Attempts != p.RetryOf) {
+			if !p.RetriesFailed(existing.Attempts) {
 				return refuse(store.ClaimFailed, store.Lease{})
 			}
 		case store.SlotRunning:

@@ -89,6 +89,7 @@ gate AS (
              WHEN p.status = 'completed'                              THEN 'completed'
              WHEN p.status = 'skipped'                                THEN 'skipped'
              WHEN p.status = 'running' AND p.guarded                  THEN 'already_executing'
+             -- store.SlotClaimParams.RetriesFailed, in SQL.
              WHEN p.status = 'failed' AND NOT (i.retry_failed AND i.retry_of IN (0, p.attempts))
                                                                       THEN 'failed'
              WHEN p.attempts >= i.max_attempts                        THEN 'attempts_exhausted'
