@@ -1,54 +1,39 @@
 package cronfence
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"sync"
+	"strings"
 	"testing"
 	"time"
 )
 
-// lockedBuffer is a bytes.Buffer safe for the log's concurrent writers.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-// lines returns the JSON log lines whose msg is msg.
-func (l *lockedBuffer) lines(t *testing.T, msg string) []map[string]any {
+// jsonLines returns the JSON log lines in out whose msg is msg.
+func jsonLines(t *testing.T, out *syncBuffer, msg string) []map[string]any {
 	t.Helper()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []map[string]any
-	for _, line := range bytes.Split(l.b.Bytes(), []byte("\n")) {
-		if len(line) == 0 {
+	var lines []map[string]any
+	for _, line := range strings.Split(out.String(), "\n") {
+		if line == "" {
 			continue
 		}
 		var m map[string]any
-		if err := json.Unmarshal(line, &m); err != nil {
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
 			t.Fatalf("log line %q: %v", line, err)
 		}
 		if m["msg"] == msg {
-			out = append(out, m)
+			lines = append(lines, m)
 		}
 	}
-	return out
+	return lines
 }
 
 // Every run ends with one log line naming the job, slot, attempt, result
 // and duration: a successful run too, at INFO; a failed one at WARN.
 func TestEveryRunEndsWithOneLogLine(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
-		var out lockedBuffer
+		var out syncBuffer
 		log := slog.New(slog.NewJSONHandler(&out, nil))
 		ok := Job{Name: "ok", Schedule: "0 * * * * *", Handler: func(context.Context, *Run) error { return nil }}
 		bad := Job{Name: "bad", Schedule: "0 * * * * *", MaxAttempts: 1, Handler: func(context.Context, *Run) error {
@@ -58,7 +43,7 @@ func TestEveryRunEndsWithOneLogLine(t *testing.T) {
 		slot := c.db.Now().Truncate(time.Minute).Add(time.Minute)
 		c.advance(time.Minute, time.Second)
 
-		ended := out.lines(t, "cronfence: run ended")
+		ended := jsonLines(t, &out, "cronfence: run ended")
 		if len(ended) != 2 {
 			t.Fatalf("%d run-end lines, want one per run: %v", len(ended), ended)
 		}
