@@ -1,0 +1,288 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/cronfence/cronfence/store"
+)
+
+const leaseColumns = `name, owner, generation, acquired_at, renewed_at, expires_at`
+
+func scanLease(row interface{ Scan(...any) error }) (store.Lease, error) {
+	var l store.Lease
+	if err := row.Scan(&l.Name, &l.Owner, &l.Generation, &l.AcquiredAt, &l.RenewedAt, &l.ExpiresAt); err != nil {
+		return store.Lease{}, err
+	}
+	l.AcquiredAt, l.RenewedAt, l.ExpiresAt = l.AcquiredAt.UTC(), l.RenewedAt.UTC(), l.ExpiresAt.UTC()
+	return l, nil
+}
+
+// lockedLease is a lease row read FOR UPDATE: the lease, and whether its
+// owner kept a liveness lock that is free now (its process is gone).
+type lockedLease struct {
+	store.Lease
+	ownerGone bool
+}
+
+// heldAgainst reports whether someone other than owner holds l at now:
+// unexpired, and its owner's process not gone (as leaseHeld.sql on
+// PostgreSQL). An owner asking again for its own lease finds it held while
+// it is unexpired: there is no re-entrancy.
+func (l lockedLease) heldAgainst(owner string, now time.Time) bool {
+	return l.ExpiresAt.After(now) && !(l.ownerGone && l.Owner != owner)
+}
+
+// lockLeases locks the rows of the named leases, those that exist, FOR
+// UPDATE in name order (every transaction of the store locks lease rows in
+// name order and before slot rows, so two of them do not deadlock over
+// them), and returns them by name. Under READ COMMITTED the rows read are
+// the newest committed: a claim that waited for another's lock sees the
+// lease that one took. A handler's fenced transaction holds its lease row
+// in share mode; a lock waits for it at most Config.LockWait and then
+// fails with errLockWait.
+func (s *Store) lockLeases(ctx context.Context, tx *sql.Tx, names []string) (map[string]lockedLease, error) {
+	sorted := append([]string(nil), names...)
+	sort.Strings(sorted)
+	args := make([]any, len(sorted))
+	for i, n := range sorted {
+		args[i] = n
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT `+leaseColumns+`,
+		       live_key IS NOT NULL AND IS_FREE_LOCK(CONCAT('cronfence.live.', live_key)) = 1
+		  FROM `+s.t("leases")+` WHERE name IN (`+placeholders(len(args))+`) ORDER BY name FOR UPDATE`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := make(map[string]lockedLease, len(names))
+	for rows.Next() {
+		var l lockedLease
+		if err := rows.Scan(&l.Name, &l.Owner, &l.Generation, &l.AcquiredAt, &l.RenewedAt, &l.ExpiresAt, &l.ownerGone); err != nil {
+			return nil, err
+		}
+		l.AcquiredAt, l.RenewedAt, l.ExpiresAt = l.AcquiredAt.UTC(), l.RenewedAt.UTC(), l.ExpiresAt.UTC()
+		out[l.Name] = l
+	}
+	return out, rows.Err()
+}
+
+// takeLease gives the lease name, locked or known absent (cur, found), to
+// owner at now for ttl when nobody else holds it: the row is inserted at
+// generation 1 or taken over at generation + 1, whoever its owner was. It
+// returns the lease as it is after, and whether it was taken; refused, the
+// lease is the holder. A row that a concurrent transaction inserted first
+// (there was none to lock) is a race: errRaced, and the transaction runs
+// again, finding the row.
+func (s *Store) takeLease(ctx context.Context, tx *sql.Tx, cur lockedLease, found bool, name, owner string,
+	ttl time.Duration, liveKey int64, now time.Time) (store.Lease, bool, error) {
+	if found && cur.heldAgainst(owner, now) {
+		return cur.Lease, false, nil
+	}
+	l := store.Lease{Name: name, Owner: owner, Generation: 1, AcquiredAt: now, RenewedAt: now, ExpiresAt: normalize(now.Add(ttl))}
+	key := sql.NullInt64{Int64: liveKey, Valid: liveKey != 0}
+	if !found {
+		_, err := tx.ExecContext(ctx, `INSERT INTO `+s.t("leases")+` (`+leaseColumns+`, live_key) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			l.Name, l.Owner, l.Generation, l.AcquiredAt, l.RenewedAt, l.ExpiresAt, key)
+		if mysqlCode(err) == errDupKey {
+			return store.Lease{}, false, errRaced
+		}
+		return l, err == nil, err
+	}
+	l.Generation = cur.Generation + 1
+	_, err := tx.ExecContext(ctx, `UPDATE `+s.t("leases")+`
+		   SET owner = ?, generation = ?, acquired_at = ?, renewed_at = ?, expires_at = ?, live_key = ?
+		 WHERE name = ?`,
+		l.Owner, l.Generation, l.AcquiredAt, l.RenewedAt, l.ExpiresAt, key, l.Name)
+	return l, err == nil, err
+}
+
+// LeaseAcquire takes the named lease if it is free, expired or its owner's
+// process is gone; see store.Store. One transaction: the row locked, the
+// clock read, the row written (4 round trips with BEGIN and COMMIT, 3
+// with a pinned clock).
+func (s *Store) LeaseAcquire(ctx context.Context, p store.LeaseAcquireParams) (lease store.Lease, acquired bool, err error) {
+	if err := p.Validate(); err != nil {
+		return store.Lease{}, false, err
+	}
+	if s.closed.Load() {
+		return store.Lease{}, false, closedError("acquire lease")
+	}
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		locked, err := s.lockLeases(ctx, tx, []string{p.Name})
+		if err != nil {
+			return err
+		}
+		now, err := s.now(ctx, tx, p.Now)
+		if err != nil {
+			return err
+		}
+		cur, found := locked[p.Name]
+		lease, acquired, err = s.takeLease(ctx, tx, cur, found, p.Name, p.Owner, p.TTL, s.liveKeyArg(p.LiveKey), now)
+		return err
+	})
+	if err != nil {
+		return store.Lease{}, false, s.errorf(err, "acquire lease %q", p.Name)
+	}
+	return lease, acquired, nil
+}
+
+// nowArg is the value of a COALESCE(?, UTC_TIMESTAMP(6)) argument: the
+// pinned time, else Config.NowFunc's, else NULL for the database clock.
+func (s *Store) nowArg(pinned time.Time) sql.NullTime {
+	switch {
+	case !pinned.IsZero():
+		return nullTime(pinned)
+	case s.nowFunc != nil:
+		return nullTime(s.nowFunc())
+	}
+	return sql.NullTime{}
+}
+
+// LeaseRenew extends the lease held by p.Owner at p.Generation if it has not
+// expired, or returns an error wrapping store.ErrLeaseLost.
+func (s *Store) LeaseRenew(ctx context.Context, p store.LeaseRenewParams) (store.Lease, error) {
+	if err := p.Validate(); err != nil {
+		return store.Lease{}, err
+	}
+	if s.closed.Load() {
+		return store.Lease{}, closedError("renew lease")
+	}
+	var lease store.Lease
+	err := s.inTx(ctx, func(tx *sql.Tx) (err error) {
+		lease, err = s.renewLease(ctx, tx, p)
+		return err
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Lease{}, leaseLost(p.Name, p.Owner, p.Generation)
+	}
+	if err != nil {
+		return store.Lease{}, s.errorf(err, "renew lease %q generation %d", p.Name, p.Generation)
+	}
+	return lease, nil
+}
+
+// LeaseRenewBatch renews many leases in one transaction and returns those
+// renewed, in the items' order; a lease missing from the result was lost.
+// Each item is LeaseRenew's conditional update.
+func (s *Store) LeaseRenewBatch(ctx context.Context, items []store.LeaseRenewParams) ([]store.Lease, error) {
+	if err := store.ValidateRenewBatch(items); err != nil {
+		return nil, err
+	}
+	if s.closed.Load() {
+		return nil, closedError("renew leases")
+	}
+	if len(items) == 0 {
+		return nil, nil
+	}
+	var renewed []store.Lease
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		renewed = renewed[:0]
+		for _, p := range items {
+			p.Now = items[0].Now // shared by every item
+			lease, err := s.renewLease(ctx, tx, p)
+			if errors.Is(err, sql.ErrNoRows) {
+				continue // lost
+			}
+			if err != nil {
+				return err
+			}
+			renewed = append(renewed, lease)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, s.errorf(err, "renew %d lease(s), first %q", len(items), items[0].Name)
+	}
+	return renewed, nil
+}
+
+// renewLease extends the lease p names for its owner at its generation, only
+// before it expired, and returns it; sql.ErrNoRows means it was lost. The
+// update (which counts the rows it matched: clientFoundRows) and the read
+// of the row it left, in the caller's transaction.
+func (s *Store) renewLease(ctx context.Context, tx *sql.Tx, p store.LeaseRenewParams) (store.Lease, error) {
+	now, err := s.now(ctx, tx, p.Now)
+	if err != nil {
+		return store.Lease{}, err
+	}
+	res, err := tx.ExecContext(ctx, `UPDATE `+s.t("leases")+` SET expires_at = ?, renewed_at = ?
+		WHERE name = ? AND owner = ? AND generation = ? AND expires_at > ?`,
+		normalize(now.Add(p.TTL)), now, p.Name, p.Owner, p.Generation, now)
+	if err != nil {
+		return store.Lease{}, err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		if err == nil {
+			err = sql.ErrNoRows
+		}
+		return store.Lease{}, err
+	}
+	return getLease(ctx, tx, s.t("leases"), p.Name)
+}
+
+func leaseLost(name, owner string, generation int64) error {
+	return fmt.Errorf("mysql: lease %q generation %d is no longer held by %q: %w", name, generation, owner, store.ErrLeaseLost)
+}
+
+// LeaseRelease expires the lease held by ref.Owner at ref.Generation. The
+// row stays, so the generation never goes back, and a lease that has already
+// expired keeps its earlier expiry (LEAST), so a late release cannot move
+// time forwards for anyone. One statement.
+func (s *Store) LeaseRelease(ctx context.Context, ref store.LeaseRef) (bool, error) {
+	if err := ref.Validate(); err != nil {
+		return false, err
+	}
+	if s.closed.Load() {
+		return false, closedError("release lease")
+	}
+	if err := s.checkSchema(ctx, s.own); err != nil {
+		return false, s.errorf(err, "release lease %q generation %d", ref.Name, ref.Generation)
+	}
+	released, err := s.releaseLease(ctx, s.own, ref, s.nowArg(time.Time{}))
+	if err != nil {
+		return false, s.errorf(err, "release lease %q generation %d", ref.Name, ref.Generation)
+	}
+	return released, nil
+}
+
+// releaseLease is LeaseRelease on q, shared with SlotFinish. now is a
+// nowArg. The pool counts the rows matched (clientFoundRows), so released
+// reports a match even when LEAST leaves expires_at as it was, as the
+// contract asks.
+func (s *Store) releaseLease(ctx context.Context, q querier, ref store.LeaseRef, now sql.NullTime) (bool, error) {
+	res, err := q.ExecContext(ctx, `UPDATE `+s.t("leases")+` SET expires_at = LEAST(expires_at, COALESCE(?, UTC_TIMESTAMP(6)))
+		WHERE name = ? AND owner = ? AND generation = ?`,
+		now, ref.Name, ref.Owner, ref.Generation)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
+}
+
+// LeaseGet returns the named lease, expired or not, or store.ErrNotFound.
+func (s *Store) LeaseGet(ctx context.Context, name string) (store.Lease, error) {
+	if err := store.ValidateName("lease name", name); err != nil {
+		return store.Lease{}, err
+	}
+	if s.closed.Load() {
+		return store.Lease{}, closedError("get lease")
+	}
+	if err := s.checkSchema(ctx, s.db); err != nil {
+		return store.Lease{}, s.errorf(err, "get lease %q", name)
+	}
+	lease, err := getLease(ctx, s.db, s.t("leases"), name)
+	if err != nil {
+		return store.Lease{}, s.errorf(err, "get lease %q", name)
+	}
+	return lease, nil
+}
+
+func getLease(ctx context.Context, q querier, table, name string) (store.Lease, error) {
+	return scanLease(q.QueryRowContext(ctx, `SELECT `+leaseColumns+` FROM `+table+` WHERE name = ?`, name))
+}

@@ -1,0 +1,382 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/cronfence/cronfence/store"
+)
+
+var _ store.Monitor = (*Store)(nil)
+
+const replicaColumns = `owner, host, pid, version, started_at, heartbeat_at, clock_offset_ns, timers, jobs`
+
+func scanReplica(row interface{ Scan(...any) error }) (store.Replica, error) {
+	var (
+		r        store.Replica
+		offsetNS int64
+		jobs     string
+	)
+	if err := row.Scan(&r.Owner, &r.Host, &r.PID, &r.Version, &r.StartedAt, &r.HeartbeatAt, &offsetNS, &r.Timers, &jobs); err != nil {
+		return store.Replica{}, err
+	}
+	r.StartedAt, r.HeartbeatAt, r.ClockOffset = r.StartedAt.UTC(), r.HeartbeatAt.UTC(), time.Duration(offsetNS)
+	if err := json.Unmarshal([]byte(jobs), &r.Jobs); err != nil {
+		return store.Replica{}, fmt.Errorf("replica %q: jobs: %w", r.Owner, err)
+	}
+	if len(r.Jobs) == 0 {
+		r.Jobs = nil
+	}
+	return r, nil
+}
+
+// ReplicaHeartbeat records this replica, keeping started_at from its first
+// heartbeat; see store.Monitor. The upsert and the read of the row it left,
+// in one transaction.
+func (s *Store) ReplicaHeartbeat(ctx context.Context, r store.Replica) (store.Replica, error) {
+	if err := r.Validate(); err != nil {
+		return store.Replica{}, err
+	}
+	if s.closed.Load() {
+		return store.Replica{}, closedError("replica heartbeat")
+	}
+	jobs := []byte("[]")
+	if len(r.Jobs) > 0 {
+		var err error
+		if jobs, err = json.Marshal(r.Jobs); err != nil {
+			return store.Replica{}, fmt.Errorf("mysql: heartbeat of replica %q: %w", r.Owner, err)
+		}
+	}
+	var stored store.Replica
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO `+s.t("replicas")+` (`+replicaColumns+`)
+			VALUES (?, ?, ?, ?, COALESCE(?, UTC_TIMESTAMP(6)), COALESCE(?, UTC_TIMESTAMP(6)), ?, ?, ?)
+			ON DUPLICATE KEY UPDATE host = VALUES(host), pid = VALUES(pid), version = VALUES(version),
+				heartbeat_at = VALUES(heartbeat_at), clock_offset_ns = VALUES(clock_offset_ns),
+				timers = VALUES(timers), jobs = VALUES(jobs)`,
+			r.Owner, r.Host, r.PID, r.Version, s.nowArg(time.Time{}), s.nowArg(time.Time{}), int64(r.ClockOffset), r.Timers, string(jobs)); err != nil {
+			return err
+		}
+		var err error
+		stored, err = scanReplica(tx.QueryRowContext(ctx, `SELECT `+replicaColumns+` FROM `+s.t("replicas")+` WHERE owner = ?`, r.Owner))
+		return err
+	})
+	if err != nil {
+		return store.Replica{}, s.errorf(err, "heartbeat of replica %q", r.Owner)
+	}
+	return stored, nil
+}
+
+// ReplicaList returns every recorded replica, by owner; see store.Monitor.
+func (s *Store) ReplicaList(ctx context.Context) ([]store.Replica, error) {
+	if s.closed.Load() {
+		return nil, closedError("list replicas")
+	}
+	if err := s.checkSchema(ctx, s.db); err != nil {
+		return nil, s.errorf(err, "list replicas")
+	}
+	replicas, err := s.listReplicas(ctx, s.db)
+	if err != nil {
+		return nil, s.errorf(err, "list replicas")
+	}
+	return replicas, nil
+}
+
+func (s *Store) listReplicas(ctx context.Context, q querier) ([]store.Replica, error) {
+	rows, err := q.QueryContext(ctx, `SELECT `+replicaColumns+` FROM `+s.t("replicas")+` ORDER BY owner`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var replicas []store.Replica
+	for rows.Next() {
+		r, err := scanReplica(rows)
+		if err != nil {
+			return nil, err
+		}
+		replicas = append(replicas, r)
+	}
+	return replicas, rows.Err()
+}
+
+// ReplicaRemove deletes the replica's row; see store.Monitor.
+func (s *Store) ReplicaRemove(ctx context.Context, owner string) error {
+	if err := store.ValidateName("replica owner", owner); err != nil {
+		return err
+	}
+	if s.closed.Load() {
+		return closedError("remove replica")
+	}
+	if err := s.checkSchema(ctx, s.own); err != nil {
+		return s.errorf(err, "remove replica %q", owner)
+	}
+	if _, err := s.own.ExecContext(ctx, `DELETE FROM `+s.t("replicas")+` WHERE owner = ?`, owner); err != nil {
+		return s.errorf(err, "remove replica %q", owner)
+	}
+	return nil
+}
+
+const alertColumns = `id, kind, subject, message, details, raised_by, raised_at, last_seen_at, resolved_at`
+
+func scanAlert(row interface{ Scan(...any) error }) (store.Alert, error) {
+	var (
+		a             store.Alert
+		kind, details string
+		resolved      sql.NullTime
+	)
+	if err := row.Scan(&a.ID, &kind, &a.Subject, &a.Message, &details, &a.RaisedBy, &a.RaisedAt, &a.LastSeenAt, &resolved); err != nil {
+		return store.Alert{}, err
+	}
+	a.Kind = store.AlertKind(kind)
+	a.RaisedAt, a.LastSeenAt, a.ResolvedAt = a.RaisedAt.UTC(), a.LastSeenAt.UTC(), fromNull(resolved)
+	if err := json.Unmarshal([]byte(details), &a.Details); err != nil {
+		return store.Alert{}, fmt.Errorf("alert %d: details: %w", a.ID, err)
+	}
+	if len(a.Details) == 0 {
+		a.Details = nil
+	}
+	return a, nil
+}
+
+// AlertRaise opens or refreshes the alert of (p.Kind, p.Subject); see
+// store.Monitor. The open alert's row is locked and refreshed, or, when
+// there is none, a row inserted: of raisers racing to insert one, the
+// first commits and the others find its row a duplicate (the unique key of
+// open alerts) and run again, refreshing it.
+func (s *Store) AlertRaise(ctx context.Context, p store.AlertRaiseParams) (alert store.Alert, raised bool, err error) {
+	if err := p.Validate(); err != nil {
+		return store.Alert{}, false, err
+	}
+	if s.closed.Load() {
+		return store.Alert{}, false, closedError("raise alert")
+	}
+	details := []byte("{}")
+	if len(p.Details) > 0 {
+		if details, err = json.Marshal(p.Details); err != nil {
+			return store.Alert{}, false, fmt.Errorf("mysql: raise alert %s %q: %w", p.Kind, p.Subject, err)
+		}
+	}
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		open, err := scanAlert(tx.QueryRowContext(ctx, `SELECT `+alertColumns+` FROM `+s.t("alerts")+`
+			WHERE kind = ? AND subject = ? AND open_key = 1 FOR UPDATE`, string(p.Kind), p.Subject))
+		found := err == nil
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		now, err := s.now(ctx, tx, time.Time{})
+		if err != nil {
+			return err
+		}
+		if found {
+			if _, err := tx.ExecContext(ctx, `UPDATE `+s.t("alerts")+` SET message = ?, details = ?, last_seen_at = ? WHERE id = ?`,
+				p.Message, string(details), now, open.ID); err != nil {
+				return err
+			}
+			open.Message, open.Details, open.LastSeenAt = p.Message, p.Details, now
+			if len(open.Details) == 0 {
+				open.Details = nil
+			}
+			alert, raised = open, false
+			return nil
+		}
+		res, err := tx.ExecContext(ctx, `INSERT INTO `+s.t("alerts")+` (kind, subject, message, details, raised_by, raised_at, last_seen_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			string(p.Kind), p.Subject, p.Message, string(details), p.RaisedBy, now, now)
+		if mysqlCode(err) == errDupKey {
+			return errRaced
+		}
+		if err != nil {
+			return err
+		}
+		id, err := res.LastInsertId()
+		if err != nil {
+			return err
+		}
+		alert = store.Alert{ID: id, Kind: p.Kind, Subject: p.Subject, Message: p.Message, Details: p.Details,
+			RaisedBy: p.RaisedBy, RaisedAt: now, LastSeenAt: now}
+		if len(alert.Details) == 0 {
+			alert.Details = nil
+		}
+		raised = true
+		return nil
+	})
+	if err != nil {
+		return store.Alert{}, false, s.errorf(err, "raise alert %s %q", p.Kind, p.Subject)
+	}
+	return alert, raised, nil
+}
+
+// AlertResolve closes the open alert of (kind, subject); see store.Monitor.
+func (s *Store) AlertResolve(ctx context.Context, kind store.AlertKind, subject string) (alert store.Alert, resolved bool, err error) {
+	if err := store.ValidateAlertRef(kind, subject); err != nil {
+		return store.Alert{}, false, err
+	}
+	if s.closed.Load() {
+		return store.Alert{}, false, closedError("resolve alert")
+	}
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		alert, resolved = store.Alert{}, false
+		open, err := scanAlert(tx.QueryRowContext(ctx, `SELECT `+alertColumns+` FROM `+s.t("alerts")+`
+			WHERE kind = ? AND subject = ? AND open_key = 1 FOR UPDATE`, string(kind), subject))
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil // none open: nothing to resolve
+		}
+		if err != nil {
+			return err
+		}
+		now, err := s.now(ctx, tx, time.Time{})
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE `+s.t("alerts")+` SET resolved_at = ? WHERE id = ?`, now, open.ID); err != nil {
+			return err
+		}
+		open.ResolvedAt = now
+		alert, resolved = open, true
+		return nil
+	})
+	if err != nil {
+		return store.Alert{}, false, s.errorf(err, "resolve alert %s %q", kind, subject)
+	}
+	return alert, resolved, nil
+}
+
+// AlertList returns alerts newest (highest id) first; see store.Monitor.
+func (s *Store) AlertList(ctx context.Context, p store.AlertListParams) ([]store.Alert, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if s.closed.Load() {
+		return nil, closedError("list alerts")
+	}
+	if err := s.checkSchema(ctx, s.db); err != nil {
+		return nil, s.errorf(err, "list alerts")
+	}
+	alerts, err := s.listAlerts(ctx, s.db, p)
+	if err != nil {
+		return nil, s.errorf(err, "list alerts")
+	}
+	return alerts, nil
+}
+
+func (s *Store) listAlerts(ctx context.Context, q querier, p store.AlertListParams) ([]store.Alert, error) {
+	var (
+		where []string
+		args  []any
+	)
+	if p.OpenOnly {
+		where = append(where, "resolved_at IS NULL")
+	}
+	if p.Kind != "" {
+		where, args = append(where, "kind = ?"), append(args, string(p.Kind))
+	}
+	if p.Subject != "" {
+		where, args = append(where, "subject = ?"), append(args, p.Subject)
+	}
+	query := `SELECT ` + alertColumns + ` FROM ` + s.t("alerts")
+	if len(where) > 0 {
+		query += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	query += ` ORDER BY id DESC LIMIT ?`
+	args = append(args, p.EffectiveLimit())
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var alerts []store.Alert
+	for rows.Next() {
+		a, err := scanAlert(rows)
+		if err != nil {
+			return nil, err
+		}
+		alerts = append(alerts, a)
+	}
+	return alerts, rows.Err()
+}
+
+// LeaseList returns the leases held now, unexpired by the database clock,
+// whose names begin with p.Prefix, by name; see store.Monitor. The names
+// are VARBINARY, so LEFT compares bytes.
+func (s *Store) LeaseList(ctx context.Context, p store.LeaseListParams) (store.LeaseListResult, error) {
+	if err := p.Validate(); err != nil {
+		return store.LeaseListResult{}, err
+	}
+	if s.closed.Load() {
+		return store.LeaseListResult{}, closedError("list leases")
+	}
+	if err := s.checkSchema(ctx, s.db); err != nil {
+		return store.LeaseListResult{}, s.errorf(err, "list leases")
+	}
+	res, err := s.listLeases(ctx, s.db, p)
+	if err != nil {
+		return store.LeaseListResult{}, s.errorf(err, "list leases")
+	}
+	return res, nil
+}
+
+func (s *Store) listLeases(ctx context.Context, q querier, p store.LeaseListParams) (store.LeaseListResult, error) {
+	var res store.LeaseListResult
+	var err error
+	if res.Now, err = s.now(ctx, q, p.Now); err != nil {
+		return res, err
+	}
+	rows, err := q.QueryContext(ctx, `SELECT `+leaseColumns+` FROM `+s.t("leases")+`
+		WHERE expires_at > ? AND LEFT(name, LENGTH(?)) = ?
+		ORDER BY name LIMIT ?`, res.Now, p.Prefix, p.Prefix, p.EffectiveLimit())
+	if err != nil {
+		return res, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		l, err := scanLease(rows)
+		if err != nil {
+			return res, err
+		}
+		res.Leases = append(res.Leases, l)
+	}
+	return res, rows.Err()
+}
+
+// MonitorSnapshot reads the replicas, job states, recent runs, open alerts
+// and held leases in one read-only transaction (a consistent snapshot, at
+// the cost of a statement each rather than PostgreSQL's one). See
+// store.Monitor.
+func (s *Store) MonitorSnapshot(ctx context.Context, p store.MonitorSnapshotParams) (store.MonitorSnapshot, error) {
+	if err := p.Validate(); err != nil {
+		return store.MonitorSnapshot{}, err
+	}
+	if s.closed.Load() {
+		return store.MonitorSnapshot{}, closedError("monitor snapshot")
+	}
+	if err := s.checkSchema(ctx, s.db); err != nil {
+		return store.MonitorSnapshot{}, s.errorf(err, "monitor snapshot")
+	}
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return store.MonitorSnapshot{}, s.errorf(err, "monitor snapshot")
+	}
+	defer tx.Rollback() //nolint:errcheck // read only
+	var snap store.MonitorSnapshot
+	if snap.Replicas, err = s.listReplicas(ctx, tx); err != nil {
+		return store.MonitorSnapshot{}, s.errorf(err, "monitor snapshot: replicas")
+	}
+	if snap.JobStates, err = s.listJobStates(ctx, tx); err != nil {
+		return store.MonitorSnapshot{}, s.errorf(err, "monitor snapshot: job states")
+	}
+	if snap.RecentRuns, err = s.listRuns(ctx, tx, store.RunListParams{Limit: p.RecentRuns}); err != nil {
+		return store.MonitorSnapshot{}, s.errorf(err, "monitor snapshot: runs")
+	}
+	if snap.OpenAlerts, err = s.listAlerts(ctx, tx, store.AlertListParams{OpenOnly: true, Limit: p.OpenAlerts}); err != nil {
+		return store.MonitorSnapshot{}, s.errorf(err, "monitor snapshot: alerts")
+	}
+	if snap.Leases, err = s.listLeases(ctx, tx, p.Leases); err != nil {
+		return store.MonitorSnapshot{}, s.errorf(err, "monitor snapshot: leases")
+	}
+	return snap, nil
+}

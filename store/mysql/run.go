@@ -1,0 +1,205 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/cronfence/cronfence/store"
+)
+
+const runColumns = `id, job, slot, manual, catch_up, owner, generation, lease_name, attempt,
+	started_at, finished_at, success, skipped, reason, error, logs`
+
+func scanRun(row interface{ Scan(...any) error }) (store.Run, error) {
+	var (
+		r    store.Run
+		slot sql.NullTime
+		logs string
+	)
+	if err := row.Scan(&r.ID, &r.Job, &slot, &r.Manual, &r.CatchUp, &r.Owner, &r.Generation, &r.LeaseName, &r.Attempt,
+		&r.StartedAt, &r.FinishedAt, &r.Success, &r.Skipped, &r.Reason, &r.Error, &logs); err != nil {
+		return store.Run{}, err
+	}
+	r.Slot, r.StartedAt, r.FinishedAt = fromNull(slot), r.StartedAt.UTC(), r.FinishedAt.UTC()
+	if err := json.Unmarshal([]byte(logs), &r.Logs); err != nil {
+		return store.Run{}, fmt.Errorf("run %d: logs: %w", r.ID, err)
+	}
+	if len(r.Logs) == 0 {
+		r.Logs = nil // as Run.Bounded leaves an empty log
+	}
+	return r, nil
+}
+
+// RunInsert writes one run row and returns it as stored: bounded, with its
+// id and times in UTC at microsecond precision. A zero StartedAt is now; a
+// zero FinishedAt is StartedAt when that was given (a skip is an instant),
+// otherwise now.
+func (s *Store) RunInsert(ctx context.Context, run store.Run) (store.Run, error) {
+	if err := run.Validate(); err != nil {
+		return store.Run{}, err
+	}
+	if s.closed.Load() {
+		return store.Run{}, closedError("insert run")
+	}
+	var stored store.Run
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		now, err := s.now(ctx, tx, time.Time{})
+		if err != nil {
+			return err
+		}
+		stored, err = s.insertRun(ctx, tx, run.Bounded(), now)
+		return err
+	})
+	if err != nil {
+		return store.Run{}, s.errorf(err, "insert run of job %q", run.Job)
+	}
+	return stored, nil
+}
+
+// insertRun writes run, already validated and bounded, and returns it as
+// stored, with the time defaults of RunInsert. A holding (lease name,
+// generation) has one run row: for one that has it already (a finish
+// retried after its answer was lost) it writes nothing and returns that
+// row. The insert waits for a concurrent insert of the same holding and
+// then finds it a duplicate.
+func (s *Store) insertRun(ctx context.Context, tx *sql.Tx, run store.Run, now time.Time) (store.Run, error) {
+	run.Slot = normalize(run.Slot)
+	run.StartedAt, run.FinishedAt = normalize(run.StartedAt), normalize(run.FinishedAt)
+	if run.FinishedAt.IsZero() {
+		run.FinishedAt = run.StartedAt // a skip is an instant
+	}
+	if run.StartedAt.IsZero() {
+		run.StartedAt = now
+	}
+	if run.FinishedAt.IsZero() {
+		run.FinishedAt = now
+	}
+	logs := []byte("[]")
+	if len(run.Logs) > 0 {
+		var err error
+		if logs, err = json.Marshal(run.Logs); err != nil {
+			return store.Run{}, err
+		}
+	}
+	res, err := tx.ExecContext(ctx, `INSERT INTO `+s.t("runs")+` (job, slot, manual, catch_up, owner, generation, lease_name, attempt,
+			started_at, finished_at, success, skipped, reason, error, logs)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		run.Job, nullTime(run.Slot), run.Manual, run.CatchUp, run.Owner, run.Generation, run.LeaseName, run.Attempt,
+		run.StartedAt, run.FinishedAt, run.Success, run.Skipped, run.Reason, run.Error, string(logs))
+	if mysqlCode(err) == errDupKey && run.LeaseName != "" {
+		// The holding's row is there already: return it.
+		return scanRun(tx.QueryRowContext(ctx, `SELECT `+runColumns+` FROM `+s.t("runs")+` WHERE holding_name = ? AND generation = ?`,
+			run.LeaseName, run.Generation))
+	}
+	if err != nil {
+		return store.Run{}, err
+	}
+	if run.ID, err = res.LastInsertId(); err != nil {
+		return store.Run{}, err
+	}
+	if len(run.Logs) == 0 {
+		run.Logs = nil
+	}
+	return run, nil
+}
+
+// RunList returns run rows newest first (by id), optionally of one job and
+// below p.BeforeID, at most p.EffectiveLimit() of them. The query holds only
+// the conditions in use, so the server walks runs_job_id (or the primary
+// key) backwards and stops at the limit.
+func (s *Store) RunList(ctx context.Context, p store.RunListParams) ([]store.Run, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if s.closed.Load() {
+		return nil, closedError("list runs")
+	}
+	if err := s.checkSchema(ctx, s.db); err != nil {
+		return nil, s.errorf(err, "list runs")
+	}
+	runs, err := s.listRuns(ctx, s.db, p)
+	if err != nil {
+		return nil, s.errorf(err, "list runs")
+	}
+	return runs, nil
+}
+
+func (s *Store) listRuns(ctx context.Context, q querier, p store.RunListParams) ([]store.Run, error) {
+	var (
+		where []string
+		args  []any
+	)
+	if p.Job != "" {
+		where, args = append(where, "job = ?"), append(args, p.Job)
+	}
+	if p.BeforeID > 0 {
+		where, args = append(where, "id < ?"), append(args, p.BeforeID)
+	}
+	query := `SELECT ` + runColumns + ` FROM ` + s.t("runs")
+	if len(where) > 0 {
+		query += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	query += ` ORDER BY id DESC LIMIT ?`
+	args = append(args, p.EffectiveLimit())
+	return queryRuns(ctx, q, query, args)
+}
+
+// RunListPerJob returns each job's newest runs in one statement: a
+// UNION ALL of one indexed, limited read a job. See store.Store.
+func (s *Store) RunListPerJob(ctx context.Context, p store.RunListPerJobParams) ([][]store.Run, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if s.closed.Load() {
+		return nil, closedError("list runs per job")
+	}
+	if err := s.checkSchema(ctx, s.db); err != nil {
+		return nil, s.errorf(err, "list runs per job")
+	}
+	out := make([][]store.Run, len(p.Jobs))
+	if len(p.Jobs) == 0 {
+		return out, nil
+	}
+	// One read a distinct job; a job named twice shares its list.
+	var parts []string
+	var args []any
+	index := make(map[string][]int, len(p.Jobs))
+	for i, job := range p.Jobs {
+		if _, seen := index[job]; !seen {
+			parts = append(parts, `(SELECT `+runColumns+` FROM `+s.t("runs")+` WHERE job = ? ORDER BY id DESC LIMIT ?)`)
+			args = append(args, job, p.Limit)
+		}
+		index[job] = append(index[job], i)
+	}
+	runs, err := queryRuns(ctx, s.db, strings.Join(parts, " UNION ALL "), args)
+	if err != nil {
+		return nil, s.errorf(err, "list runs per job")
+	}
+	for _, r := range runs {
+		for _, i := range index[r.Job] {
+			out[i] = append(out[i], r)
+		}
+	}
+	return out, nil
+}
+
+func queryRuns(ctx context.Context, q querier, query string, args []any) ([]store.Run, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var runs []store.Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, r)
+	}
+	return runs, rows.Err()
+}

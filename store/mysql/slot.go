@@ -1,0 +1,749 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/cronfence/cronfence/store"
+)
+
+const slotColumns = `job, slot, status, owner, lease_name, generation, attempts, started_at, finished_at`
+
+func scanSlot(row interface{ Scan(...any) error }) (store.Slot, error) {
+	var (
+		sl       store.Slot
+		status   string
+		finished sql.NullTime
+	)
+	if err := row.Scan(&sl.Job, &sl.Slot, &status, &sl.Owner, &sl.LeaseName, &sl.Generation, &sl.Attempts, &sl.StartedAt, &finished); err != nil {
+		return store.Slot{}, err
+	}
+	sl.Slot, sl.Status, sl.StartedAt, sl.FinishedAt = sl.Slot.UTC(), store.SlotStatus(status), sl.StartedAt.UTC(), fromNull(finished)
+	return sl, nil
+}
+
+func (s *Store) getSlot(ctx context.Context, q querier, job string, slot time.Time) (store.Slot, error) {
+	return scanSlot(q.QueryRowContext(ctx, `SELECT `+slotColumns+` FROM `+s.t("slots")+` WHERE job = ? AND slot = ?`, job, slot))
+}
+
+// SlotClaim claims (p.Job, p.Slot) under the lease p.LeaseName: a batch of
+// one. See SlotClaimBatch and store.Store for the rules.
+func (s *Store) SlotClaim(ctx context.Context, p store.SlotClaimParams) (store.SlotClaimResult, error) {
+	res, err := s.SlotClaimBatch(ctx, []store.SlotClaimParams{p})
+	if err != nil {
+		return store.SlotClaimResult{}, err
+	}
+	return res[0], nil
+}
+
+// slotKey names one (job, slot) row.
+type slotKey struct {
+	job  string
+	slot int64 // Unix microseconds
+}
+
+func keyOf(job string, slot time.Time) slotKey { return slotKey{job, slot.UnixMicro()} }
+
+// SlotClaimBatch claims many (job, slot)s in one transaction, each item as
+// claimSlot says, and returns the results in the items' order. It is not
+// one statement, as on PostgreSQL: MySQL has no data-modifying WITH and no
+// RETURNING on UPDATE. It is a short transaction with row locks instead:
+//
+//  1. The items' lease rows are locked FOR UPDATE, in name order. Every
+//     claim of a job's lease waits here for the one before it to commit,
+//     and under READ COMMITTED then reads what that one wrote: from here
+//     on, the transaction is the lease's only writer, as SQLite's write
+//     lock makes a claim there.
+//  2. The database clock is read (unless pinned), then the items' slot
+//     rows and the jobs' pause overrides, each in one statement.
+//  3. Each item is decided as on the other stores, and written: the lease
+//     taken, the slot inserted or taken over, an overlap recorded.
+//
+// Round trips: BEGIN, the lock, the clock, the slots, the overrides, then
+// for each item claimed two (lease, slot) and for an overlap recorded up
+// to three, and COMMIT: 9 for a claim of one slot that wins. A lease whose
+// row did not exist yet has nothing to lock; a slot another writer
+// recorded without the lease (a skip, a paused slot's settlement) may
+// appear meanwhile. Both are found by the write (a duplicate key), and the
+// transaction runs again (errRaced).
+//
+// A lease row locked by a handler's fenced transaction (its deposed
+// writer is frozen or cut off while the lease expired) makes the lock wait
+// Config.LockWait, then fail; the batch then claims item by item
+// (claimAlone), and the item whose lease could not be locked is refused
+// lease_busy, writing nothing, as on PostgreSQL.
+func (s *Store) SlotClaimBatch(ctx context.Context, items []store.SlotClaimParams) ([]store.SlotClaimResult, error) {
+	if err := store.ValidateClaimBatch(items); err != nil {
+		return nil, err
+	}
+	if s.closed.Load() {
+		return nil, closedError("claim slot")
+	}
+	if len(items) == 0 {
+		return nil, nil
+	}
+	results := make([]store.SlotClaimResult, len(items))
+	err := s.inTx(ctx, func(tx *sql.Tx) error { return s.claimIn(ctx, tx, items, results) })
+	if mysqlCode(err) == errLockWait {
+		for i := range items {
+			if results[i], err = s.claimAlone(ctx, items[i]); err != nil {
+				return nil, s.claimError(err, items, i)
+			}
+		}
+		return results, nil
+	}
+	if err != nil {
+		return nil, s.claimError(err, items, -1)
+	}
+	return results, nil
+}
+
+func (s *Store) claimError(err error, items []store.SlotClaimParams, at int) error {
+	var item itemError
+	if errors.As(err, &item) {
+		at, err = item.index, item.err
+	}
+	if at < 0 {
+		return s.errorf(err, "claim %d slot(s), first of job %q", len(items), items[0].Job)
+	}
+	p := items[at]
+	what := fmt.Sprintf("claim slot %s of job %q", normalize(p.Slot).Format(time.RFC3339Nano), p.Job)
+	if len(items) > 1 {
+		what += fmt.Sprintf(" (item %d of %d)", at, len(items))
+	}
+	return s.errorf(err, "%s", what)
+}
+
+// itemError names the item of a batch whose statement failed.
+type itemError struct {
+	index int
+	err   error
+}
+
+func (e itemError) Error() string { return e.err.Error() }
+func (e itemError) Unwrap() error { return e.err }
+
+// claimAlone claims one item in a transaction of its own, for a batch
+// whose lock waited too long. When its own lease row cannot be locked
+// within Config.LockWait, it answers from the row as last committed: held
+// by another run (already_executing, naming the holder, nothing recorded:
+// the overlap is recorded by a claim that can lock the row), or free by
+// the clock but locked, its deposed writer still inside a fenced
+// transaction (lease_busy, naming that writer's lease).
+func (s *Store) claimAlone(ctx context.Context, p store.SlotClaimParams) (store.SlotClaimResult, error) {
+	results := make([]store.SlotClaimResult, 1)
+	err := s.inTx(ctx, func(tx *sql.Tx) error { return s.claimIn(ctx, tx, []store.SlotClaimParams{p}, results) })
+	if mysqlCode(err) != errLockWait {
+		return results[0], err
+	}
+	slot := normalize(p.Slot)
+	existing, err := s.getSlot(ctx, s.db, p.Job, slot)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return store.SlotClaimResult{}, err
+	}
+	var cur lockedLease
+	err = s.db.QueryRowContext(ctx, `SELECT `+leaseColumns+`,
+		       live_key IS NOT NULL AND IS_FREE_LOCK(CONCAT('cronfence.live.', live_key)) = 1
+		  FROM `+s.t("leases")+` WHERE name = ?`, p.LeaseName).
+		Scan(&cur.Name, &cur.Owner, &cur.Generation, &cur.AcquiredAt, &cur.RenewedAt, &cur.ExpiresAt, &cur.ownerGone)
+	if err != nil {
+		return store.SlotClaimResult{}, err
+	}
+	cur.AcquiredAt, cur.RenewedAt, cur.ExpiresAt = cur.AcquiredAt.UTC(), cur.RenewedAt.UTC(), cur.ExpiresAt.UTC()
+	now, err := s.now(ctx, s.db, p.Now)
+	if err != nil {
+		return store.SlotClaimResult{}, err
+	}
+	if cur.heldAgainst(p.Owner, now) {
+		return store.SlotClaimResult{Refusal: store.ClaimHeld, Slot: existing, Lease: cur.Lease}, nil
+	}
+	return store.SlotClaimResult{Refusal: store.ClaimLeaseBusy, Slot: existing, Lease: cur.Lease}, nil
+}
+
+// claimIn is one run of a claim batch's transaction; see SlotClaimBatch.
+func (s *Store) claimIn(ctx context.Context, tx *sql.Tx, items []store.SlotClaimParams, results []store.SlotClaimResult) error {
+	names := make([]string, len(items))
+	for i, p := range items {
+		names[i] = p.LeaseName
+	}
+	leases, err := s.lockLeases(ctx, tx, names)
+	if err != nil {
+		return err
+	}
+	now, err := s.now(ctx, tx, items[0].Now) // shared by every item
+	if err != nil {
+		return err
+	}
+	slots, err := s.readSlots(ctx, tx, items)
+	if err != nil {
+		return err
+	}
+	overrides, unread, err := s.readOverrides(ctx, tx, items)
+	if err != nil {
+		return err
+	}
+	for i, p := range items {
+		slot := normalize(p.Slot)
+		existing, found := slots[keyOf(p.Job, slot)]
+		enabled := !p.DeclaredDisabled
+		if o, ok := overrides[p.Job]; ok {
+			enabled = o
+		}
+		cur, leaseFound := leases[p.LeaseName]
+		c := claim{p: p, slot: slot, now: now, existing: existing, found: found, enabled: enabled, lease: cur, leaseFound: leaseFound}
+		r, err := s.claimSlot(ctx, tx, c)
+		if err != nil {
+			return itemError{i, err}
+		}
+		r.PauseStateUnread = unread
+		results[i] = r
+	}
+	return nil
+}
+
+// readSlots reads the rows of the items' slots, by key.
+func (s *Store) readSlots(ctx context.Context, tx *sql.Tx, items []store.SlotClaimParams) (map[slotKey]store.Slot, error) {
+	args := make([]any, 0, 2*len(items))
+	for _, p := range items {
+		args = append(args, p.Job, normalize(p.Slot))
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT `+slotColumns+` FROM `+s.t("slots")+`
+		WHERE (job, slot) IN (`+strings.TrimSuffix(strings.Repeat("(?, ?), ", len(items)), ", ")+`)`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := make(map[slotKey]store.Slot, len(items))
+	for rows.Next() {
+		sl, err := scanSlot(rows)
+		if err != nil {
+			return nil, err
+		}
+		out[keyOf(sl.Job, sl.Slot)] = sl
+	}
+	return out, rows.Err()
+}
+
+// readOverrides reads the pause overrides of the items' jobs: a job with
+// no row, or a NULL override, is left out (its declared value decides).
+// When the overrides cannot be read at all (their table is missing or
+// damaged), unread says so and the declared values decide: a broken pause
+// table fails open rather than stopping every job. The failed read leaves
+// the transaction usable: MySQL fails the statement only.
+func (s *Store) readOverrides(ctx context.Context, tx *sql.Tx, items []store.SlotClaimParams) (map[string]bool, bool, error) {
+	args := make([]any, len(items))
+	for i, p := range items {
+		args[i] = p.Job
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT job, enabled_override FROM `+s.t("job_state")+`
+		WHERE job IN (`+placeholders(len(args))+`) AND enabled_override IS NOT NULL`, args...)
+	if isMissingSchema(err) {
+		return nil, true, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	defer rows.Close()
+	out := map[string]bool{}
+	for rows.Next() {
+		var job string
+		var enabled bool
+		if err := rows.Scan(&job, &enabled); err != nil {
+			return nil, false, err
+		}
+		out[job] = enabled
+	}
+	return out, false, rows.Err()
+}
+
+// claim is one item of a claim batch with what the transaction read for it.
+type claim struct {
+	p          store.SlotClaimParams
+	slot, now  time.Time
+	existing   store.Slot
+	found      bool // existing is the slot's row
+	enabled    bool // by the override, else the declared value
+	lease      lockedLease
+	leaseFound bool // lease is p.LeaseName's row, locked
+}
+
+// claimSlot decides and writes one item, in the order of the PostgreSQL
+// store's sql/slotClaim.sql:
+//
+//  1. The gate refuses, writing nothing but a paused slot's settlement: a
+//     slot not yet due by the database clock (not_due); a paused job
+//     (paused, and the slot settled); a completed or skipped slot (final);
+//     a running slot whose guarding lease holding is still live
+//     (already_executing, naming that holding); a failed slot, unless the
+//     claim retries it (failed); a slot out of attempts.
+//  2. The lease is taken as LeaseAcquire takes it.
+//  3. Taken: the slot is inserted at attempt 1, or a failed, buffered or
+//     interrupted one is taken over with one more attempt.
+//  4. Held by another run (an overlap): refused with already_executing
+//     naming the holder, and the slot recorded; see recordOverlap.
+func (s *Store) claimSlot(ctx context.Context, tx *sql.Tx, c claim) (store.SlotClaimResult, error) {
+	p := c.p
+	refuse := func(why store.ClaimRefusal, holder store.Lease) (store.SlotClaimResult, error) {
+		return store.SlotClaimResult{Refusal: why, Slot: c.existing, Lease: holder}, nil
+	}
+	if c.slot.After(c.now) {
+		return refuse(store.ClaimNotDue, store.Lease{})
+	}
+	if !c.enabled {
+		if !c.found {
+			if err := s.insertSlot(ctx, tx, store.Slot{Job: p.Job, Slot: c.slot, Status: store.SlotSkipped, Owner: p.Owner,
+				LeaseName: p.LeaseName, StartedAt: c.now, FinishedAt: c.now}); err != nil {
+				return store.SlotClaimResult{}, err
+			}
+		}
+		return refuse(store.ClaimPaused, store.Lease{})
+	}
+	if c.found {
+		switch c.existing.Status {
+		case store.SlotCompleted:
+			return refuse(store.ClaimCompleted, store.Lease{})
+		case store.SlotSkipped:
+			return refuse(store.ClaimSkipped, store.Lease{})
+		case store.SlotFailed:
+			if !p.RetriesFailed(c.existing.Attempts) {
+				return refuse(store.ClaimFailed, store.Lease{})
+			}
+		case store.SlotRunning:
+			// The run is alive while the exact holding that claimed it is,
+			// and its owner's process.
+			guard, live, err := s.guard(ctx, tx, c)
+			if err != nil {
+				return store.SlotClaimResult{}, err
+			}
+			if live {
+				return refuse(store.ClaimHeld, guard)
+			}
+		}
+		if c.existing.Attempts >= p.MaxAttempts {
+			return refuse(store.ClaimAttemptsExhausted, store.Lease{})
+		}
+	}
+
+	lease, acquired, err := s.takeLease(ctx, tx, c.lease, c.leaseFound, p.LeaseName, p.Owner, p.TTL, s.liveKeyArg(p.LiveKey), c.now)
+	if err != nil {
+		return store.SlotClaimResult{}, err
+	}
+	if !acquired {
+		return s.recordOverlap(ctx, tx, c, lease)
+	}
+	claimed := store.Slot{Job: p.Job, Slot: c.slot, Status: store.SlotRunning, Owner: p.Owner, LeaseName: p.LeaseName,
+		Generation: lease.Generation, Attempts: 1, StartedAt: c.now}
+	if !c.found {
+		if err := s.insertSlot(ctx, tx, claimed); err != nil {
+			return store.SlotClaimResult{}, err
+		}
+		return store.SlotClaimResult{Claimed: true, Slot: claimed, Lease: lease}, nil
+	}
+	// A failed, buffered or interrupted slot, taken over with one more
+	// attempt, as it was read: a row changed since (abandoned, completed
+	// by its holder's late transaction) matches nothing, and the
+	// transaction runs again.
+	claimed.Attempts = c.existing.Attempts + 1
+	res, err := tx.ExecContext(ctx, `UPDATE `+s.t("slots")+`
+		   SET owner = ?, lease_name = ?, generation = ?, attempts = ?, started_at = ?, finished_at = NULL, status = 'running'
+		 WHERE job = ? AND slot = ? AND status = ? AND attempts = ? AND generation = ?`,
+		claimed.Owner, claimed.LeaseName, claimed.Generation, claimed.Attempts, claimed.StartedAt,
+		p.Job, c.slot, string(c.existing.Status), c.existing.Attempts, c.existing.Generation)
+	if err != nil {
+		return store.SlotClaimResult{}, err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		if err == nil {
+			err = errRaced
+		}
+		return store.SlotClaimResult{}, err
+	}
+	return store.SlotClaimResult{Claimed: true, Slot: claimed, Lease: lease}, nil
+}
+
+// guard reads the lease holding that guards a running slot, and whether
+// it is live: that generation, unexpired, its owner's process not gone.
+// Under the claim's own lease name it is the row locked already.
+func (s *Store) guard(ctx context.Context, tx *sql.Tx, c claim) (store.Lease, bool, error) {
+	g, found := c.lease, c.leaseFound
+	if c.existing.LeaseName != c.p.LeaseName {
+		err := tx.QueryRowContext(ctx, `SELECT `+leaseColumns+`,
+			       live_key IS NOT NULL AND IS_FREE_LOCK(CONCAT('cronfence.live.', live_key)) = 1
+			  FROM `+s.t("leases")+` WHERE name = ?`, c.existing.LeaseName).
+			Scan(&g.Name, &g.Owner, &g.Generation, &g.AcquiredAt, &g.RenewedAt, &g.ExpiresAt, &g.ownerGone)
+		found = err == nil
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return store.Lease{}, false, err
+		}
+		g.AcquiredAt, g.RenewedAt, g.ExpiresAt = g.AcquiredAt.UTC(), g.RenewedAt.UTC(), g.ExpiresAt.UTC()
+	}
+	live := found && g.Generation == c.existing.Generation && g.ExpiresAt.After(c.now) && !g.ownerGone
+	return g.Lease, live, nil
+}
+
+// insertSlot inserts a slot's first row. A row another writer inserted
+// since the claim read the slot (a skip, a paused slot's settlement, a
+// claim under a lease that had no row to lock) is a race: errRaced.
+func (s *Store) insertSlot(ctx context.Context, tx *sql.Tx, sl store.Slot) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO `+s.t("slots")+` (`+slotColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		sl.Job, sl.Slot, string(sl.Status), sl.Owner, sl.LeaseName, sl.Generation, sl.Attempts, sl.StartedAt, nullTime(sl.FinishedAt))
+	if mysqlCode(err) == errDupKey {
+		return errRaced
+	}
+	return err
+}
+
+// recordOverlap answers a claim whose gate passed but whose lease is held by
+// another run (the previous slot's, or a manual one): refused with
+// already_executing, naming holder. A slot with no row yet is recorded,
+// once, since the transaction holds the lease row: buffered when the
+// policy is buffer-one, or the holder took the lease after the slot's
+// instant, and the job has no buffered slot yet, otherwise skipped, with a
+// skip run row naming the holder. A slot that has a row is left as it is.
+func (s *Store) recordOverlap(ctx context.Context, tx *sql.Tx, c claim, holder store.Lease) (store.SlotClaimResult, error) {
+	p := c.p
+	res := store.SlotClaimResult{Refusal: store.ClaimHeld, Slot: c.existing, Lease: holder}
+	if c.found {
+		return res, nil
+	}
+	status := store.SlotSkipped
+	// A holder that took the lease after the slot came due is no overlap:
+	// the lease was free at the slot's instant, and this claim arrived late.
+	late := holder.AcquiredAt.After(c.slot)
+	if p.Overlap == store.OverlapBuffer || late {
+		var buffered bool
+		if err := tx.QueryRowContext(ctx,
+			`SELECT EXISTS (SELECT 1 FROM `+s.t("slots")+` WHERE job = ? AND status = 'buffered')`, p.Job,
+		).Scan(&buffered); err != nil {
+			return store.SlotClaimResult{}, err
+		}
+		if !buffered {
+			status = store.SlotBuffered
+		}
+	}
+	marked := store.Slot{Job: p.Job, Slot: c.slot, Status: status, Owner: p.Owner, LeaseName: p.LeaseName, StartedAt: c.now}
+	if status == store.SlotSkipped {
+		marked.FinishedAt = c.now // final at once
+	}
+	if err := s.insertSlot(ctx, tx, marked); err != nil {
+		return store.SlotClaimResult{}, err
+	}
+	res.Recorded = status
+	if status != store.SlotSkipped {
+		return res, nil
+	}
+	var err error
+	res.SkipRun, err = s.insertRun(ctx, tx, store.Run{
+		Job: p.Job, Slot: c.slot, CatchUp: p.CatchUp, Owner: p.Owner,
+		StartedAt: c.now, FinishedAt: c.now, Success: true, Skipped: true,
+		Reason: string(store.ClaimHeld), Logs: []string{skipLine(p.LeaseName, holder)},
+	}.Bounded(), c.now)
+	if err != nil {
+		return store.SlotClaimResult{}, err
+	}
+	return res, nil
+}
+
+// skipLine is the one log line of a skip run row, worded as the other
+// stores word it.
+func skipLine(leaseName string, holder store.Lease) string {
+	who := "another owner"
+	if holder.Generation != 0 {
+		who = fmt.Sprintf("%s at generation %d", holder.Owner, holder.Generation)
+	}
+	return fmt.Sprintf("Skipped: the previous run has not finished (lease %s held by %s)", leaseName, who)
+}
+
+// SlotFinish marks the claim p.Status, releases its lease and writes the run
+// row, in one transaction; see store.Store and finishIn.
+func (s *Store) SlotFinish(ctx context.Context, p store.SlotFinishParams) (store.SlotFinishResult, error) {
+	run, slot, err := s.finishArgs(p)
+	if err != nil {
+		return store.SlotFinishResult{}, err
+	}
+	var res store.SlotFinishResult
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		now, err := s.now(ctx, tx, p.Now)
+		if err != nil {
+			return err
+		}
+		res, err = s.finishIn(ctx, tx, p, run, slot, now)
+		return err
+	})
+	if err != nil {
+		return store.SlotFinishResult{}, s.finishError(err, p.Job, slot)
+	}
+	return res, nil
+}
+
+// SlotFinishBatch ends many runs in one transaction, each as SlotFinish
+// would, in lease-name order (the lock order of every transaction of the
+// store). See store.Store.
+func (s *Store) SlotFinishBatch(ctx context.Context, items []store.SlotFinishParams) ([]store.SlotFinishResult, error) {
+	if err := store.ValidateFinishBatch(items); err != nil {
+		return nil, err
+	}
+	if len(items) == 0 {
+		return nil, nil
+	}
+	runs := make([]store.Run, len(items))
+	slots := make([]time.Time, len(items))
+	for i, p := range items {
+		var err error
+		if runs[i], slots[i], err = s.finishArgs(p); err != nil {
+			return nil, fmt.Errorf("item %d (job %q): %w", i, p.Job, err)
+		}
+	}
+	order := make([]int, len(items))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return items[order[a]].LeaseName < items[order[b]].LeaseName })
+	results := make([]store.SlotFinishResult, len(items))
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		var now time.Time // read once, when an item needs the database clock
+		for _, i := range order {
+			p := items[i]
+			at := p.Now
+			if at.IsZero() {
+				if now.IsZero() {
+					var err error
+					if now, err = s.now(ctx, tx, time.Time{}); err != nil {
+						return err
+					}
+				}
+				at = now
+			}
+			var err error
+			if results[i], err = s.finishIn(ctx, tx, p, runs[i], slots[i], normalize(at)); err != nil {
+				return fmt.Errorf("item %d: %w", i, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, s.finishError(err, items[0].Job, slots[0])
+	}
+	return results, nil
+}
+
+// finishArgs checks a finish and returns its run row and slot as written.
+func (s *Store) finishArgs(p store.SlotFinishParams) (store.Run, time.Time, error) {
+	if err := p.Validate(); err != nil {
+		return store.Run{}, time.Time{}, err
+	}
+	slot := normalize(p.Slot)
+	run := p.Run
+	run.Job, run.Slot, run.Owner, run.Generation, run.LeaseName = p.Job, slot, p.Owner, p.Generation, p.LeaseName
+	if err := run.Validate(); err != nil {
+		return store.Run{}, time.Time{}, err
+	}
+	if s.closed.Load() {
+		return store.Run{}, time.Time{}, closedError("finish slot")
+	}
+	return run.Bounded(), slot, nil
+}
+
+func (s *Store) finishError(err error, job string, slot time.Time) error {
+	if slot.IsZero() {
+		return s.errorf(err, "finish manual run of job %q", job)
+	}
+	return s.errorf(err, "finish slot %s of job %q", slot.Format(time.RFC3339Nano), job)
+}
+
+// finishIn is one finish inside tx, at now: the lease released first (lease
+// rows before slot rows), then the slot marked, the run row written and the
+// job's buffered slot read.
+func (s *Store) finishIn(ctx context.Context, tx *sql.Tx, p store.SlotFinishParams, run store.Run, slot, now time.Time) (store.SlotFinishResult, error) {
+	var res store.SlotFinishResult
+	var err error
+	res.LeaseReleased, err = s.releaseLease(ctx, tx, store.LeaseRef{Name: p.LeaseName, Owner: p.Owner, Generation: p.Generation}, nullTime(now))
+	if err != nil {
+		return res, err
+	}
+	if !slot.IsZero() {
+		// A slot this holding completed already stays completed, with its
+		// finish time. A failed one is not taken for this holding's:
+		// SlotAbandon may have ended it. Status running leaves a running
+		// slot running (for a resume) and unfinished. MySQL assigns left
+		// to right, each assignment seeing the ones before it: status,
+		// which the others read, goes last.
+		up, err := tx.ExecContext(ctx, `UPDATE `+s.t("slots")+`
+			   SET finished_at = CASE WHEN status = 'running' AND ? = 'running' THEN NULL ELSE COALESCE(finished_at, ?) END,
+			       retry_until = CASE WHEN status = 'running' AND ? = 'failed' THEN ? END,
+			       status      = CASE WHEN status = 'running' THEN ? ELSE status END
+			 WHERE job = ? AND slot = ? AND owner = ? AND lease_name = ? AND generation = ?
+			   AND status IN ('running', 'completed')`,
+			string(p.Status), now, string(p.Status), nullTime(p.RetryUntil), string(p.Status),
+			p.Job, slot, p.Owner, p.LeaseName, p.Generation)
+		if err != nil {
+			return res, err
+		}
+		n, err := up.RowsAffected()
+		if err != nil {
+			return res, err
+		}
+		if n > 0 {
+			var started time.Time
+			var status string
+			if err := tx.QueryRowContext(ctx, `SELECT started_at, status FROM `+s.t("slots")+` WHERE job = ? AND slot = ?`,
+				p.Job, slot).Scan(&started, &status); err != nil {
+				return res, err
+			}
+			res.SlotUpdated, res.SlotStatus = true, store.SlotStatus(status)
+			if run.StartedAt.IsZero() {
+				run.StartedAt = started.UTC() // the start of this very claim
+			}
+			if p.NotCompleted(res.SlotStatus) {
+				run.Success, run.Error = false, store.Run{Error: p.NotCompletedError}.Bounded().Error
+			}
+		} else {
+			// Taken over: the row records that, not the handler's
+			// verdict, which no longer counts for the slot; for a run
+			// left to resume, the resume that followed.
+			run.Success, run.Error = false, store.TakenOverError(p.Generation, run.Error)
+			if p.Status == store.SlotRunning && p.NotCompletedError != "" {
+				run.Error = store.Run{Error: p.NotCompletedError}.Bounded().Error
+			}
+		}
+	}
+	if run.FinishedAt.IsZero() {
+		run.FinishedAt = now // the slot's finish, whatever the start
+	}
+	if res.Run, err = s.insertRun(ctx, tx, run, now); err != nil {
+		return res, err
+	}
+	res.Buffered, err = s.earliestBuffered(ctx, tx, p.Job)
+	return res, err
+}
+
+// SlotGet returns the claim of (job, slot) or store.ErrNotFound.
+func (s *Store) SlotGet(ctx context.Context, job string, slot time.Time) (store.Slot, error) {
+	if err := store.ValidateName("job", job); err != nil {
+		return store.Slot{}, err
+	}
+	if s.closed.Load() {
+		return store.Slot{}, closedError("get slot")
+	}
+	slot = normalize(slot)
+	if err := s.checkSchema(ctx, s.db); err != nil {
+		return store.Slot{}, s.errorf(err, "get slot of job %q", job)
+	}
+	sl, err := s.getSlot(ctx, s.db, job, slot)
+	if err != nil {
+		return store.Slot{}, s.errorf(err, "get slot %s of job %q", slot.Format(time.RFC3339Nano), job)
+	}
+	return sl, nil
+}
+
+// SlotListInterrupted returns running slots whose lease expired, was taken
+// over or whose owner's process is gone, and failed slots open to a retry.
+// See store.Store.
+func (s *Store) SlotListInterrupted(ctx context.Context) ([]store.Slot, error) {
+	if s.closed.Load() {
+		return nil, closedError("list interrupted slots")
+	}
+	if err := s.checkSchema(ctx, s.db); err != nil {
+		return nil, s.errorf(err, "list interrupted slots")
+	}
+	now := s.nowArg(time.Time{})
+	cols := "s." + strings.ReplaceAll(slotColumns, ", ", ", s.")
+	rows, err := s.db.QueryContext(ctx, `
+		SELECT * FROM (
+			SELECT `+cols+`
+			  FROM `+s.t("slots")+` s
+			  LEFT JOIN `+s.t("leases")+` l ON l.name = s.lease_name
+			 WHERE s.status = 'running'
+			   AND (l.name IS NULL OR l.generation <> s.generation OR l.expires_at <= COALESCE(?, UTC_TIMESTAMP(6))
+			        OR (l.live_key IS NOT NULL AND IS_FREE_LOCK(CONCAT('cronfence.live.', l.live_key)) = 1))
+			UNION ALL
+			SELECT `+cols+`
+			  FROM `+s.t("slots")+` s
+			 WHERE s.status = 'failed' AND s.retry_until IS NOT NULL AND s.retry_until > COALESCE(?, UTC_TIMESTAMP(6))
+		) found ORDER BY slot`, now, now)
+	if err != nil {
+		return nil, s.errorf(err, "list interrupted slots")
+	}
+	defer rows.Close()
+	var slots []store.Slot
+	for rows.Next() {
+		sl, err := scanSlot(rows)
+		if err != nil {
+			return nil, s.errorf(err, "list interrupted slots")
+		}
+		slots = append(slots, sl)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.errorf(err, "list interrupted slots")
+	}
+	return slots, nil
+}
+
+// SlotAbandon ends a dead slot that has no attempt left as failed. See
+// store.Store. It reads the lease row without locking it and locks only the
+// slot row, as on PostgreSQL.
+func (s *Store) SlotAbandon(ctx context.Context, p store.SlotAbandonParams) (res store.SlotFinishResult, err error) {
+	if err := p.Validate(); err != nil {
+		return store.SlotFinishResult{}, err
+	}
+	if s.closed.Load() {
+		return store.SlotFinishResult{}, closedError("abandon slot")
+	}
+	slot := normalize(p.Slot)
+	p.Slot = slot
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		res = store.SlotFinishResult{}
+		now, err := s.now(ctx, tx, p.Now)
+		if err != nil {
+			return err
+		}
+		// Dead for Grace: the claim's generation expired before
+		// now - Grace or its owner's process is gone, or a later one took
+		// the lease before now - Grace.
+		cutoff := normalize(now.Add(-p.Grace))
+		up, err := tx.ExecContext(ctx, `UPDATE `+s.t("slots")+` SET finished_at = ?, status = 'failed'
+			WHERE job = ? AND slot = ? AND lease_name = ? AND owner = ? AND generation = ?
+			  AND status = 'running' AND attempts >= ?
+			  AND NOT EXISTS (SELECT 1 FROM `+s.t("leases")+` l
+			                   WHERE l.name = ?
+			                     AND CASE WHEN l.generation = ?
+			                              THEN l.expires_at > ? AND NOT (l.live_key IS NOT NULL AND IS_FREE_LOCK(CONCAT('cronfence.live.', l.live_key)) = 1)
+			                              ELSE l.acquired_at > ? END)`,
+			now, p.Job, slot, p.LeaseName, p.Owner, p.Generation, p.MaxAttempts, p.LeaseName, p.Generation, cutoff, cutoff)
+		if err != nil {
+			return err
+		}
+		if n, err := up.RowsAffected(); err != nil || n == 0 {
+			return err // alive again, finished, or attempts left: not ours to end
+		}
+		var attempts int
+		var started time.Time
+		if err := tx.QueryRowContext(ctx, `SELECT attempts, started_at FROM `+s.t("slots")+` WHERE job = ? AND slot = ?`,
+			p.Job, slot).Scan(&attempts, &started); err != nil {
+			return err
+		}
+		res.SlotUpdated = true
+		if res.Run, err = s.insertRun(ctx, tx, p.Run(attempts, started.UTC(), now), now); err != nil {
+			return err
+		}
+		res.Buffered, err = s.earliestBuffered(ctx, tx, p.Job)
+		return err
+	})
+	if err != nil {
+		return store.SlotFinishResult{}, s.errorf(err, "abandon slot %s of job %q", slot.Format(time.RFC3339Nano), p.Job)
+	}
+	return res, nil
+}
+
+// earliestBuffered is the job's earliest buffered slot, waiting for the
+// run that is ending; zero when none.
+func (s *Store) earliestBuffered(ctx context.Context, q querier, job string) (time.Time, error) {
+	var buffered sql.NullTime
+	err := q.QueryRowContext(ctx, `SELECT min(slot) FROM `+s.t("slots")+` WHERE job = ? AND status = 'buffered'`, job).Scan(&buffered)
+	return fromNull(buffered), err
+}
