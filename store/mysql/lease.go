@@ -84,10 +84,9 @@ func (s *Store) takeLease(ctx context.Context, tx *sql.Tx, cur lockedLease, foun
 		return cur.Lease, false, nil
 	}
 	l := store.Lease{Name: name, Owner: owner, Generation: 1, AcquiredAt: now, RenewedAt: now, ExpiresAt: normalize(now.Add(ttl))}
-	key := sql.NullInt64{Int64: liveKey, Valid: liveKey != 0}
 	if !found {
-		_, err := tx.ExecContext(ctx, `INSERT INTO `+s.t("leases")+` (`+leaseColumns+`, live_key) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			l.Name, l.Owner, l.Generation, l.AcquiredAt, l.RenewedAt, l.ExpiresAt, key)
+		_, err := tx.ExecContext(ctx, `INSERT INTO `+s.t("leases")+` (`+leaseColumns+`, live_key) VALUES (?, ?, ?, ?, ?, ?, `+liveKeyValue+`)`,
+			l.Name, l.Owner, l.Generation, l.AcquiredAt, l.RenewedAt, l.ExpiresAt, liveKey, liveKey, liveKey)
 		if mysqlCode(err) == errDupKey {
 			return store.Lease{}, false, errRaced
 		}
@@ -95,11 +94,20 @@ func (s *Store) takeLease(ctx context.Context, tx *sql.Tx, cur lockedLease, foun
 	}
 	l.Generation = cur.Generation + 1
 	_, err := tx.ExecContext(ctx, `UPDATE `+s.t("leases")+`
-		   SET owner = ?, generation = ?, acquired_at = ?, renewed_at = ?, expires_at = ?, live_key = ?
+		   SET owner = ?, generation = ?, acquired_at = ?, renewed_at = ?, expires_at = ?, live_key = `+liveKeyValue+`
 		 WHERE name = ?`,
-		l.Owner, l.Generation, l.AcquiredAt, l.RenewedAt, l.ExpiresAt, key, l.Name)
+		l.Owner, l.Generation, l.AcquiredAt, l.RenewedAt, l.ExpiresAt, liveKey, liveKey, liveKey, l.Name)
 	return l, err == nil, err
 }
+
+// liveKeyValue is the live_key a lease is written with, from a key given
+// three times: NULL for none, and NULL too when no session holds the key's
+// lock at that moment. The hold notices its connection broke only at its
+// next check (LivenessHold), so the statement asks the server itself:
+// a lease recorded with a key nobody holds would look like a dead owner's
+// and be taken over at once (after a server restart, every replica's
+// claims would, in turn); recorded without one, it waits for its TTL.
+const liveKeyValue = `IF(? = 0 OR IS_USED_LOCK(CONCAT('cronfence.live.', ?)) IS NULL, NULL, ?)`
 
 // LeaseAcquire takes the named lease if it is free, expired or its owner's
 // process is gone; see store.Store. One transaction: the row locked, the
