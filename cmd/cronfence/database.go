@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cronfence/cronfence/store"
+	"github.com/cronfence/cronfence/store/mysql"
 	"github.com/cronfence/cronfence/store/postgres"
 	"github.com/cronfence/cronfence/store/sqlite"
 )
@@ -22,7 +23,7 @@ const connectTimeout = 15 * time.Second
 
 // Globals are the flags every command accepts.
 type Globals struct {
-	Database string `name:"database" env:"CRONFENCE_DATABASE_URL" placeholder:"URL" help:"PostgreSQL URL (postgres://…). Empty: the SQLite file of --sqlite."`
+	Database string `name:"database" env:"CRONFENCE_DATABASE_URL" placeholder:"URL" help:"PostgreSQL URL (postgres://…) or MySQL/MariaDB URL (mysql://user:password@host:3306/db). Empty: the SQLite file of --sqlite."`
 	SQLite   string `name:"sqlite" type:"path" default:"cronfence.db" placeholder:"PATH" help:"SQLite database file, used when --database is empty."`
 	Schema   string `name:"schema" hidden:"" env:"CRONFENCE_SCHEMA" help:"PostgreSQL schema holding cronfence's tables. Defaults to cronfence."`
 
@@ -138,6 +139,9 @@ func (g *Globals) connect(ctx context.Context) (*database, error) {
 		}
 		return &database{Store: s, where: "SQLite file " + g.SQLite, close: func() { _ = s.Close() }}, nil
 	}
+	if mysql.IsURL(g.Database) {
+		return g.connectMySQL(ctx)
+	}
 	cfg, err := pgxpool.ParseConfig(g.Database)
 	if err != nil {
 		// pgx's message may quote the URL, password included.
@@ -165,6 +169,28 @@ func (g *Globals) connect(ctx context.Context) (*database, error) {
 	}
 	where := fmt.Sprintf("PostgreSQL database %s on %s, schema %s", cfg.ConnConfig.Database, cfg.ConnConfig.Host, s.Schema())
 	return &database{Store: s, where: where, close: func() { _ = s.Close(); pool.Close() }}, nil
+}
+
+// connectMySQL opens the MySQL or MariaDB database of --database.
+func (g *Globals) connectMySQL(ctx context.Context) (*database, error) {
+	if g.Schema != "" {
+		return nil, usageError("--schema applies to PostgreSQL only; on MySQL the tables are in the URL's database, named cronfence_…")
+	}
+	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	s, err := mysql.Open(cctx, g.Database, nil)
+	if err != nil {
+		if errors.Is(err, store.ErrInvalidArgument) {
+			return nil, usageError("--database is not a valid MySQL URL (mysql://user:password@host:3306/db): %w", err)
+		}
+		return nil, fmt.Errorf("connecting to MySQL: %w", err)
+	}
+	server := "MySQL"
+	if s.MariaDB() {
+		server = "MariaDB"
+	}
+	where := fmt.Sprintf("%s database %s on %s", server, s.Database(), s.Addr())
+	return &database{Store: s, where: where, close: func() { _ = s.Close() }}, nil
 }
 
 // wrapInvalid makes an invalid-argument error from a store a usage error.

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cronfence/cronfence/internal/mytest"
 	"github.com/cronfence/cronfence/internal/pgtest"
 )
 
@@ -109,6 +110,27 @@ func TestServeE2EThreeReplicasPostgres(t *testing.T) {
 	t.Parallel()
 	_, schema := pgtest.Schema(t) // dropped at cleanup
 	db := []string{"--database", pgtest.URL(t), "--schema", schema}
+	dir := t.TempDir()
+	out := filepath.Join(dir, "slots.txt")
+	cfg := writeConfig(t, dir, everySecondConfig(out, "allow"))
+	ps, _ := startReplicas(t, dir, cfg, db, 3)
+	waitForSlots(t, out, 8, 30*time.Second, ps...)
+	stopReplicas(t, ps)
+	lines := slotLines(out)
+	checkSlotsOnce(t, lines, true)
+	t.Logf("%d slots, %d lines, three replicas", distinct(lines), len(lines))
+	if t.Failed() {
+		_, rows, _ := runCLI(t, dir, args(db, "logs", "every-second", "-n", "100")...)
+		t.Logf("the job's runs:\n%s", rows)
+	}
+}
+
+// TestServeE2EThreeReplicasMySQL is TestServeE2EThreeReplicasPostgres on
+// MySQL or MariaDB (the machine's server, a database of the test's own):
+// three serve replicas, a job every second, every slot once.
+func TestServeE2EThreeReplicasMySQL(t *testing.T) {
+	t.Parallel()
+	db := []string{"--database", mytest.Database(t)}
 	dir := t.TempDir()
 	out := filepath.Join(dir, "slots.txt")
 	cfg := writeConfig(t, dir, everySecondConfig(out, "allow"))

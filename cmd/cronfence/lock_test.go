@@ -335,6 +335,10 @@ func TestLockErrors(t *testing.T) {
 		{"bad database url", []string{"--database", "postgres://u:secret@[bad"}, []string{"lock", "x", "--", "true"}, exitUsage, "--database is not a valid PostgreSQL URL"},
 		{"bad schema", []string{"--database", "postgres://127.0.0.1:1/x", "--schema", "Bad-Name"}, []string{"lock", "x", "--", "true"}, exitUsage, "--schema"},
 		{"schema on sqlite", []string{"--schema", "s"}, []string{"lock", "x", "--", "true"}, exitUsage, "--schema applies to PostgreSQL only"},
+		{"bad mysql url", []string{"--database", "mysql://u:secret@127.0.0.1:port/x"}, []string{"lock", "x", "--", "true"}, exitUsage, "--database is not a valid MySQL URL"},
+		{"mysql url without a database", []string{"--database", "mysql://u:secret@127.0.0.1:3306"}, []string{"lock", "x", "--", "true"}, exitUsage, "must name one database"},
+		{"schema on mysql", []string{"--database", "mysql://u:secret@127.0.0.1/x", "--schema", "s"}, []string{"lock", "x", "--", "true"}, exitUsage, "--schema applies to PostgreSQL only"},
+		{"mysql unreachable", []string{"--database", "mysql://u:secret@127.0.0.1:1/x"}, []string{"lock", "x", "--", "true"}, exitFailure, "connecting to MySQL"},
 		{"sqlite dir missing", []string{"--sqlite", "/nonexistent/dir/c.db"}, []string{"lock", "x", "--", "true"}, exitFailure, "/nonexistent/dir/c.db"},
 	}
 	for _, tt := range tests {

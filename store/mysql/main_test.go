@@ -2,17 +2,15 @@ package mysql
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 	"testing"
 
-	driver "github.com/go-sql-driver/mysql"
 	"go.uber.org/goleak"
+
+	"github.com/cronfence/cronfence/internal/mytest"
 )
 
 func TestMain(m *testing.M) {
@@ -21,53 +19,12 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// serverURL is the server the tests create their databases on: a user
-// that may create and drop databases. CI and this machine run MariaDB on
-// 127.0.0.1:3306 (root, no password).
-func serverURL() string {
-	if u := os.Getenv("CRONFENCE_TEST_MYSQL_URL"); u != "" {
-		return u
-	}
-	return "mysql://root@127.0.0.1:3306/mysql"
-}
-
 // newDatabase creates an empty database of the test's own and returns its
 // URL; the database is dropped at cleanup.
-func newDatabase(t *testing.T) string {
-	t.Helper()
-	admin := adminDB(t)
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	name := "cf_test_" + hex.EncodeToString(b[:])
-	if _, err := admin.Exec("CREATE DATABASE " + name); err != nil {
-		t.Fatalf("create database %s on %s (set CRONFENCE_TEST_MYSQL_URL to a MySQL 8 or MariaDB 10.6+ server's URL): %v", name, serverURL(), err)
-	}
-	t.Cleanup(func() {
-		if _, err := admin.Exec("DROP DATABASE IF EXISTS " + name); err != nil {
-			t.Errorf("drop database %s: %v", name, err)
-		}
-	})
-	u := serverURL()
-	return u[:strings.LastIndex(u, "/")+1] + name
-}
+func newDatabase(t *testing.T) string { return mytest.Database(t) }
 
-// adminDB is a pool on the test server's default database, closed at
-// cleanup.
-func adminDB(t *testing.T) *sql.DB {
-	t.Helper()
-	cfg, err := parseDSN(serverURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ParseTime, cfg.Loc = true, nil
-	connector, err := driver.NewConnector(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := sql.OpenDB(connector)
-	t.Cleanup(func() { _ = db.Close() })
-	return db
-}
+// adminDB is a pool on the test server, closed at cleanup.
+func adminDB(t *testing.T) *sql.DB { return mytest.Admin(t) }
 
 // openStore opens a Store on url and closes it at cleanup.
 func openStore(t *testing.T, url string, cfg *Config) *Store {

@@ -28,6 +28,7 @@ type Store struct {
 	ownConfig *driver.Config // own's settings, for the migration runner's connection
 
 	database string // the database the tables are in, for the liveness keys
+	addr     string // the server's address, for messages
 	prefix   string
 	mariadb  bool   // the server is MariaDB, not MySQL
 	share    string // the share-mode lock clause this server spells best
@@ -88,7 +89,7 @@ func Open(ctx context.Context, dsn string, cfg *Config) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("mysql: %w: %w", err, store.ErrInvalidArgument)
 	}
-	s := &Store{db: db, own: sql.OpenDB(connector), ownConfig: ownConfig, database: base.DBName, prefix: c.Prefix, mariadb: mariadb,
+	s := &Store{db: db, own: sql.OpenDB(connector), ownConfig: ownConfig, database: base.DBName, addr: base.Addr, prefix: c.Prefix, mariadb: mariadb,
 		share: "FOR SHARE", nowFunc: c.NowFunc, livenessCheckEvery: c.LivenessCheckEvery}
 	if mariadb {
 		s.share = "LOCK IN SHARE MODE" // MariaDB has no FOR SHARE
@@ -149,6 +150,12 @@ func (s *Store) DB() *sql.DB { return s.db }
 
 // Prefix returns the prefix of the store's table names.
 func (s *Store) Prefix() string { return s.prefix }
+
+// Database returns the name of the database the store works in.
+func (s *Store) Database() string { return s.database }
+
+// Addr returns the address of the server, as the DSN gave it.
+func (s *Store) Addr() string { return s.addr }
 
 // MariaDB reports whether the server is MariaDB.
 func (s *Store) MariaDB() bool { return s.mariadb }
