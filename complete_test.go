@@ -2,6 +2,7 @@ package cronfence
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cronfence/cronfence/store"
+	"github.com/cronfence/cronfence/store/mysql"
 	"github.com/cronfence/cronfence/store/postgres"
 	"github.com/cronfence/cronfence/store/sqlite"
 )
@@ -108,6 +110,51 @@ func newEffects(t *testing.T, st store.Store) effects {
 			count: func(t *testing.T, job string, slot time.Time) int {
 				var n int
 				if err := s.DB().QueryRow(`SELECT count(*) FROM effects WHERE job = ? AND slot = ?`, job, slot.UnixMicro()).Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				return n
+			},
+		}
+	case *mysql.Store:
+		if _, err := s.DB().Exec(`CREATE TABLE IF NOT EXISTS effects (job VARCHAR(200), slot DATETIME(6), generation BIGINT)`); err != nil {
+			t.Fatal(err)
+		}
+		insert := func(ctx context.Context, tx *sql.Tx, run *Run) error {
+			_, err := tx.ExecContext(ctx, `INSERT INTO effects VALUES (?, ?, ?)`, run.Job, run.Slot, run.Generation)
+			return err
+		}
+		return effects{
+			write: func(ctx context.Context, run *Run, complete bool) error {
+				tx, err := s.DB().BeginTx(ctx, nil)
+				if err != nil {
+					return err
+				}
+				defer tx.Rollback()
+				if err := insert(ctx, tx, run); err != nil {
+					return err
+				}
+				if err := guard(ctx, run, tx, complete); err != nil {
+					return err
+				}
+				return tx.Commit()
+			},
+			writeSQL: func(ctx context.Context, run *Run) error {
+				tx, err := s.DB().BeginTx(ctx, nil)
+				if err != nil {
+					return err
+				}
+				defer tx.Rollback()
+				if err := insert(ctx, tx, run); err != nil {
+					return err
+				}
+				if _, err := tx.ExecContext(ctx, `CALL cronfence_complete(?, ?)`, run.Lease, run.Generation); err != nil {
+					return err
+				}
+				return tx.Commit()
+			},
+			count: func(t *testing.T, job string, slot time.Time) int {
+				var n int
+				if err := s.DB().QueryRow(`SELECT count(*) FROM effects WHERE job = ? AND slot = ?`, job, slot).Scan(&n); err != nil {
 					t.Fatal(err)
 				}
 				return n

@@ -10,8 +10,10 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cronfence/cronfence/internal/clock"
+	"github.com/cronfence/cronfence/internal/mytest"
 	"github.com/cronfence/cronfence/internal/pgtest"
 	"github.com/cronfence/cronfence/store"
+	"github.com/cronfence/cronfence/store/mysql"
 	"github.com/cronfence/cronfence/store/postgres"
 	"github.com/cronfence/cronfence/store/sqlite"
 )
@@ -54,6 +56,34 @@ var backends = []backend{
 				_, err := tx.Exec(context.Background(), `SELECT 1`)
 				return err
 			})
+		},
+	},
+	{
+		name: "mysql",
+		open: func(t *testing.T) func(t *testing.T) store.Store {
+			url := mytest.Database(t)
+			return func(t *testing.T) store.Store {
+				s, err := mysql.Open(context.Background(), url, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = s.Close() })
+				if err := s.Migrate(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				return s
+			}
+		},
+		fencedWrite: func(t *testing.T, s store.Store, lease *Lease) error {
+			tx, err := s.(*mysql.Store).DB().BeginTx(context.Background(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = tx.Rollback() }()
+			if err := lease.Fence(context.Background(), tx); err != nil {
+				return err
+			}
+			return tx.Commit()
 		},
 	},
 	{

@@ -2,6 +2,7 @@ package cronfence
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"sort"
@@ -14,7 +15,6 @@ import (
 
 	"github.com/cronfence/cronfence/store"
 	"github.com/cronfence/cronfence/store/postgres"
-	"github.com/cronfence/cronfence/store/sqlite"
 )
 
 // recorder is an Observer that keeps every event.
@@ -172,7 +172,7 @@ func beginTx(t *testing.T, s store.Store) (tx any, rollback func()) {
 			return nil, func() {}
 		}
 		return tx, func() { _ = tx.Rollback(ctx) }
-	case *sqlite.Store:
+	case interface{ DB() *sql.DB }: // SQLite, MySQL
 		tx, err := s.DB().BeginTx(ctx, nil)
 		if err != nil {
 			t.Error(err)

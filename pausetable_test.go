@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cronfence/cronfence/store"
+	"github.com/cronfence/cronfence/store/mysql"
 	"github.com/cronfence/cronfence/store/postgres"
 	"github.com/cronfence/cronfence/store/sqlite"
 )
@@ -30,6 +31,8 @@ func renameTable(t *testing.T, st store.Store, table string, back bool) {
 		_, err = s.Pool().Exec(context.Background(), `ALTER TABLE `+pgx.Identifier{s.Schema(), from}.Sanitize()+` RENAME TO `+pgx.Identifier{to}.Sanitize())
 	case *sqlite.Store:
 		_, err = s.DB().Exec(`ALTER TABLE cronfence_` + from + ` RENAME TO cronfence_` + to)
+	case *mysql.Store:
+		_, err = s.DB().Exec(`RENAME TABLE cronfence_` + from + ` TO cronfence_` + to)
 	default:
 		t.Fatalf("cannot rename a table of %T", st)
 	}

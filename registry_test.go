@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cronfence/cronfence/store"
+	"github.com/cronfence/cronfence/store/mysql"
 	"github.com/cronfence/cronfence/store/postgres"
 	"github.com/cronfence/cronfence/store/sqlite"
 )
@@ -144,6 +145,8 @@ func TestReplicaHeartbeatRetriedNextTick(t *testing.T) {
 			switch st := a.store.(type) {
 			case *sqlite.Store:
 				_, err = st.DB().Exec(`ALTER TABLE ` + from + ` RENAME TO ` + to)
+			case *mysql.Store:
+				_, err = st.DB().Exec(`RENAME TABLE ` + from + ` TO ` + to)
 			case *postgres.Store:
 				_, err = st.Pool().Exec(context.Background(),
 					`ALTER TABLE `+pgx.Identifier{st.Schema(), from}.Sanitize()+` RENAME TO `+pgx.Identifier{to}.Sanitize())
@@ -155,7 +158,7 @@ func TestReplicaHeartbeatRetriedNextTick(t *testing.T) {
 			}
 		}
 		table := "replicas"
-		if c.kind == "sqlite" {
+		if c.kind != "postgres" {
 			table = "cronfence_replicas"
 		}
 		renameTable(table, "replicas_away")

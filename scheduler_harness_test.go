@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/cronfence/cronfence/internal/clock"
+	"github.com/cronfence/cronfence/internal/mytest"
 	"github.com/cronfence/cronfence/internal/pgtest"
 	"github.com/cronfence/cronfence/store"
+	"github.com/cronfence/cronfence/store/mysql"
 	"github.com/cronfence/cronfence/store/postgres"
 	"github.com/cronfence/cronfence/store/sqlite"
 )
@@ -46,6 +48,20 @@ var storeOpeners = []struct {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if err := s.Migrate(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}
+	}},
+	{"mysql", func(t *testing.T, now func() time.Time) func(t *testing.T) store.Store {
+		url := mytest.Database(t)
+		return func(t *testing.T) store.Store {
+			s, err := mysql.Open(context.Background(), url, &mysql.Config{NowFunc: now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = s.Close() })
 			if err := s.Migrate(context.Background()); err != nil {
 				t.Fatal(err)
 			}
