@@ -34,6 +34,7 @@ type runOpts struct {
 	freezeMin    time.Duration
 	freezeMax    time.Duration // a freeze lasts the lease TTL plus [freezeMin, freezeMax]
 	sqlite       bool          // one SQLite file instead of PostgreSQL
+	mysql        bool          // a throwaway MariaDB server instead of PostgreSQL
 	guard        string        // weakcron's guard instead of cronfence ("advisory", "release-at-end")
 	write        writeMode     // how the job writes its effect; "" is writeComplete
 	failover     replication   // a standby beside the primary (faultFailover); "" none
@@ -45,7 +46,7 @@ type runOpts struct {
 func runChaos(t *testing.T, o runOpts) *report {
 	t.Helper()
 	t.Logf("chaos seed %d (replay: CHAOS_SEED=%d), %s of faults, %d replicas", o.seed, o.seed, o.duration, o.replicas)
-	h := newHarness(t, harnessOpts{replicas: o.replicas, breakFencing: o.breakFencing, sqlite: o.sqlite,
+	h := newHarness(t, harnessOpts{replicas: o.replicas, breakFencing: o.breakFencing, sqlite: o.sqlite, mysql: o.mysql,
 		guard: o.guard, write: o.write, failover: o.failover})
 	// Slots are owed from the first slot after every replica is up.
 	win := window{From: time.Now().Add(time.Second)}
@@ -244,6 +245,22 @@ func TestChaosSQLite(t *testing.T) {
 	seed := envSeed(t, fixedSeed)
 	rep := runChaos(t, runOpts{seed: seed, duration: envDuration(t, "CHAOS_SHORT_DURATION", shortDuration),
 		replicas: envInt(t, "CHAOS_REPLICAS", replicaCount), kinds: sqliteFaults, sqlite: true})
+	requireClean(t, rep)
+	if rep.Completed == 0 {
+		t.Error("no slot completed: the run exercised nothing")
+	}
+}
+
+// TestChaosMySQL is the short run on a throwaway MariaDB server (never the
+// machine's own): replicas behind proxies, killed, frozen, partitioned,
+// slowed, restarted, the server itself restarted, with the same checker.
+func TestChaosMySQL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the chaos run takes minutes")
+	}
+	seed := envSeed(t, fixedSeed)
+	rep := runChaos(t, runOpts{seed: seed, duration: envDuration(t, "CHAOS_SHORT_DURATION", shortDuration),
+		replicas: envInt(t, "CHAOS_REPLICAS", replicaCount), kinds: mysqlFaults, mysql: true})
 	requireClean(t, rep)
 	if rep.Completed == 0 {
 		t.Error("no slot completed: the run exercised nothing")

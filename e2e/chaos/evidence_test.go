@@ -88,6 +88,9 @@ func (h *harness) gather(ctx context.Context) (*evidence, error) {
 	if h.sqlite != "" {
 		return h.gatherSQLite(ctx)
 	}
+	if h.mysql != nil {
+		return h.gatherMySQL(ctx)
+	}
 	ev := &evidence{}
 	err := h.query(ctx, `SELECT job, lease, slot, generation, attempt, replica, coalesce(committed_at, inserted_at) FROM chaos.ledger ORDER BY id`,
 		func(scan func(...any) error) error {

@@ -160,6 +160,11 @@ func (c *chaos) inject(ctx context.Context, kind faultKind) (fault, error) {
 			r.thaw()
 		}
 	case faultPGRestart:
+		if c.h.mysql != nil {
+			f.Note = "mariadbd"
+			err = c.h.mysql.Restart()
+			break
+		}
 		err = c.h.cluster.Restart()
 	case faultPartition:
 		r, target := c.holderOrAny(ctx)

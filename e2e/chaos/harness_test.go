@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/cronfence/cronfence/e2e/internal/mycluster"
 	"github.com/cronfence/cronfence/e2e/internal/pgcluster"
 )
 
@@ -37,6 +38,7 @@ type harness struct {
 	proxies      []*toxiproxy.Proxy // one per replica; nil on SQLite
 	failover     *failover          // the standby side, with harnessOpts.failover; nil without
 	sqlite       string             // the SQLite file, or "" on PostgreSQL
+	mysql        *mycluster.Cluster // the MySQL/MariaDB server; nil on the others
 	guard        string             // weakcron's guard, or "" for cronfence
 	weakBin      string             // weakcron, when guard is set
 	write        writeMode          // how the job writes its effect (CHAOS_WRITE)
@@ -124,6 +126,7 @@ type harnessOpts struct {
 	replicas     int
 	breakFencing bool // the job skips its fence and complete() (CHAOS_BREAK_FENCING=1)
 	sqlite       bool // one SQLite file instead of PostgreSQL behind proxies
+	mysql        bool // a throwaway MariaDB server instead of PostgreSQL, behind proxies
 	// guard runs weakcron with this guard ("advisory", "release-at-end")
 	// instead of cronfence; "" is cronfence.
 	guard string
@@ -147,9 +150,12 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 		h.weakBin = weakBinary(t)
 	}
 	var err error
-	if o.sqlite {
+	switch {
+	case o.sqlite:
 		err = h.setUpSQLite()
-	} else {
+	case o.mysql:
+		err = h.setUpMySQL(o.replicas)
+	default:
 		err = h.setUpPostgres(o.replicas)
 		if err == nil && o.failover != "" {
 			err = h.setUpStandby(o.failover, o.replicas)
@@ -290,6 +296,8 @@ func (h *harness) holderPids(ctx context.Context) ([]int, error) {
 	var owners []string
 	var err error
 	switch {
+	case h.mysql != nil:
+		owners, err = h.mysqlHolders(ctx)
 	case h.sqlite != "":
 		var rows []sqliteRow
 		rows, err = h.sqliteQuery(ctx, `SELECT owner FROM cronfence_leases WHERE expires_at > `+sqliteNowMicros+` AND name LIKE 'job:%' ORDER BY name`)

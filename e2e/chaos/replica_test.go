@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -45,10 +46,30 @@ type replica struct {
 // SQLite). With a standby, both servers of the pair, through their proxies,
 // and target_session_attrs=read-write, as an HA deployment lists them:
 // whichever is the primary now is the one connected to.
+// proxyHost and proxyPort are the replica's proxy's address, for the
+// MySQL job's client; empty without a proxy.
+func (r *replica) proxyHost() string {
+	if r.proxy == nil {
+		return ""
+	}
+	host, _, _ := net.SplitHostPort(r.proxy.Listen)
+	return host
+}
+
+func (r *replica) proxyPort() string {
+	if r.proxy == nil {
+		return ""
+	}
+	_, port, _ := net.SplitHostPort(r.proxy.Listen)
+	return port
+}
+
 func (r *replica) dbURL() string {
 	switch {
 	case r.proxy == nil:
 		return ""
+	case r.h.mysql != nil:
+		return mysqlURL(r.proxy)
 	case r.second != nil:
 		return fmt.Sprintf("postgres://postgres@%s,%s/postgres?sslmode=disable&connect_timeout=5&target_session_attrs=read-write",
 			r.proxy.Listen, r.second.Listen)
@@ -99,6 +120,8 @@ func (r *replica) launch(offset time.Duration) (chan struct{}, error) {
 		"CHAOS_LOG="+r.log,
 		"CHAOS_DB_URL="+r.dbURL(),
 		"CHAOS_SQLITE="+r.h.sqlite,
+		"CHAOS_MYSQL_HOST="+r.proxyHost(),
+		"CHAOS_MYSQL_PORT="+r.proxyPort(),
 		"CHAOS_BREAK_FENCING="+boolEnv(r.h.breakFencing),
 		"CHAOS_WRITE="+string(r.h.write),
 	)

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/cronfence/cronfence/store"
@@ -37,67 +36,63 @@ func (l lockedLease) heldAgainst(owner string, now time.Time) bool {
 	return l.ExpiresAt.After(now) && !(l.ownerGone && l.Owner != owner)
 }
 
-// lockLeases locks the rows of the named leases, those that exist, FOR
-// UPDATE in name order (every transaction of the store locks lease rows in
-// name order and before slot rows, so two of them do not deadlock over
-// them), and returns them by name. Under READ COMMITTED the rows read are
-// the newest committed: a claim that waited for another's lock sees the
-// lease that one took. A handler's fenced transaction holds its lease row
-// in share mode; a lock waits for it at most Config.LockWait and then
-// fails with errLockWait.
-func (s *Store) lockLeases(ctx context.Context, tx *sql.Tx, names []string) (map[string]lockedLease, error) {
-	sorted := append([]string(nil), names...)
-	sort.Strings(sorted)
-	args := make([]any, len(sorted))
-	for i, n := range sorted {
-		args[i] = n
-	}
-	rows, err := tx.QueryContext(ctx, `SELECT `+leaseColumns+`,
-		       live_key IS NOT NULL AND IS_FREE_LOCK(CONCAT('cronfence.live.', live_key)) = 1
-		  FROM `+s.t("leases")+` WHERE name IN (`+placeholders(len(args))+`) ORDER BY name FOR UPDATE`, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := make(map[string]lockedLease, len(names))
-	for rows.Next() {
-		var l lockedLease
-		if err := rows.Scan(&l.Name, &l.Owner, &l.Generation, &l.AcquiredAt, &l.RenewedAt, &l.ExpiresAt, &l.ownerGone); err != nil {
-			return nil, err
-		}
-		l.AcquiredAt, l.RenewedAt, l.ExpiresAt = l.AcquiredAt.UTC(), l.RenewedAt.UTC(), l.ExpiresAt.UTC()
-		out[l.Name] = l
-	}
-	return out, rows.Err()
+// lockLeasesSQL is the statement that locks the rows of n named leases,
+// those that exist, FOR UPDATE in the order of the names given (name
+// order, sorted by the caller), reading them as lockedLeases (see
+// scanLockedLease).
+func (s *Store) lockLeasesSQL(n int) string {
+	return `SELECT ` + leaseColumns + `, live_key IS NOT NULL AND IS_FREE_LOCK(CONCAT('cronfence.live.', live_key)) = 1
+		  FROM ` + s.t("leases") + ` WHERE name IN (` + placeholders(n) + `) ORDER BY name FOR UPDATE`
 }
 
-// takeLease gives the lease name, locked or known absent (cur, found), to
-// owner at now for ttl when nobody else holds it: the row is inserted at
-// generation 1 or taken over at generation + 1, whoever its owner was. It
-// returns the lease as it is after, and whether it was taken; refused, the
-// lease is the holder. A row that a concurrent transaction inserted first
-// (there was none to lock) is a race: errRaced, and the transaction runs
-// again, finding the row.
-func (s *Store) takeLease(ctx context.Context, tx *sql.Tx, cur lockedLease, found bool, name, owner string,
-	ttl time.Duration, liveKey int64, now time.Time) (store.Lease, bool, error) {
+func scanLockedLease(row interface{ Scan(...any) error }) (lockedLease, error) {
+	var l lockedLease
+	if err := row.Scan(&l.Name, &l.Owner, &l.Generation, &l.AcquiredAt, &l.RenewedAt, &l.ExpiresAt, &l.ownerGone); err != nil {
+		return lockedLease{}, err
+	}
+	l.AcquiredAt, l.RenewedAt, l.ExpiresAt = l.AcquiredAt.UTC(), l.RenewedAt.UTC(), l.ExpiresAt.UTC()
+	return l, nil
+}
+
+// lockLease locks the row of one lease FOR UPDATE (see lockLeasesSQL).
+func (s *Store) lockLease(ctx context.Context, tx *sql.Tx, name string) (lockedLease, bool, error) {
+	l, err := scanLockedLease(tx.QueryRowContext(ctx, s.lockLeasesSQL(1), name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return lockedLease{}, false, nil
+	}
+	return l, err == nil, err
+}
+
+// leaseTake is the write that gives a lease to a new holder: the statement
+// and its arguments, and the lease as it will be.
+type leaseTake struct {
+	lease store.Lease
+	sql   string
+	args  []any
+}
+
+// planTake decides whether owner may take the lease name, locked or known
+// absent (cur, found), at now for ttl: when nobody else holds it, the row
+// is to be inserted at generation 1 or taken over at generation + 1,
+// whoever its owner was. Refused (ok false), the lease returned is the
+// holder. The write is left to the caller, to send with what else it
+// writes.
+func (s *Store) planTake(cur lockedLease, found bool, name, owner string, ttl time.Duration, liveKey int64, now time.Time) (leaseTake, bool) {
 	if found && cur.heldAgainst(owner, now) {
-		return cur.Lease, false, nil
+		return leaseTake{lease: cur.Lease}, false
 	}
 	l := store.Lease{Name: name, Owner: owner, Generation: 1, AcquiredAt: now, RenewedAt: now, ExpiresAt: normalize(now.Add(ttl))}
 	if !found {
-		_, err := tx.ExecContext(ctx, `INSERT INTO `+s.t("leases")+` (`+leaseColumns+`, live_key) VALUES (?, ?, ?, ?, ?, ?, `+liveKeyValue+`)`,
-			l.Name, l.Owner, l.Generation, l.AcquiredAt, l.RenewedAt, l.ExpiresAt, liveKey, liveKey, liveKey)
-		if mysqlCode(err) == errDupKey {
-			return store.Lease{}, false, errRaced
-		}
-		return l, err == nil, err
+		return leaseTake{lease: l,
+			sql:  `INSERT INTO ` + s.t("leases") + ` (` + leaseColumns + `, live_key) VALUES (?, ?, ?, ?, ?, ?, ` + liveKeyValue + `)`,
+			args: []any{l.Name, l.Owner, l.Generation, l.AcquiredAt, l.RenewedAt, l.ExpiresAt, liveKey, liveKey, liveKey}}, true
 	}
 	l.Generation = cur.Generation + 1
-	_, err := tx.ExecContext(ctx, `UPDATE `+s.t("leases")+`
-		   SET owner = ?, generation = ?, acquired_at = ?, renewed_at = ?, expires_at = ?, live_key = `+liveKeyValue+`
+	return leaseTake{lease: l,
+		sql: `UPDATE ` + s.t("leases") + `
+		   SET owner = ?, generation = ?, acquired_at = ?, renewed_at = ?, expires_at = ?, live_key = ` + liveKeyValue + `
 		 WHERE name = ?`,
-		l.Owner, l.Generation, l.AcquiredAt, l.RenewedAt, l.ExpiresAt, liveKey, liveKey, liveKey, l.Name)
-	return l, err == nil, err
+		args: []any{l.Owner, l.Generation, l.AcquiredAt, l.RenewedAt, l.ExpiresAt, liveKey, liveKey, liveKey, l.Name}}, true
 }
 
 // liveKeyValue is the live_key a lease is written with, from a key given
@@ -121,7 +116,7 @@ func (s *Store) LeaseAcquire(ctx context.Context, p store.LeaseAcquireParams) (l
 		return store.Lease{}, false, closedError("acquire lease")
 	}
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
-		locked, err := s.lockLeases(ctx, tx, []string{p.Name})
+		cur, found, err := s.lockLease(ctx, tx, p.Name)
 		if err != nil {
 			return err
 		}
@@ -129,8 +124,15 @@ func (s *Store) LeaseAcquire(ctx context.Context, p store.LeaseAcquireParams) (l
 		if err != nil {
 			return err
 		}
-		cur, found := locked[p.Name]
-		lease, acquired, err = s.takeLease(ctx, tx, cur, found, p.Name, p.Owner, p.TTL, s.liveKeyArg(p.LiveKey), now)
+		take, ok := s.planTake(cur, found, p.Name, p.Owner, p.TTL, s.liveKeyArg(p.LiveKey), now)
+		lease, acquired = take.lease, ok
+		if !ok {
+			return nil
+		}
+		_, err = tx.ExecContext(ctx, take.sql, take.args...)
+		if mysqlCode(err) == errDupKey {
+			return errRaced // a row inserted since the lock found none
+		}
 		return err
 	})
 	if err != nil {
@@ -152,7 +154,7 @@ func (s *Store) nowArg(pinned time.Time) sql.NullTime {
 }
 
 // LeaseRenew extends the lease held by p.Owner at p.Generation if it has not
-// expired, or returns an error wrapping store.ErrLeaseLost.
+// expired, or returns an error wrapping store.ErrLeaseLost. One round trip.
 func (s *Store) LeaseRenew(ctx context.Context, p store.LeaseRenewParams) (store.Lease, error) {
 	if err := p.Validate(); err != nil {
 		return store.Lease{}, err
@@ -160,11 +162,10 @@ func (s *Store) LeaseRenew(ctx context.Context, p store.LeaseRenewParams) (store
 	if s.closed.Load() {
 		return store.Lease{}, closedError("renew lease")
 	}
-	var lease store.Lease
-	err := s.inTx(ctx, func(tx *sql.Tx) (err error) {
-		lease, err = s.renewLease(ctx, tx, p)
-		return err
-	})
+	if err := s.checkSchema(ctx, s.own); err != nil {
+		return store.Lease{}, s.errorf(err, "renew lease %q generation %d", p.Name, p.Generation)
+	}
+	lease, err := s.renewLease(ctx, s.own, p, s.nowArg(p.Now))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Lease{}, leaseLost(p.Name, p.Owner, p.Generation)
 	}
@@ -174,9 +175,9 @@ func (s *Store) LeaseRenew(ctx context.Context, p store.LeaseRenewParams) (store
 	return lease, nil
 }
 
-// LeaseRenewBatch renews many leases in one transaction and returns those
-// renewed, in the items' order; a lease missing from the result was lost.
-// Each item is LeaseRenew's conditional update.
+// LeaseRenewBatch renews many leases and returns those renewed, in the
+// items' order; a lease missing from the result was lost. Each item is
+// LeaseRenew's conditional update, a round trip each, in one transaction.
 func (s *Store) LeaseRenewBatch(ctx context.Context, items []store.LeaseRenewParams) ([]store.Lease, error) {
 	if err := store.ValidateRenewBatch(items); err != nil {
 		return nil, err
@@ -187,12 +188,12 @@ func (s *Store) LeaseRenewBatch(ctx context.Context, items []store.LeaseRenewPar
 	if len(items) == 0 {
 		return nil, nil
 	}
+	now := s.nowArg(items[0].Now) // shared by every item
 	var renewed []store.Lease
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		renewed = renewed[:0]
 		for _, p := range items {
-			p.Now = items[0].Now // shared by every item
-			lease, err := s.renewLease(ctx, tx, p)
+			lease, err := s.renewLease(ctx, tx, p, now)
 			if errors.Is(err, sql.ErrNoRows) {
 				continue // lost
 			}
@@ -210,27 +211,32 @@ func (s *Store) LeaseRenewBatch(ctx context.Context, items []store.LeaseRenewPar
 }
 
 // renewLease extends the lease p names for its owner at its generation, only
-// before it expired, and returns it; sql.ErrNoRows means it was lost. The
-// update (which counts the rows it matched: clientFoundRows) and the read
-// of the row it left, in the caller's transaction.
-func (s *Store) renewLease(ctx context.Context, tx *sql.Tx, p store.LeaseRenewParams) (store.Lease, error) {
-	now, err := s.now(ctx, tx, p.Now)
+// before it expired, and returns it; sql.ErrNoRows means it was lost. now is
+// a nowArg. The update and the read of the row it left go in one round
+// trip; ROW_COUNT() says whether the update matched (the pool counts the
+// rows matched). Without a transaction the two are two statements: the row
+// read is still this holding's, as nobody can take a lease just renewed.
+func (s *Store) renewLease(ctx context.Context, q querier, p store.LeaseRenewParams, now sql.NullTime) (store.Lease, error) {
+	var (
+		lease   store.Lease
+		matched int64
+	)
+	err := resultSets(ctx, q, `UPDATE `+s.t("leases")+`
+		   SET expires_at = COALESCE(?, UTC_TIMESTAMP(6)) + INTERVAL ? MICROSECOND, renewed_at = COALESCE(?, UTC_TIMESTAMP(6))
+		 WHERE name = ? AND owner = ? AND generation = ? AND expires_at > COALESCE(?, UTC_TIMESTAMP(6));
+		SELECT ROW_COUNT(), `+leaseColumns+` FROM `+s.t("leases")+` WHERE name = ? AND owner = ? AND generation = ?`,
+		[]any{now, p.TTL.Microseconds(), now, p.Name, p.Owner, p.Generation, now, p.Name, p.Owner, p.Generation},
+		func(_ int, rows *sql.Rows) error {
+			return rows.Scan(&matched, &lease.Name, &lease.Owner, &lease.Generation, &lease.AcquiredAt, &lease.RenewedAt, &lease.ExpiresAt)
+		})
 	if err != nil {
 		return store.Lease{}, err
 	}
-	res, err := tx.ExecContext(ctx, `UPDATE `+s.t("leases")+` SET expires_at = ?, renewed_at = ?
-		WHERE name = ? AND owner = ? AND generation = ? AND expires_at > ?`,
-		normalize(now.Add(p.TTL)), now, p.Name, p.Owner, p.Generation, now)
-	if err != nil {
-		return store.Lease{}, err
+	if matched == 0 {
+		return store.Lease{}, sql.ErrNoRows
 	}
-	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		if err == nil {
-			err = sql.ErrNoRows
-		}
-		return store.Lease{}, err
-	}
-	return getLease(ctx, tx, s.t("leases"), p.Name)
+	lease.AcquiredAt, lease.RenewedAt, lease.ExpiresAt = lease.AcquiredAt.UTC(), lease.RenewedAt.UTC(), lease.ExpiresAt.UTC()
+	return lease, nil
 }
 
 func leaseLost(name, owner string, generation int64) error {

@@ -67,6 +67,20 @@ func (s *Store) RunInsert(ctx context.Context, run store.Run) (store.Run, error)
 // row. The insert waits for a concurrent insert of the same holding and
 // then finds it a duplicate.
 func (s *Store) insertRun(ctx context.Context, tx *sql.Tx, run store.Run, now time.Time) (store.Run, error) {
+	stored, _, err := s.writeRun(ctx, tx, run, now, "")
+	return stored, err
+}
+
+// insertRunBuffered is insertRun that also reads, in the same round trip,
+// the job's earliest buffered slot (zero when none): what a run's end
+// reports.
+func (s *Store) insertRunBuffered(ctx context.Context, tx *sql.Tx, run store.Run, now time.Time) (store.Run, time.Time, error) {
+	return s.writeRun(ctx, tx, run, now, run.Job)
+}
+
+// writeRun is insertRun, and insertRunBuffered when bufferedOf names the
+// job.
+func (s *Store) writeRun(ctx context.Context, tx *sql.Tx, run store.Run, now time.Time, bufferedOf string) (store.Run, time.Time, error) {
 	run.Slot = normalize(run.Slot)
 	run.StartedAt, run.FinishedAt = normalize(run.StartedAt), normalize(run.FinishedAt)
 	if run.FinishedAt.IsZero() {
@@ -82,29 +96,37 @@ func (s *Store) insertRun(ctx context.Context, tx *sql.Tx, run store.Run, now ti
 	if len(run.Logs) > 0 {
 		var err error
 		if logs, err = json.Marshal(run.Logs); err != nil {
-			return store.Run{}, err
+			return store.Run{}, time.Time{}, err
 		}
 	}
-	res, err := tx.ExecContext(ctx, `INSERT INTO `+s.t("runs")+` (job, slot, manual, catch_up, owner, generation, lease_name, attempt,
+	query := `INSERT INTO ` + s.t("runs") + ` (job, slot, manual, catch_up, owner, generation, lease_name, attempt,
 			started_at, finished_at, success, skipped, reason, error, logs)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		run.Job, nullTime(run.Slot), run.Manual, run.CatchUp, run.Owner, run.Generation, run.LeaseName, run.Attempt,
-		run.StartedAt, run.FinishedAt, run.Success, run.Skipped, run.Reason, run.Error, string(logs))
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+		SELECT LAST_INSERT_ID(), (SELECT min(slot) FROM ` + s.t("slots") + ` WHERE job = ? AND status = 'buffered')`
+	var (
+		buffered sql.NullTime
+		err      error
+	)
+	err = resultSets(ctx, tx, query, []any{run.Job, nullTime(run.Slot), run.Manual, run.CatchUp, run.Owner, run.Generation, run.LeaseName, run.Attempt,
+		run.StartedAt, run.FinishedAt, run.Success, run.Skipped, run.Reason, run.Error, string(logs), bufferedOf},
+		func(_ int, rows *sql.Rows) error { return rows.Scan(&run.ID, &buffered) })
 	if mysqlCode(err) == errDupKey && run.LeaseName != "" {
 		// The holding's row is there already: return it.
-		return scanRun(tx.QueryRowContext(ctx, `SELECT `+runColumns+` FROM `+s.t("runs")+` WHERE holding_name = ? AND generation = ?`,
+		stored, err := scanRun(tx.QueryRowContext(ctx, `SELECT `+runColumns+` FROM `+s.t("runs")+` WHERE holding_name = ? AND generation = ?`,
 			run.LeaseName, run.Generation))
+		if err != nil || bufferedOf == "" {
+			return stored, time.Time{}, err
+		}
+		b, err := s.earliestBuffered(ctx, tx, bufferedOf)
+		return stored, b, err
 	}
 	if err != nil {
-		return store.Run{}, err
-	}
-	if run.ID, err = res.LastInsertId(); err != nil {
-		return store.Run{}, err
+		return store.Run{}, time.Time{}, err
 	}
 	if len(run.Logs) == 0 {
 		run.Logs = nil
 	}
-	return run, nil
+	return run, fromNull(buffered), nil
 }
 
 // RunList returns run rows newest first (by id), optionally of one job and

@@ -167,98 +167,134 @@ func (s *Store) claimAlone(ctx context.Context, p store.SlotClaimParams) (store.
 
 // claimIn is one run of a claim batch's transaction; see SlotClaimBatch.
 func (s *Store) claimIn(ctx context.Context, tx *sql.Tx, items []store.SlotClaimParams, results []store.SlotClaimResult) error {
-	names := make([]string, len(items))
-	for i, p := range items {
-		names[i] = p.LeaseName
+	r, err := s.readForClaim(ctx, tx, items, true)
+	if isMissingSchema(err) {
+		// The pause overrides cannot be read (their table is missing or
+		// damaged): the declared values decide, and each result says so.
+		// A broken pause table fails open rather than stopping every job.
+		// MySQL failed that statement only; the locks stay taken.
+		r, err = s.readForClaim(ctx, tx, items, false)
+		r.unread = true
 	}
-	leases, err := s.lockLeases(ctx, tx, names)
 	if err != nil {
 		return err
 	}
-	now, err := s.now(ctx, tx, items[0].Now) // shared by every item
-	if err != nil {
-		return err
-	}
-	slots, err := s.readSlots(ctx, tx, items)
-	if err != nil {
-		return err
-	}
-	overrides, unread, err := s.readOverrides(ctx, tx, items)
-	if err != nil {
-		return err
+	now := r.now
+	if !items[0].Now.IsZero() || s.nowFunc != nil {
+		if now, err = s.now(ctx, tx, items[0].Now); err != nil { // pinned: no round trip
+			return err
+		}
 	}
 	for i, p := range items {
 		slot := normalize(p.Slot)
-		existing, found := slots[keyOf(p.Job, slot)]
+		existing, found := r.slots[keyOf(p.Job, slot)]
 		enabled := !p.DeclaredDisabled
-		if o, ok := overrides[p.Job]; ok {
+		if o, ok := r.overrides[p.Job]; ok {
 			enabled = o
 		}
-		cur, leaseFound := leases[p.LeaseName]
+		cur, leaseFound := r.leases[p.LeaseName]
 		c := claim{p: p, slot: slot, now: now, existing: existing, found: found, enabled: enabled, lease: cur, leaseFound: leaseFound}
-		r, err := s.claimSlot(ctx, tx, c)
+		res, err := s.claimSlot(ctx, tx, c)
 		if err != nil {
 			return itemError{i, err}
 		}
-		r.PauseStateUnread = unread
-		results[i] = r
+		res.PauseStateUnread = r.unread
+		results[i] = res
 	}
 	return nil
 }
 
-// readSlots reads the rows of the items' slots, by key.
-func (s *Store) readSlots(ctx context.Context, tx *sql.Tx, items []store.SlotClaimParams) (map[slotKey]store.Slot, error) {
-	args := make([]any, 0, 2*len(items))
+// claimReads is what a claim batch reads before it decides.
+type claimReads struct {
+	leases    map[string]lockedLease // the items' lease rows, locked
+	now       time.Time              // the database clock, after the locks
+	slots     map[slotKey]store.Slot // the items' slot rows
+	overrides map[string]bool        // the jobs' pause overrides that are set
+	unread    bool                   // the overrides could not be read
+}
+
+// readForClaim sends, in one round trip (several statements, one result
+// set each), what a claim batch reads: it locks the items' lease rows FOR
+// UPDATE in name order (every transaction of the store locks lease rows in
+// name order and before slot rows, so two of them do not deadlock over
+// them; under READ COMMITTED the rows read are the newest committed, so a
+// claim that waited for another's lock sees the lease that one took), then
+// reads the clock, the items' slot rows by key and, with overrides, the
+// jobs' pause overrides. A handler's fenced transaction holds its lease
+// row in share mode; the lock waits for it at most Config.LockWait and
+// then fails with errLockWait.
+func (s *Store) readForClaim(ctx context.Context, tx *sql.Tx, items []store.SlotClaimParams, overrides bool) (claimReads, error) {
+	names := make([]string, len(items))
+	for i, p := range items {
+		names[i] = p.LeaseName
+	}
+	sort.Strings(names)
+	var args []any
+	for _, n := range names {
+		args = append(args, n)
+	}
+	query := s.lockLeasesSQL(len(names)) + `; SELECT UTC_TIMESTAMP(6); SELECT ` + slotColumns + ` FROM ` + s.t("slots") +
+		` WHERE (job, slot) IN (` + strings.TrimSuffix(strings.Repeat("(?, ?), ", len(items)), ", ") + `)`
 	for _, p := range items {
 		args = append(args, p.Job, normalize(p.Slot))
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT `+slotColumns+` FROM `+s.t("slots")+`
-		WHERE (job, slot) IN (`+strings.TrimSuffix(strings.Repeat("(?, ?), ", len(items)), ", ")+`)`, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := make(map[slotKey]store.Slot, len(items))
-	for rows.Next() {
-		sl, err := scanSlot(rows)
-		if err != nil {
-			return nil, err
+	if overrides {
+		query += `; SELECT job, enabled_override FROM ` + s.t("job_state") + ` WHERE job IN (` + placeholders(len(items)) +
+			`) AND enabled_override IS NOT NULL`
+		for _, p := range items {
+			args = append(args, p.Job)
 		}
-		out[keyOf(sl.Job, sl.Slot)] = sl
 	}
-	return out, rows.Err()
+	r := claimReads{leases: map[string]lockedLease{}, slots: map[slotKey]store.Slot{}, overrides: map[string]bool{}}
+	err := resultSets(ctx, tx, query, args, func(set int, rows *sql.Rows) error {
+		switch set {
+		case 0:
+			l, err := scanLockedLease(rows)
+			r.leases[l.Name] = l
+			return err
+		case 1:
+			err := rows.Scan(&r.now)
+			r.now = r.now.UTC()
+			return err
+		case 2:
+			sl, err := scanSlot(rows)
+			r.slots[keyOf(sl.Job, sl.Slot)] = sl
+			return err
+		default:
+			var job string
+			var enabled bool
+			err := rows.Scan(&job, &enabled)
+			r.overrides[job] = enabled
+			return err
+		}
+	})
+	return r, err
 }
 
-// readOverrides reads the pause overrides of the items' jobs: a job with
-// no row, or a NULL override, is left out (its declared value decides).
-// When the overrides cannot be read at all (their table is missing or
-// damaged), unread says so and the declared values decide: a broken pause
-// table fails open rather than stopping every job. The failed read leaves
-// the transaction usable: MySQL fails the statement only.
-func (s *Store) readOverrides(ctx context.Context, tx *sql.Tx, items []store.SlotClaimParams) (map[string]bool, bool, error) {
-	args := make([]any, len(items))
-	for i, p := range items {
-		args[i] = p.Job
-	}
-	rows, err := tx.QueryContext(ctx, `SELECT job, enabled_override FROM `+s.t("job_state")+`
-		WHERE job IN (`+placeholders(len(args))+`) AND enabled_override IS NOT NULL`, args...)
-	if isMissingSchema(err) {
-		return nil, true, nil
-	}
+// resultSets sends query, several statements, and calls row for each row
+// of each result set, numbered from 0 (statements without one, such as an
+// UPDATE, are passed over by the driver). A statement that fails fails the
+// call; those before it have run.
+func resultSets(ctx context.Context, q querier, query string, args []any, row func(set int, rows *sql.Rows) error) error {
+	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, false, err
+		return err
 	}
 	defer rows.Close()
-	out := map[string]bool{}
-	for rows.Next() {
-		var job string
-		var enabled bool
-		if err := rows.Scan(&job, &enabled); err != nil {
-			return nil, false, err
+	for set := 0; ; set++ {
+		for rows.Next() {
+			if err := row(set, rows); err != nil {
+				return err
+			}
 		}
-		out[job] = enabled
+		if !rows.NextResultSet() {
+			break
+		}
 	}
-	return out, false, rows.Err()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	return rows.Close()
 }
 
 // claim is one item of a claim batch with what the transaction read for it.
@@ -329,39 +365,42 @@ func (s *Store) claimSlot(ctx context.Context, tx *sql.Tx, c claim) (store.SlotC
 		}
 	}
 
-	lease, acquired, err := s.takeLease(ctx, tx, c.lease, c.leaseFound, p.LeaseName, p.Owner, p.TTL, s.liveKeyArg(p.LiveKey), c.now)
-	if err != nil {
-		return store.SlotClaimResult{}, err
-	}
+	take, acquired := s.planTake(c.lease, c.leaseFound, p.LeaseName, p.Owner, p.TTL, s.liveKeyArg(p.LiveKey), c.now)
 	if !acquired {
-		return s.recordOverlap(ctx, tx, c, lease)
+		return s.recordOverlap(ctx, tx, c, take.lease)
 	}
+	lease := take.lease
 	claimed := store.Slot{Job: p.Job, Slot: c.slot, Status: store.SlotRunning, Owner: p.Owner, LeaseName: p.LeaseName,
 		Generation: lease.Generation, Attempts: 1, StartedAt: c.now}
+	// The lease and the slot are written in one round trip: the lease
+	// taken, then the slot inserted (a new one) or taken over with one
+	// more attempt (a failed, buffered or interrupted one) as it was read,
+	// then how many rows that matched. A row changed since the read
+	// (abandoned by a replica, which does not lock the lease) matches
+	// nothing; a row inserted since (a skip), or a lease row (one that had
+	// none to lock), is a duplicate: either way the transaction runs again
+	// and reads it.
+	query, args := take.sql+`; `, append([]any(nil), take.args...)
 	if !c.found {
-		if err := s.insertSlot(ctx, tx, claimed); err != nil {
-			return store.SlotClaimResult{}, err
-		}
-		return store.SlotClaimResult{Claimed: true, Slot: claimed, Lease: lease}, nil
-	}
-	// A failed, buffered or interrupted slot, taken over with one more
-	// attempt, as it was read: a row changed since (abandoned, completed
-	// by its holder's late transaction) matches nothing, and the
-	// transaction runs again.
-	claimed.Attempts = c.existing.Attempts + 1
-	res, err := tx.ExecContext(ctx, `UPDATE `+s.t("slots")+`
+		query += `INSERT INTO ` + s.t("slots") + ` (` + slotColumns + `) VALUES (?, ?, 'running', ?, ?, ?, 1, ?, NULL)`
+		args = append(args, p.Job, c.slot, claimed.Owner, claimed.LeaseName, claimed.Generation, claimed.StartedAt)
+	} else {
+		claimed.Attempts = c.existing.Attempts + 1
+		query += `UPDATE ` + s.t("slots") + `
 		   SET owner = ?, lease_name = ?, generation = ?, attempts = ?, started_at = ?, finished_at = NULL, status = 'running'
-		 WHERE job = ? AND slot = ? AND status = ? AND attempts = ? AND generation = ?`,
-		claimed.Owner, claimed.LeaseName, claimed.Generation, claimed.Attempts, claimed.StartedAt,
-		p.Job, c.slot, string(c.existing.Status), c.existing.Attempts, c.existing.Generation)
-	if err != nil {
-		return store.SlotClaimResult{}, err
+		 WHERE job = ? AND slot = ? AND status = ? AND attempts = ? AND generation = ?`
+		args = append(args, claimed.Owner, claimed.LeaseName, claimed.Generation, claimed.Attempts, claimed.StartedAt,
+			p.Job, c.slot, string(c.existing.Status), c.existing.Attempts, c.existing.Generation)
 	}
-	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		if err == nil {
-			err = errRaced
-		}
+	var matched int64
+	err := resultSets(ctx, tx, query+`; SELECT ROW_COUNT()`, args, func(_ int, rows *sql.Rows) error { return rows.Scan(&matched) })
+	switch {
+	case mysqlCode(err) == errDupKey:
+		return store.SlotClaimResult{}, errRaced
+	case err != nil:
 		return store.SlotClaimResult{}, err
+	case matched != 1:
+		return store.SlotClaimResult{}, errRaced
 	}
 	return store.SlotClaimResult{Claimed: true, Slot: claimed, Lease: lease}, nil
 }
@@ -556,45 +595,49 @@ func (s *Store) finishError(err error, job string, slot time.Time) error {
 	return s.errorf(err, "finish slot %s of job %q", slot.Format(time.RFC3339Nano), job)
 }
 
-// finishIn is one finish inside tx, at now: the lease released first (lease
-// rows before slot rows), then the slot marked, the run row written and the
-// job's buffered slot read.
+// finishIn is one finish inside tx, at now, in two round trips: the lease
+// released first (lease rows before slot rows), the slot marked and read
+// back; then the run row written and the job's buffered slot read.
 func (s *Store) finishIn(ctx context.Context, tx *sql.Tx, p store.SlotFinishParams, run store.Run, slot, now time.Time) (store.SlotFinishResult, error) {
 	var res store.SlotFinishResult
-	var err error
-	res.LeaseReleased, err = s.releaseLease(ctx, tx, store.LeaseRef{Name: p.LeaseName, Owner: p.Owner, Generation: p.Generation}, nullTime(now))
-	if err != nil {
-		return res, err
-	}
+	query := `UPDATE ` + s.t("leases") + ` SET expires_at = LEAST(expires_at, ?) WHERE name = ? AND owner = ? AND generation = ?;
+		SELECT ROW_COUNT()`
+	args := []any{now, p.LeaseName, p.Owner, p.Generation}
 	if !slot.IsZero() {
 		// A slot this holding completed already stays completed, with its
 		// finish time. A failed one is not taken for this holding's:
 		// SlotAbandon may have ended it. Status running leaves a running
 		// slot running (for a resume) and unfinished. MySQL assigns left
 		// to right, each assignment seeing the ones before it: status,
-		// which the others read, goes last.
-		up, err := tx.ExecContext(ctx, `UPDATE `+s.t("slots")+`
+		// which the others read, goes last. The rows it matched, and the
+		// start of the claim, are read in the same round trip.
+		query += `; UPDATE ` + s.t("slots") + `
 			   SET finished_at = CASE WHEN status = 'running' AND ? = 'running' THEN NULL ELSE COALESCE(finished_at, ?) END,
 			       retry_until = CASE WHEN status = 'running' AND ? = 'failed' THEN ? END,
 			       status      = CASE WHEN status = 'running' THEN ? ELSE status END
 			 WHERE job = ? AND slot = ? AND owner = ? AND lease_name = ? AND generation = ?
-			   AND status IN ('running', 'completed')`,
-			string(p.Status), now, string(p.Status), nullTime(p.RetryUntil), string(p.Status),
-			p.Job, slot, p.Owner, p.LeaseName, p.Generation)
-		if err != nil {
-			return res, err
+			   AND status IN ('running', 'completed');
+			SELECT ROW_COUNT(), started_at, status FROM ` + s.t("slots") + ` WHERE job = ? AND slot = ?`
+		args = append(args, string(p.Status), now, string(p.Status), nullTime(p.RetryUntil), string(p.Status),
+			p.Job, slot, p.Owner, p.LeaseName, p.Generation, p.Job, slot)
+	}
+	var (
+		released, matched int64
+		started           time.Time
+		status            string
+	)
+	err := resultSets(ctx, tx, query, args, func(set int, rows *sql.Rows) error {
+		if set == 0 {
+			return rows.Scan(&released)
 		}
-		n, err := up.RowsAffected()
-		if err != nil {
-			return res, err
-		}
-		if n > 0 {
-			var started time.Time
-			var status string
-			if err := tx.QueryRowContext(ctx, `SELECT started_at, status FROM `+s.t("slots")+` WHERE job = ? AND slot = ?`,
-				p.Job, slot).Scan(&started, &status); err != nil {
-				return res, err
-			}
+		return rows.Scan(&matched, &started, &status)
+	})
+	if err != nil {
+		return res, err
+	}
+	res.LeaseReleased = released > 0
+	if !slot.IsZero() {
+		if matched > 0 {
 			res.SlotUpdated, res.SlotStatus = true, store.SlotStatus(status)
 			if run.StartedAt.IsZero() {
 				run.StartedAt = started.UTC() // the start of this very claim
@@ -615,10 +658,7 @@ func (s *Store) finishIn(ctx context.Context, tx *sql.Tx, p store.SlotFinishPara
 	if run.FinishedAt.IsZero() {
 		run.FinishedAt = now // the slot's finish, whatever the start
 	}
-	if res.Run, err = s.insertRun(ctx, tx, run, now); err != nil {
-		return res, err
-	}
-	res.Buffered, err = s.earliestBuffered(ctx, tx, p.Job)
+	res.Run, res.Buffered, err = s.insertRunBuffered(ctx, tx, run, now)
 	return res, err
 }
 
@@ -728,10 +768,7 @@ func (s *Store) SlotAbandon(ctx context.Context, p store.SlotAbandonParams) (res
 			return err
 		}
 		res.SlotUpdated = true
-		if res.Run, err = s.insertRun(ctx, tx, p.Run(attempts, started.UTC(), now), now); err != nil {
-			return err
-		}
-		res.Buffered, err = s.earliestBuffered(ctx, tx, p.Job)
+		res.Run, res.Buffered, err = s.insertRunBuffered(ctx, tx, p.Run(attempts, started.UTC(), now), now)
 		return err
 	})
 	if err != nil {

@@ -3,6 +3,7 @@ package mysql
 import (
 	"context"
 	"database/sql"
+	sqldriver "database/sql/driver"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -61,6 +62,15 @@ var _ store.Store = (*Store)(nil)
 // client-side interpolation of arguments (one round trip a statement) are
 // set.
 func Open(ctx context.Context, dsn string, cfg *Config) (*Store, error) {
+	return open(ctx, dsn, cfg, nil)
+}
+
+// open is Open, with each pool's connector passed through wrap when it is
+// not nil (the benchmarks count round trips so).
+func open(ctx context.Context, dsn string, cfg *Config, wrap func(sqldriver.Connector) sqldriver.Connector) (*Store, error) {
+	if wrap == nil {
+		wrap = func(c sqldriver.Connector) sqldriver.Connector { return c }
+	}
 	c := cfg.withDefaults()
 	if err := c.validate(); err != nil {
 		return nil, err
@@ -77,7 +87,7 @@ func Open(ctx context.Context, dsn string, cfg *Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mysql: %w: %w", err, store.ErrInvalidArgument)
 	}
-	db := sql.OpenDB(connector)
+	db := sql.OpenDB(wrap(connector))
 	mariadb, err := checkServer(ctx, db)
 	if err != nil {
 		_ = db.Close()
@@ -89,7 +99,7 @@ func Open(ctx context.Context, dsn string, cfg *Config) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("mysql: %w: %w", err, store.ErrInvalidArgument)
 	}
-	s := &Store{db: db, own: sql.OpenDB(connector), ownConfig: ownConfig, database: base.DBName, addr: base.Addr, prefix: c.Prefix, mariadb: mariadb,
+	s := &Store{db: db, own: sql.OpenDB(wrap(connector)), ownConfig: ownConfig, database: base.DBName, addr: base.Addr, prefix: c.Prefix, mariadb: mariadb,
 		share: "FOR SHARE", nowFunc: c.NowFunc, livenessCheckEvery: c.LivenessCheckEvery}
 	if mariadb {
 		s.share = "LOCK IN SHARE MODE" // MariaDB has no FOR SHARE
@@ -114,6 +124,10 @@ func ownSettings(base *driver.Config, c Config, mariadb bool) *driver.Config {
 	// UPDATE reports the rows it matched, not those it changed: a renewal
 	// or release that leaves a row as it was still found its holding.
 	own.ClientFoundRows = true
+	// Several statements a query: a claim reads, and writes, in one round
+	// trip each. Arguments are interpolated by the driver and escaped, as
+	// in every query of the store (InterpolateParams).
+	own.MultiStatements = true
 	return own
 }
 
