@@ -45,7 +45,7 @@ test: test-deps lint ## Lint, then every test: the module's with the race detect
 	$(MAKE) e2e browser
 
 .PHONY: test-deps
-test-deps: ## Check for what the tests need (gcc, sqlite3, chromium, PostgreSQL); as root, install it with apt-get; else print the command (CRONFENCE_TEST_DEPS=check: never install).
+test-deps: ## Check for what the tests need (gcc, sqlite3, chromium, PostgreSQL, MariaDB); as root, install it with apt-get; else print the command (CRONFENCE_TEST_DEPS=check: never install).
 	./scripts/test-deps
 
 .PHONY: test-short
@@ -67,7 +67,7 @@ bench: ## Run the benchmarks: round trips per store operation and per fire, late
 
 .PHONY: e2e
 e2e: ## Chaos suite, short: real serve processes, faults, checker; PostgreSQL, SQLite and a short failover run (~6 min; CHAOS_SEED=N replays).
-	cd e2e && $(GO) test -count=1 -v -timeout 30m -run 'TestChecker|TestChaosShort|TestChaosCatchesBrokenFencing|TestChaosSQLite' ./chaos/
+	cd e2e && $(GO) test -count=1 -v -timeout 30m -run 'TestChecker|TestChaosShort|TestChaosCatchesBrokenFencing|TestChaosSQLite|TestChaosMySQL$$' ./chaos/
 	cd e2e && CHAOS_FAILOVER_MODES=async,demoted CHAOS_FAILOVER_DURATION=20s $(GO) test -count=1 -v -timeout 30m -run 'TestChaosFailover' ./chaos/
 
 .PHONY: failover

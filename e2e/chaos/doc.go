@@ -25,6 +25,8 @@
 //	CHAOS_SEED=42 go test ./chaos -run TestChaosShort  # replay a seed (replaces the random one)
 //	CHAOS_DURATION=30m go test ./chaos -run TestChaosSoak -timeout 0 -v
 //	go test ./chaos -run TestChaosSQLite -v             # replicas sharing one SQLite file
+//	go test ./chaos -run 'TestChaosMySQL$' -v           # a throwaway MariaDB server (mariadbd) behind proxies
+//	go test ./chaos -run TestChaosMySQLCatchesBrokenFencing -v  # its checker must catch a build without fencing
 //	go test ./chaos -run TestChaosCatchesBrokenFencing # the checker must catch a build without fencing
 //	CHAOS_COMPARE=1 go test ./chaos -run TestChaosCompareDesigns -v -timeout 30m  # make compare
 //	go test -short ./chaos                             # the checker's own tests only
@@ -33,7 +35,8 @@
 // seed), CHAOS_BIN (a prebuilt cronfence instead of building the tree),
 // CHAOS_KEEP=1 (keep the run's logs and config for a post-mortem).
 //
-// The tests need the PostgreSQL server binaries (initdb, pg_ctl) and psql.
-// The machine's own PostgreSQL is never touched: every fault hits the
-// throwaway cluster.
+// The tests need the PostgreSQL server binaries (initdb, pg_ctl) and psql;
+// the MySQL run, the MariaDB server binaries (mariadb-install-db, mariadbd)
+// and the mysql client. The machine's own servers are never touched: every
+// fault hits a throwaway one.
 package chaos
