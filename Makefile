@@ -62,11 +62,11 @@ lint: ## Check formatting (gofmt), go vet, staticcheck (pinned, from the Go modu
 
 .PHONY: bench
 bench: ## Run the benchmarks: round trips per store operation and per fire, latencies, memory.
-	$(GO) test -p 1 -run '^$$' -bench '$(BENCH)' -benchtime 5000x ./store/postgres/ ./store/sqlite/
+	$(GO) test -p 1 -run '^$$' -bench '$(BENCH)' -benchtime 5000x ./store/postgres/ ./store/sqlite/ ./store/mysql/
 	$(GO) test -run '^$$' -bench 'Scheduler' -benchtime 1x .
 
 .PHONY: e2e
-e2e: ## Chaos suite, short: real serve processes, faults, checker; PostgreSQL, SQLite and a short failover run (~6 min; CHAOS_SEED=N replays).
+e2e: ## Chaos suite, short: real serve processes, faults, checker; PostgreSQL, SQLite, MySQL and a short failover run (~6 min; CHAOS_SEED=N replays).
 	cd e2e && $(GO) test -count=1 -v -timeout 30m -run 'TestChecker|TestChaosShort|TestChaosCatchesBrokenFencing|TestChaosSQLite|TestChaosMySQL$$' ./chaos/
 	cd e2e && CHAOS_FAILOVER_MODES=async,demoted CHAOS_FAILOVER_DURATION=20s $(GO) test -count=1 -v -timeout 30m -run 'TestChaosFailover' ./chaos/
 

@@ -81,34 +81,14 @@ func (s *Store) insertRunBuffered(ctx context.Context, tx *sql.Tx, run store.Run
 // writeRun is insertRun, and insertRunBuffered when bufferedOf names the
 // job.
 func (s *Store) writeRun(ctx context.Context, tx *sql.Tx, run store.Run, now time.Time, bufferedOf string) (store.Run, time.Time, error) {
-	run.Slot = normalize(run.Slot)
-	run.StartedAt, run.FinishedAt = normalize(run.StartedAt), normalize(run.FinishedAt)
-	if run.FinishedAt.IsZero() {
-		run.FinishedAt = run.StartedAt // a skip is an instant
+	run, logs, err := runRow(run, now)
+	if err != nil {
+		return store.Run{}, time.Time{}, err
 	}
-	if run.StartedAt.IsZero() {
-		run.StartedAt = now
-	}
-	if run.FinishedAt.IsZero() {
-		run.FinishedAt = now
-	}
-	logs := []byte("[]")
-	if len(run.Logs) > 0 {
-		var err error
-		if logs, err = json.Marshal(run.Logs); err != nil {
-			return store.Run{}, time.Time{}, err
-		}
-	}
-	query := `INSERT INTO ` + s.t("runs") + ` (job, slot, manual, catch_up, owner, generation, lease_name, attempt,
-			started_at, finished_at, success, skipped, reason, error, logs)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
-		SELECT LAST_INSERT_ID(), (SELECT min(slot) FROM ` + s.t("slots") + ` WHERE job = ? AND status = 'buffered')`
-	var (
-		buffered sql.NullTime
-		err      error
-	)
-	err = resultSets(ctx, tx, query, []any{run.Job, nullTime(run.Slot), run.Manual, run.CatchUp, run.Owner, run.Generation, run.LeaseName, run.Attempt,
-		run.StartedAt, run.FinishedAt, run.Success, run.Skipped, run.Reason, run.Error, string(logs), bufferedOf},
+	var buffered sql.NullTime
+	err = resultSets(ctx, tx, insertRunSQL(s)+`; SELECT LAST_INSERT_ID(), (SELECT min(slot) FROM `+s.t("slots")+` WHERE job = ? AND status = 'buffered')`,
+		[]any{run.Job, nullTime(run.Slot), run.Manual, run.CatchUp, run.Owner, run.Generation, run.LeaseName, run.Attempt,
+			run.StartedAt, run.FinishedAt, run.Success, run.Skipped, run.Reason, run.Error, logs, bufferedOf},
 		func(_ int, rows *sql.Rows) error { return rows.Scan(&run.ID, &buffered) })
 	if mysqlCode(err) == errDupKey && run.LeaseName != "" {
 		// The holding's row is there already: return it.
@@ -123,10 +103,37 @@ func (s *Store) writeRun(ctx context.Context, tx *sql.Tx, run store.Run, now tim
 	if err != nil {
 		return store.Run{}, time.Time{}, err
 	}
+	return run, fromNull(buffered), nil
+}
+
+// runRow is run as it is stored, with the time defaults of RunInsert, and
+// its logs as JSON.
+func runRow(run store.Run, now time.Time) (store.Run, string, error) {
+	run.Slot = normalize(run.Slot)
+	run.StartedAt, run.FinishedAt = normalize(run.StartedAt), normalize(run.FinishedAt)
+	if run.FinishedAt.IsZero() {
+		run.FinishedAt = run.StartedAt // a skip is an instant
+	}
+	if run.StartedAt.IsZero() {
+		run.StartedAt = now
+	}
+	if run.FinishedAt.IsZero() {
+		run.FinishedAt = now
+	}
 	if len(run.Logs) == 0 {
 		run.Logs = nil
+		return run, "[]", nil
 	}
-	return run, fromNull(buffered), nil
+	logs, err := json.Marshal(run.Logs)
+	return run, string(logs), err
+}
+
+// insertRunSQL is the insert of one run row; its arguments are runRow's
+// columns in runColumns' order, without the id.
+func insertRunSQL(s *Store) string {
+	return `INSERT INTO ` + s.t("runs") + ` (job, slot, manual, catch_up, owner, generation, lease_name, attempt,
+			started_at, finished_at, success, skipped, reason, error, logs)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 }
 
 // RunList returns run rows newest first (by id), optionally of one job and

@@ -235,22 +235,27 @@ func (s *Store) now(ctx context.Context, q querier, pinned time.Time) (time.Time
 var errRaced = errors.New("raced by a concurrent writer")
 
 // maxTxRuns bounds how often inTx runs one transaction when it deadlocks
-// or races.
-const maxTxRuns = 20
+// or races; maxTxPause bounds the pause between two runs.
+const (
+	maxTxRuns  = 50
+	maxTxPause = 50 * time.Millisecond
+)
 
 // inTx runs fn in one transaction on the store's own pool, after checking
 // the schema, and commits when fn returns nil. Every write of the store goes
 // through it. A transaction that InnoDB chose as a deadlock victim (rolled
 // back whole), or in which fn found a race (errRaced), runs again, at most
-// maxTxRuns times, after a short random pause; fn must therefore set its
-// results afresh each run.
+// maxTxRuns times, after a random pause that grows with each run (so that
+// of many writers contending for one new row, say 32 replicas raising one
+// alert, each gets through); fn must therefore set its results afresh
+// each run.
 func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	for run := 1; ; run++ {
 		err := s.txOnce(ctx, fn)
 		if err == nil || run == maxTxRuns || !(errors.Is(err, errRaced) || mysqlCode(err) == errDeadlock) {
 			return err
 		}
-		pause := time.Duration(rand.Int64N(int64(run) * int64(time.Millisecond)))
+		pause := time.Duration(rand.Int64N(int64(min(maxTxPause, time.Millisecond<<min(run, 16)))))
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
