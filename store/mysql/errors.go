@@ -49,7 +49,7 @@ func isMissingSchema(err error) bool {
 func (s *Store) errorf(err error, format string, args ...any) error {
 	msg := fmt.Sprintf(format, args...)
 	switch {
-	case s.closed.Load() || errors.Is(err, sql.ErrConnDone) || isDBClosed(err):
+	case s.closed.Load() || isDBClosed(err):
 		return fmt.Errorf("mysql: %s: %w: %w", msg, store.ErrClosed, err)
 	case errors.Is(err, sql.ErrNoRows):
 		return fmt.Errorf("mysql: %s: %w", msg, store.ErrNotFound)
