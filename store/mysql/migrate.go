@@ -6,64 +6,32 @@ import (
 	"embed"
 	"fmt"
 	"hash/fnv"
-	"io/fs"
-	"path"
 	"regexp"
 	"slices"
-	"sort"
-	"strconv"
 	"strings"
 	"sync"
 
 	driver "github.com/go-sql-driver/mysql"
 
 	"github.com/cronfence/cronfence/store"
+	"github.com/cronfence/cronfence/store/internal/schemafile"
 )
 
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
-// migration is one embedded schema change, NNN_name.up.sql with its
-// NNN_name.down.sql. The down file is for operators rolling back by hand;
-// the runner only goes up.
-type migration struct {
-	version int
-	base    string // the file name without .up.sql, e.g. 001_init
-	up      string // with {{prefix}} where the table prefix goes
-}
+// migration is one embedded schema change (see schemafile), with
+// {{prefix}} where the table prefix goes.
+type migration = schemafile.File
 
-// migrations parses the embedded files once. Versions must run 1, 2, 3 …
-// without gaps, each with an up and a down file.
+// migrations parses the embedded files once; a malformed set is an error
+// Migrate reports instead of half-applying.
 var migrations = sync.OnceValues(func() ([]migration, error) {
-	ups, err := fs.Glob(migrationFiles, "migrations/*.up.sql")
+	ms, err := schemafile.Parse(migrationFiles, "migrations")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("mysql: %w", err)
 	}
-	sort.Strings(ups)
-	var out []migration
-	for i, file := range ups {
-		base := strings.TrimSuffix(path.Base(file), ".up.sql")
-		num, name, ok := strings.Cut(base, "_")
-		version, err := strconv.Atoi(num)
-		if !ok || err != nil || name == "" {
-			return nil, fmt.Errorf("mysql: migration %s: name must be NNN_name.up.sql", file)
-		}
-		if version != i+1 {
-			return nil, fmt.Errorf("mysql: migration %s: want version %d, versions must be contiguous from 1", file, i+1)
-		}
-		if _, err := fs.Stat(migrationFiles, path.Join("migrations", base+".down.sql")); err != nil {
-			return nil, fmt.Errorf("mysql: migration %s has no down file: %w", file, err)
-		}
-		up, err := fs.ReadFile(migrationFiles, file)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, migration{version: version, base: base, up: string(up)})
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("mysql: no migrations embedded")
-	}
-	return out, nil
+	return ms, nil
 })
 
 // binaryVersion is the newest schema version this binary knows.
@@ -72,7 +40,7 @@ func binaryVersion() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return ms[len(ms)-1].version, nil
+	return ms[len(ms)-1].Version, nil
 }
 
 // Migrate applies every pending migration. Replicas migrating at once take
@@ -135,7 +103,7 @@ func (s *Store) migrate(ctx context.Context, ms []migration) error {
 	if err != nil {
 		return err
 	}
-	latest := ms[len(ms)-1].version
+	latest := ms[len(ms)-1].Version
 	if current > latest {
 		return &store.SchemaVersionError{Database: current, Binary: latest}
 	}
@@ -144,10 +112,10 @@ func (s *Store) migrate(ctx context.Context, ms []migration) error {
 		return err
 	}
 	for _, m := range ms[current:] {
-		if _, err := conn.ExecContext(ctx, s.q(m.up)); err != nil {
-			return fmt.Errorf("migration %s: %w", m.base, err)
+		if _, err := conn.ExecContext(ctx, s.q(m.Up)); err != nil {
+			return fmt.Errorf("migration %s: %w", m.Base, err)
 		}
-		if _, err := conn.ExecContext(ctx, s.q(`INSERT INTO {{prefix}}schema_migrations (version, applied_at) VALUES (?, UTC_TIMESTAMP(6))`), m.version); err != nil {
+		if _, err := conn.ExecContext(ctx, s.q(`INSERT INTO {{prefix}}schema_migrations (version, applied_at) VALUES (?, UTC_TIMESTAMP(6))`), m.Version); err != nil {
 			return err
 		}
 	}
@@ -200,16 +168,7 @@ func tables(version int) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []string
-	for _, m := range ms[:min(version, len(ms))] {
-		for _, st := range tableStmt.FindAllStringSubmatch(m.up, -1) {
-			out = slices.DeleteFunc(out, func(t string) bool { return t == st[2] })
-			if strings.EqualFold(st[1], "CREATE") {
-				out = append(out, st[2])
-			}
-		}
-	}
-	return out, nil
+	return schemafile.Tables(ms, version, tableStmt), nil
 }
 
 // pauseTable is the one table a database may lack and still be worked on:

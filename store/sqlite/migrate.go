@@ -5,69 +5,30 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
-	"io/fs"
-	"path"
 	"regexp"
 	"slices"
-	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/cronfence/cronfence/store"
+	"github.com/cronfence/cronfence/store/internal/schemafile"
 )
 
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
-// migration is one embedded schema change, NNN_name.up.sql with its
-// NNN_name.down.sql. The down file is for operators rolling back by hand; the
-// runner only goes up.
-type migration struct {
-	version int
-	base    string // the file name without .up.sql, e.g. 001_init
-	up      string
-}
+// migration is one embedded schema change (see schemafile).
+type migration = schemafile.File
 
-// migrations parses the embedded files once. Versions must run 1, 2, 3 …
-// without gaps, each with an up and a down file; anything else is a build
-// mistake that Migrate reports instead of half-applying.
+// migrations parses the embedded files once; a malformed set is an error
+// Migrate reports instead of half-applying.
 var migrations = sync.OnceValues(func() ([]migration, error) {
-	return parseMigrations(migrationFiles, "migrations")
-})
-
-func parseMigrations(fsys fs.FS, dir string) ([]migration, error) {
-	ups, err := fs.Glob(fsys, dir+"/*.up.sql")
+	ms, err := schemafile.Parse(migrationFiles, "migrations")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("sqlite: %w", err)
 	}
-	sort.Strings(ups)
-	var out []migration
-	for i, file := range ups {
-		base := strings.TrimSuffix(path.Base(file), ".up.sql")
-		num, name, ok := strings.Cut(base, "_")
-		version, err := strconv.Atoi(num)
-		if !ok || err != nil || name == "" {
-			return nil, fmt.Errorf("sqlite: migration %s: name must be NNN_name.up.sql", file)
-		}
-		if version != i+1 {
-			return nil, fmt.Errorf("sqlite: migration %s: want version %d, versions must be contiguous from 1", file, i+1)
-		}
-		if _, err := fs.Stat(fsys, path.Join(dir, base+".down.sql")); err != nil {
-			return nil, fmt.Errorf("sqlite: migration %s has no down file: %w", file, err)
-		}
-		up, err := fs.ReadFile(fsys, file)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, migration{version: version, base: base, up: string(up)})
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("sqlite: no migrations embedded")
-	}
-	return out, nil
-}
+	return ms, nil
+})
 
 // binaryVersion is the newest schema version this binary knows.
 func binaryVersion() (int, error) {
@@ -75,7 +36,7 @@ func binaryVersion() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return ms[len(ms)-1].version, nil
+	return ms[len(ms)-1].Version, nil
 }
 
 // Migrate applies every pending migration, each in its own immediate
@@ -128,7 +89,7 @@ func (s *Store) migrateOne(ctx context.Context, ms []migration) (done bool, err 
 	if err != nil {
 		return false, err
 	}
-	latest := ms[len(ms)-1].version
+	latest := ms[len(ms)-1].Version
 	switch {
 	case current > latest:
 		return false, &store.SchemaVersionError{Database: current, Binary: latest}
@@ -140,14 +101,14 @@ func (s *Store) migrateOne(ctx context.Context, ms []migration) (done bool, err 
 		return false, err
 	}
 	m := ms[current] // versions are contiguous from 1
-	if _, err := tx.ExecContext(ctx, m.up); err != nil {
-		return false, fmt.Errorf("migration %s: %w", m.base, err)
+	if _, err := tx.ExecContext(ctx, m.Up); err != nil {
+		return false, fmt.Errorf("migration %s: %w", m.Base, err)
 	}
 	if _, err := tx.ExecContext(ctx,
 		`INSERT INTO cronfence_schema_migrations (version, applied_at) VALUES (?, ?)`,
 		// The real clock, not Config.NowFunc: when the schema changed (as
 		// the PostgreSQL store's DEFAULT now()), not a test's moved time.
-		m.version, micros(time.Now()),
+		m.Version, micros(time.Now()),
 	); err != nil {
 		return false, err
 	}
@@ -184,16 +145,7 @@ func tables(version int) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []string
-	for _, m := range ms[:min(version, len(ms))] {
-		for _, st := range tableStmt.FindAllStringSubmatch(m.up, -1) {
-			out = slices.DeleteFunc(out, func(t string) bool { return t == st[2] })
-			if strings.EqualFold(st[1], "CREATE") {
-				out = append(out, st[2])
-			}
-		}
-	}
-	return out, nil
+	return schemafile.Tables(ms, version, tableStmt), nil
 }
 
 // pauseTable is the one table a file may lack and still be worked on: the
