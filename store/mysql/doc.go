@@ -15,10 +15,12 @@
 //   - A claim (SlotClaimBatch) locks its items' lease rows FOR UPDATE, in
 //     name order, before anything else: every claim, acquisition and
 //     finish of a lease waits there for the one before it, and then reads
-//     what that one wrote. It then reads the clock, the slots and the
-//     pause overrides (a statement each), decides each item as the other
-//     stores do, and writes: 9 round trips for a claim of one slot that
-//     wins, BEGIN and COMMIT included.
+//     what that one wrote. The lock, the clock, the slots and the pause
+//     overrides go in one query (the store's connections allow several
+//     statements a query; every argument is escaped by the driver); the
+//     writes of the items taken in another: 4 round trips for a claim of
+//     one slot that wins, BEGIN and COMMIT included (docs/mysql.md counts
+//     the others).
 //   - Every transaction locks lease rows before slot rows, in name order,
 //     so they do not deadlock over them. Should InnoDB still choose a
 //     deadlock victim, or a write find a row that a writer without the
