@@ -736,3 +736,15 @@ func (r Replica) Validate() error {
 	}
 	return nil
 }
+
+// OverlapSkipLine is the one log line of the skip run row a claim writes for
+// a slot that came due while holder held its lease, worded as the
+// PostgreSQL store's claim statement words it in SQL. "another owner"
+// stands for the zero lease.
+func OverlapSkipLine(leaseName string, holder Lease) string {
+	who := "another owner"
+	if holder.Generation != 0 {
+		who = fmt.Sprintf("%s at generation %d", holder.Owner, holder.Generation)
+	}
+	return fmt.Sprintf("Skipped: the previous run has not finished (lease %s held by %s)", leaseName, who)
+}

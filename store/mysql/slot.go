@@ -532,22 +532,12 @@ func (s *Store) recordOverlap(ctx context.Context, tx *sql.Tx, c claim, holder s
 	res.SkipRun, err = s.insertRun(ctx, tx, store.Run{
 		Job: p.Job, Slot: c.slot, CatchUp: p.CatchUp, Owner: p.Owner,
 		StartedAt: c.now, FinishedAt: c.now, Success: true, Skipped: true,
-		Reason: string(store.ClaimHeld), Logs: []string{skipLine(p.LeaseName, holder)},
+		Reason: string(store.ClaimHeld), Logs: []string{store.OverlapSkipLine(p.LeaseName, holder)},
 	}.Bounded(), c.now)
 	if err != nil {
 		return store.SlotClaimResult{}, err
 	}
 	return res, nil
-}
-
-// skipLine is the one log line of a skip run row, worded as the other
-// stores word it.
-func skipLine(leaseName string, holder store.Lease) string {
-	who := "another owner"
-	if holder.Generation != 0 {
-		who = fmt.Sprintf("%s at generation %d", holder.Owner, holder.Generation)
-	}
-	return fmt.Sprintf("Skipped: the previous run has not finished (lease %s held by %s)", leaseName, who)
 }
 
 // SlotFinish marks the claim p.Status, releases its lease and writes the run

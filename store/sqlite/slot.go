@@ -293,23 +293,12 @@ func recordOverlap(ctx context.Context, tx *sql.Tx, p store.SlotClaimParams, slo
 	res.SkipRun, err = insertRun(ctx, tx, store.Run{
 		Job: p.Job, Slot: slot, CatchUp: p.CatchUp, Owner: p.Owner,
 		StartedAt: now, FinishedAt: now, Success: true, Skipped: true,
-		Reason: string(store.ClaimHeld), Logs: []string{skipLine(p.LeaseName, holder)},
+		Reason: string(store.ClaimHeld), Logs: []string{store.OverlapSkipLine(p.LeaseName, holder)},
 	}.Bounded(), now)
 	if err != nil {
 		return store.SlotClaimResult{}, err
 	}
 	return res, nil
-}
-
-// skipLine is the one log line of a skip run row, worded as the PostgreSQL
-// store words it. The holder is always known here (the refusal read it in
-// the same transaction); "another owner" is kept for the zero lease.
-func skipLine(leaseName string, holder store.Lease) string {
-	who := "another owner"
-	if holder.Generation != 0 {
-		who = fmt.Sprintf("%s at generation %d", holder.Owner, holder.Generation)
-	}
-	return fmt.Sprintf("Skipped: the previous run has not finished (lease %s held by %s)", leaseName, who)
 }
 
 // SlotFinish marks the claim p.Status, releases its lease and writes the run
