@@ -60,8 +60,7 @@ func (s *Store) LivenessHold(ctx context.Context, owner string) (key int64, rele
 	if !locked {
 		return 0, nil, fmt.Errorf("mysql: the liveness lock of owner %q is held by another session: owner ids must be unique per process", owner)
 	}
-	h := &livenessHold{store: s, key: key, conn: conn, done: make(chan struct{})}
-	h.ctx, h.cancel = context.WithCancel(context.Background())
+	h := &livenessHold{store: s, key: key, conn: conn, stop: make(chan struct{}), done: make(chan struct{})}
 	h.held.Store(true)
 	s.liveHolds.Store(key, h)
 	go h.watch(s.livenessCheckEvery)
@@ -114,12 +113,21 @@ type livenessHold struct {
 	mu   sync.Mutex // guards conn
 	conn *sql.Conn
 
-	held   atomic.Bool // conn holds the lock, as last checked
-	ctx    context.Context
-	cancel context.CancelFunc
-	done   chan struct{}
-	once   sync.Once
+	held atomic.Bool // conn holds the lock, as last checked
+
+	// stop ends the watch. It is a channel, not a context that queries
+	// run under: cancelling a query makes the driver drop its connection,
+	// and the server frees that session's lock only when it notices, so
+	// release would return with the lock still held. A check in flight
+	// finishes (within checkTimeout) before release unlocks.
+	stop chan struct{}
+	done chan struct{}
+	once sync.Once
 }
+
+// checkTimeout bounds each query of the watch: a check, or taking the lock
+// again.
+const checkTimeout = 5 * time.Second
 
 // watch checks the hold every period and takes the lock again when its
 // connection lost it, until release.
@@ -129,7 +137,7 @@ func (h *livenessHold) watch(period time.Duration) {
 	defer tick.Stop()
 	for {
 		select {
-		case <-h.ctx.Done():
+		case <-h.stop:
 			return
 		case <-tick.C:
 		}
@@ -141,7 +149,9 @@ func (h *livenessHold) watch(period time.Duration) {
 			continue
 		}
 		h.held.Store(false)
-		conn, locked, err := h.store.takeLiveness(h.ctx, h.key)
+		ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
+		conn, locked, err := h.store.takeLiveness(ctx, h.key)
+		cancel()
 		if err != nil || !locked {
 			continue // the server may not have ended the old session yet
 		}
@@ -159,7 +169,7 @@ func (h *livenessHold) watch(period time.Duration) {
 // stillHeld asks, on the hold's connection, whether that very session holds
 // the lock. Called with mu held.
 func (h *livenessHold) stillHeld() bool {
-	ctx, cancel := context.WithTimeout(h.ctx, 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
 	defer cancel()
 	var mine sql.NullBool
 	err := h.conn.QueryRowContext(ctx, `SELECT IS_USED_LOCK(?) = CONNECTION_ID()`, liveLockName(h.key)).Scan(&mine)
@@ -169,7 +179,7 @@ func (h *livenessHold) stillHeld() bool {
 // release unlocks, closes the connection and stops the watch.
 func (h *livenessHold) release() {
 	h.once.Do(func() {
-		h.cancel()
+		close(h.stop)
 		<-h.done
 		h.store.liveHolds.Delete(h.key)
 		h.held.Store(false)
@@ -178,7 +188,7 @@ func (h *livenessHold) release() {
 		if h.conn == nil {
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
 		defer cancel()
 		_, _ = h.conn.ExecContext(ctx, `DO RELEASE_LOCK(?)`, liveLockName(h.key))
 		// Not back to the pool: a session that held a named lock is

@@ -109,6 +109,29 @@ func TestLivenessHoldTakesTheLockAgain(t *testing.T) {
 	}
 }
 
+// TestLivenessReleaseFreesTheLockAtOnce: release frees the lock before it
+// returns, even while the hold's check is in flight on its connection, so a
+// contender takes the owner's leases over at once after a graceful
+// shutdown. (A check cancelled mid-query made the driver drop the
+// connection, and the server freed the lock only when it noticed.)
+func TestLivenessReleaseFreesTheLockAtOnce(t *testing.T) {
+	t.Parallel()
+	s, url := migrated(t)
+	// Checks back to back: release almost always meets one in flight.
+	owner := openStore(t, url, &Config{LivenessCheckEvery: time.Millisecond})
+	for i := range 30 {
+		key, release, err := owner.LivenessHold(bg(), "replica-a")
+		if err != nil {
+			t.Fatalf("hold %d: %v", i, err)
+		}
+		time.Sleep(time.Duration(i%5) * time.Millisecond) // land release at varied points of a check
+		release()
+		if id := holderConn(t, s, key); id != 0 {
+			t.Fatalf("hold %d: the lock is held by connection %d after release", i, id)
+		}
+	}
+}
+
 // TestConcurrentMigrate: replicas starting together on a new database all
 // migrate at once; each succeeds, and every migration is applied once.
 func TestConcurrentMigrate(t *testing.T) {
