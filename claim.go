@@ -100,6 +100,7 @@ func (s *Scheduler) claimRound(ctx context.Context, round []*entry) (claimed []*
 	items := make([]store.SlotClaimParams, len(round))
 	for i, e := range round {
 		items[i] = e.job.claimParams(e.slot, s.cfg.Owner, s.liveKey, e.origin, int(e.attempt))
+		items[i].WaitDue = s.claimLead > 0
 	}
 	for sent := 0; sent < len(round); {
 		n := min(len(round)-sent, maxClaimBatch)
@@ -160,9 +161,11 @@ func (s *Scheduler) claimed(ctx context.Context, e *entry, r store.SlotClaimResu
 	case r.Refusal == store.ClaimLeaseBusy && e.origin.onTimer():
 		s.retryBusy(ctx, e, r.Lease)
 	case r.Refusal == store.ClaimNotDue && e.origin.onTimer():
-		// The slot fired a little early by the database clock: the
-		// offset, an upper bound when measured (offset.go), moved since
-		// (this clock drifted or was stepped). Try it again shortly.
+		// The slot fired early by the database clock, by more than the
+		// store waits for (store.MaxClaimWait), or on a clock that sends
+		// no claim ahead: the offset (offset.go) moved since it was
+		// measured (this clock drifted or was stepped). Try it again
+		// shortly.
 		s.retryLater(e, 0)
 	case r.Recorded == store.SlotSkipped:
 		s.log.Info("cronfence: slot skipped: the previous run has not finished", "job", e.job.Name, "slot", e.slot,

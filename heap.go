@@ -9,7 +9,7 @@ import (
 type entry struct {
 	job    *registered
 	slot   time.Time // the slot to claim when the entry fires
-	fireAt time.Time // when to fire, on the scheduler's clock: the slot, or a retry
+	fireAt time.Time // when to fire, on the scheduler's clock: the slot (less the claim's lead), or a retry
 	// origin is why the slot is claimed. On the heap it is
 	// OriginScheduled, or OriginCatchUp for a catch-up tried again: that is
 	// claimed and run as a catch-up, and given up only past the job's

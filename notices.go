@@ -266,7 +266,7 @@ func (s *Scheduler) deferToPreferred(due []*entry, now time.Time) []*entry {
 		case e.origin == OriginScheduled && !e.retry:
 			if r := s.rank(keyOf(e.job.Name, e.slot).rankKey(), now, ""); r > 0 {
 				wait := s.cfg.ClaimGrace * time.Duration(min(r, 2))
-				heap.Push(&s.heap, &entry{job: e.job, slot: e.slot, fireAt: e.fireAt.Add(wait),
+				heap.Push(&s.heap, &entry{job: e.job, slot: e.slot, fireAt: e.slot.Add(wait),
 					origin: e.origin, retry: true, fallback: true})
 				continue
 			}

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cronfence/cronfence/internal/clock"
 	"github.com/cronfence/cronfence/internal/leasekeeper"
 	"github.com/cronfence/cronfence/store"
 )
@@ -56,6 +57,9 @@ type Scheduler struct {
 	// fastest read, in ns (offset.go).
 	bestClockRead atomic.Int64
 	pauseUnread   atomic.Bool // the last claim could not read the pause overrides (see notePauseState)
+	// claimLead is how long before its slot a timer's claim is sent (see
+	// claimLeadReal); zero on any clock but the real one (a test's).
+	claimLead time.Duration
 	reg           registry    // this replica's row in the replica registry (registry.go)
 }
 
@@ -69,6 +73,9 @@ func New(cfg Config) (*Scheduler, error) {
 		cfg: c, store: c.Store, log: c.Logger.With("owner", c.Owner),
 		jobs: map[string]*registered{}, deposed: map[string]bool{}, wake: make(chan struct{}, 1),
 		finishes: finishBatcher{store: c.Store},
+	}
+	if _, real := c.Clock.(clock.Real); real {
+		s.claimLead = claimLeadReal
 	}
 	s.runsCtx, s.runsCancel = context.WithCancel(context.Background())
 	return s, nil
@@ -234,5 +241,5 @@ func (s *Scheduler) arm(r *registered, now time.Time) {
 		s.log.Warn("cronfence: job has no future slot", "job", r.Name, "schedule", r.Schedule)
 		return
 	}
-	heap.Push(&s.heap, &entry{job: r, slot: next.UTC(), fireAt: next, origin: OriginScheduled})
+	heap.Push(&s.heap, &entry{job: r, slot: next.UTC(), fireAt: next.Add(-s.claimLead), origin: OriginScheduled})
 }

@@ -342,7 +342,21 @@ type SlotClaimParams struct {
 	// the lease, and a contender may take over a lease whose owner's
 	// liveness lock is free, without waiting for the TTL.
 	LiveKey int64
+	// WaitDue lets the claim wait, by the database clock, for this slot to
+	// come due when it is at most MaxClaimWait away, instead of refusing it
+	// ClaimNotDue: a claim sent a little before its slot (so that taking a
+	// connection, the round trip and planning are behind it when the slot
+	// comes) is judged at the slot's instant and answered right after it,
+	// never before. The wait comes before the claim takes any lock. A
+	// batch waits for its latest such slot. A slot further away is refused
+	// not_due at once, and a claim with a pinned clock (Now) never waits.
+	WaitDue bool
 }
+
+// MaxClaimWait is the longest a claim waits for a slot to come due
+// (SlotClaimParams.WaitDue): a connection held that long is cheap, and a
+// replica whose clock is off by more is told not_due and measures again.
+const MaxClaimWait = 100 * time.Millisecond
 
 // ClaimRefusal says why a slot was not claimed.
 type ClaimRefusal string

@@ -87,6 +87,9 @@ func (s *Store) SlotClaimBatch(ctx context.Context, items []store.SlotClaimParam
 	if len(items) == 0 {
 		return nil, nil
 	}
+	if err := s.waitDue(ctx, items); err != nil {
+		return nil, s.claimError(err, items, -1)
+	}
 	results := make([]store.SlotClaimResult, len(items))
 	err := s.inTx(ctx, func(tx *sql.Tx) error { return s.claimIn(ctx, tx, items, results) })
 	if mysqlCode(err) == errLockWait {
@@ -101,6 +104,35 @@ func (s *Store) SlotClaimBatch(ctx context.Context, items []store.SlotClaimParam
 		return nil, s.claimError(err, items, -1)
 	}
 	return results, nil
+}
+
+// waitDue waits, before the claim's transaction takes any lock, for the
+// slots the items ask to wait for (store.SlotClaimParams.WaitDue): SLEEP,
+// by the database clock, until the latest of them that is due within
+// store.MaxClaimWait. One round trip, made only by a claim that has such
+// items; none with a pinned clock or Config.NowFunc.
+func (s *Store) waitDue(ctx context.Context, items []store.SlotClaimParams) error {
+	if s.nowFunc != nil {
+		return nil
+	}
+	var slots []any
+	seen := map[time.Time]bool{}
+	for _, p := range items {
+		if slot := normalize(p.Slot); p.WaitDue && p.Now.IsZero() && !seen[slot] {
+			seen[slot] = true
+			slots = append(slots, slot)
+		}
+	}
+	if len(slots) == 0 {
+		return nil
+	}
+	list := "SELECT CAST(? AS DATETIME(6)) AS slot" + strings.Repeat(" UNION ALL SELECT CAST(? AS DATETIME(6))", len(slots)-1)
+	_, err := s.own.ExecContext(ctx, `DO SLEEP(COALESCE((
+	    SELECT TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), MAX(w.slot)) / 1000000
+	      FROM (`+list+`) w
+	     WHERE w.slot > UTC_TIMESTAMP(6) AND w.slot <= UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND), 0))`,
+		append(slots, store.MaxClaimWait.Microseconds())...)
+	return err
 }
 
 func (s *Store) claimError(err error, items []store.SlotClaimParams, at int) error {

@@ -98,6 +98,7 @@ func (s *Store) claimArgs(items []store.SlotClaimParams) []any {
 		jobs, leaseNames, overlaps = make([]string, n), make([]string, n), make([]string, n)
 		slots                      = make([]time.Time, n)
 		disabled, catchUp, retry   = make([]bool, n), make([]bool, n), make([]bool, n)
+		waitDue                    = make([]bool, n)
 		maxAttempts, retryOf       = make([]int32, n), make([]int32, n)
 		ttls                       = make([]int64, n)
 	)
@@ -106,13 +107,14 @@ func (s *Store) claimArgs(items []store.SlotClaimParams) []any {
 		disabled[i], overlaps[i], catchUp[i], retry[i] = p.DeclaredDisabled, string(p.Overlap), p.CatchUp, p.RetryFailed
 		maxAttempts[i], ttls[i] = int32(min(p.MaxAttempts, 1<<30)), micros(p.TTL)
 		retryOf[i] = int32(min(max(p.RetryOf, 0), 1<<30))
+		waitDue[i] = p.WaitDue
 		if overlaps[i] == "" {
 			overlaps[i] = string(store.OverlapSkip)
 		}
 	}
 	first := items[0]
 	return []any{jobs, slots, leaseNames, disabled, overlaps, maxAttempts, ttls, catchUp,
-		first.Owner, s.nowArg(first.Now), s.liveKeyArg(first.LiveKey), retry, retryOf}
+		first.Owner, s.nowArg(first.Now), s.liveKeyArg(first.LiveKey), retry, retryOf, waitDue, micros(store.MaxClaimWait)}
 }
 
 // claimRows runs a claim statement (sql/slotClaim.sql or its declared-values

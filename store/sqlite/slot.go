@@ -59,6 +59,9 @@ func (s *Store) SlotClaimBatch(ctx context.Context, items []store.SlotClaimParam
 	if len(items) == 0 {
 		return nil, nil
 	}
+	if err := s.waitDue(ctx, items); err != nil {
+		return nil, err
+	}
 	now := s.now(items[0].Now) // shared by every item
 	results := make([]store.SlotClaimResult, len(items))
 	at := 0 // the item being claimed, for the error
@@ -82,6 +85,28 @@ func (s *Store) SlotClaimBatch(ctx context.Context, items []store.SlotClaimParam
 		return nil, s.errorf(err, "%s", what)
 	}
 	return results, nil
+}
+
+// waitDue waits, before the claim's transaction, for the slots the items
+// ask to wait for (store.SlotClaimParams.WaitDue). The database clock is
+// this process's, so the wait is a timer; a store whose clock is Config's
+// NowFunc (a test's, which need not move) does not wait.
+func (s *Store) waitDue(ctx context.Context, items []store.SlotClaimParams) error {
+	if s.nowFunc != nil {
+		return nil
+	}
+	wait := store.DueWait(items, s.now(time.Time{}))
+	if wait <= 0 {
+		return nil
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("sqlite: claim of %d slot(s): waiting for a slot to come due: %w", len(items), ctx.Err())
+	}
 }
 
 // claimSlot claims one item inside the caller's immediate transaction, in

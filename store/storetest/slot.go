@@ -77,6 +77,46 @@ var slotTests = []namedTest{
 		}
 		wantNotFoundLease(t, b.Store, "job:report")
 	}},
+	{name: "WaitDue", fn: func(t *testing.T, b Bundle) {
+		// A claim sent before its slot, asking to wait, is judged at the
+		// slot's instant by the database clock: it wins, and nothing it
+		// writes is dated before the slot. A batch waits for its latest
+		// slot.
+		now := dbNow(t, b.Store)
+		early := func(job string, in time.Duration) store.SlotClaimParams {
+			return store.SlotClaimParams{Job: job, Slot: now.Add(in), LeaseName: "job:" + job, Owner: "a", TTL: ttl, MaxAttempts: 3, WaitDue: true}
+		}
+		items := []store.SlotClaimParams{early("report", 20*time.Millisecond), early("mail", 60*time.Millisecond)}
+		res, err := b.Store.SlotClaimBatch(ctx(t), items)
+		if err != nil {
+			t.Fatal(err)
+		}
+		latest := items[1].Slot
+		for i, r := range res {
+			if !r.Claimed {
+				t.Fatalf("item %d: a claim that may wait for its slot was refused %q", i, r.Refusal)
+			}
+			if r.Slot.StartedAt.Before(latest) || r.Lease.AcquiredAt.Before(latest) {
+				t.Fatalf("item %d started at %s, lease taken at %s: before the batch's latest slot %s by the database clock",
+					i, r.Slot.StartedAt.Format(time.RFC3339Nano), r.Lease.AcquiredAt.Format(time.RFC3339Nano), latest.Format(time.RFC3339Nano))
+			}
+		}
+		// Too far ahead to wait for: refused at once, nothing written.
+		now = dbNow(t, b.Store)
+		far := early("far", store.MaxClaimWait+time.Minute)
+		wantRefusal(t, b.Store, far, store.ClaimNotDue)
+		if _, err := b.Store.SlotGet(ctx(t), "far", far.Slot); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("a claim refused not_due wrote its slot: %v", err)
+		}
+		// A pinned clock does not move: nothing to wait for.
+		pinned := early("pinned", 50*time.Millisecond)
+		pinned.Now = now
+		wantRefusal(t, b.Store, pinned, store.ClaimNotDue)
+		// And a claim that does not ask to wait is refused, as ever.
+		eager := early("eager", 50*time.Millisecond)
+		eager.WaitDue = false
+		wantRefusal(t, b.Store, eager, store.ClaimNotDue)
+	}},
 	{name: "HeldByRunningOwner", fn: func(t *testing.T, b Bundle) {
 		now := dbNow(t, b.Store)
 		slot := now.Add(-time.Second)

@@ -57,18 +57,42 @@
 --     change (paused, completed, skipped, running, out of attempts).
 --     not_due and lease_busy items are tried again and not told.
 --
+--   - c is the statement's clock: now(), or, when items sent before their
+--     slots ask to wait (store.SlotClaimParams.WaitDue) and the latest of
+--     them is due within $15 µs, the clock once that slot came. Every
+--     item is judged and dated by c, so nothing is early by the database
+--     clock, and every lock is taken after it. pg_sleep wakes up to a
+--     millisecond or two late (it sleeps whole milliseconds, rounded up),
+--     so it sleeps to 1.5 ms before the slot, and spin reads the clock
+--     for the rest. The snapshot is the statement's, taken before the
+--     wait; the lease and slot writes re-check the newest row versions,
+--     as they do after any wait for a row lock.
+--
 -- $1 jobs, $2 slots, $3 lease names, $4 declared disabled, $5 overlap
 -- policies, $6 max attempts, $7 TTLs in µs, $8 catch-up flags, $9 owner,
 -- $10 pinned now or NULL, $11 live key or 0, $12 retry-failed flags, $13
--- the attempts each retries (0: any). Its argument declared (see
+-- the attempts each retries (0: any), $14 wait-due flags, $15 the longest
+-- wait in µs (store.MaxClaimWait). Its argument declared (see
 -- slotClaimDeclared.sql) leaves the pause overrides out.
-WITH c AS (SELECT coalesce($10::timestamptz, now()) AS now),
-i AS (
+WITH i AS (
     SELECT *
       FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::boolean[], $5::text[],
-                  $6::integer[], $7::bigint[], $8::boolean[], $12::boolean[], $13::integer[])
+                  $6::integer[], $7::bigint[], $8::boolean[], $12::boolean[], $13::integer[], $14::boolean[])
            WITH ORDINALITY AS i(job, slot, lease_name, disabled, overlap, max_attempts, ttl_us, catch_up, retry_failed,
-                                retry_of, ord)
+                                retry_of, wait_due, ord)
+),
+c AS (
+    SELECT coalesce($10::timestamptz,
+                    CASE WHEN w.until IS NULL THEN now()
+                         ELSE (WITH RECURSIVE spin(t) AS (
+                                   SELECT clock_timestamp()
+                                     FROM (SELECT pg_sleep(extract(epoch FROM w.until - clock_timestamp()) - 0.0015)) z
+                                   UNION ALL
+                                   SELECT clock_timestamp() FROM spin WHERE spin.t < w.until)
+                               SELECT max(t) FROM spin) END) AS now
+      FROM (SELECT max(i.slot) AS until FROM i
+             WHERE i.wait_due AND $10::timestamptz IS NULL
+               AND i.slot > clock_timestamp() AND i.slot <= clock_timestamp() + $15::bigint * interval '1 microsecond') w
 ),
 prev AS (
     SELECT i.ord, s.status, s.owner, s.lease_name, s.generation, s.attempts, s.started_at, s.finished_at,
