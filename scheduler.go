@@ -60,7 +60,7 @@ type Scheduler struct {
 	// claimLead is how long before its slot a timer's claim is sent (see
 	// claimLeadReal); zero on any clock but the real one (a test's).
 	claimLead time.Duration
-	reg           registry    // this replica's row in the replica registry (registry.go)
+	reg       registry // this replica's row in the replica registry (registry.go)
 }
 
 // New returns a Scheduler. It does no I/O.
