@@ -57,11 +57,12 @@
 --     change (paused, completed, skipped, running, out of attempts).
 --     not_due and lease_busy items are tried again and not told.
 --
---   - c is the statement's clock: now(), or, when items sent before their
---     slots ask to wait (store.SlotClaimParams.WaitDue) and the latest of
---     them is due within $15 µs, the clock once that slot came. Every
---     item is judged and dated by c, so nothing is early by the database
---     clock, and every lock is taken after it. pg_sleep wakes up to a
+--   - c is the statement's clock: now(), or, when items ask to wait for
+--     their slots (store.SlotClaimParams.WaitDue), the clock once the
+--     latest of them that is due within $15 µs came, read then (not now():
+--     a statement that started before that slot may reach c after it).
+--     Every item is judged and dated by c, so nothing is early by the
+--     database clock, and every lock is taken after it. pg_sleep wakes up to a
 --     millisecond or two late (it sleeps whole milliseconds, rounded up),
 --     so it sleeps to 1.5 ms before the slot, and spin reads the clock
 --     for the rest. The snapshot is the statement's, taken before the
@@ -83,16 +84,16 @@ WITH i AS (
 ),
 c AS (
     SELECT coalesce($10::timestamptz,
-                    CASE WHEN w.until IS NULL THEN now()
+                    CASE WHEN NOT w.waits THEN now()
                          ELSE (WITH RECURSIVE spin(t) AS (
                                    SELECT clock_timestamp()
                                      FROM (SELECT pg_sleep(extract(epoch FROM w.until - clock_timestamp()) - 0.0015)) z
                                    UNION ALL
                                    SELECT clock_timestamp() FROM spin WHERE spin.t < w.until)
                                SELECT max(t) FROM spin) END) AS now
-      FROM (SELECT max(i.slot) AS until FROM i
-             WHERE i.wait_due AND $10::timestamptz IS NULL
-               AND i.slot > clock_timestamp() AND i.slot <= clock_timestamp() + $15::bigint * interval '1 microsecond') w
+      FROM (SELECT coalesce(bool_or(i.wait_due), false) AS waits,
+                   max(i.slot) FILTER (WHERE i.wait_due AND i.slot <= clock_timestamp() + $15::bigint * interval '1 microsecond') AS until
+              FROM i) w
 ),
 prev AS (
     SELECT i.ord, s.status, s.owner, s.lease_name, s.generation, s.attempts, s.started_at, s.finished_at,

@@ -8,16 +8,16 @@ WITH i AS (
 ),
 c AS (
     SELECT coalesce($10::timestamptz,
-                    CASE WHEN w.until IS NULL THEN now()
+                    CASE WHEN NOT w.waits THEN now()
                          ELSE (WITH RECURSIVE spin(t) AS (
                                    SELECT clock_timestamp()
                                      FROM (SELECT pg_sleep(extract(epoch FROM w.until - clock_timestamp()) - 0.0015)) z
                                    UNION ALL
                                    SELECT clock_timestamp() FROM spin WHERE spin.t < w.until)
                                SELECT max(t) FROM spin) END) AS now
-      FROM (SELECT max(i.slot) AS until FROM i
-             WHERE i.wait_due AND $10::timestamptz IS NULL
-               AND i.slot > clock_timestamp() AND i.slot <= clock_timestamp() + $15::bigint * interval '1 microsecond') w
+      FROM (SELECT coalesce(bool_or(i.wait_due), false) AS waits,
+                   max(i.slot) FILTER (WHERE i.wait_due AND i.slot <= clock_timestamp() + $15::bigint * interval '1 microsecond') AS until
+              FROM i) w
 ),
 prev AS (
     SELECT i.ord, s.status, s.owner, s.lease_name, s.generation, s.attempts, s.started_at, s.finished_at,

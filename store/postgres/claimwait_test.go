@@ -1,0 +1,98 @@
+package postgres_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/cronfence/cronfence/internal/pgtest"
+	"github.com/cronfence/cronfence/internal/wait"
+	"github.com/cronfence/cronfence/store"
+	"github.com/cronfence/cronfence/store/postgres"
+)
+
+// A claim that asks to wait for its slot but reaches the point of judging
+// it only after the slot (its statement started before the slot, then
+// waited: here for a table lock, in production for a busy CPU or a plan)
+// judges it by the clock it reads then, not by the statement's start: the
+// slot is due, and claimed. (It was judged by now(), the start, and
+// refused not_due, so the replica tried again 20 ms later.)
+func TestClaimThatWaitedPastItsSlotIsJudgedWhenItRuns(t *testing.T) {
+	t.Parallel()
+	s, schema := newStore(t)
+	// The claimer's one connection has the claim statement prepared, so
+	// the claim's transaction starts when the statement is sent, and the
+	// wait for the lock comes inside it.
+	cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(ctx(t), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	claimer, err := postgres.New(pool, &postgres.Config{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now, err := s.Now(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	warm := store.SlotClaimParams{Job: "warm", Slot: now.Add(-time.Second), LeaseName: "job:warm", Owner: "a", TTL: time.Minute, MaxAttempts: 3, WaitDue: true}
+	if r, err := claimer.SlotClaim(ctx(t), warm); err != nil || !r.Claimed {
+		t.Fatalf("claim of a due slot = %+v, %v", r, err)
+	}
+	now, err = s.Now(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot := now.Add(50 * time.Millisecond)
+	p := store.SlotClaimParams{Job: "report", Slot: slot, LeaseName: "job:report", Owner: "a", TTL: time.Minute, MaxAttempts: 3, WaitDue: true}
+
+	lock, err := s.Pool().Begin(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Rollback(ctx(t))
+	if _, err := lock.Exec(ctx(t), `LOCK TABLE `+pgx.Identifier{schema, "slots"}.Sanitize()+` IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	type answer struct {
+		r   store.SlotClaimResult
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		r, err := claimer.SlotClaim(ctx(t), p)
+		done <- answer{r, err}
+	}()
+	// The claim's statement has started, and waits for the table.
+	wait.For(t, wait.Forever, func() bool {
+		var n int
+		err := s.Pool().QueryRow(ctx(t), `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'
+			  AND $1 = ANY (pg_blocking_pids(pid))`, backendPID(t, lock)).Scan(&n)
+		return err == nil && n > 0
+	}, func() string { return "the claim did not wait for the table lock" })
+	// Held until the slot has passed by the database clock.
+	wait.For(t, wait.Forever, func() bool {
+		now, err := s.Now(ctx(t))
+		return err == nil && now.After(slot.Add(5*time.Millisecond))
+	}, func() string { return "the database clock did not pass the slot" })
+	if err := lock.Commit(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	a := <-done
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	if !a.r.Claimed || a.r.Slot.StartedAt.Before(slot) {
+		t.Fatalf("claim = claimed %v, refusal %q, started %s; want claimed, at or after the slot %s",
+			a.r.Claimed, a.r.Refusal, a.r.Slot.StartedAt.Format(time.RFC3339Nano), slot.Format(time.RFC3339Nano))
+	}
+}
