@@ -42,6 +42,7 @@ type Scheduler struct {
 	monitor                   monitorState // the absence checks (monitor.go)
 	notices                   notices      // what the store told of the other replicas (notices.go)
 	finishes                  finishBatcher
+	buffered                  bufferedQueue // buffered slots handed over by runs' ends, claimed together (claim.go: runBuffered)
 
 	wake       chan struct{}
 	loopCancel context.CancelFunc
