@@ -21,6 +21,9 @@ const DefaultLockWait = time.Second
 // DefaultLivenessCheckEvery is the default of Config.LivenessCheckEvery.
 const DefaultLivenessCheckEvery = time.Second
 
+// DefaultMaxConns is the default of Config.MaxConns.
+const DefaultMaxConns = 10
+
 // Config configures a Store. A nil *Config means all defaults.
 type Config struct {
 	// Prefix begins the name of every table and procedure the store
@@ -51,6 +54,17 @@ type Config struct {
 	// on a new connection once it does not. Defaults to
 	// DefaultLivenessCheckEvery (1s).
 	LivenessCheckEvery time.Duration
+
+	// MaxConns bounds the connections the store's own operations (claims,
+	// finishes, renewals, the rest) hold open at once; an operation that
+	// finds them all busy waits for one, within its context. A liveness
+	// hold keeps one of them for as long as it lasts. The pool of DB, on
+	// which handlers run their fenced transactions, is not bounded here.
+	// Without a bound a replica whose runs end by the hundred opened a
+	// connection for each, past the server's max_connections (151 by
+	// default), and was refused. At least 2. Defaults to DefaultMaxConns
+	// (10).
+	MaxConns int
 }
 
 var prefixPattern = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,31}$`)
@@ -71,6 +85,9 @@ func (cfg *Config) withDefaults() Config {
 	if c.LivenessCheckEvery == 0 {
 		c.LivenessCheckEvery = DefaultLivenessCheckEvery
 	}
+	if c.MaxConns == 0 {
+		c.MaxConns = DefaultMaxConns
+	}
 	return c
 }
 
@@ -80,6 +97,9 @@ func (c Config) validate() error {
 	}
 	if c.LockWait < time.Second || c.LockWait%time.Second != 0 {
 		return fmt.Errorf("mysql: LockWait must be a whole number of seconds, at least 1s (innodb_lock_wait_timeout), got %s: %w", c.LockWait, store.ErrInvalidArgument)
+	}
+	if c.MaxConns < 2 {
+		return fmt.Errorf("mysql: MaxConns must be at least 2 (a liveness hold keeps one), got %d: %w", c.MaxConns, store.ErrInvalidArgument)
 	}
 	if c.LivenessCheckEvery < time.Millisecond {
 		return fmt.Errorf("mysql: LivenessCheckEvery must be at least 1ms, got %s: %w", c.LivenessCheckEvery, store.ErrInvalidArgument)

@@ -68,6 +68,8 @@ func TestConfigValidate(t *testing.T) {
 		{Config{LockWait: 500 * time.Millisecond}, "LockWait"},
 		{Config{LockWait: 1500 * time.Millisecond}, "LockWait"},
 		{Config{LivenessCheckEvery: time.Microsecond}, "LivenessCheckEvery"},
+		{Config{MaxConns: 1}, "MaxConns"},
+		{Config{MaxConns: -3}, "MaxConns"},
 	} {
 		cfg := tc.cfg
 		err := cfg.withDefaults().validate()

@@ -104,6 +104,11 @@ func open(ctx context.Context, dsn string, cfg *Config, wrap func(sqldriver.Conn
 	if mariadb {
 		s.share = "LOCK IN SHARE MODE" // MariaDB has no FOR SHARE
 	}
+	// Idle ones kept too: database/sql keeps 2 by default, and a replica
+	// whose work comes in bursts would close and open connections at
+	// every one.
+	s.own.SetMaxOpenConns(c.MaxConns)
+	s.own.SetMaxIdleConns(c.MaxConns)
 	return s, nil
 }
 
