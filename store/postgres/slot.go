@@ -50,7 +50,7 @@ func (s *Store) SlotClaimBatch(ctx context.Context, items []store.SlotClaimParam
 	args := s.claimArgs(items)
 	n, first := len(items), items[0]
 	pauseUnread := false
-	results, lostRace, err := s.claimRows(ctx, s.q.slotClaim, args, items)
+	results, lostRace, unseen, err := s.claimRows(ctx, s.q.slotClaim, args, items)
 	if isSchemaError(err) {
 		// The statement cannot run as written: a table or column is
 		// missing or refused. If the pause overrides are what is broken
@@ -58,8 +58,8 @@ func (s *Store) SlotClaimBatch(ctx context.Context, items []store.SlotClaimParam
 		// the declared values: a broken pause table fails open. If not,
 		// it fails too, and the first error is the one to report. Nothing
 		// of the failed statement was written.
-		if r, l, err2 := s.claimRows(ctx, s.q.slotClaimDeclared, args, items); err2 == nil {
-			results, lostRace, err, pauseUnread = r, l, nil, true
+		if r, l, u, err2 := s.claimRows(ctx, s.q.slotClaimDeclared, args, items); err2 == nil {
+			results, lostRace, unseen, err, pauseUnread = r, l, u, nil, true
 		}
 	}
 	if err != nil {
@@ -82,6 +82,28 @@ func (s *Store) SlotClaimBatch(ctx context.Context, items []store.SlotClaimParam
 		}
 		results[i] = refusalFor(current, items[i])
 		results[i].PauseStateUnread = pauseUnread
+	}
+	// Rarer still: the lease was created by a concurrent claim after the
+	// snapshot (a claim that waited for its slot has an older one), so
+	// this statement neither took it nor saw who holds it. Read what
+	// stands: the slot that claim ran (ended already, it may be), and its
+	// holder.
+	for _, i := range unseen {
+		current, err := s.SlotGet(ctx, items[i].Job, items[i].Slot)
+		if errors.Is(err, store.ErrNotFound) {
+			continue // nothing recorded yet: held, as answered
+		}
+		if err != nil {
+			return nil, err
+		}
+		r := refusalFor(current, items[i])
+		if r.Refusal == store.ClaimHeld {
+			if r.Lease, err = s.LeaseGet(ctx, items[i].LeaseName); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return nil, err
+			}
+		}
+		r.PauseStateUnread = pauseUnread
+		results[i] = r
 	}
 	inOrder := make([]store.SlotClaimResult, n)
 	for i, j := range order {
@@ -119,21 +141,22 @@ func (s *Store) claimArgs(items []store.SlotClaimParams) []any {
 
 // claimRows runs a claim statement (sql/slotClaim.sql or its declared-values
 // variant) and reads its rows into results, in the items' (sorted) order,
-// with the indexes of items whose lease was taken but whose slot was not.
-// The error is the driver's, untranslated.
+// with the indexes of items whose lease was taken but whose slot was not
+// (lostRace), and of items refused held by a holder the statement did not
+// see (unseen). The error is the driver's, untranslated.
 func (s *Store) claimRows(ctx context.Context, sql string, args []any, items []store.SlotClaimParams) (
-	results []store.SlotClaimResult, lostRace []int, err error) {
+	results []store.SlotClaimResult, lostRace, unseen []int, err error) {
 	n := len(items)
 	rows, err := s.pool.Query(ctx, sql, plannedForSize(n, args)...)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	defer rows.Close()
 	results = make([]store.SlotClaimResult, 0, n)
 	for rows.Next() {
 		i := len(results)
 		if i >= n {
-			return nil, nil, fmt.Errorf("postgres: claim returned more rows than the %d items", n)
+			return nil, nil, nil, fmt.Errorf("postgres: claim returned more rows than the %d items", n)
 		}
 		var (
 			refusal, recorded, skipLogs = (*string)(nil), (*string)(nil), []string(nil)
@@ -151,7 +174,7 @@ func (s *Store) claimRows(ctx context.Context, sql string, args []any, items []s
 			&recorded, &skipID, &skipAt, &skipLogs,
 		)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		p := items[i]
 		slot := slotTime(p.Slot)
@@ -178,6 +201,9 @@ func (s *Store) claimRows(ctx context.Context, sql string, args []any, items []s
 					Reason: string(store.ClaimHeld), Logs: skipLogs,
 				}
 			}
+			if holder.generation == nil && recorded == nil {
+				unseen = append(unseen, i)
+			}
 		default:
 			r.Lease = lease.lease()
 			lostRace = append(lostRace, i)
@@ -185,12 +211,12 @@ func (s *Store) claimRows(ctx context.Context, sql string, args []any, items []s
 		results = append(results, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if len(results) != n {
-		return nil, nil, fmt.Errorf("postgres: claim returned %d rows for %d items", len(results), n)
+		return nil, nil, nil, fmt.Errorf("postgres: claim returned %d rows for %d items", len(results), n)
 	}
-	return results, lostRace, nil
+	return results, lostRace, unseen, nil
 }
 
 // isSchemaError reports a statement refused because what it names does not
