@@ -190,6 +190,10 @@ func LockSlot(ctx context.Context, s store.Store, l SlotLock, fn func(ctx contex
 	// Each host's own cron fires the slot: a host whose command failed
 	// leaves it to the next one's, while attempts remain (MaxAttempts).
 	params.RetryFailed = true
+	// Slept to the slot by this host's clock: the store waits the rest of
+	// the way by its own (store.MaxClaimWait at most), rather than refuse
+	// the claim not_due for the loop below to send it again.
+	params.WaitDue = early > 0
 	sent := l.Clock.Now()
 	claim, err := s.SlotClaim(ctx, params)
 	// Still early by the database clock (it runs slower than this
