@@ -50,7 +50,7 @@ func (s *Store) SlotClaimBatch(ctx context.Context, items []store.SlotClaimParam
 	args := s.claimArgs(items)
 	n, first := len(items), items[0]
 	pauseUnread := false
-	results, lostRace, unseen, err := s.claimRows(ctx, s.q.slotClaim, args, items)
+	results, stale, err := s.claimRows(ctx, s.q.slotClaim, args, items)
 	if isSchemaError(err) {
 		// The statement cannot run as written: a table or column is
 		// missing or refused. If the pause overrides are what is broken
@@ -58,8 +58,8 @@ func (s *Store) SlotClaimBatch(ctx context.Context, items []store.SlotClaimParam
 		// the declared values: a broken pause table fails open. If not,
 		// it fails too, and the first error is the one to report. Nothing
 		// of the failed statement was written.
-		if r, l, u, err2 := s.claimRows(ctx, s.q.slotClaimDeclared, args, items); err2 == nil {
-			results, lostRace, unseen, err, pauseUnread = r, l, u, nil, true
+		if r, st, err2 := s.claimRows(ctx, s.q.slotClaimDeclared, args, items); err2 == nil {
+			results, stale, err, pauseUnread = r, st, nil, true
 		}
 	}
 	if err != nil {
@@ -69,26 +69,19 @@ func (s *Store) SlotClaimBatch(ctx context.Context, items []store.SlotClaimParam
 		results[i].PauseStateUnread = pauseUnread
 	}
 
-	// Rare race: a lease was taken, but between the statement's snapshot and
-	// its claim another owner completed the slot (or claimed it under a
-	// different lease). Give the lease back and report what stands now.
-	for _, i := range lostRace {
-		if _, err := s.LeaseRelease(ctx, results[i].Lease.Ref()); err != nil {
-			return nil, fmt.Errorf("postgres: claim of job %q lost a race and could not release lease %q: %w", items[i].Job, items[i].LeaseName, err)
+	// Rare races, which the statement cannot answer from its snapshot:
+	// between it and the claim, another owner ended the slot or claimed it
+	// under a different lease, and the lease this statement took must be
+	// given back; or a concurrent claim created the lease row, so this
+	// statement neither took the lease nor saw who holds it. (A claim that
+	// waited for its slot has an older snapshot, and meets both more
+	// often.) Read what stands.
+	for _, i := range stale {
+		if taken := results[i].Lease; taken.Generation > 0 {
+			if _, err := s.LeaseRelease(ctx, taken.Ref()); err != nil {
+				return nil, fmt.Errorf("postgres: claim of job %q lost a race and could not release lease %q: %w", items[i].Job, items[i].LeaseName, err)
+			}
 		}
-		current, err := s.SlotGet(ctx, items[i].Job, items[i].Slot)
-		if err != nil {
-			return nil, err
-		}
-		results[i] = refusalFor(current, items[i])
-		results[i].PauseStateUnread = pauseUnread
-	}
-	// Rarer still: the lease was created by a concurrent claim after the
-	// snapshot (a claim that waited for its slot has an older one), so
-	// this statement neither took it nor saw who holds it. Read what
-	// stands: the slot that claim ran (ended already, it may be), and its
-	// holder.
-	for _, i := range unseen {
 		current, err := s.SlotGet(ctx, items[i].Job, items[i].Slot)
 		if errors.Is(err, store.ErrNotFound) {
 			continue // nothing recorded yet: held, as answered
@@ -98,7 +91,7 @@ func (s *Store) SlotClaimBatch(ctx context.Context, items []store.SlotClaimParam
 		}
 		r := refusalFor(current, items[i])
 		if r.Refusal == store.ClaimHeld {
-			if r.Lease, err = s.LeaseGet(ctx, items[i].LeaseName); err != nil && !errors.Is(err, store.ErrNotFound) {
+			if r.Lease, err = s.LeaseGet(ctx, current.LeaseName); err != nil && !errors.Is(err, store.ErrNotFound) {
 				return nil, err
 			}
 		}
@@ -141,22 +134,23 @@ func (s *Store) claimArgs(items []store.SlotClaimParams) []any {
 
 // claimRows runs a claim statement (sql/slotClaim.sql or its declared-values
 // variant) and reads its rows into results, in the items' (sorted) order,
-// with the indexes of items whose lease was taken but whose slot was not
-// (lostRace), and of items refused held by a holder the statement did not
-// see (unseen). The error is the driver's, untranslated.
+// with the indexes of the items it could not answer from its snapshot
+// (stale): their lease was taken but their slot was not (the result holds
+// that lease), or they were refused held by a holder the statement did not
+// see. The error is the driver's, untranslated.
 func (s *Store) claimRows(ctx context.Context, sql string, args []any, items []store.SlotClaimParams) (
-	results []store.SlotClaimResult, lostRace, unseen []int, err error) {
+	results []store.SlotClaimResult, stale []int, err error) {
 	n := len(items)
 	rows, err := s.pool.Query(ctx, sql, plannedForSize(n, args)...)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	defer rows.Close()
 	results = make([]store.SlotClaimResult, 0, n)
 	for rows.Next() {
 		i := len(results)
 		if i >= n {
-			return nil, nil, nil, fmt.Errorf("postgres: claim returned more rows than the %d items", n)
+			return nil, nil, fmt.Errorf("postgres: claim returned more rows than the %d items", n)
 		}
 		var (
 			refusal, recorded, skipLogs = (*string)(nil), (*string)(nil), []string(nil)
@@ -174,7 +168,7 @@ func (s *Store) claimRows(ctx context.Context, sql string, args []any, items []s
 			&recorded, &skipID, &skipAt, &skipLogs,
 		)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, err
 		}
 		p := items[i]
 		slot := slotTime(p.Slot)
@@ -202,21 +196,21 @@ func (s *Store) claimRows(ctx context.Context, sql string, args []any, items []s
 				}
 			}
 			if holder.generation == nil && recorded == nil {
-				unseen = append(unseen, i)
+				stale = append(stale, i)
 			}
 		default:
 			r.Lease = lease.lease()
-			lostRace = append(lostRace, i)
+			stale = append(stale, i)
 		}
 		results = append(results, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	if len(results) != n {
-		return nil, nil, nil, fmt.Errorf("postgres: claim returned %d rows for %d items", len(results), n)
+		return nil, nil, fmt.Errorf("postgres: claim returned %d rows for %d items", len(results), n)
 	}
-	return results, lostRace, unseen, nil
+	return results, stale, nil
 }
 
 // isSchemaError reports a statement refused because what it names does not
