@@ -36,23 +36,33 @@ func Schema(t testing.TB) (*pgxpool.Pool, string) {
 	// the schema is dropped, so none of its sessions holds a lock the drop
 	// would wait for.
 	t.Cleanup(func() { dropSchema(t, url, schema) })
-	return newPool(t, url), schema
+	return newPool(t, url, nil), schema
 }
 
 // NewPool returns another pool on the test database with the same settings
 // as Schema's (for a second replica in the same test), closed at cleanup.
 func NewPool(t testing.TB) *pgxpool.Pool {
 	t.Helper()
-	return newPool(t, URL(t))
+	return newPool(t, URL(t), nil)
 }
 
-func newPool(t testing.TB, url string) *pgxpool.Pool {
+// NewPoolWith is NewPool with the pool's config changed by tune first (a
+// connection bound, an application_name to find its sessions by).
+func NewPoolWith(t testing.TB, tune func(*pgxpool.Config)) *pgxpool.Pool {
+	t.Helper()
+	return newPool(t, URL(t), tune)
+}
+
+func newPool(t testing.TB, url string, tune func(*pgxpool.Config)) *pgxpool.Pool {
 	t.Helper()
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
 	cfg.ConnConfig.RuntimeParams["search_path"] = ""
+	if tune != nil {
+		tune(cfg)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)

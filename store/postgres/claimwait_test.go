@@ -8,7 +8,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/cronfence/cronfence/internal/pgtest"
 	"github.com/cronfence/cronfence/internal/wait"
 	"github.com/cronfence/cronfence/store"
 	"github.com/cronfence/cronfence/store/postgres"
@@ -26,20 +25,7 @@ func TestClaimThatWaitedPastItsSlotIsJudgedWhenItRuns(t *testing.T) {
 	// The claimer's one connection has the claim statement prepared, so
 	// the claim's transaction starts when the statement is sent, and the
 	// wait for the lock comes inside it.
-	cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 1
-	pool, err := pgxpool.NewWithConfig(ctx(t), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	claimer, err := postgres.New(pool, &postgres.Config{Schema: schema})
-	if err != nil {
-		t.Fatal(err)
-	}
+	claimer := openOnWith(t, schema, func(cfg *pgxpool.Config) { cfg.MaxConns = 1 })
 	now, err := s.Now(ctx(t))
 	if err != nil {
 		t.Fatal(err)
@@ -63,15 +49,7 @@ func TestClaimThatWaitedPastItsSlotIsJudgedWhenItRuns(t *testing.T) {
 	if _, err := lock.Exec(ctx(t), `LOCK TABLE `+pgx.Identifier{schema, "slots"}.Sanitize()+` IN ACCESS EXCLUSIVE MODE`); err != nil {
 		t.Fatal(err)
 	}
-	type answer struct {
-		r   store.SlotClaimResult
-		err error
-	}
-	done := make(chan answer, 1)
-	go func() {
-		r, err := claimer.SlotClaim(ctx(t), p)
-		done <- answer{r, err}
-	}()
+	done := claimInBackground(t, claimer, p)
 	// The claim's statement has started, and waits for the table.
 	wait.For(t, wait.Forever, func() bool {
 		var n int
@@ -121,20 +99,9 @@ func claimWhileTheSlotRunsElsewhere(t *testing.T, leaseExists bool) {
 	other := openOn(t, schema)
 	// a's connections name themselves, so its sleeping statement can be
 	// told from any other test's.
-	cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ConnConfig.RuntimeParams["application_name"] = "claimer-" + schema
-	pool, err := pgxpool.NewWithConfig(ctx(t), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	s, err := postgres.New(pool, &postgres.Config{Schema: schema})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openOnWith(t, schema, func(cfg *pgxpool.Config) {
+		cfg.ConnConfig.RuntimeParams["application_name"] = "claimer-" + schema
+	})
 	now, err := s.Now(ctx(t))
 	if err != nil {
 		t.Fatal(err)
@@ -160,15 +127,7 @@ func claimWhileTheSlotRunsElsewhere(t *testing.T, leaseExists bool) {
 		}
 		end(r, earlier.Now)
 	}
-	type answer struct {
-		r   store.SlotClaimResult
-		err error
-	}
-	done := make(chan answer, 1)
-	go func() {
-		r, err := s.SlotClaim(ctx(t), p)
-		done <- answer{r, err}
-	}()
+	done := claimInBackground(t, s, p)
 	// a's statement sleeps, its snapshot taken.
 	wait.For(t, wait.Forever, func() bool {
 		var n int
@@ -200,4 +159,21 @@ func claimWhileTheSlotRunsElsewhere(t *testing.T, leaseExists bool) {
 	if sl, err := s.SlotGet(ctx(t), "report", slot); err != nil || sl.Status != store.SlotCompleted || sl.Owner != "b" || sl.Attempts != 1 {
 		t.Fatalf("the slot = %+v, %v; want completed by b, once", sl, err)
 	}
+}
+
+// claimAnswer is a SlotClaim's answer, delivered by claimInBackground.
+type claimAnswer struct {
+	r   store.SlotClaimResult
+	err error
+}
+
+// claimInBackground claims p on s in a goroutine of its own, for a test
+// that acts while the claim is in flight.
+func claimInBackground(t *testing.T, s *postgres.Store, p store.SlotClaimParams) <-chan claimAnswer {
+	done := make(chan claimAnswer, 1)
+	go func() {
+		r, err := s.SlotClaim(ctx(t), p)
+		done <- claimAnswer{r, err}
+	}()
+	return done
 }

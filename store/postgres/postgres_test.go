@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cronfence/cronfence/internal/pgtest"
 	"github.com/cronfence/cronfence/store"
@@ -45,7 +46,12 @@ func newStoreWith(t *testing.T, cfg postgres.Config) (*postgres.Store, string) {
 
 // openOn returns another store on the same schema over a pool of its own.
 func openOn(t *testing.T, schema string) *postgres.Store {
-	s, err := postgres.New(pgtest.NewPool(t), &postgres.Config{Schema: schema})
+	return openOnWith(t, schema, nil)
+}
+
+// openOnWith is openOn with the pool's config changed by tune.
+func openOnWith(t *testing.T, schema string, tune func(*pgxpool.Config)) *postgres.Store {
+	s, err := postgres.New(pgtest.NewPoolWith(t, tune), &postgres.Config{Schema: schema})
 	if err != nil {
 		t.Fatal(err)
 	}
