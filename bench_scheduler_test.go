@@ -436,10 +436,16 @@ type latClaim struct {
 type latClaimKey struct{}
 
 func (c *latClaims) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	if len(d.Args) < 2 || !strings.Contains(d.SQL, "$2::timestamptz[]") {
+	args := d.Args
+	if len(args) > 0 {
+		if _, mode := args[0].(pgx.QueryExecMode); mode {
+			args = args[1:] // a large batch, sent with the simple protocol (store/postgres: plannedForSize)
+		}
+	}
+	if len(args) < 2 || !strings.Contains(d.SQL, "$2::timestamptz[]") {
 		return ctx
 	}
-	slots, ok := d.Args[1].([]time.Time)
+	slots, ok := args[1].([]time.Time)
 	if !ok || len(slots) == 0 {
 		return ctx
 	}
