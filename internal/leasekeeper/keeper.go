@@ -49,10 +49,16 @@ type Keeper struct {
 	store Renewer
 	opts  Options
 
-	mu     sync.Mutex
-	idle   *sync.Cond // signalled when a renewal round trip ends (on mu)
-	held   map[*Hold]struct{}
-	wake   chan struct{} // a lease was added: recompute the next renewal
+	mu   sync.Mutex
+	idle *sync.Cond // signalled when a renewal round trip ends (on mu)
+	held map[*Hold]struct{}
+	wake chan struct{} // a lease was added: recompute the next renewal
+	// wakeAt is when the renewal loop next looks at the leases (the
+	// earliest renewal or expiry when it last looked); zero when it waits
+	// for a lease to be added. A lease added with a later time does not
+	// wake it: a replica starting thousands of runs a second would
+	// otherwise have it go through every held lease at every start.
+	wakeAt time.Time
 	closed bool
 	done   chan struct{}
 	stop   chan struct{}
@@ -116,8 +122,11 @@ func (k *Keeper) HoldFunc(ctx context.Context, lease store.Lease, ttl time.Durat
 		return h
 	}
 	k.held[h] = struct{}{}
+	sooner := k.wakeAt.IsZero() || h.dueAt().Before(k.wakeAt)
 	k.mu.Unlock()
-	k.poke()
+	if sooner {
+		k.poke()
+	}
 	return h
 }
 
@@ -168,8 +177,8 @@ func (h *Hold) Stop() error {
 	h.released = true
 	lost := h.lost
 	h.k.mu.Unlock()
+	// The loop is not woken: a lease taken out makes no renewal sooner.
 	h.cancel(context.Canceled)
-	h.k.poke()
 	return lost
 }
 
@@ -261,18 +270,24 @@ func (k *Keeper) untilNext() (time.Duration, bool) {
 		if h.quiet {
 			continue
 		}
-		at := h.nextRenewal
-		if h.trustedUntil.Before(at) {
-			at = h.trustedUntil
-		}
-		if earliest.IsZero() || at.Before(earliest) {
+		if at := h.dueAt(); earliest.IsZero() || at.Before(earliest) {
 			earliest = at
 		}
 	}
+	k.wakeAt = earliest
 	if earliest.IsZero() {
 		return 0, false // nothing held, or only quiet leases: Resume pokes
 	}
 	return max(earliest.Sub(now), 0), true
+}
+
+// dueAt is when the lease next needs the loop: its renewal, or its
+// expiry if that comes first. Callers hold k.mu.
+func (h *Hold) dueAt() time.Time {
+	if h.trustedUntil.Before(h.nextRenewal) {
+		return h.trustedUntil
+	}
+	return h.nextRenewal
 }
 
 // renewDue renews, in one round trip, every lease due within a sixth of
