@@ -31,11 +31,15 @@ import (
 //   - the statements every replica sends, idle work included, per slot,
 //     counted at the server (pg_stat_statements, the replicas' role only);
 //   - that no slot in the window ran twice, and how many runs it missed;
-//   - with many jobs, each replica's share of every slot's runs.
+//   - with many jobs, each replica's share of every slot's runs;
+//   - the CPU the database server (all its processes) and the replicas
+//     used in the window, in cores (db-cores, replica-cores): both share
+//     this machine's, and what a run costs each is what bounds throughput.
 //
 // Scenarios: one job every 2 s doing 200 ms of work at 3, 6 and 10
 // replicas (the way issue 14's comparison was measured), 1,000 jobs every
-// second at 3 replicas for the spread, and 10,000 for the throughput. The
+// second at 3 replicas for the spread, and 10,000 for the throughput
+// ($CRONFENCE_BENCH_JOBS adds one of that many jobs at 3 replicas). The
 // window is $CRONFENCE_BENCH_SECONDS (default 60) per scenario, after the
 // replicas ran for $CRONFENCE_BENCH_WARMUP (default 10s); the replica
 // binary is built from this tree unless $CRONFENCE_BENCH_REPLICA names one
@@ -47,7 +51,9 @@ import (
 //
 //	go test -run '^$' -bench BenchmarkReplicas -benchtime 1x .
 //
-// The statements that cost the most are logged (-v).
+// The statements that cost the most and the alerts raised are logged (-v);
+// each replica writes a CPU profile when the binary named wraps it with
+// -cpuprofile.
 func BenchmarkReplicas(b *testing.B) {
 	window := 60 * time.Second
 	if v := os.Getenv("CRONFENCE_BENCH_SECONDS"); v != "" {
@@ -72,13 +78,21 @@ func BenchmarkReplicas(b *testing.B) {
 			b.Fatalf("building the replica: %v\n%s", err, out)
 		}
 	}
-	for _, sc := range []replicaScenario{
+	scenarios := []replicaScenario{
 		{replicas: 3, jobs: 1, every: 2 * time.Second, work: 200 * time.Millisecond},
 		{replicas: 6, jobs: 1, every: 2 * time.Second, work: 200 * time.Millisecond},
 		{replicas: 10, jobs: 1, every: 2 * time.Second, work: 200 * time.Millisecond},
 		{replicas: 3, jobs: 1000, every: time.Second, work: 0},
 		{replicas: 3, jobs: 10000, every: time.Second, work: 0},
-	} {
+	}
+	if v := os.Getenv("CRONFENCE_BENCH_JOBS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			b.Fatalf("CRONFENCE_BENCH_JOBS must be a whole number of jobs, at least 1, got %q", v)
+		}
+		scenarios = append(scenarios, replicaScenario{replicas: 3, jobs: n, every: time.Second, work: 0})
+	}
+	for _, sc := range scenarios {
 		b.Run(fmt.Sprintf("replicas=%d/jobs=%d", sc.replicas, sc.jobs), func(b *testing.B) {
 			for b.Loop() {
 				sc.measure(b, bin, window, warmup)
@@ -100,7 +114,7 @@ type replicaRun struct {
 }
 
 func (sc replicaScenario) measure(b *testing.B, bin string, window, warmup time.Duration) {
-	cluster := pgtest.NewCluster(b, "shared_preload_libraries=pg_stat_statements", "max_connections=200")
+	cluster := pgtest.NewCluster(b, "shared_preload_libraries=pg_stat_statements", "pg_stat_statements.track_planning=on", "max_connections=200")
 	admin, err := pgxpool.New(b.Context(), cluster.URL())
 	if err != nil {
 		b.Fatal(err)
@@ -168,18 +182,43 @@ func (sc replicaScenario) measure(b *testing.B, bin string, window, warmup time.
 	// claims on a fresh connection prepare and plan the claim statement,
 	// about 13 ms once per connection) and whole slots are counted.
 	from := time.Now().Add(warmup).Add(sc.every).Truncate(sc.every).Add(sc.every)
+	var dataDir string
+	if err := admin.QueryRow(b.Context(), `SHOW data_directory`).Scan(&dataDir); err != nil {
+		b.Fatal(err)
+	}
+	postmaster, err := postmasterPID(dataDir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cpu := func() (db, replicas time.Duration) {
+		db, err := treeCPU(postmaster)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, p := range procs {
+			st, err := readProcStat(p.Process.Pid)
+			if err != nil {
+				b.Fatal(err)
+			}
+			replicas += st.cpu
+		}
+		return db, replicas
+	}
 	time.Sleep(time.Until(from))
 	if _, err := admin.Exec(b.Context(), `SELECT pg_stat_statements_reset()`); err != nil {
 		b.Fatal(err)
 	}
+	db0, replicas0 := cpu()
 	to := from.Add(window)
 	time.Sleep(time.Until(to))
+	db1, replicas1 := cpu()
 	var calls int64
 	if err := admin.QueryRow(b.Context(),
 		`SELECT coalesce(sum(calls), 0) FROM pg_stat_statements WHERE userid = 'replica'::regrole`).Scan(&calls); err != nil {
 		b.Fatal(err)
 	}
 	logTopStatements(b, admin)
+	logAlerts(b, admin, from)
 	// Let the window's last runs start and print before stopping.
 	time.Sleep(2 * time.Second)
 	for _, p := range procs {
@@ -220,6 +259,10 @@ func (sc replicaScenario) measure(b *testing.B, bin string, window, warmup time.
 	b.ReportMetric(ms(benchPercentile(latencies, 0.5)), "p50-ms")
 	b.ReportMetric(ms(benchPercentile(latencies, 0.99)), "p99-ms")
 	b.ReportMetric(float64(calls)/float64(slots), "statements/slot")
+	// The CPU the database server (all its processes) and the replicas
+	// used in the window, in cores: the two share this machine's.
+	b.ReportMetric((db1-db0).Seconds()/window.Seconds(), "db-cores")
+	b.ReportMetric((replicas1-replicas0).Seconds()/window.Seconds(), "replica-cores")
 	b.ReportMetric(float64(calls)/float64(slots*sc.jobs), "statements/run")
 	if sc.jobs > 1 {
 		lo, hi := 1.0, 0.0
@@ -258,24 +301,56 @@ func readRuns(b *testing.B, out io.Reader, replica int, ready chan<- int, mu *sy
 	}
 }
 
-// logTopStatements logs the replicas' statements by calls, most first,
-// with their mean execution time at the server.
+// logTopStatements logs the time the replicas' statements took at the
+// server, and the statements that took most of it, with their calls, the
+// rows they returned (a batch returns a row an item) and their mean
+// execution time.
 func logTopStatements(b *testing.B, admin *pgxpool.Pool) {
+	var exec, plan float64
+	if err := admin.QueryRow(context.Background(), `
+		SELECT coalesce(sum(total_exec_time), 0), coalesce(sum(total_plan_time), 0)
+		  FROM pg_stat_statements WHERE userid = 'replica'::regrole`).Scan(&exec, &plan); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("statements' time at the server: %.1f s executing, %.1f s planning", exec/1000, plan/1000)
 	rows, err := admin.Query(context.Background(), `
-		SELECT calls, mean_exec_time, left(regexp_replace(query, '\s+', ' ', 'g'), 100)
+		SELECT calls, rows, mean_exec_time, left(regexp_replace(query, '\s+', ' ', 'g'), 100)
 		  FROM pg_stat_statements WHERE userid = 'replica'::regrole
-		 ORDER BY calls DESC LIMIT 12`)
+		 ORDER BY total_exec_time DESC LIMIT 12`)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var calls int64
+		var calls, n int64
 		var mean float64
 		var q string
-		if err := rows.Scan(&calls, &mean, &q); err != nil {
+		if err := rows.Scan(&calls, &n, &mean, &q); err != nil {
 			b.Fatal(err)
 		}
-		b.Logf("%7d  %7.3f ms  %s", calls, mean, q)
+		b.Logf("%7d calls %8d rows %8.3f ms  %s", calls, n, mean, q)
+	}
+}
+
+// logAlerts logs the alerts raised since from, by kind: under load the
+// absence checks see what a user's would (skips, runs passed over).
+func logAlerts(b *testing.B, admin *pgxpool.Pool, from time.Time) {
+	rows, err := admin.Query(context.Background(), `
+		SELECT kind, count(*), count(resolved_at) FROM cronfence.alerts
+		 WHERE raised_at >= $1 GROUP BY kind ORDER BY count(*) DESC`, from)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var kind string
+		var raised, resolved int64
+		if err := rows.Scan(&kind, &raised, &resolved); err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("alerts raised in the window: %d %s (%d resolved)", raised, kind, resolved)
+	}
+	if err := rows.Err(); err != nil {
+		b.Fatal(err)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"sync"
 	"syscall"
 	"time"
@@ -38,12 +39,28 @@ func main() {
 	schedule := flag.String("schedule", "*/2 * * * * *", "the jobs' schedule")
 	work := flag.Duration("work", 200*time.Millisecond, "how long each run takes")
 	tune := flag.Bool("tune", true, "tune and warm the pool as the cronfence binary does (postgres.TunePool, postgres.WarmPool)")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof reads it)")
 	flag.Parse()
 	if *url == "" || *owner == "" {
 		fmt.Fprintln(os.Stderr, "benchreplica: -url and -owner are required")
 		os.Exit(2)
 	}
-	if err := run(*url, *schema, *owner, *jobs, *schedule, *work, *tune); err != nil {
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "benchreplica:", err)
+			os.Exit(1)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "benchreplica:", err)
+			os.Exit(1)
+		}
+	}
+	err := run(*url, *schema, *owner, *jobs, *schedule, *work, *tune)
+	if *cpuProfile != "" {
+		pprof.StopCPUProfile()
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchreplica:", err)
 		os.Exit(1)
 	}
