@@ -19,9 +19,13 @@ import (
 //     hashing), so the runs of a slot spread evenly and every replica
 //     agrees without a word. It claims at once. The second waits
 //     Config.ClaimGrace for the claim to be told and claims only if it
-//     was not; every other waits twice that. A replica that died, hangs
-//     or never heard of the others costs a slot that much delay, never
-//     the slot: every claim is still the store's atomic statement.
+//     was not; every other waits twice that. While a replica ranked
+//     before it is still told claiming slots of that instant (under load
+//     a replica claims its share in statements one after another), a
+//     fallback waits on, until that replica went ClaimGrace without one
+//     (at most fallbackWaitMax past the slot). A replica that died, hangs
+//     or never heard of the others costs a slot about that much delay,
+//     never the slot: every claim is still the store's atomic statement.
 //   - A run another replica started is watched by one replica (the first
 //     by the same ranking, the run's owner left out); once the run has
 //     gone on for Config.ResumeEvery without its end being told, the
@@ -47,21 +51,28 @@ import (
 const resumeBackstopEvery = 30 * time.Second
 
 // settledKeep is how long a slot told as settled is remembered: longer
-// than any fallback waits (2 × ClaimGrace) plus a late notice.
+// than any fallback waits (fallbackWaitMax) plus a late notice.
 const settledKeep = 10 * time.Second
+
+// fallbackWaitMax bounds how long past its slot a fallback waits for a
+// replica ranked before it that is still told claiming the slot's
+// instant; past it, the fallback claims (at worst refused, a statement's
+// cost). Well inside settledKeep, so a claim told is still remembered.
+const fallbackWaitMax = 5 * time.Second
 
 // notices is what this replica heard. Its mutex is taken after
 // Scheduler.mu, never before.
 type notices struct {
 	mu       sync.Mutex
-	on       bool                   // the store tells and this replica listens
-	hearing  bool                   // listening now: between a gap and the connection's loss
-	alive    map[string]time.Time   // other replicas with timers, by when last heard (schedule clock)
-	settled  map[slotKey]time.Time  // slots told settled, by when heard
-	watched  map[slotKey]watchedRun // runs other replicas started and that are not told ended
-	rescan   bool                   // a scan is wanted: notices may have been missed, or the last found dead runs
-	backstop time.Time              // the next backstop scan
-	prune    time.Time              // the next time settled is pruned
+	on       bool                      // the store tells and this replica listens
+	hearing  bool                      // listening now: between a gap and the connection's loss
+	alive    map[string]time.Time      // other replicas with timers, by when last heard (schedule clock)
+	settled  map[slotKey]time.Time     // slots told settled, by when heard
+	claiming map[claimingKey]time.Time // other replicas' claims told, by replica and slot instant: when last heard
+	watched  map[slotKey]watchedRun    // runs other replicas started and that are not told ended
+	rescan   bool                      // a scan is wanted: notices may have been missed, or the last found dead runs
+	backstop time.Time                 // the next backstop scan
+	prune    time.Time                 // the next time settled is pruned
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -73,6 +84,12 @@ type slotKey struct {
 }
 
 func keyOf(job string, slot time.Time) slotKey { return slotKey{job, slot.UnixNano()} }
+
+// claimingKey is a replica's claims of one slot instant, whatever the job.
+type claimingKey struct {
+	owner string
+	slot  int64 // UnixNano
+}
 
 type watchedRun struct {
 	owner  string
@@ -91,6 +108,7 @@ func (s *Scheduler) startNotices() {
 	n.mu.Lock()
 	n.on = true
 	n.alive, n.settled, n.watched = map[string]time.Time{}, map[slotKey]time.Time{}, map[slotKey]watchedRun{}
+	n.claiming = map[claimingKey]time.Time{}
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel, n.done = cancel, make(chan struct{})
 	n.mu.Unlock()
@@ -142,6 +160,7 @@ func (s *Scheduler) heard(ctx context.Context, no store.Notice) {
 		delete(n.alive, no.Owner)
 	case store.NoticeClaimed:
 		n.settled[key] = now
+		n.heardClaiming(no, now)
 		// A resume's claim: the run before it is over. (Not this
 		// replica's own watch of a run of its own, left to resume, that
 		// ended before the notice of its claim arrived.)
@@ -153,6 +172,7 @@ func (s *Scheduler) heard(ctx context.Context, no store.Notice) {
 		}
 	case store.NoticeSettled:
 		n.settled[key] = now
+		n.heardClaiming(no, now)
 	case store.NoticeEnded:
 		n.settled[key] = now
 		// Only the run told: a deposed owner's late end must not end the
@@ -160,6 +180,14 @@ func (s *Scheduler) heard(ctx context.Context, no store.Notice) {
 		if w, ok := n.watched[key]; ok && w.owner == no.Owner {
 			delete(n.watched, key)
 		}
+	}
+}
+
+// heardClaiming notes that another replica is claiming slots of no's
+// instant. Callers hold n.mu.
+func (n *notices) heardClaiming(no store.Notice, now time.Time) {
+	if no.Owner != "" {
+		n.claiming[claimingKey{no.Owner, no.Slot.UnixNano()}] = now
 	}
 }
 
@@ -214,6 +242,30 @@ func (s *Scheduler) rank(key string, now time.Time, except string) int {
 	return r
 }
 
+// claimingBefore is when the replicas ranked before this one for key, of
+// those heard claiming slots of key's instant, will have gone
+// Config.ClaimGrace without a claim of it told: the fallback for key
+// waits until then. A time not after now means none is still claiming.
+// Callers hold notices.mu.
+func (s *Scheduler) claimingBefore(key slotKey, now time.Time) time.Time {
+	n := &s.notices
+	rankKey := key.rankKey()
+	mine := rendezvous(s.cfg.Owner, rankKey)
+	var until time.Time
+	for owner := range n.alive {
+		heard, ok := n.claiming[claimingKey{owner, key.slot}]
+		if !ok {
+			continue
+		}
+		if h := rendezvous(owner, rankKey); h > mine || (h == mine && owner < s.cfg.Owner) {
+			if t := heard.Add(s.cfg.ClaimGrace); t.After(until) {
+				until = t
+			}
+		}
+	}
+	return until
+}
+
 func rendezvous(owner, key string) uint64 {
 	h := fnv.New64a()
 	h.Write([]byte(owner))
@@ -254,13 +306,24 @@ func (s *Scheduler) deferToPreferred(due []*entry, now time.Time) []*entry {
 				delete(n.settled, k)
 			}
 		}
+		for k, heard := range n.claiming {
+			if now.Sub(heard) > settledKeep {
+				delete(n.claiming, k)
+			}
+		}
 		n.prune = now.Add(settledKeep)
 	}
 	keep := due[:0]
 	for _, e := range due {
 		switch {
 		case e.fallback:
-			if _, told := n.settled[keyOf(e.job.Name, e.slot)]; told {
+			key := keyOf(e.job.Name, e.slot)
+			if _, told := n.settled[key]; told {
+				continue
+			}
+			if until := s.claimingBefore(key, now); until.After(now) && now.Before(e.slot.Add(fallbackWaitMax)) {
+				heap.Push(&s.heap, &entry{job: e.job, slot: e.slot, fireAt: until,
+					origin: e.origin, retry: true, fallback: true})
 				continue
 			}
 		case e.origin == OriginScheduled && !e.retry:
