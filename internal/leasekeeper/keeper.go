@@ -176,9 +176,15 @@ func (h *Hold) Stop() error {
 	delete(h.k.held, h)
 	h.released = true
 	lost := h.lost
+	// A lease taken out makes no renewal sooner, so the loop is left
+	// asleep, unless it was the last one: then the loop drops its timer
+	// rather than wake once more for nothing.
+	drained := len(h.k.held) == 0 && !h.k.wakeAt.IsZero()
 	h.k.mu.Unlock()
-	// The loop is not woken: a lease taken out makes no renewal sooner.
 	h.cancel(context.Canceled)
+	if drained {
+		h.k.poke()
+	}
 	return lost
 }
 
