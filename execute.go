@@ -84,6 +84,7 @@ func (s *Scheduler) execute(spec runSpec) {
 	})
 	err := callHandler(ctx, job.Handler, run)
 	duration := s.cfg.Clock.Now().Sub(started)
+	ended := s.scheduleNow()
 	var lost error
 	if hold != nil {
 		lost = hold.Lost()
@@ -94,7 +95,7 @@ func (s *Scheduler) execute(spec runSpec) {
 		// it too, but not the run's own log lines.
 		s.log.Error("cronfence: run failed", append(attrs, "error", err)...)
 	}
-	outcome, recorded, buffered := s.finish(spec, hold, err, logs.snapshot())
+	outcome, recorded, buffered := s.finish(spec, hold, err, logs.snapshot(), ended)
 	s.logRunEnd(spec, outcome, duration, recorded)
 	s.observe(RunEndEvent{
 		Job: job.Name, Slot: spec.slot, Lease: spec.lease.Name, Generation: spec.lease.Generation, Attempt: spec.attempt,
@@ -128,15 +129,22 @@ func (s *Scheduler) logRunEnd(spec runSpec, outcome RunOutcome, took time.Durati
 	s.log.Log(context.Background(), level, "cronfence: run ended", attrs...)
 }
 
-// finish ends the run. It returns how the run ended, whether the store
-// recorded it, and the job's buffered slot that waits for this run to end,
-// if any. A run that held a lease keeps it renewed (hold) until its end is
-// recorded: see endRecorder.
-func (s *Scheduler) finish(spec runSpec, hold *leasekeeper.Hold, runErr error, logs []string) (outcome RunOutcome, recorded bool, buffered time.Time) {
+// finish ends the run, whose handler returned at ended (by the database
+// clock, as this replica reads it). It returns how the run ended, whether
+// the store recorded it, and the job's buffered slot that waits for this
+// run to end, if any. A run that held a lease keeps it renewed (hold)
+// until its end is recorded: see endRecorder.
+func (s *Scheduler) finish(spec runSpec, hold *leasekeeper.Hold, runErr error, logs []string, ended time.Time) (outcome RunOutcome, recorded bool, buffered time.Time) {
 	job := spec.job
 	row := store.Run{
 		Manual: spec.origin == OriginManual, CatchUp: spec.origin == OriginCatchUp, Attempt: spec.attempt, Success: runErr == nil, Logs: logs,
 		StartedAt: spec.lease.AcquiredAt,
+		// When the handler returned, not when the end reaches the store:
+		// under load the two are seconds apart, and a quick run would
+		// look like one outgrowing its interval (slow_run). Never before
+		// the run's start: the offset this replica reads the database
+		// clock with is measured, so off by a little.
+		FinishedAt: latest(ended, spec.lease.AcquiredAt),
 	}
 	outcome = RunSucceeded
 	if runErr != nil {
@@ -148,7 +156,7 @@ func (s *Scheduler) finish(spec runSpec, hold *leasekeeper.Hold, runErr error, l
 		// is back.
 		ctx, cancel := s.bounded(context.Background())
 		defer cancel()
-		row.Job, row.Slot, row.Owner, row.StartedAt = job.Name, spec.slot, s.cfg.Owner, time.Time{}
+		row.Job, row.Slot, row.Owner, row.StartedAt, row.FinishedAt = job.Name, spec.slot, s.cfg.Owner, time.Time{}, time.Time{}
 		if _, err := s.store.RunInsert(ctx, row); err != nil {
 			s.log.Warn("cronfence: could not record a run made without a lease", "job", job.Name, "error", err)
 			return outcome, false, time.Time{}

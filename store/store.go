@@ -570,9 +570,13 @@ type Run struct {
 	// LeaseName is the lease the run held at Generation; empty for a skip
 	// and a run made without a lease. Written by SlotFinish (from its
 	// params) and RunInsert; a holding has at most one run row.
-	LeaseName  string
-	Attempt    int
-	StartedAt  time.Time
+	LeaseName string
+	Attempt   int
+	StartedAt time.Time
+	// FinishedAt is when the run ended: the scheduler's runs give the
+	// instant their handler returned (by the database clock as the
+	// replica reads it, never before StartedAt), not when the end reached
+	// the store; zero means the store's clock as it writes the row.
 	FinishedAt time.Time
 	Success    bool
 	Skipped    bool
