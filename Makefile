@@ -40,7 +40,7 @@ quickstart: ## Three replicas of the library in one process, one SQLite file, ea
 
 .PHONY: test
 test: test-deps lint ## Lint, then every test: the module's with the race detector, each fuzz target for FUZZCOUNT executions, the short chaos suite and the browser tests.
-	$(GO) test -race -count=1 $(PKGS)
+	$(GO) test -race -count=1 -timeout 25m $(PKGS)
 	$(MAKE) fuzz FUZZTIME=$(FUZZCOUNT)
 	$(MAKE) e2e browser
 

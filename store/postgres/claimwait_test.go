@@ -94,6 +94,13 @@ func TestClaimWaitingWhileTheSlotRanElsewhereAnswersWhatStands(t *testing.T) {
 	}
 }
 
+// claimWhileTheSlotRunsElsewhere has a's claim wait for a slot just under
+// store.MaxClaimWait ahead while b claims, runs and ends it. The race is
+// real, so a loaded machine can lose it either way before it tests
+// anything: a's statement reaches the server so late that its sleep is
+// over before it is seen, or b's claim lands only after a woke and took
+// the slot, or ended it only after a woke. Each is tried again, with a new
+// job; only a's answer to a slot b ended during a's wait is judged.
 func claimWhileTheSlotRunsElsewhere(t *testing.T, leaseExists bool) {
 	_, schema := newStore(t)
 	other := openOn(t, schema)
@@ -102,17 +109,31 @@ func claimWhileTheSlotRunsElsewhere(t *testing.T, leaseExists bool) {
 	s := openOnWith(t, schema, func(cfg *pgxpool.Config) {
 		cfg.ConnConfig.RuntimeParams["application_name"] = "claimer-" + schema
 	})
+	const attempts = 50
+	for attempt := 1; attempt <= attempts; attempt++ {
+		if claimWhileRunElsewhere(t, s, other, schema, fmt.Sprintf("report-%d", attempt), leaseExists) {
+			return
+		}
+		t.Logf("attempt %d: the race was lost before it tested anything; trying again", attempt)
+	}
+	t.Fatalf("in %d attempts, a's claim never waited for its slot while b ran it", attempts)
+}
+
+// claimWhileRunElsewhere is one attempt of claimWhileTheSlotRunsElsewhere
+// on job; false means it was inconclusive.
+func claimWhileRunElsewhere(t *testing.T, s, other *postgres.Store, schema, job string, leaseExists bool) bool {
+	leaseName := "job:" + job
 	now, err := s.Now(ctx(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	slot := now.Add(80 * time.Millisecond)
-	p := store.SlotClaimParams{Job: "report", Slot: slot, LeaseName: "job:report", Owner: "a", TTL: time.Minute, MaxAttempts: 3, WaitDue: true}
+	slot := now.Add(store.MaxClaimWait * 9 / 10)
+	p := store.SlotClaimParams{Job: job, Slot: slot, LeaseName: leaseName, Owner: "a", TTL: time.Minute, MaxAttempts: 3, WaitDue: true}
 	b := p
 	b.Owner, b.WaitDue, b.Now = "b", false, slot
 	end := func(r store.SlotClaimResult, at time.Time) {
 		t.Helper()
-		if _, err := other.SlotFinish(ctx(t), store.SlotFinishParams{Job: "report", Slot: r.Slot.Slot, LeaseName: "job:report", Owner: "b",
+		if _, err := other.SlotFinish(ctx(t), store.SlotFinishParams{Job: job, Slot: r.Slot.Slot, LeaseName: leaseName, Owner: "b",
 			Generation: r.Lease.Generation, Status: store.SlotCompleted, Now: at, Run: store.Run{Attempt: 1, Success: true}}); err != nil {
 			t.Fatal(err)
 		}
@@ -128,20 +149,43 @@ func claimWhileTheSlotRunsElsewhere(t *testing.T, leaseExists bool) {
 		end(r, earlier.Now)
 	}
 	done := claimInBackground(t, s, p)
-	// a's statement sleeps, its snapshot taken.
-	wait.For(t, wait.Forever, func() bool {
-		var n int
-		err := other.Pool().QueryRow(ctx(t), `SELECT count(*) FROM pg_stat_activity
-			WHERE application_name = $1 AND wait_event = 'PgSleep'`, "claimer-"+schema).Scan(&n)
-		return err == nil && n > 0
-	}, func() string { return "a's claim did not wait for its slot" })
+	// a's statement sleeps, its snapshot taken; polled every millisecond,
+	// as the sleep may be short.
+	for sleeping := false; !sleeping; time.Sleep(time.Millisecond) {
+		select {
+		case a := <-done:
+			t.Logf("a's claim answered before it was seen waiting: %+v, %v", a.r, a.err)
+			return false
+		default:
+		}
+		err := other.Pool().QueryRow(ctx(t), `SELECT count(*) > 0 FROM pg_stat_activity
+			WHERE application_name = $1 AND wait_event = 'PgSleep'`, "claimer-"+schema).Scan(&sleeping)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 	// Meanwhile b runs the slot and ends it (on a pinned clock, at the
 	// slot: judged due).
 	won, err := other.SlotClaim(ctx(t), b)
-	if err != nil || !won.Claimed {
-		t.Fatalf("b's claim = %+v, %v", won, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !won.Claimed {
+		a := <-done
+		if a.err == nil && a.r.Claimed {
+			t.Logf("b's claim came after a's woke and took the slot: %+v", won)
+			return false
+		}
+		t.Fatalf("b's claim = %+v; a's = %+v, %v", won, a.r, a.err)
 	}
 	end(won, slot)
+	if ended, err := other.Now(ctx(t)); err != nil {
+		t.Fatal(err)
+	} else if !ended.Before(slot) {
+		a := <-done
+		t.Logf("b's run ended only once a's wait was over: %+v, %v", a.r, a.err)
+		return false
+	}
 	a := <-done
 	if a.err != nil {
 		t.Fatal(a.err)
@@ -149,16 +193,17 @@ func claimWhileTheSlotRunsElsewhere(t *testing.T, leaseExists bool) {
 	if a.r.Claimed || a.r.Refusal != store.ClaimCompleted || a.r.Slot.Owner != "b" {
 		t.Fatalf("a's claim = %+v; want refused completed, the slot b's", a.r)
 	}
-	l, err := s.LeaseGet(ctx(t), "job:report")
+	l, err := s.LeaseGet(ctx(t), leaseName)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if now, _ := s.Now(ctx(t)); l.Owner == "a" && l.ExpiresAt.After(now) {
 		t.Fatalf("a kept the lease it took for a slot it did not claim: %+v", l)
 	}
-	if sl, err := s.SlotGet(ctx(t), "report", slot); err != nil || sl.Status != store.SlotCompleted || sl.Owner != "b" || sl.Attempts != 1 {
+	if sl, err := s.SlotGet(ctx(t), job, slot); err != nil || sl.Status != store.SlotCompleted || sl.Owner != "b" || sl.Attempts != 1 {
 		t.Fatalf("the slot = %+v, %v; want completed by b, once", sl, err)
 	}
+	return true
 }
 
 // claimAnswer is a SlotClaim's answer, delivered by claimInBackground.
