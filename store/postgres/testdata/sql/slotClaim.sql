@@ -193,9 +193,12 @@ SELECT coalesce(g.refusal, CASE WHEN i.lease_name IN (SELECT name FROM busy) THE
   LEFT JOIN lease l ON l.name = i.lease_name
   LEFT JOIN mark m ON m.job = i.job AND m.slot = i.slot
   LEFT JOIN skip sk ON sk.job = i.job AND sk.slot = i.slot
+  -- LIMIT 1, as in prev: without it a large batch's plan read the whole
+  -- leases table, one row per job, to hash it.
   LEFT JOIN LATERAL (
       SELECT * FROM "cronfence".leases
        WHERE name = CASE WHEN p.guarded THEN p.lease_name ELSE i.lease_name END
+       LIMIT 1
   ) h ON true
  CROSS JOIN (SELECT count(*) FROM notice) told
  ORDER BY i.ord;
