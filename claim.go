@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sort"
 	"sync"
@@ -32,17 +33,18 @@ func (s *Scheduler) fire(ctx context.Context, due []*entry, now time.Time) {
 		kept = append(kept, e)
 	}
 	due = kept
+	var stalled stall
 	for _, e := range due {
 		if e.retry {
 			continue
 		}
 		if latest := e.job.sched.Prev(now); latest.After(e.slot) {
-			s.log.Warn("cronfence: slots passed while the scheduler could not fire", "job", e.job.Name,
-				"first_missed", e.slot, "firing", latest.UTC())
+			stalled.add(e.job.Name, e.slot, latest.UTC())
 			passedBy[e] = s.passedOver(e.job, e.slot, latest)
 			e.slot = latest.UTC()
 		}
 	}
+	stalled.log(s.log)
 	claimed, results := s.claim(ctx, due)
 	// Recorded after the claims, where no replica ran them, unless the job
 	// is paused: a paused job's slots are not runs owed.
@@ -53,6 +55,36 @@ func (s *Scheduler) fire(ctx context.Context, due []*entry, now time.Time) {
 		}
 	}
 	s.recordSkips(ctx, passed)
+}
+
+// stall gathers the jobs a pass found slots passed over for, to say so in
+// one line: a replica that fell behind with thousands of jobs wrote a line
+// per job, and the lines cost it more of the CPU it was short of.
+type stall struct {
+	jobs                 int
+	firstJob             string
+	firstMissed, lastSet time.Time
+}
+
+func (st *stall) add(job string, missed, firing time.Time) {
+	if st.jobs == 0 || missed.Before(st.firstMissed) {
+		st.firstMissed = missed
+	}
+	if firing.After(st.lastSet) {
+		st.lastSet = firing
+	}
+	if st.jobs == 0 {
+		st.firstJob = job
+	}
+	st.jobs++
+}
+
+func (st *stall) log(l *slog.Logger) {
+	if st.jobs == 0 {
+		return
+	}
+	l.Warn("cronfence: slots passed while the scheduler could not fire", "job", st.firstJob, "jobs", st.jobs,
+		"first_missed", st.firstMissed, "firing", st.lastSet)
 }
 
 // claim claims the entries' slots in bounded round trips and handles

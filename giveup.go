@@ -72,11 +72,22 @@ func (s *Scheduler) recordSkips(ctx context.Context, items []store.SlotSkipParam
 		}
 		return
 	}
-	for _, r := range runs {
-		s.log.Warn("cronfence: slot recorded as skipped", "job", r.Job, "slot", r.Slot, "reason", r.Reason)
+	for i, r := range runs {
+		if i < maxSkipLines {
+			s.log.Warn("cronfence: slot recorded as skipped", "job", r.Job, "slot", r.Slot, "reason", r.Reason)
+		}
 		s.observe(SkipEvent{Job: r.Job, Slot: r.Slot, Reason: r.Reason})
 	}
+	if len(runs) > maxSkipLines {
+		s.log.Warn("cronfence: more slots recorded as skipped", "slots", len(runs)-maxSkipLines)
+	}
 }
+
+// maxSkipLines bounds the lines one recording of skips logs, one per slot;
+// the rest are counted in one line (each is a run row, and an event for
+// observers). A replica that fell behind with thousands of jobs recorded
+// tens of thousands at once.
+const maxSkipLines = 10
 
 // A deposed writer sitting on an expired lease is an alert, not only a
 // log line: its process lost the lease (frozen, cut off) while inside a

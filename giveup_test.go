@@ -2,6 +2,7 @@ package cronfence
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +24,8 @@ func TestSlotGivenUpToADeposedWriterIsRecordedAndAlerted(t *testing.T) {
 		start := c.db.Now()
 		_, tx := frozenWriter(t, st, start.Add(-time.Minute), 1)
 		rec := &recorder{}
-		c.startWith(Config{Owner: "a", Clock: offsetClock{c.db, 0}, Retention: -1, Observer: rec},
+		logs := &syncBuffer{}
+		c.startWith(Config{Owner: "a", Clock: offsetClock{c.db, 0}, Retention: -1, Observer: rec, Logger: slog.New(slog.NewTextHandler(logs, nil))},
 			Job{Name: "frozen", Schedule: "* * * * *", MaxAttempts: 1, Handler: func(context.Context, *Run) error { return nil }})
 		first, second := start.Add(time.Minute), start.Add(2*time.Minute)
 
@@ -85,7 +87,8 @@ func TestSlotsPassedOverInAStallAreRecorded(t *testing.T) {
 		start := c.db.Now()
 		l := newLedger()
 		rec := &recorder{}
-		c.startWith(Config{Owner: "a", Clock: offsetClock{c.db, 0}, Retention: -1, Observer: rec},
+		logs := &syncBuffer{}
+		c.startWith(Config{Owner: "a", Clock: offsetClock{c.db, 0}, Retention: -1, Observer: rec, Logger: slog.New(slog.NewTextHandler(logs, nil))},
 			Job{Name: "minutely", Schedule: "* * * * *", Handler: l.handler(c.db)},
 			Job{Name: "secondly", Schedule: "* * * * * *", Handler: l.handler(c.db)},
 			Job{Name: "paused", Schedule: "* * * * *", Disabled: true, Handler: l.handler(c.db)})
@@ -146,6 +149,17 @@ func TestSlotsPassedOverInAStallAreRecorded(t *testing.T) {
 		// A paused job owes no slot: nothing passed over is recorded for it.
 		if skips := skipRuns(t, st, "paused"); len(skips) != 0 {
 			t.Fatalf("the paused job has %d passed-over rows, want none: %+v", len(skips), skips)
+		}
+		// The stall is told once, whatever the number of jobs it held up,
+		// and the 13 rows recorded in at most maxSkipLines lines and a
+		// count: a replica behind with thousands of jobs wrote a line for
+		// each job and each row.
+		out := logs.String()
+		if n := strings.Count(out, "slots passed while the scheduler could not fire"); n != 1 || !strings.Contains(out, "jobs=3") {
+			t.Errorf("the stall was logged in %d lines, want 1 naming 3 jobs:\n%s", n, out)
+		}
+		if n := strings.Count(out, "slot recorded as skipped"); n != maxSkipLines || !strings.Contains(out, "more slots recorded as skipped") {
+			t.Errorf("%d lines for single skips, want %d and a count of the rest:\n%s", n, maxSkipLines, out)
 		}
 		c.wantNeverDown()
 	})
