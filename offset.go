@@ -12,6 +12,15 @@ import (
 // the read with the shortest round trip bounds the offset most tightly.
 const offsetReads = 3
 
+// offsetReadSlack is how much slower than the last full measurement's
+// fastest read a read may be and still end the measurement: the bound it
+// gives is that much looser, and a timer's claim, sent claimLeadReal (10
+// ms) before its slot and waiting for it in the database, starts on time
+// all the same. Each further read is a statement of its own, sent by every
+// replica at every clock check (ten replicas sent a third of their
+// statements so on a machine whose heartbeats were too slow to serve).
+const offsetReadSlack = time.Millisecond
+
 // measureOffset measures this clock against the database clock and warns
 // when they are more than ClockOffsetWarning apart.
 //
@@ -26,11 +35,15 @@ const offsetReads = 3
 // the longer, with a pooled connection to hand out or a statement to
 // prepare, and replicas measured themselves 2 to 8 ms ahead of a database
 // on their own host, fired early, and had most first claims refused.) Of
-// offsetReads reads, the one with the shortest round trip is kept.
+// offsetReads reads, the one with the shortest round trip is kept; once
+// a full measurement gave the fastest read's round trip, a read within
+// offsetReadSlack of it is enough.
 func (s *Scheduler) measureOffset(ctx context.Context) {
 	ctx, cancel := s.bounded(ctx)
 	defer cancel()
 	var offset, best time.Duration
+	known, fastest := s.clockReadKnown.Load(), time.Duration(s.bestClockRead.Load())
+	full := true
 	for i := range offsetReads {
 		sent := s.cfg.Clock.Now()
 		db, err := s.store.Now(ctx)
@@ -45,9 +58,18 @@ func (s *Scheduler) measureOffset(ctx context.Context) {
 		if rtt := answered.Sub(sent); i == 0 || rtt < best {
 			offset, best = answered.Sub(db), rtt
 		}
+		if known && best <= fastest+offsetReadSlack {
+			full = false
+			break
+		}
 	}
 	s.storeUp()
-	s.bestClockRead.Store(int64(best))
+	// Only a full measurement sets the yardstick: a read taken as good
+	// enough would otherwise let it creep up by the slack each time.
+	if full {
+		s.bestClockRead.Store(int64(best))
+		s.clockReadKnown.Store(true)
+	}
 	s.setOffset(offset)
 }
 

@@ -54,10 +54,11 @@ type Scheduler struct {
 	resuming   atomic.Bool    // a resume pass runs
 	busy       atomic.Int64   // fires, resume passes and runs in progress; for tests
 	offset     atomic.Int64   // this clock minus the database clock, in ns
-	// bestClockRead is the round trip of the last clock measurement's
-	// fastest read, in ns (offset.go).
-	bestClockRead atomic.Int64
-	pauseUnread   atomic.Bool // the last claim could not read the pause overrides (see notePauseState)
+	// bestClockRead is the round trip of the last full clock measurement's
+	// fastest read, in ns, once clockReadKnown (offset.go).
+	bestClockRead  atomic.Int64
+	clockReadKnown atomic.Bool
+	pauseUnread    atomic.Bool // the last claim could not read the pause overrides (see notePauseState)
 	// claimLead is how long before its slot a timer's claim is sent (see
 	// claimLeadReal); zero on any clock but the real one (a test's).
 	claimLead time.Duration
