@@ -61,17 +61,17 @@ func (s *Scheduler) fire(ctx context.Context, due []*entry, now time.Time) {
 // one line: a replica that fell behind with thousands of jobs wrote a line
 // per job, and the lines cost it more of the CPU it was short of.
 type stall struct {
-	jobs                 int
-	firstJob             string
-	firstMissed, lastSet time.Time
+	jobs                int
+	firstJob            string
+	firstMissed, firing time.Time
 }
 
 func (st *stall) add(job string, missed, firing time.Time) {
 	if st.jobs == 0 || missed.Before(st.firstMissed) {
 		st.firstMissed = missed
 	}
-	if firing.After(st.lastSet) {
-		st.lastSet = firing
+	if firing.After(st.firing) {
+		st.firing = firing
 	}
 	if st.jobs == 0 {
 		st.firstJob = job
@@ -84,7 +84,7 @@ func (st *stall) log(l *slog.Logger) {
 		return
 	}
 	l.Warn("cronfence: slots passed while the scheduler could not fire", "job", st.firstJob, "jobs", st.jobs,
-		"first_missed", st.firstMissed, "firing", st.lastSet)
+		"first_missed", st.firstMissed, "firing", st.firing)
 }
 
 // claim claims the entries' slots in bounded round trips and handles
