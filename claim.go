@@ -67,16 +67,14 @@ type stall struct {
 }
 
 func (st *stall) add(job string, missed, firing time.Time) {
-	if st.jobs == 0 || missed.Before(st.firstMissed) {
-		st.firstMissed = missed
-	}
-	if firing.After(st.firing) {
-		st.firing = firing
-	}
 	if st.jobs == 0 {
-		st.firstJob = job
+		st.firstJob, st.firstMissed, st.firing = job, missed, firing
 	}
 	st.jobs++
+	if missed.Before(st.firstMissed) {
+		st.firstMissed = missed
+	}
+	st.firing = latest(st.firing, firing)
 }
 
 func (st *stall) log(l *slog.Logger) {

@@ -2,11 +2,13 @@ package leasekeeper_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/cronfence/cronfence/internal/clock"
 	"github.com/cronfence/cronfence/internal/leasekeeper"
+	"github.com/cronfence/cronfence/internal/wait"
 	"github.com/cronfence/cronfence/store"
 )
 
@@ -33,10 +35,7 @@ func TestTheLastLeaseTakenOutLeavesTheKeeperWithoutATimer(t *testing.T) {
 	if err := second.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	for c.Timers() != 0 {
-		if ctx.Err() != nil {
-			t.Fatalf("%d timers still waiting with no lease held", c.Timers())
-		}
-		time.Sleep(100 * time.Microsecond)
-	}
+	// The loop's goroutine drops its timer on its own time: polled.
+	wait.For(t, wait.Forever, func() bool { return c.Timers() == 0 },
+		func() string { return fmt.Sprintf("%d timers still waiting with no lease held", c.Timers()) })
 }
