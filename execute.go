@@ -59,7 +59,7 @@ func (s *Scheduler) execute(spec runSpec) {
 	if !spec.slot.IsZero() {
 		attrs = append(attrs, "slot", spec.slot)
 	}
-	logger := slog.New(&teeHandler{next: s.log.Handler(), buf: logs}).With(attrs...)
+	logger := runLogger(s.log.Handler(), logs, attrs)
 	if line := spec.firstLine(); line != "" {
 		logger.Info(line)
 	}

@@ -336,7 +336,7 @@ func (l *SlotLock) run(ctx context.Context, s store.Store, job *registered, res 
 	attrs := []any{"job", l.Name, "slot", res.Slot, "generation", lease.Generation, "attempt", res.Attempt}
 	run := &Run{
 		Job: l.Name, Slot: res.Slot, Generation: lease.Generation, Lease: lease.Name, Attempt: res.Attempt, Origin: OriginScheduled, Owner: l.Owner,
-		Logger: slog.New(&teeHandler{next: l.Logger.Handler(), buf: logs}).With(attrs...),
+		Logger: runLogger(l.Logger.Handler(), logs, attrs),
 		lease:  newLease(lease, s), logs: logs,
 	}
 	runErr := callHandler(runCtx, fn, run)

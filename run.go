@@ -119,10 +119,16 @@ func (b *logBuffer) snapshot() []string {
 	return append([]string(nil), b.lines...)
 }
 
+// runLogger is a run's Logger: records go to base and to logs, with attrs
+// (the job, slot, attempt...) on base's side only.
+func runLogger(base slog.Handler, logs *logBuffer, attrs []any) *slog.Logger {
+	return slog.New(&teeHandler{next: &lazyHandler{base: base}, buf: logs}).With(attrs...)
+}
+
 // teeHandler sends records to the scheduler's handler and, formatted as one
 // line, to the run's buffer.
 type teeHandler struct {
-	next slog.Handler
+	next *lazyHandler
 	buf  *logBuffer
 }
 
@@ -139,16 +145,45 @@ func (h *teeHandler) Handle(ctx context.Context, r slog.Record) error {
 		return true
 	})
 	h.buf.add(b.String())
-	if h.next.Enabled(ctx, r.Level) {
-		return h.next.Handle(ctx, r)
+	if next := h.next.handler(); next.Enabled(ctx, r.Level) {
+		return next.Handle(ctx, r)
 	}
 	return nil
 }
 
 func (h *teeHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return &teeHandler{next: h.next.WithAttrs(attrs), buf: h.buf}
+	return &teeHandler{next: &lazyHandler{parent: h.next, attrs: attrs}, buf: h.buf}
 }
 
 func (h *teeHandler) WithGroup(name string) slog.Handler {
-	return &teeHandler{next: h.next.WithGroup(name), buf: h.buf}
+	return &teeHandler{next: &lazyHandler{parent: h.next, group: name}, buf: h.buf}
+}
+
+// lazyHandler is a handler derived from another by WithAttrs or WithGroup,
+// derived only when a record first reaches it. Every run's logger carries
+// the job's attributes, and a handler such as slog's text and JSON ones
+// formats them as it derives: at thousands of runs a second that was a
+// tenth of a replica's CPU, for runs that mostly log nothing.
+type lazyHandler struct {
+	parent *lazyHandler // nil: base is the handler itself
+	base   slog.Handler
+	attrs  []slog.Attr // one of attrs and group
+	group  string
+
+	once    sync.Once
+	derived slog.Handler
+}
+
+func (l *lazyHandler) handler() slog.Handler {
+	if l.parent == nil {
+		return l.base
+	}
+	l.once.Do(func() {
+		if p := l.parent.handler(); l.group != "" {
+			l.derived = p.WithGroup(l.group)
+		} else {
+			l.derived = p.WithAttrs(l.attrs)
+		}
+	})
+	return l.derived
 }

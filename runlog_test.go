@@ -6,8 +6,11 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/cronfence/cronfence/store"
 )
 
 // jsonLines returns the JSON log lines in out whose msg is msg.
@@ -58,6 +61,68 @@ func TestEveryRunEndsWithOneLogLine(t *testing.T) {
 				t.Errorf("job %s's run-end line = %v; want level %s, result %s, attempt 1, slot %s, origin and duration",
 					job, l, want[0], want[1], slot.Format(time.RFC3339))
 			}
+		}
+	})
+}
+
+// derivations is a slog.Handler that notes the jobs of the attributes it
+// is asked to derive handlers with (WithAttrs), and logs through next.
+type derivations struct {
+	next slog.Handler
+	mu   *sync.Mutex
+	jobs map[string]int
+}
+
+func (d derivations) Enabled(ctx context.Context, l slog.Level) bool { return d.next.Enabled(ctx, l) }
+func (d derivations) Handle(ctx context.Context, r slog.Record) error { return d.next.Handle(ctx, r) }
+func (d derivations) WithGroup(name string) slog.Handler {
+	return derivations{d.next.WithGroup(name), d.mu, d.jobs}
+}
+func (d derivations) WithAttrs(attrs []slog.Attr) slog.Handler {
+	d.mu.Lock()
+	for _, a := range attrs {
+		if a.Key == "job" {
+			d.jobs[a.Value.String()]++
+		}
+	}
+	d.mu.Unlock()
+	return derivations{d.next.WithAttrs(attrs), d.mu, d.jobs}
+}
+
+// A run's Logger writes to the scheduler's logger with the run's job,
+// slot and attempt, groups kept, and to the run's own log lines; a run
+// that logs nothing costs the scheduler's handler nothing (deriving a
+// text or JSON handler formats the attributes, at every run).
+func TestARunsLoggerCarriesTheRunAndCostsNothingUnused(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		var out syncBuffer
+		d := derivations{slog.NewJSONHandler(&out, nil), &sync.Mutex{}, map[string]int{}}
+		quiet := Job{Name: "quiet", Schedule: "0 * * * * *", Handler: func(context.Context, *Run) error { return nil }}
+		talks := Job{Name: "talks", Schedule: "0 * * * * *", Handler: func(_ context.Context, run *Run) error {
+			run.Logger.WithGroup("step").Info("working", "n", 1)
+			return nil
+		}}
+		s := c.startWith(Config{Owner: "a", Clock: offsetClock{c.db, 0}, Retention: -1, Logger: slog.New(d)}, quiet, talks)
+		slot := c.db.Now().Truncate(time.Minute).Add(time.Minute)
+		c.advance(time.Minute, time.Second)
+
+		lines := jsonLines(t, &out, "working")
+		if len(lines) != 1 {
+			t.Fatalf("%d \"working\" lines, want 1:\n%s", len(lines), out.String())
+		}
+		l := lines[0]
+		step, _ := l["step"].(map[string]any)
+		if l["job"] != "talks" || l["owner"] != "a" || l["attempt"] != 1.0 || l["slot"] != slot.Format(time.RFC3339) || step["n"] != 1.0 {
+			t.Errorf("the run's line = %v; want job talks, owner a, attempt 1, slot %s and step.n 1", l, slot.Format(time.RFC3339))
+		}
+		runs, err := s.store.RunList(context.Background(), store.RunListParams{Job: "talks"})
+		if err != nil || len(runs) != 1 || len(runs[0].Logs) != 1 || !strings.Contains(runs[0].Logs[0], "working") {
+			t.Fatalf("talks's runs = %+v, %v; want one with its line", runs, err)
+		}
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if n := d.jobs["quiet"]; n != 0 {
+			t.Errorf("the scheduler's handler derived %d handler(s) for a run that logged nothing", n)
 		}
 	})
 }
