@@ -47,7 +47,7 @@ func (s *Store) FinishBatchPlan(ctx context.Context, items []store.SlotFinishPar
 }
 
 func (s *Store) explain(ctx context.Context, sql string, n int, args []any) (string, error) {
-	rows, err := s.pool.Query(ctx, "EXPLAIN "+sql, plannedForSize(n, args)...)
+	rows, err := s.querySized(ctx, "EXPLAIN "+sql, n, args)
 	if err != nil {
 		return "", err
 	}

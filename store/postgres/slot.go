@@ -141,7 +141,7 @@ func (s *Store) claimArgs(items []store.SlotClaimParams) []any {
 func (s *Store) claimRows(ctx context.Context, sql string, args []any, items []store.SlotClaimParams) (
 	results []store.SlotClaimResult, stale []int, err error) {
 	n := len(items)
-	rows, err := s.pool.Query(ctx, sql, plannedForSize(n, args)...)
+	rows, err := s.querySized(ctx, sql, n, args)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -279,7 +279,7 @@ func (s *Store) SlotFinishBatch(ctx context.Context, items []store.SlotFinishPar
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, s.q.slotFinishBatch, plannedForSize(len(items), args)...)
+	rows, err := s.querySized(ctx, s.q.slotFinishBatch, len(items), args)
 	if err != nil {
 		return nil, s.translate(fmt.Sprintf("finish %d slot(s), job %q among them", len(items), items[0].Job), err)
 	}
