@@ -73,7 +73,7 @@ type derivations struct {
 	jobs map[string]int
 }
 
-func (d derivations) Enabled(ctx context.Context, l slog.Level) bool { return d.next.Enabled(ctx, l) }
+func (d derivations) Enabled(ctx context.Context, l slog.Level) bool  { return d.next.Enabled(ctx, l) }
 func (d derivations) Handle(ctx context.Context, r slog.Record) error { return d.next.Handle(ctx, r) }
 func (d derivations) WithGroup(name string) slog.Handler {
 	return derivations{d.next.WithGroup(name), d.mu, d.jobs}
