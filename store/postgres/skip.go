@@ -2,17 +2,21 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cronfence/cronfence/store"
 )
 
 // SlotSkip records slots that nobody will run as skipped, each with a skip
-// run row, in one statement. See store.Store and sql/slotSkip.sql.
+// run row, in one statement, sent again while it would wait for slot rows
+// another statement is writing (skipLockWait). See store.Store and
+// sql/slotSkip.sql.
 func (s *Store) SlotSkip(ctx context.Context, items []store.SlotSkipParams) ([]store.Run, error) {
 	if err := store.ValidateSkipBatch(items); err != nil {
 		return nil, err
@@ -23,8 +27,9 @@ func (s *Store) SlotSkip(ctx context.Context, items []store.SlotSkipParams) ([]s
 	if len(items) == 0 {
 		return nil, nil
 	}
-	// Slot rows in the order claims lock them (lease name, then slot), so
-	// that a skip and a claim batch cannot deadlock.
+	// Slot rows in one order (lease name, then slot), so that two skips
+	// cannot deadlock. (A claim writes its slot rows in no set order:
+	// skipLockWait.)
 	items = append([]store.SlotSkipParams(nil), items...)
 	sort.SliceStable(items, func(a, b int) bool {
 		if items[a].LeaseName != items[b].LeaseName {
@@ -45,18 +50,59 @@ func (s *Store) SlotSkip(ctx context.Context, items []store.SlotSkipParams) ([]s
 			logs[i] = bounded[0]
 		}
 	}
-	rows, err := s.pool.Query(ctx, s.q.slotSkip, jobs, slots, leaseNames, afters, catchUp, reasons, logs,
-		items[0].Owner, s.nowArg(items[0].Now))
-	if err != nil {
-		return nil, s.translate(fmt.Sprintf("skip %d slot(s), first of job %q", n, items[0].Job), err)
+	args := []any{jobs, slots, leaseNames, afters, catchUp, reasons, logs, items[0].Owner, s.nowArg(items[0].Now)}
+	settings := []string{skipLockWaitSQL}
+	if n > genericPlanMax {
+		settings = append(settings, customPlanSQL)
 	}
-	runs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Run, error) {
+	what := fmt.Sprintf("skip %d slot(s), first of job %q", n, items[0].Job)
+	for attempt := 1; ; attempt++ {
+		runs, err := s.skipOnce(ctx, settings, args)
+		if err == nil {
+			return runs, nil
+		}
+		if !isLockTimeout(err) || attempt == skipAttempts {
+			return nil, s.translate(what, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, s.translate(what, context.Cause(ctx))
+		case <-time.After(skipLockWait):
+		}
+	}
+}
+
+// A skip waits for no slot row another statement is writing for longer
+// than skipLockWait: it gives up (writing nothing) and tries again, up to
+// skipAttempts times. Claims write their slot rows in no set order (a
+// claim's own, the overlaps it records, the paused slots it settles, each
+// in a part of the statement of its own), so a skip, which writes in
+// order, and a claim writing some of the same slots (a replica that fell
+// behind records the slots it passed over while the others claim them)
+// could each wait for the other: PostgreSQL broke that deadlock only after
+// deadlock_timeout (1 s), every claim concerned waiting meanwhile, and a
+// replica behind under load met it several times a minute.
+const (
+	skipLockWait    = 20 * time.Millisecond
+	skipLockWaitSQL = "SET LOCAL lock_timeout = '20ms'"
+	skipAttempts    = 25
+)
+
+func (s *Store) skipOnce(ctx context.Context, settings []string, args []any) ([]store.Run, error) {
+	rows, err := s.queryBehind(ctx, settings, s.q.slotSkip, args)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Run, error) {
 		var sr scannedRun
 		err := row.Scan(sr.dest()...)
 		return sr.run(), err
 	})
-	if err != nil {
-		return nil, s.translate(fmt.Sprintf("skip %d slot(s), first of job %q", n, items[0].Job), err)
-	}
-	return runs, nil
+}
+
+// isLockTimeout reports whether err is a statement given up for
+// lock_timeout (SQLSTATE 55P03).
+func isLockTimeout(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "55P03"
 }

@@ -227,12 +227,23 @@ func (s *Store) querySized(ctx context.Context, sql string, n int, args []any) (
 	if n <= genericPlanMax {
 		return s.pool.Query(ctx, sql, args...)
 	}
+	return s.queryBehind(ctx, []string{customPlanSQL}, sql, args)
+}
+
+// queryBehind runs sql behind the settings statements (SET LOCAL ...), in
+// one round trip and in the one implicit transaction a pipeline runs in
+// until its end: the settings hold for sql alone.
+func (s *Store) queryBehind(ctx context.Context, settings []string, sql string, args []any) (pgx.Rows, error) {
 	b := &pgx.Batch{}
-	b.Queue(customPlanSQL)
+	for _, set := range settings {
+		b.Queue(set)
+	}
 	b.Queue(sql, args...)
 	br := s.pool.SendBatch(ctx, b)
-	if _, err := br.Exec(); err != nil {
-		return nil, errors.Join(err, br.Close())
+	for range settings {
+		if _, err := br.Exec(); err != nil {
+			return nil, errors.Join(err, br.Close())
+		}
 	}
 	rows, err := br.Query()
 	if err != nil {
