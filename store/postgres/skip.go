@@ -67,14 +67,16 @@ func (s *Store) SlotSkip(ctx context.Context, items []store.SlotSkipParams) ([]s
 		select {
 		case <-ctx.Done():
 			return nil, s.translate(what, context.Cause(ctx))
-		case <-time.After(skipLockWait):
+		case <-time.After(min(skipLockWait<<(attempt-1), time.Second)):
 		}
 	}
 }
 
 // A skip waits for no slot row another statement is writing for longer
-// than skipLockWait: it gives up (writing nothing) and tries again, up to
-// skipAttempts times. Claims write their slot rows in no set order (a
+// than skipLockWait: it gives up (writing nothing) and tries again, after
+// a pause that doubles from skipLockWait to at most a second (a large
+// claim can take seconds under load, and a large skip repeats its work up
+// to the slot it waited for), up to skipAttempts times: about 15 s in all. Claims write their slot rows in no set order (a
 // claim's own, the overlaps it records, the paused slots it settles, each
 // in a part of the statement of its own), so a skip, which writes in
 // order, and a claim writing some of the same slots (a replica that fell
@@ -85,7 +87,7 @@ func (s *Store) SlotSkip(ctx context.Context, items []store.SlotSkipParams) ([]s
 const (
 	skipLockWait    = 20 * time.Millisecond
 	skipLockWaitSQL = "SET LOCAL lock_timeout = '20ms'"
-	skipAttempts    = 25
+	skipAttempts    = 20
 )
 
 func (s *Store) skipOnce(ctx context.Context, settings []string, args []any) ([]store.Run, error) {
