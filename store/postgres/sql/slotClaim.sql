@@ -69,7 +69,7 @@
 --     wait; the lease and slot writes re-check the newest row versions,
 --     as they do after any wait for a row lock. (So mark's rule below
 --     reads a holder that took the lease during the wait, up to the
---     scheduler's lead of 10 ms before the slot, as late: its slot is
+--     scheduler's lead of 50 ms before the slot, as late: its slot is
 --     buffered, not skipped, and runs when that holder's run ends.)
 --
 -- $1 jobs, $2 slots, $3 lease names, $4 declared disabled, $5 overlap
