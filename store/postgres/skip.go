@@ -76,14 +76,16 @@ func (s *Store) SlotSkip(ctx context.Context, items []store.SlotSkipParams) ([]s
 // than skipLockWait: it gives up (writing nothing) and tries again, after
 // a pause that doubles from skipLockWait to at most a second (a large
 // claim can take seconds under load, and a large skip repeats its work up
-// to the slot it waited for), up to skipAttempts times: about 15 s in all. Claims write their slot rows in no set order (a
-// claim's own, the overlaps it records, the paused slots it settles, each
-// in a part of the statement of its own), so a skip, which writes in
-// order, and a claim writing some of the same slots (a replica that fell
-// behind records the slots it passed over while the others claim them)
-// could each wait for the other: PostgreSQL broke that deadlock only after
-// deadlock_timeout (1 s), every claim concerned waiting meanwhile, and a
-// replica behind under load met it several times a minute.
+// to the slot it waited for), up to skipAttempts times: about 15 s in all,
+// unless its context ends first. Claims write their slot rows in no set
+// order (a claim's own, the overlaps it records, the paused slots it
+// settles, each in a part of the statement of its own), so a skip, which
+// writes in order, and a claim writing some of the same slots (a replica
+// that fell behind records the slots it passed over while the others
+// claim them) could each wait for the other: PostgreSQL broke that
+// deadlock only after deadlock_timeout (1 s), every claim concerned
+// waiting meanwhile, and a replica behind under load met it several times
+// a minute.
 const (
 	skipLockWait    = 20 * time.Millisecond
 	skipLockWaitSQL = "SET LOCAL lock_timeout = '20ms'"

@@ -240,14 +240,18 @@ func (s *Store) queryBehind(ctx context.Context, settings []string, sql string, 
 	}
 	b.Queue(sql, args...)
 	br := s.pool.SendBatch(ctx, b)
+	// After an error, closing the pipeline reports that error again: the
+	// first one is the one to return.
 	for range settings {
 		if _, err := br.Exec(); err != nil {
-			return nil, errors.Join(err, br.Close())
+			_ = br.Close()
+			return nil, err
 		}
 	}
 	rows, err := br.Query()
 	if err != nil {
-		return nil, errors.Join(err, br.Close())
+		_ = br.Close()
+		return nil, err
 	}
 	return &pipelinedRows{Rows: rows, results: br}, nil
 }
@@ -277,7 +281,10 @@ func (r *pipelinedRows) Close() {
 	}
 	r.ended = true
 	r.Rows.Close()
-	r.err = errors.Join(r.Rows.Err(), r.results.Close())
+	r.err = r.Rows.Err()
+	if err := r.results.Close(); r.err == nil {
+		r.err = err // the pipeline's end: its commit
+	}
 }
 
 func (r *pipelinedRows) Err() error {
