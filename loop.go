@@ -94,17 +94,16 @@ type exactSleeper interface {
 // for the slot to come due (store.SlotClaimParams.WaitDue), then judges it
 // and answers at once. So what used to come between the slot and the
 // claim's start (the loop's wake-up, taking a connection, the round trip,
-// planning the statement again after an ANALYZE: 7–13 ms) comes before
-// the slot, and the offset measured from the database clock, an upper
-// bound a round trip wide, no longer decides how late the claim starts.
-// It costs each claim a connection held that much longer, and the loop
-// that much time blocked in the claim: slots are whole seconds, so no
-// other slot comes due meanwhile. 50 ms, not the 10 it was: right after
-// an autovacuum ANALYZE of a table the claim reads (or a vacuum of
-// leases), every pooled connection plans the claim again, 14–22 ms on a
-// 2-core VM, and with 10 ms the slot started that much late on each. It
-// stays well inside store.MaxClaimWait. A fake clock cannot be waited for
-// by the database: it sends claims at the slot.
+// planning the statement again after an autovacuum ANALYZE or vacuum: 7–13
+// ms on one machine, 14–22 ms on a slower 2-core VM, where a 10 ms lead
+// left the rest after the slot) comes before the slot, and the offset
+// measured from the database clock, an upper bound a round trip wide, no
+// longer decides how late the claim starts. It costs each claim a
+// connection held that much longer, and the loop that long blocked in the
+// claim: slots are whole seconds, so no other slot's first claim comes
+// due meanwhile, but a fallback or retry due then waits for it. It stays
+// well inside store.MaxClaimWait. A fake clock cannot be waited for by the
+// database: it sends claims at the slot.
 const claimLeadReal = 50 * time.Millisecond
 
 // latest is the later of a and b.

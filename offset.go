@@ -14,9 +14,9 @@ const offsetReads = 3
 
 // offsetReadSlack is how much slower than the last full measurement's
 // fastest read a read may be and still end the measurement: the bound it
-// gives is that much looser, and a timer's claim, sent claimLeadReal (50
-// ms) before its slot and waiting for it in the database, starts on time
-// all the same. Each further read is a statement of its own, sent by every
+// gives is that much looser, and a timer's claim, sent claimLeadReal
+// before its slot and waiting for it in the database, starts on time all
+// the same. Each further read is a statement of its own, sent by every
 // replica at every clock check (ten replicas sent a third of their
 // statements so on a machine whose heartbeats were too slow to serve).
 const offsetReadSlack = time.Millisecond

@@ -220,9 +220,9 @@ const customPlanSQL = "SET LOCAL plan_cache_mode = force_custom_plan"
 // genericPlanMax is sent in one round trip behind customPlanSQL, both in
 // the implicit transaction a pipeline runs in until its end, so that the
 // server plans it for its size. (It used to be sent with the simple
-// protocol, its arrays written into the statement's text: the replica
-// spent a fifth of its CPU writing and escaping that text, and the server
-// more reading it back, than binary arrays cost.)
+// protocol, its arrays written into the statement's text: writing and
+// escaping that text took 17 % of a replica's CPU at 5,000 jobs a
+// second.)
 func (s *Store) querySized(ctx context.Context, sql string, n int, args []any) (pgx.Rows, error) {
 	if n <= genericPlanMax {
 		return s.pool.Query(ctx, sql, args...)
