@@ -7,9 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/cronfence/cronfence/internal/pgtest"
 	"github.com/cronfence/cronfence/store"
 	"github.com/cronfence/cronfence/store/postgres"
 )
@@ -25,21 +23,7 @@ import (
 // tuned pool's settings (TunePool), as the cronfence binary runs it.
 func TestLargeBatchesReachRowsByKey(t *testing.T) {
 	t.Parallel()
-	base, schema := pgtest.Schema(t)
-	cfg := base.Config()
-	postgres.TunePool(cfg)
-	tuned, err := pgxpool.NewWithConfig(ctx(t), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(tuned.Close)
-	s, err := postgres.New(tuned, &postgres.Config{Schema: schema})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Migrate(ctx(t)); err != nil {
-		t.Fatal(err)
-	}
+	s, base, schema := tunedStore(t)
 	// A history: 500 jobs, 60 slots each, every one completed with its
 	// run row, and the leases of ten times as many jobs (the batch is a
 	// tenth of the jobs due over a minute, say).
@@ -59,7 +43,7 @@ func TestLargeBatchesReachRowsByKey(t *testing.T) {
 		    FROM generate_series(1, $1::int) j, generate_series(1, $2::int) k`, []any{jobs, history}},
 		{`ANALYZE ` + leases + `, ` + sl + `, ` + runs, nil},
 	} {
-		if _, err := tuned.Exec(ctx(t), st.sql, st.args...); err != nil {
+		if _, err := base.Exec(ctx(t), st.sql, st.args...); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -44,6 +44,28 @@ func newStoreWith(t *testing.T, cfg postgres.Config) (*postgres.Store, string) {
 	return s, schema
 }
 
+// tunedStore returns a migrated store in a fresh schema on a pool tuned as
+// the cronfence binary tunes its own (TunePool), the schema's own untuned
+// pool, and the schema.
+func tunedStore(t *testing.T) (*postgres.Store, *pgxpool.Pool, string) {
+	base, schema := pgtest.Schema(t)
+	cfg := base.Config()
+	postgres.TunePool(cfg)
+	tuned, err := pgxpool.NewWithConfig(ctx(t), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tuned.Close)
+	s, err := postgres.New(tuned, &postgres.Config{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Migrate(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	return s, base, schema
+}
+
 // openOn returns another store on the same schema over a pool of its own.
 func openOn(t *testing.T, schema string) *postgres.Store {
 	return openOnWith(t, schema, nil)

@@ -5,12 +5,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/cronfence/cronfence/internal/pgtest"
 	"github.com/cronfence/cronfence/internal/wait"
 	"github.com/cronfence/cronfence/store"
-	"github.com/cronfence/cronfence/store/postgres"
 )
 
 // A replica that fell behind records the slots it passed over while the
@@ -23,21 +20,7 @@ import (
 // claim's rows stand.
 func TestASkipGivesWayToAClaimWritingTheSameSlots(t *testing.T) {
 	t.Parallel()
-	base, schema := pgtest.Schema(t)
-	cfg := base.Config()
-	postgres.TunePool(cfg)
-	tuned, err := pgxpool.NewWithConfig(ctx(t), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(tuned.Close)
-	s, err := postgres.New(tuned, &postgres.Config{Schema: schema})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Migrate(ctx(t)); err != nil {
-		t.Fatal(err)
-	}
+	s, base, schema := tunedStore(t)
 	slots := pgx.Identifier{schema, "slots"}.Sanitize()
 	slot := time.Now().Add(-time.Minute).UTC().Truncate(time.Second)
 	write := func(tx pgx.Tx, job string) error {
