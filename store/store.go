@@ -165,8 +165,9 @@ type Store interface {
 	// as SlotFinish's, the job's slot that waited for this run.
 	SlotAbandon(ctx context.Context, p SlotAbandonParams) (SlotFinishResult, error)
 
-	// SlotSkip records, in one round trip, slots that nobody will run, each
-	// with its reason: given up because a deposed writer held its lease
+	// SlotSkip records, in one round trip (more only while it gives way to
+	// a claim writing some of the same slots, or is retried after a
+	// deadlock), slots that nobody will run, each with its reason: given up because a deposed writer held its lease
 	// until a later slot was due (SkipLeaseBusy), or passed over because
 	// the scheduler could not fire it in time and fired a later slot
 	// instead (SkipPassedOver). An item is recorded only when its slot has
