@@ -56,7 +56,7 @@ func (s *Scheduler) givenUp(e *entry, writer store.Lease, after time.Time) store
 	}
 }
 
-// recordSkips writes the skips in one bounded round trip and tells the
+// recordSkips writes the skips in one store call (StoreTimeout-bounded) and tells the
 // Observer of each one written. Nothing written is not an error: another
 // replica ran the slot, or recorded it first.
 func (s *Scheduler) recordSkips(ctx context.Context, items []store.SlotSkipParams) {
