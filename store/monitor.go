@@ -22,6 +22,13 @@ type Monitor interface {
 	// The r.StartedAt and r.HeartbeatAt passed in are ignored. Every other
 	// field, Jobs included, replaces what was stored. It returns the row as
 	// stored.
+	//
+	// With r.JobsUnchanged (and no Jobs) the stored jobs are kept, and the
+	// row is returned without them (Jobs nil, JobsUnchanged true): a
+	// replica with thousands of jobs neither sends nor reads them back at
+	// every heartbeat. Such a heartbeat only updates: when no row of
+	// r.Owner is stored (it was removed, or pruned), it writes nothing and
+	// returns an error wrapping ErrNotFound, and the caller sends its jobs.
 	ReplicaHeartbeat(ctx context.Context, r Replica) (Replica, error)
 
 	// ReplicaList returns every recorded replica, by owner (byte order).
@@ -123,6 +130,11 @@ type Replica struct {
 	// Jobs are the jobs this replica registers, by name (the caller
 	// sorts them; the store keeps the order). Nil when none.
 	Jobs []ReplicaJob
+	// JobsUnchanged, on a heartbeat, says the jobs are those this owner's
+	// last recorded heartbeat sent: the store keeps them (Jobs must be
+	// empty). On the row a heartbeat returns, it says Jobs were not read
+	// back. Always false on rows ReplicaList returns.
+	JobsUnchanged bool
 }
 
 // ReplicaJob is one job as a replica registered it: the settings that must

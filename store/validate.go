@@ -712,6 +712,9 @@ func (r Replica) Validate() error {
 	if err := ValidateReplicaJobCount(len(r.Jobs)); err != nil {
 		return err
 	}
+	if r.JobsUnchanged && len(r.Jobs) > 0 {
+		return invalid("a replica heartbeat with JobsUnchanged keeps the stored jobs and must carry none, got %d", len(r.Jobs))
+	}
 	seen := make(map[string]bool, len(r.Jobs))
 	for i, j := range r.Jobs {
 		if err := ValidateName(fmt.Sprintf("replica job %d name", i), j.Name); err != nil {

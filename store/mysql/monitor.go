@@ -16,6 +16,10 @@ var _ store.Monitor = (*Store)(nil)
 
 const replicaColumns = `owner, host, pid, version, started_at, heartbeat_at, clock_offset_ns, timers, jobs`
 
+// replicaColumnsWithoutJobs are replicaColumns with no jobs read (an empty
+// list in their place), for a heartbeat that kept them.
+const replicaColumnsWithoutJobs = `owner, host, pid, version, started_at, heartbeat_at, clock_offset_ns, timers, '[]'`
+
 func scanReplica(row interface{ Scan(...any) error }) (store.Replica, error) {
 	var (
 		r        store.Replica
@@ -45,6 +49,9 @@ func (s *Store) ReplicaHeartbeat(ctx context.Context, r store.Replica) (store.Re
 	if s.closed.Load() {
 		return store.Replica{}, closedError("replica heartbeat")
 	}
+	if r.JobsUnchanged {
+		return s.replicaBeat(ctx, r)
+	}
 	jobs := []byte("[]")
 	if len(r.Jobs) > 0 {
 		var err error
@@ -69,6 +76,31 @@ func (s *Store) ReplicaHeartbeat(ctx context.Context, r store.Replica) (store.Re
 	if err != nil {
 		return store.Replica{}, s.errorf(err, "heartbeat of replica %q", r.Owner)
 	}
+	return stored, nil
+}
+
+// replicaBeat is a heartbeat with JobsUnchanged: an update of the row, its
+// jobs kept, and a read of it without them, in one transaction. With no
+// row of the owner the read finds none (ErrNotFound) and nothing is
+// written. (The read, not the update's count of rows: MySQL counts rows
+// changed, and a heartbeat at a pinned clock changes none.)
+func (s *Store) replicaBeat(ctx context.Context, r store.Replica) (store.Replica, error) {
+	var stored store.Replica
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE `+s.t("replicas")+`
+			SET host = ?, pid = ?, version = ?, heartbeat_at = COALESCE(?, UTC_TIMESTAMP(6)), clock_offset_ns = ?, timers = ?
+			WHERE owner = ?`,
+			r.Host, r.PID, r.Version, s.nowArg(time.Time{}), int64(r.ClockOffset), r.Timers, r.Owner); err != nil {
+			return err
+		}
+		var err error
+		stored, err = scanReplica(tx.QueryRowContext(ctx, `SELECT `+replicaColumnsWithoutJobs+` FROM `+s.t("replicas")+` WHERE owner = ?`, r.Owner))
+		return err
+	})
+	if err != nil {
+		return store.Replica{}, s.errorf(err, "heartbeat of replica %q", r.Owner)
+	}
+	stored.JobsUnchanged = true
 	return stored, nil
 }
 

@@ -22,6 +22,15 @@ func (s *Store) ReplicaHeartbeat(ctx context.Context, r store.Replica) (store.Re
 	if err := s.usable(); err != nil {
 		return store.Replica{}, err
 	}
+	if r.JobsUnchanged {
+		stored, err := scanReplica(s.pool.QueryRow(ctx, s.q.replicaBeat,
+			r.Owner, r.Host, r.PID, r.Version, int64(r.ClockOffset), r.Timers, s.nowArg(time.Time{})))
+		if err != nil {
+			return store.Replica{}, s.translate(fmt.Sprintf("heartbeat of replica %q", r.Owner), err)
+		}
+		stored.JobsUnchanged = true
+		return stored, nil
+	}
 	jobs, err := jobsJSON(r.Jobs)
 	if err != nil {
 		return store.Replica{}, fmt.Errorf("postgres: heartbeat of replica %q: %w", r.Owner, err)

@@ -35,7 +35,7 @@ type queries struct {
 	// declared values decide, for when job_state cannot be read.
 	slotClaimDeclared                                                               string
 	runInsert, runList, runListJob, runListPerJob, prune, jobStateSet, jobStateList string
-	replicaHeartbeat, replicaList, replicaRemove                                    string
+	replicaHeartbeat, replicaBeat, replicaList, replicaRemove                       string
 	alertRaise, alertResolve, alertList, alertListOpen, leaseList, monitorSnapshot  string
 }
 
@@ -49,7 +49,7 @@ func (q *queries) byName() map[string]*string {
 		"slotComplete": &q.slotComplete, "slotSkip": &q.slotSkip, "jobRegister": &q.jobRegister,
 		"jobStateSet": &q.jobStateSet, "jobStateList": &q.jobStateList,
 		"runInsert": &q.runInsert, "runList": &q.runList, "runListJob": &q.runListJob, "runListPerJob": &q.runListPerJob, "prune": &q.prune,
-		"replicaHeartbeat": &q.replicaHeartbeat, "replicaList": &q.replicaList, "replicaRemove": &q.replicaRemove,
+		"replicaHeartbeat": &q.replicaHeartbeat, "replicaBeat": &q.replicaBeat, "replicaList": &q.replicaList, "replicaRemove": &q.replicaRemove,
 		"alertRaise": &q.alertRaise, "alertResolve": &q.alertResolve, "alertList": &q.alertList, "alertListOpen": &q.alertListOpen, "monitorSnapshot": &q.monitorSnapshot,
 	}
 }

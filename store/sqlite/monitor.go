@@ -16,6 +16,10 @@ var _ store.Monitor = (*Store)(nil)
 
 const replicaColumns = `owner, host, pid, version, started_at, heartbeat_at, clock_offset_ns, timers, jobs`
 
+// replicaColumnsWithoutJobs are replicaColumns with no jobs read (an empty
+// list in their place), for a heartbeat that kept them.
+const replicaColumnsWithoutJobs = `owner, host, pid, version, started_at, heartbeat_at, clock_offset_ns, timers, '[]'`
+
 func scanReplica(row interface{ Scan(...any) error }) (store.Replica, error) {
 	var (
 		r                  store.Replica
@@ -54,6 +58,25 @@ func (s *Store) ReplicaHeartbeat(ctx context.Context, r store.Replica) (store.Re
 	}
 	now := micros(s.now(time.Time{}))
 	var stored store.Replica
+	if r.JobsUnchanged {
+		// An update only, the stored jobs kept and not read back: with no
+		// row of the owner it writes nothing (ErrNotFound).
+		err := s.inTx(ctx, func(tx *sql.Tx) (err error) {
+			stored, err = scanReplica(tx.QueryRowContext(ctx, `
+				UPDATE cronfence_replicas SET
+					host = ?2, pid = ?3, version = ?4, heartbeat_at = ?5, clock_offset_ns = ?6, timers = ?7
+				 WHERE owner = ?1
+				RETURNING `+replicaColumnsWithoutJobs,
+				r.Owner, r.Host, r.PID, r.Version, now, int64(r.ClockOffset), r.Timers,
+			))
+			return err
+		})
+		if err != nil {
+			return store.Replica{}, s.errorf(err, "heartbeat of replica %q", r.Owner)
+		}
+		stored.JobsUnchanged = true
+		return stored, nil
+	}
 	err := s.inTx(ctx, func(tx *sql.Tx) (err error) {
 		stored, err = scanReplica(tx.QueryRowContext(ctx, `
 			INSERT INTO cronfence_replicas (`+replicaColumns+`)

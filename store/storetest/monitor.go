@@ -15,6 +15,7 @@ import (
 // is optional; a store without it skips the group.
 var monitorTests = []namedTest{
 	{name: "HeartbeatKeepsStartedAt", fn: heartbeatKeepsStartedAt},
+	{name: "HeartbeatKeepsUnchangedJobs", fn: heartbeatKeepsUnchangedJobs},
 	{name: "ReplicaListOrderAndRemove", fn: replicaListOrderAndRemove},
 	{name: "AlertRaiseRefreshesOpenAlert", fn: alertRaiseRefreshes},
 	{name: "AlertResolveThenRaiseOpensNewAlert", fn: alertResolveThenRaise},
@@ -100,6 +101,43 @@ func heartbeatKeepsStartedAt(t *testing.T, b Bundle) {
 	list, err := monitorOf(t, b.Open(t)).ReplicaList(ctx(t))
 	if err != nil || len(list) != 1 || !reflect.DeepEqual(list[0], second) {
 		t.Fatalf("ReplicaList = %+v, %v; want [%+v]", list, err, second)
+	}
+}
+
+// A heartbeat that says its jobs are unchanged updates every other field
+// and keeps the stored jobs, without returning them; for an owner with no
+// row it writes nothing and says so (ErrNotFound), so the caller sends the
+// jobs rather than leave a row without them.
+func heartbeatKeepsUnchangedJobs(t *testing.T, b Bundle) {
+	m := monitorOf(t, b.Store)
+	in := store.Replica{Owner: "host-a:1:x", Host: "host-a", PID: 1, Version: "v1", Timers: true, Jobs: sampleJobs()}
+	first, err := m.ReplicaHeartbeat(ctx(t), in)
+	if err != nil {
+		t.Fatalf("first heartbeat: %v", err)
+	}
+	after(t, b.Store, first.HeartbeatAt)
+	beat := store.Replica{Owner: in.Owner, Host: "host-b", PID: 2, Version: "v2", ClockOffset: time.Second, JobsUnchanged: true}
+	second, err := m.ReplicaHeartbeat(ctx(t), beat)
+	if err != nil {
+		t.Fatalf("heartbeat with JobsUnchanged: %v", err)
+	}
+	want := beat
+	want.StartedAt, want.HeartbeatAt = first.StartedAt, second.HeartbeatAt
+	if !second.HeartbeatAt.After(first.HeartbeatAt) || !reflect.DeepEqual(second, want) {
+		t.Fatalf("heartbeat with JobsUnchanged returned\n%+v\nwant every field but StartedAt replaced, no jobs read back:\n%+v", second, want)
+	}
+	want.Jobs, want.JobsUnchanged = sampleJobs(), false
+	list, err := m.ReplicaList(ctx(t))
+	if err != nil || len(list) != 1 || !reflect.DeepEqual(list[0], want) {
+		t.Fatalf("ReplicaList = %+v, %v; want [%+v]: the first heartbeat's jobs kept", list, err, want)
+	}
+
+	gone := store.Replica{Owner: "gone", Host: "h", JobsUnchanged: true}
+	if _, err := m.ReplicaHeartbeat(ctx(t), gone); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("heartbeat with JobsUnchanged of an owner with no row: %v, want ErrNotFound", err)
+	}
+	if list, err := m.ReplicaList(ctx(t)); err != nil || len(list) != 1 {
+		t.Fatalf("ReplicaList after a refused heartbeat = %+v, %v; want the first owner only", list, err)
 	}
 }
 
@@ -385,6 +423,7 @@ func monitorBadInput(t *testing.T, b Bundle) {
 		{"heartbeat unnamed job", heartbeat(func(r *store.Replica) { r.Jobs[0].Name = "" }), "name"},
 		{"heartbeat duplicate job", heartbeat(func(r *store.Replica) { r.Jobs = append(r.Jobs, r.Jobs[0]) }), "twice"},
 		{"heartbeat long schedule", heartbeat(func(r *store.Replica) { r.Jobs[0].Schedule = strings.Repeat("*", store.MaxReplicaJobBytes+1) }), "schedule"},
+		{"heartbeat jobs said unchanged", heartbeat(func(r *store.Replica) { r.JobsUnchanged = true }), "JobsUnchanged"},
 		{"remove empty owner", m.ReplicaRemove(ctx(t), ""), "owner"},
 		{"lease list NUL prefix", leaseListErr(store.LeaseListParams{Prefix: "job:\x00"}), "NUL"},
 		{"lease list invalid UTF-8 prefix", leaseListErr(store.LeaseListParams{Prefix: "job:\xff"}), "UTF-8"},
