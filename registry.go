@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"runtime/debug"
@@ -33,6 +34,13 @@ type registry struct {
 	next    time.Time // when the next heartbeat is due; zero: at the next tick
 	dirty   bool      // a job was registered since the last heartbeat
 	failing bool      // the last heartbeat failed; warned once per streak
+	// The jobs go to the store only when they changed since the last
+	// heartbeat that recorded them (store.Replica.JobsUnchanged): with
+	// thousands of jobs every heartbeat wrote and read back megabytes.
+	// jobsGen counts Registers; recordedGen is the count whose jobs the
+	// store holds, when recorded.
+	jobsGen, recordedGen uint64
+	recorded             bool
 }
 
 // registers reports whether this replica keeps a registry row (and so
@@ -44,6 +52,7 @@ func (s *Scheduler) registers() bool { return s.cfg.HeartbeatEvery >= 0 }
 func (s *Scheduler) jobsChanged() {
 	s.reg.mu.Lock()
 	s.reg.dirty = true
+	s.reg.jobsGen++
 	s.reg.mu.Unlock()
 }
 
@@ -70,18 +79,18 @@ func (s *Scheduler) heartbeat(ctx context.Context, now time.Time) {
 	}
 	s.reg.mu.Lock()
 	s.reg.dirty = false // a Register from here on marks it again
+	// Read before the row is built: a Register in between is then in the
+	// row but not in gen, and only makes the next heartbeat send it again.
+	gen := s.reg.jobsGen
+	unchanged := s.reg.recorded && s.reg.recordedGen == gen
 	s.reg.mu.Unlock()
-	var row store.Replica
 	err := s.tooManyJobs()
 	if err == nil {
-		row = s.replicaRow() // built before the clock starts: only the round trip bounds the offset
-		bctx, cancel := s.bounded(ctx)
-		sent := s.cfg.Clock.Now()
-		row, err = s.store.ReplicaHeartbeat(bctx, row)
-		answered := s.cfg.Clock.Now()
-		cancel()
-		if err == nil {
-			s.clockFromHeartbeat(ctx, now, sent, answered, row.HeartbeatAt)
+		err = s.sendHeartbeat(ctx, now, unchanged)
+		if unchanged && errors.Is(err, store.ErrNotFound) {
+			// The row went away (removed, pruned): send it whole, at once.
+			unchanged = false
+			err = s.sendHeartbeat(ctx, now, false)
 		}
 	}
 
@@ -89,6 +98,9 @@ func (s *Scheduler) heartbeat(ctx context.Context, now time.Time) {
 	defer s.reg.mu.Unlock()
 	if err != nil {
 		s.reg.dirty = true // retry at the next tick, whatever the interval
+		// Whether it was recorded is unknown (the answer may be what was
+		// lost): the next heartbeat sends the jobs.
+		s.reg.recorded = false
 		if !s.reg.failing && ctx.Err() == nil {
 			s.log.Warn("cronfence: replica heartbeat failed; retrying at the next tick", "error", err)
 		}
@@ -100,6 +112,24 @@ func (s *Scheduler) heartbeat(ctx context.Context, now time.Time) {
 	}
 	s.reg.failing = false
 	s.reg.next = now.Add(s.cfg.HeartbeatEvery)
+	s.reg.recorded, s.reg.recordedGen = true, gen
+}
+
+// sendHeartbeat is one heartbeat round trip: the row with this replica's
+// jobs, or, when they are unchanged since the last one recorded, without
+// them. Its answer measures the clock when a check is due.
+func (s *Scheduler) sendHeartbeat(ctx context.Context, now time.Time, unchanged bool) error {
+	row := s.replicaRow(unchanged) // built before the clock starts: only the round trip bounds the offset
+	bctx, cancel := s.bounded(ctx)
+	defer cancel()
+	sent := s.cfg.Clock.Now()
+	row, err := s.store.ReplicaHeartbeat(bctx, row)
+	answered := s.cfg.Clock.Now()
+	if err != nil {
+		return err
+	}
+	s.clockFromHeartbeat(ctx, now, sent, answered, row.HeartbeatAt)
+	return nil
 }
 
 // removeReplica deletes this replica's row at Stop. A failure only leaves
@@ -129,8 +159,21 @@ func (s *Scheduler) tooManyJobs() error {
 	return store.ValidateReplicaJobCount(n)
 }
 
-// replicaRow is this replica as the registry records it.
-func (s *Scheduler) replicaRow() store.Replica {
+// replicaRow is this replica as the registry records it; without its jobs
+// when they are unchanged since the last heartbeat recorded them.
+func (s *Scheduler) replicaRow(jobsUnchanged bool) store.Replica {
+	row := store.Replica{
+		Owner:         s.cfg.Owner,
+		Host:          hostname(),
+		PID:           os.Getpid(),
+		Version:       s.cfg.Version,
+		ClockOffset:   s.ClockOffset(),
+		Timers:        !s.cfg.DisableTimers,
+		JobsUnchanged: jobsUnchanged,
+	}
+	if jobsUnchanged {
+		return row
+	}
 	s.mu.Lock()
 	jobs := make([]store.ReplicaJob, 0, len(s.jobs))
 	for _, r := range s.jobs {
@@ -138,15 +181,8 @@ func (s *Scheduler) replicaRow() store.Replica {
 	}
 	s.mu.Unlock()
 	sort.Slice(jobs, func(i, j int) bool { return jobs[i].Name < jobs[j].Name })
-	return store.Replica{
-		Owner:       s.cfg.Owner,
-		Host:        hostname(),
-		PID:         os.Getpid(),
-		Version:     s.cfg.Version,
-		ClockOffset: s.ClockOffset(),
-		Timers:      !s.cfg.DisableTimers,
-		Jobs:        jobs,
-	}
+	row.Jobs = jobs
+	return row
 }
 
 // replicaJob is a registered job's settings, as every replica must

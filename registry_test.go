@@ -5,7 +5,9 @@ import (
 	"errors"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -285,4 +287,98 @@ func TestHeartbeatOfTooManyJobsRefusedAsTheStoreWould(t *testing.T) {
 	if rows := replicaRows(t, s); len(rows) != 0 {
 		t.Fatalf("registry: %+v; want no row", rows)
 	}
+}
+
+// heartbeatsSent records what each heartbeat of a replica carried, on the
+// real store it forwards to.
+type heartbeatsSent struct {
+	store.Store
+	mu   sync.Mutex
+	sent []store.Replica // the rows passed in, in order
+}
+
+func (h *heartbeatsSent) ReplicaHeartbeat(ctx context.Context, r store.Replica) (store.Replica, error) {
+	h.mu.Lock()
+	h.sent = append(h.sent, r)
+	h.mu.Unlock()
+	return h.Store.ReplicaHeartbeat(ctx, r)
+}
+
+// since returns the heartbeats sent from the nth on, as (jobs carried,
+// JobsUnchanged) pairs.
+func (h *heartbeatsSent) since(n int) (jobs []int, unchanged []bool, total int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, r := range h.sent[n:] {
+		jobs, unchanged = append(jobs, len(r.Jobs)), append(unchanged, r.JobsUnchanged)
+	}
+	return jobs, unchanged, len(h.sent)
+}
+
+// A replica sends its jobs to the registry when they changed since its last
+// recorded heartbeat, and not at every heartbeat (with thousands of jobs
+// each heartbeat wrote and read back megabytes); when its row went away
+// meanwhile (an operator removed it, a prune took it), it sends them again
+// at once, so the registry never shows it without them.
+func TestHeartbeatSendsTheJobsOnlyWhenTheyChanged(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		rec := &heartbeatsSent{Store: c.open(t)}
+		a := c.startWith(Config{Owner: "replica-a", Clock: offsetClock{c.db, 0}, Retention: -1, Store: rec},
+			Job{Name: "report", Schedule: "30 * * * *", Handler: nopHandler},
+			Job{Name: "tick", Schedule: "@every 10s", Handler: nopHandler})
+		registered := func(want ...string) {
+			t.Helper()
+			r := replicaRows(t, a)["replica-a"]
+			var got []string
+			for _, j := range r.Jobs {
+				got = append(got, j.Name)
+			}
+			if !slices.Equal(got, want) || !r.HeartbeatAt.Equal(c.db.Now()) {
+				t.Fatalf("registry row of replica-a: jobs %v at heartbeat %s; want %v at %s", got, r.HeartbeatAt, want, c.db.Now())
+			}
+		}
+		jobs, unchanged, n := rec.since(0)
+		if !slices.Equal(jobs, []int{2}) || unchanged[0] {
+			t.Fatalf("at Start: heartbeats carried %v jobs (unchanged %v); want one with both jobs", jobs, unchanged)
+		}
+
+		c.advance(DefaultHeartbeatEvery, time.Second)
+		jobs, unchanged, n = rec.sinceAt(t, n, 1)
+		if jobs[0] != 0 || !unchanged[0] {
+			t.Fatalf("a heartbeat with the jobs unchanged carried %d jobs (JobsUnchanged %v); want none, said unchanged", jobs[0], unchanged[0])
+		}
+		registered("report", "tick")
+
+		if err := a.Register(Job{Name: "late", Schedule: "@daily", Handler: nopHandler}); err != nil {
+			t.Fatal(err)
+		}
+		c.advance(time.Second, time.Second)
+		jobs, unchanged, n = rec.sinceAt(t, n, 1)
+		if jobs[0] != 3 || unchanged[0] {
+			t.Fatalf("the heartbeat after a Register carried %d jobs (JobsUnchanged %v); want all 3", jobs[0], unchanged[0])
+		}
+		registered("late", "report", "tick")
+
+		if err := c.open(t).ReplicaRemove(context.Background(), "replica-a"); err != nil {
+			t.Fatal(err)
+		}
+		c.advance(DefaultHeartbeatEvery, time.Second)
+		jobs, unchanged, _ = rec.sinceAt(t, n, 2)
+		if !slices.Equal(jobs, []int{0, 3}) || !slices.Equal(unchanged, []bool{true, false}) {
+			t.Fatalf("with its row removed, the heartbeats carried %v jobs (JobsUnchanged %v); want none refused, then all 3 at once", jobs, unchanged)
+		}
+		registered("late", "report", "tick")
+		c.wantNeverDown()
+	})
+}
+
+// sinceAt is since(n), failing the test unless exactly want heartbeats
+// were sent from the nth on; it returns the count to go on from.
+func (h *heartbeatsSent) sinceAt(t *testing.T, n, want int) (jobs []int, unchanged []bool, total int) {
+	t.Helper()
+	jobs, unchanged, total = h.since(n)
+	if len(jobs) != want {
+		t.Fatalf("%d heartbeats sent (jobs %v), want %d", len(jobs), jobs, want)
+	}
+	return jobs, unchanged, total
 }
