@@ -318,6 +318,26 @@ func logTopStatements(b *testing.B, admin *pgxpool.Pool) {
 		b.Fatal(err)
 	}
 	b.Logf("statements' time at the server: %.1f s executing, %.1f s planning", exec/1000, plan/1000)
+	// What the tables took since the cluster began (warm-up included): a
+	// row version an update could not write beside the old one (not HOT)
+	// costs a new entry in every index of its table.
+	tables, err := admin.Query(context.Background(), `
+		SELECT relname, n_tup_ins, n_tup_upd, n_tup_hot_upd, n_tup_del
+		  FROM pg_stat_user_tables WHERE schemaname = 'cronfence' ORDER BY relname`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for tables.Next() {
+		var name string
+		var ins, upd, hot, del int64
+		if err := tables.Scan(&name, &ins, &upd, &hot, &del); err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("table %-10s %9d inserted %9d updated (%9d HOT) %9d deleted", name, ins, upd, hot, del)
+	}
+	if err := tables.Err(); err != nil {
+		b.Fatal(err)
+	}
 	rows, err := admin.Query(context.Background(), `
 		SELECT calls, rows, mean_exec_time, left(regexp_replace(query, '\s+', ' ', 'g'), 100)
 		  FROM pg_stat_statements WHERE userid = 'replica'::regrole
