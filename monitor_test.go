@@ -11,9 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/cronfence/cronfence/internal/clock"
 	"github.com/cronfence/cronfence/internal/pgtest"
 	"github.com/cronfence/cronfence/store"
+	"github.com/cronfence/cronfence/store/mysql"
+	"github.com/cronfence/cronfence/store/postgres"
 	"github.com/cronfence/cronfence/store/sqlite"
 )
 
@@ -501,15 +505,18 @@ func testLeaseStuckUnrenewed(t *testing.T, c *cluster, crowd int) {
 	}
 	m.advance(5*time.Second, time.Second)
 	intruder := c.open(t)
-	for i := range crowd {
-		p := store.LeaseAcquireParams{Name: fmt.Sprintf("job:a%04d", i), Owner: "crowd", TTL: time.Hour}
-		if _, ok, err := intruder.LeaseAcquire(context.Background(), p); err != nil || !ok {
-			t.Fatalf("take %s: acquired %v, %v", p.Name, ok, err)
-		}
-	}
+	holdLeases(t, intruder, c.db.Now(), crowd, "job:a%04d", "crowd", time.Hour)
 	l, ok, err := intruder.LeaseAcquire(context.Background(), store.LeaseAcquireParams{Name: "job:sync", Owner: "paused-owner", TTL: DefaultLeaseTTL})
 	if err != nil || !ok {
 		t.Fatalf("take the job's lease: acquired %v, %v", ok, err)
+	}
+	if crowd > 0 {
+		// The crowd is held, and fills the monitor's answer of held job
+		// leases before the job's own (its names sort first).
+		held, err := intruder.LeaseList(context.Background(), store.LeaseListParams{Prefix: "job:", Limit: crowd})
+		if err != nil || len(held.Leases) != crowd || held.Leases[crowd-1].Name >= "job:sync" {
+			t.Fatalf("held job leases: %d, %v; want the %d of the crowd first", len(held.Leases), err, crowd)
+		}
 	}
 	key := alertKey{store.AlertLeaseStuck, "sync"}
 	m.advanceUntil("lease_stuck raised", 2*time.Minute, time.Second, func() bool { return m.raised(key) })
@@ -526,6 +533,45 @@ func testLeaseStuckUnrenewed(t *testing.T, c *cluster, crowd int) {
 	m.advance(time.Minute, time.Second)
 	m.wantRows(key, false)
 	m.log.wantOnly(t, map[alertKey][2]int{key: {1, 1}})
+}
+
+// holdLeases writes n leases, named fmt.Sprintf(format, i), held by owner
+// from now for ttl, as LeaseAcquire would take them, in one statement
+// straight into st's table: taken one by one, 10,000 of them were most of
+// a test's time.
+func holdLeases(t *testing.T, st store.Store, now time.Time, n int, format, owner string, ttl time.Duration) {
+	t.Helper()
+	if n == 0 {
+		return
+	}
+	rows := func(at func(time.Time) string) string {
+		var b strings.Builder
+		for i := range n {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "('"+format+"', '%s', 1, %s, %s, %s)", i, owner, at(now), at(now), at(now.Add(ttl)))
+		}
+		return b.String()
+	}
+	const columns = ` (name, owner, generation, acquired_at, renewed_at, expires_at) VALUES `
+	var err error
+	switch st := st.(type) {
+	case *postgres.Store:
+		_, err = st.Pool().Exec(context.Background(), `INSERT INTO `+pgx.Identifier{st.Schema(), "leases"}.Sanitize()+columns+
+			rows(func(t time.Time) string { return "'" + t.UTC().Format(time.RFC3339Nano) + "'" }))
+	case *sqlite.Store:
+		_, err = st.DB().Exec(`INSERT INTO cronfence_leases` + columns +
+			rows(func(t time.Time) string { return fmt.Sprint(t.UnixMicro()) }))
+	case *mysql.Store:
+		_, err = st.DB().Exec(`INSERT INTO ` + st.Prefix() + `leases` + columns +
+			rows(func(t time.Time) string { return "'" + t.UTC().Format("2006-01-02 15:04:05.000000") + "'" }))
+	default:
+		t.Fatalf("store %T", st)
+	}
+	if err != nil {
+		t.Fatalf("hold %d leases: %v", n, err)
+	}
 }
 
 // A handler that ignores its context's cancellation at the job's timeout

@@ -269,7 +269,11 @@ func TestARetryRefusedIsNotTriedAgainAtEveryScan(t *testing.T) {
 		for _, name := range []string{"a", "b"} {
 			replicas = append(replicas, c.startWith(Config{Owner: name, Clock: offsetClock{c.db, 0}, Retention: -1, Observer: observer}, job))
 		}
-		c.advance(time.Hour-c.db.Now().Sub(c.db.Now().Truncate(time.Hour)), time.Second) // to the slot at 13:00
+		// To the slot at 13:00: the hour before it has nothing to fire, so
+		// it passes a minute a step (in seconds it was 3,600 settles a
+		// replica), and the last minute a second a step, as a slot is met.
+		c.advance(time.Hour-time.Minute-c.db.Now().Sub(c.db.Now().Truncate(time.Hour)), time.Minute)
+		c.advance(time.Minute, time.Second)
 		if made := a.of(c.db.Now().Truncate(time.Hour)); len(made) != 1 {
 			t.Fatalf("attempts at the slot: %+v, want the first", made)
 		}
