@@ -89,7 +89,6 @@ func (s *Scheduler) heartbeat(ctx context.Context, now time.Time) {
 		err = s.sendHeartbeat(ctx, now, unchanged)
 		if unchanged && errors.Is(err, store.ErrNotFound) {
 			// The row went away (removed, pruned): send it whole, at once.
-			unchanged = false
 			err = s.sendHeartbeat(ctx, now, false)
 		}
 	}
