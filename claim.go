@@ -54,7 +54,7 @@ func (s *Scheduler) fire(ctx context.Context, due []*entry, now time.Time) {
 			passed = append(passed, passedBy[claimed[i]]...)
 		}
 	}
-	s.recordSkips(ctx, passed)
+	s.recordPassedOver(passed)
 }
 
 // stall gathers the jobs a pass found slots passed over for, to say so in

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/cronfence/cronfence/store"
@@ -54,6 +55,57 @@ func (s *Scheduler) givenUp(e *entry, writer store.Lease, after time.Time) store
 		Log: fmt.Sprintf("Skipped: given up, a deposed writer (%s at generation %d) stayed inside a transaction fenced under lease %s after it expired, until a later slot was due",
 			writer.Owner, writer.Generation, writer.Name),
 	}
+}
+
+// recordPassedOver records the slots a stall passed over (fire), off the
+// loop: a replica that fell behind with thousands of jobs writes thousands
+// of skips at once, half a second at 10,000 jobs, more while they give way
+// to the others' claims, and a loop that waited for them fired nothing
+// meanwhile and fell further behind. One goroutine records them, batch
+// after batch as the passes handed them over, each batch in one store call
+// as before. It is counted as a run and ends as runs do: Stop waits for it
+// through the shutdown grace (what was passed over is still recorded, each
+// call bounded by StoreTimeout), and cancels it after.
+func (s *Scheduler) recordPassedOver(items []store.SlotSkipParams) {
+	if len(items) == 0 {
+		return
+	}
+	q := &s.passed
+	q.mu.Lock()
+	q.batches = append(q.batches, items)
+	lead := !q.recording
+	q.recording = true
+	q.mu.Unlock()
+	if !lead {
+		return // the goroutine recording takes this batch next
+	}
+	s.busy.Add(1)
+	s.runs.Add(1)
+	go func() {
+		defer s.runs.Done()
+		defer s.busy.Add(-1)
+		for {
+			q.mu.Lock()
+			if len(q.batches) == 0 {
+				q.recording = false
+				q.mu.Unlock()
+				return
+			}
+			batch := q.batches[0]
+			q.batches = q.batches[1:]
+			q.mu.Unlock()
+			s.recordSkips(s.runsCtx, batch)
+		}
+	}()
+}
+
+// skipQueue is the batches of passed-over slots not yet recorded
+// (recordPassedOver). Batches stay apart: each is one pass's, with its
+// clock, and a store refuses a batch that names a slot twice.
+type skipQueue struct {
+	mu        sync.Mutex
+	batches   [][]store.SlotSkipParams
+	recording bool // a goroutine is recording the batches
 }
 
 // recordSkips writes the skips in one store call (StoreTimeout-bounded) and tells the

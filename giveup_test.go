@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -197,4 +198,63 @@ func sawSkip(events []Event, job string, slot time.Time, reason string) bool {
 		}
 	}
 	return false
+}
+
+// heldSkips is a store whose SlotSkip waits, once it was entered, until
+// released: a recording of skips that takes long (thousands of them under
+// overload, behind the others' claims).
+type heldSkips struct {
+	store.Store
+	entered chan struct{} // closed by the first SlotSkip
+	release chan struct{} // closed by the test
+	once    sync.Once
+}
+
+func (h *heldSkips) SlotSkip(ctx context.Context, items []store.SlotSkipParams) ([]store.Run, error) {
+	h.once.Do(func() { close(h.entered) })
+	<-h.release
+	return h.Store.SlotSkip(ctx, items)
+}
+
+// The slots a stall passed over are recorded off the scheduler's loop:
+// while the recording waits on the store, the loop goes on firing. (It
+// used to wait for it: at 10,000 jobs a replica behind wrote thousands of
+// skips for half a second at a time, fired nothing meanwhile, and fell
+// further behind.) What was passed over is still recorded.
+func TestAStallsSkipsAreRecordedOffTheLoop(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		st := &heldSkips{Store: c.open(t), entered: make(chan struct{}), release: make(chan struct{})}
+		start := c.db.Now()
+		l := newLedger()
+		c.startWith(Config{Owner: "a", Clock: offsetClock{c.db, 0}, Retention: -1, Store: st},
+			Job{Name: "minutely", Schedule: "* * * * *", Handler: l.handler(c.db)},
+			Job{Name: "secondly", Schedule: "* * * * * *", Handler: l.handler(c.db)})
+		released := false
+		defer func() {
+			if !released {
+				close(st.release)
+			}
+		}()
+
+		c.db.Advance(5 * time.Minute) // one wake-up, five minutes late: slots passed over
+		select {
+		case <-st.entered:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the stall's skips were not recorded")
+		}
+		// The recording waits; the next second's slot is fired meanwhile.
+		next := start.Add(5*time.Minute + time.Second)
+		c.db.Advance(time.Second)
+		for deadline := time.Now().Add(30 * time.Second); l.ran("secondly", next) == 0; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("secondly's slot %s did not run while the skips' recording waited on the store", next.Format(time.TimeOnly))
+			}
+		}
+		close(st.release)
+		released = true
+		c.settle()
+		if n := len(skipRuns(t, st, "minutely")); n != 4 {
+			t.Fatalf("minutely has %d skip rows, want the 4 slots passed over", n)
+		}
+	})
 }

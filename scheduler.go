@@ -43,6 +43,7 @@ type Scheduler struct {
 	notices                   notices      // what the store told of the other replicas (notices.go)
 	finishes                  finishBatcher
 	buffered                  bufferedQueue // buffered slots handed over by runs' ends, claimed together (claim.go: runBuffered)
+	passed                    skipQueue     // slots stalls passed over, recorded off the loop (giveup.go: recordPassedOver)
 
 	wake       chan struct{}
 	loopCancel context.CancelFunc
