@@ -202,7 +202,7 @@ func (s *Scheduler) tick(ctx context.Context, step time.Duration) {
 		s.runCatchUp(ctx, now, missed, false)
 	}
 	if prune {
-		s.prune(ctx)
+		s.pruneInBackground(ctx)
 	}
 	if timers {
 		s.checkAbsence(ctx, now)

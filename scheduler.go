@@ -53,6 +53,7 @@ type Scheduler struct {
 	runs       sync.WaitGroup
 	scans      sync.WaitGroup // the resume pass in its own goroutine, if one runs
 	resuming   atomic.Bool    // a resume pass runs
+	pruning    atomic.Bool    // a prune runs (prune.go: pruneInBackground)
 	busy       atomic.Int64   // fires, resume passes and runs in progress; for tests
 	offset     atomic.Int64   // this clock minus the database clock, in ns
 	// bestClockRead is the round trip of the last full clock measurement's
