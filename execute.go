@@ -24,12 +24,20 @@ type runSpec struct {
 // start runs a handler in its own goroutine: under its lease, renewed by the
 // replica's keeper, and finished with one round trip.
 func (s *Scheduler) start(spec runSpec) {
+	s.beside(func() { s.execute(spec) })
+}
+
+// beside runs f on a goroutine of its own, beside the loop: counted as a
+// run, so Stop waits for it, and as busy, so the tests' harness waits for
+// it to settle. Runs, and the loop's slow chores (the absence checks,
+// pruning, recording a stall's skips), go this way.
+func (s *Scheduler) beside(f func()) {
 	s.busy.Add(1)
 	s.runs.Add(1)
 	go func() {
 		defer s.runs.Done()
 		defer s.busy.Add(-1)
-		s.execute(spec)
+		f()
 	}()
 }
 

@@ -79,11 +79,7 @@ func (s *Scheduler) recordPassedOver(items []store.SlotSkipParams) {
 	if !lead {
 		return // the goroutine recording takes this batch next
 	}
-	s.busy.Add(1)
-	s.runs.Add(1)
-	go func() {
-		defer s.runs.Done()
-		defer s.busy.Add(-1)
+	s.beside(func() {
 		for {
 			q.mu.Lock()
 			if len(q.batches) == 0 {
@@ -96,7 +92,7 @@ func (s *Scheduler) recordPassedOver(items []store.SlotSkipParams) {
 			q.mu.Unlock()
 			s.recordSkips(s.runsCtx, batch)
 		}
-	}()
+	})
 }
 
 // skipQueue is the batches of passed-over slots not yet recorded

@@ -85,21 +85,17 @@ func (s *Scheduler) checkAbsence(ctx context.Context, now time.Time) {
 	}
 	m.next, m.running = now.Add(s.cfg.CheckEvery), true
 	m.mu.Unlock()
-	// Counted as a run, so Stop waits for it (it ends at once: ctx is the
-	// loop's, cancelled first), and as busy for the test harness.
-	s.busy.Add(1)
-	s.runs.Add(1)
+	// Stop waits for it (it ends at once: ctx is the loop's, cancelled
+	// first).
 	m.passes.Add(1)
-	go func() {
-		defer s.runs.Done()
-		defer s.busy.Add(-1)
+	s.beside(func() {
 		defer m.passes.Done()
 		defer func() { m.mu.Lock(); m.running = false; m.mu.Unlock() }()
 		// One bound for the whole pass: a few reads and the alerts' writes.
 		ctx, cancel := s.bounded(ctx)
 		defer cancel()
 		s.monitorPass(ctx)
-	}()
+	})
 }
 
 // monitorPass is one pass: lease, snapshot, evaluation, reconciliation. A

@@ -12,20 +12,16 @@ import (
 // pruneInBackground prunes on a goroutine of its own, one prune at a time,
 // beside the loop: a prune of a large history takes as long as
 // StoreTimeout lets it, and the loop that waited for it fired nothing
-// meanwhile. Counted as a run, so Stop waits for it (it ends at once: ctx
-// is the loop's, cancelled first).
+// meanwhile. Stop waits for it (it ends at once: ctx is the loop's,
+// cancelled first).
 func (s *Scheduler) pruneInBackground(ctx context.Context) {
 	if !s.pruning.CompareAndSwap(false, true) {
 		return // the last prune is still under way
 	}
-	s.busy.Add(1)
-	s.runs.Add(1)
-	go func() {
-		defer s.runs.Done()
-		defer s.busy.Add(-1)
+	s.beside(func() {
 		defer s.pruning.Store(false)
 		s.prune(ctx)
-	}()
+	})
 }
 
 // prune deletes history older than the retention, on one replica at a time

@@ -2,30 +2,21 @@ package cronfence
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/cronfence/cronfence/store"
 )
 
-// heldPrune is a store whose Prune waits, once entered, until released:
-// a prune of a large history (an hour of thousands of runs a second is
-// millions of rows).
+// heldPrune is a store whose Prune waits at a gate: a prune of a large
+// history (an hour of thousands of runs a second is millions of rows).
 type heldPrune struct {
 	store.Store
-	entered chan struct{} // closed by the first Prune
-	release chan struct{} // closed by the test
-	once    sync.Once
+	*gate
 }
 
 func (h *heldPrune) Prune(ctx context.Context, p store.PruneParams) (store.PruneResult, error) {
-	h.once.Do(func() { close(h.entered) })
-	select {
-	case <-h.release:
-	case <-ctx.Done():
-		return store.PruneResult{}, ctx.Err()
-	}
+	h.pass()
 	return h.Store.Prune(ctx, p)
 }
 
@@ -34,7 +25,7 @@ func (h *heldPrune) Prune(ctx context.Context, p store.PruneParams) (store.Prune
 // StoreTimeout, every PruneEvery).
 func TestAPruneDoesNotHoldUpTheLoop(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
-		st := &heldPrune{Store: c.open(t), entered: make(chan struct{}), release: make(chan struct{})}
+		st := &heldPrune{Store: c.open(t), gate: newGate()}
 		start := c.db.Now()
 		l := newLedger()
 		s, err := New(Config{Store: st, Owner: "a", Logger: quiet, Clock: offsetClock{c.db, 0}, Retention: 24 * time.Hour,
