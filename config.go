@@ -156,8 +156,8 @@ type Config struct {
 	Alerts AlertThresholds
 
 	// StoreTimeout bounds each store round trip the scheduler makes on its
-	// own (claims, clock reads, heartbeats, scans for dead runs, pruning,
-	// the absence checks), in real time (not on Clock: it bounds how long
+	// own (claims, clock reads, heartbeats, scans for dead runs, the
+	// absence checks), in real time (not on Clock: it bounds how long
 	// the database takes to answer). A database that accepts connections
 	// but does not answer (a hung server, a lock, a half-open network)
 	// then counts as down once it passes, as a refused connection does:
@@ -166,8 +166,9 @@ type Config struct {
 	// each. It must leave room for the largest claim this replica makes
 	// (thousands of jobs due at one instant take seconds). The end of a
 	// run has its own bound (a third of the lease TTL) and is retried; a
-	// lease renewal is bounded by the lease's expiry. Defaults to
-	// DefaultStoreTimeout (10s).
+	// lease renewal is bounded by the lease's expiry; a prune, which runs
+	// beside the loop and may delete an hour of a busy cluster's history,
+	// by its lease (4 minutes). Defaults to DefaultStoreTimeout (10s).
 	StoreTimeout time.Duration
 
 	// ClaimGrace is how long a replica that is not a slot's preferred

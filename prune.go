@@ -9,10 +9,20 @@ import (
 
 // Pruning: one replica at a time, under the retention lease.
 
+// A prune is bounded by its lease, not by StoreTimeout: it runs beside the
+// loop, and an hour of a busy cluster's history takes longer than the
+// loop's round trips may (a million slots and runs took 19 s on PostgreSQL
+// on a 2-core machine); cut off, it was rolled back whole, hour after hour,
+// and the history grew without bound. It ends a minute before its lease
+// expires, so no other replica starts pruning beside it.
+const (
+	pruneLeaseTTL = 5 * time.Minute
+	pruneTimeout  = pruneLeaseTTL - time.Minute
+)
+
 // pruneInBackground prunes on a goroutine of its own, one prune at a time,
-// beside the loop: a prune of a large history takes as long as
-// StoreTimeout lets it, and the loop that waited for it fired nothing
-// meanwhile. Stop waits for it (it ends at once: ctx is the loop's,
+// beside the loop: a prune of a large history takes long (see
+// pruneTimeout), and the loop that waited for it fired nothing meanwhile. Stop waits for it (it ends at once: ctx is the loop's,
 // cancelled first).
 func (s *Scheduler) pruneInBackground(ctx context.Context) {
 	if !s.pruning.CompareAndSwap(false, true) {
@@ -27,7 +37,7 @@ func (s *Scheduler) pruneInBackground(ctx context.Context) {
 // prune deletes history older than the retention, on one replica at a time
 // (whichever takes the retention lease).
 func (s *Scheduler) prune(ctx context.Context) {
-	l, ok := s.takeLease(ctx, "cronfence:retention", 5*time.Minute)
+	l, ok := s.takeLease(ctx, "cronfence:retention", pruneLeaseTTL)
 	if !ok {
 		return
 	}
@@ -36,7 +46,7 @@ func (s *Scheduler) prune(ctx context.Context) {
 		defer cancel()
 		_, _ = s.store.LeaseRelease(ctx, l.Ref())
 	}()
-	ctx, cancel := s.bounded(ctx)
+	ctx, cancel := context.WithTimeout(ctx, pruneTimeout)
 	defer cancel()
 	res, err := s.store.Prune(ctx, store.PruneParams{Before: l.AcquiredAt.Add(-s.cfg.Retention)})
 	if err != nil {
