@@ -31,17 +31,21 @@ const removeTimeout = 5 * time.Second
 // write the row back after its removal.
 type registry struct {
 	mu      sync.Mutex
-	next    time.Time // when the next heartbeat is due; zero: at the next tick
-	dirty   bool      // a job was registered since the last heartbeat
+	next    time.Time // when the next heartbeat is due at the latest
 	failing bool      // the last heartbeat failed; warned once per streak
 	// The jobs go to the store only when they changed since the last
 	// heartbeat that recorded them (store.Replica.JobsUnchanged): with
 	// thousands of jobs every heartbeat wrote and read back megabytes.
 	// jobsGen counts Registers; recordedGen is the count whose jobs the
-	// store holds, when recorded.
+	// store holds, when recorded (false until a heartbeat succeeds, and
+	// again after one fails).
 	jobsGen, recordedGen uint64
 	recorded             bool
 }
+
+// jobsRecorded reports whether the store holds this replica's row with
+// its jobs as they are now. The caller holds r.mu.
+func (r *registry) jobsRecorded() bool { return r.recorded && r.recordedGen == r.jobsGen }
 
 // registers reports whether this replica keeps a registry row (and so
 // runs the absence checks and raises alerts).
@@ -51,19 +55,19 @@ func (s *Scheduler) registers() bool { return s.cfg.HeartbeatEvery >= 0 }
 // sends it again.
 func (s *Scheduler) jobsChanged() {
 	s.reg.mu.Lock()
-	s.reg.dirty = true
 	s.reg.jobsGen++
 	s.reg.mu.Unlock()
 }
 
-// heartbeatIfDue sends the heartbeat when it is due or the jobs changed.
-// Called from tick with the replica's clock.
+// heartbeatIfDue sends the heartbeat when it is due, when the jobs
+// changed, and at every tick after a heartbeat failed. Called from tick
+// with the replica's clock.
 func (s *Scheduler) heartbeatIfDue(ctx context.Context, now time.Time) {
 	if !s.registers() {
 		return
 	}
 	s.reg.mu.Lock()
-	due := s.reg.dirty || !now.Before(s.reg.next)
+	due := !s.reg.jobsRecorded() || !now.Before(s.reg.next)
 	s.reg.mu.Unlock()
 	if due {
 		s.heartbeat(ctx, now)
@@ -78,11 +82,10 @@ func (s *Scheduler) heartbeat(ctx context.Context, now time.Time) {
 		return
 	}
 	s.reg.mu.Lock()
-	s.reg.dirty = false // a Register from here on marks it again
 	// Read before the row is built: a Register in between is then in the
 	// row but not in gen, and only makes the next heartbeat send it again.
 	gen := s.reg.jobsGen
-	unchanged := s.reg.recorded && s.reg.recordedGen == gen
+	unchanged := s.reg.jobsRecorded()
 	s.reg.mu.Unlock()
 	err := s.tooManyJobs()
 	if err == nil {
@@ -96,9 +99,9 @@ func (s *Scheduler) heartbeat(ctx context.Context, now time.Time) {
 	s.reg.mu.Lock()
 	defer s.reg.mu.Unlock()
 	if err != nil {
-		s.reg.dirty = true // retry at the next tick, whatever the interval
 		// Whether it was recorded is unknown (the answer may be what was
-		// lost): the next heartbeat sends the jobs.
+		// lost): the next tick sends it again, with the jobs, whatever
+		// the interval.
 		s.reg.recorded = false
 		if !s.reg.failing && ctx.Err() == nil {
 			s.log.Warn("cronfence: replica heartbeat failed; retrying at the next tick", "error", err)

@@ -279,10 +279,10 @@ func TestHeartbeatOfTooManyJobsRefusedAsTheStoreWould(t *testing.T) {
 	}
 	s.heartbeat(context.Background(), time.Now())
 	s.reg.mu.Lock()
-	failing, dirty := s.reg.failing, s.reg.dirty
+	failing, due := s.reg.failing, !s.reg.jobsRecorded()
 	s.reg.mu.Unlock()
-	if !failing || !dirty {
-		t.Fatalf("after the heartbeat: failing %t, dirty %t; want both (retried at the next tick)", failing, dirty)
+	if !failing || !due {
+		t.Fatalf("after the heartbeat: failing %t, due again %t; want both (retried at the next tick)", failing, due)
 	}
 	if rows := replicaRows(t, s); len(rows) != 0 {
 		t.Fatalf("registry: %+v; want no row", rows)
