@@ -22,8 +22,8 @@ const (
 
 // pruneInBackground prunes on a goroutine of its own, one prune at a time,
 // beside the loop: a prune of a large history takes long (see
-// pruneTimeout), and the loop that waited for it fired nothing meanwhile. Stop waits for it (it ends at once: ctx is the loop's,
-// cancelled first).
+// pruneTimeout), and the loop that waited for it fired nothing meanwhile.
+// Stop waits for it (it ends at once: ctx is the loop's, cancelled first).
 func (s *Scheduler) pruneInBackground(ctx context.Context) {
 	if !s.pruning.CompareAndSwap(false, true) {
 		return // the last prune is still under way

@@ -14,11 +14,14 @@ import (
 
 var _ store.Monitor = (*Store)(nil)
 
-const replicaColumns = `owner, host, pid, version, started_at, heartbeat_at, clock_offset_ns, timers, jobs`
-
-// replicaColumnsWithoutJobs are replicaColumns with no jobs read (an empty
-// list in their place), for a heartbeat that kept them.
-const replicaColumnsWithoutJobs = `owner, host, pid, version, started_at, heartbeat_at, clock_offset_ns, timers, '[]'`
+// replicaColumns are a replica row's columns in scanReplica's order;
+// replicaColumnsWithoutJobs the same with an empty list of jobs in place
+// of the stored one, for a heartbeat that kept them.
+const (
+	replicaColumnsBeforeJobs  = `owner, host, pid, version, started_at, heartbeat_at, clock_offset_ns, timers`
+	replicaColumns            = replicaColumnsBeforeJobs + `, jobs`
+	replicaColumnsWithoutJobs = replicaColumnsBeforeJobs + `, '[]'`
+)
 
 func scanReplica(row interface{ Scan(...any) error }) (store.Replica, error) {
 	var (
