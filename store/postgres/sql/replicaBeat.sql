@@ -16,7 +16,7 @@ WITH up AS (
            timers          = $6
       FROM (SELECT coalesce($7::timestamptz, now()) AS now) c
      WHERE r.owner = $1
-    RETURNING r.owner, r.host, r.pid, r.version, r.started_at, r.heartbeat_at, r.clock_offset_ns, r.timers, '[]'::text AS jobs
+    RETURNING {{template "replicaColumnsBeforeJobs"}}, '[]'::text AS jobs
 ),
 notice AS MATERIALIZED (
     {{template "notice" args "rows" "SELECT 1 AS ord, 'a' AS kind, '' AS job, 'epoch'::timestamptz AS slot, up.owner FROM up WHERE up.timers"}}

@@ -6,5 +6,6 @@
 {{define "leaseColumns"}}name, owner, generation, acquired_at, renewed_at, expires_at{{end}}
 {{define "slotColumns"}}job, slot, status, owner, lease_name, generation, attempts, started_at, finished_at{{end}}
 {{define "runColumns"}}id, job, slot, manual, catch_up, owner, generation, lease_name, attempt, started_at, finished_at, success, skipped, reason, error, logs{{end}}
-{{define "replicaColumns"}}owner, host, pid, version, started_at, heartbeat_at, clock_offset_ns, timers, jobs::text{{end}}
+{{define "replicaColumnsBeforeJobs"}}owner, host, pid, version, started_at, heartbeat_at, clock_offset_ns, timers{{end}}
+{{define "replicaColumns"}}{{template "replicaColumnsBeforeJobs"}}, jobs::text{{end}}
 {{define "alertColumns"}}id, kind, subject, message, details::text, raised_by, raised_at, last_seen_at, resolved_at{{end}}
