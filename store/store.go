@@ -197,7 +197,12 @@ type Store interface {
 	RunListPerJob(ctx context.Context, p RunListPerJobParams) ([][]Run, error)
 
 	// Prune deletes slots and runs older than p.Before, always keeping the
-	// latest claim and the latest run of each job.
+	// latest claim and the latest run of each job. It deletes in steps of
+	// at most p.Batch slots and p.Batch runs, each a transaction of its
+	// own, so a history of any size is pruned in short transactions and
+	// what a step deleted stays deleted when a later step fails or ctx
+	// ends: the result then counts the steps that committed, beside the
+	// error.
 	Prune(ctx context.Context, p PruneParams) (PruneResult, error)
 
 	// JobRegister records that the jobs are registered: a job not seen
@@ -599,9 +604,37 @@ type RunListPerJobParams struct {
 	Limit int      // per job, 1 to MaxRunListLimit
 }
 
+// DefaultPruneBatch is how many slots, and how many runs, one step of
+// Store.Prune deletes at most when PruneParams.Batch is 0: a fraction of a
+// second's work on PostgreSQL, large enough that a step's fixed costs do
+// not count.
+const DefaultPruneBatch = 10_000
+
+// MaxPruneBatch bounds PruneParams.Batch: a step holds its rows' locks (on
+// SQLite, the database's only writer) until it commits.
+const MaxPruneBatch = 100_000
+
 // PruneParams are the arguments of Store.Prune.
 type PruneParams struct {
 	Before time.Time // rows older than this go, except each job's latest
+
+	// Batch is the most slots, and the most runs, one step deletes: 1 to
+	// MaxPruneBatch; 0 means DefaultPruneBatch.
+	Batch int
+
+	// AfterStep, when set, is called after each step has committed, with
+	// the totals so far. An error from it ends the prune there: Prune
+	// returns it (wrapped) beside those totals. The scheduler renews its
+	// retention lease here, and stops when the lease is lost.
+	AfterStep func(PruneResult) error
+}
+
+// BatchOrDefault is p.Batch, or DefaultPruneBatch when it is 0.
+func (p PruneParams) BatchOrDefault() int {
+	if p.Batch == 0 {
+		return DefaultPruneBatch
+	}
+	return p.Batch
 }
 
 // PruneResult counts what Store.Prune deleted.

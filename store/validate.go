@@ -469,6 +469,9 @@ func (p PruneParams) Validate() error {
 	if p.Before.IsZero() {
 		return invalid("prune cutoff (Before) must be set")
 	}
+	if p.Batch < 0 || p.Batch > MaxPruneBatch {
+		return invalid("prune batch must be 1 to %d (0 for %d), got %d", MaxPruneBatch, DefaultPruneBatch, p.Batch)
+	}
 	return nil
 }
 

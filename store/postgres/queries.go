@@ -33,10 +33,10 @@ type queries struct {
 	slotComplete, jobRegister, slotSkip                                           string
 	// slotClaimDeclared is slotClaim without the pause overrides: the
 	// declared values decide, for when job_state cannot be read.
-	slotClaimDeclared                                                               string
-	runInsert, runList, runListJob, runListPerJob, prune, jobStateSet, jobStateList string
-	replicaHeartbeat, replicaBeat, replicaList, replicaRemove                       string
-	alertRaise, alertResolve, alertList, alertListOpen, leaseList, monitorSnapshot  string
+	slotClaimDeclared                                                                   string
+	runInsert, runList, runListJob, runListPerJob, pruneStep, jobStateSet, jobStateList string
+	replicaHeartbeat, replicaBeat, replicaList, replicaRemove                           string
+	alertRaise, alertResolve, alertList, alertListOpen, leaseList, monitorSnapshot      string
 }
 
 // byName maps each statement's file name (without .sql) to its field.
@@ -48,7 +48,7 @@ func (q *queries) byName() map[string]*string {
 		"slotGet": &q.slotGet, "slotListInterrupted": &q.slotListInterrupted, "slotListRunning": &q.slotListRunning, "slotAbandon": &q.slotAbandon,
 		"slotComplete": &q.slotComplete, "slotSkip": &q.slotSkip, "jobRegister": &q.jobRegister,
 		"jobStateSet": &q.jobStateSet, "jobStateList": &q.jobStateList,
-		"runInsert": &q.runInsert, "runList": &q.runList, "runListJob": &q.runListJob, "runListPerJob": &q.runListPerJob, "prune": &q.prune,
+		"runInsert": &q.runInsert, "runList": &q.runList, "runListJob": &q.runListJob, "runListPerJob": &q.runListPerJob, "pruneStep": &q.pruneStep,
 		"replicaHeartbeat": &q.replicaHeartbeat, "replicaBeat": &q.replicaBeat, "replicaList": &q.replicaList, "replicaRemove": &q.replicaRemove,
 		"alertRaise": &q.alertRaise, "alertResolve": &q.alertResolve, "alertList": &q.alertList, "alertListOpen": &q.alertListOpen, "monitorSnapshot": &q.monitorSnapshot,
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cronfence/cronfence/store"
+	"github.com/cronfence/cronfence/store/internal/prunesteps"
 )
 
 // RunInsert writes one run row, typically a skip; for a holding that has a
@@ -101,7 +102,8 @@ func (s *Store) RunListPerJob(ctx context.Context, p store.RunListPerJobParams) 
 	return out, nil
 }
 
-// Prune deletes old slots and runs, keeping each job's latest of each.
+// Prune deletes old slots and runs in steps (pruneStep.sql), keeping each
+// job's latest of each.
 func (s *Store) Prune(ctx context.Context, p store.PruneParams) (store.PruneResult, error) {
 	if err := p.Validate(); err != nil {
 		return store.PruneResult{}, err
@@ -109,11 +111,32 @@ func (s *Store) Prune(ctx context.Context, p store.PruneParams) (store.PruneResu
 	if err := s.usable(); err != nil {
 		return store.PruneResult{}, err
 	}
-	var res store.PruneResult
-	if err := s.pool.QueryRow(ctx, s.q.prune, p.Before).Scan(&res.Slots, &res.Runs); err != nil {
-		return store.PruneResult{}, s.translate("prune", err)
-	}
-	return res, nil
+	// Where the next step starts in each table: at first "" and the zero
+	// time, before every job name and every run; nil once the table is
+	// done with (pruneStep.sql reads NULL as nothing left to do).
+	slotsFrom, runsFrom := new(string), new(time.Time)
+	return prunesteps.Run(ctx, p, func(ctx context.Context, batch int) (store.PruneResult, bool, error) {
+		var (
+			res     store.PruneResult
+			lastJob *string
+			lastRun *time.Time
+		)
+		if err := s.pool.QueryRow(ctx, s.q.pruneStep, p.Before, batch, slotsFrom, runsFrom).
+			Scan(&res.Slots, &lastJob, &res.Runs, &lastRun); err != nil {
+			return store.PruneResult{}, false, s.translate("prune", err)
+		}
+		if res.Slots < int64(batch) {
+			slotsFrom = nil
+		} else {
+			slotsFrom = lastJob
+		}
+		if res.Runs < int64(batch) {
+			runsFrom = nil
+		} else {
+			runsFrom = lastRun
+		}
+		return res, slotsFrom == nil && runsFrom == nil, nil
+	})
 }
 
 // scannedRun receives the runColumns of one row.

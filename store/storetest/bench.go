@@ -544,3 +544,30 @@ func benchFinishAll(ctx context.Context, s store.Store, claimed []store.SlotClai
 	}
 	return nil
 }
+
+// MeasurePrune prunes s of what is older than before, as the scheduler
+// does, checks that it deleted want slots and want runs, and reports how
+// long the prune took (prune-s) and its longest step (longest-tx-s: the
+// longest any one transaction of it held its rows' locks, on SQLite the
+// database's only writer). The store's benchmarks write the history.
+func MeasurePrune(b *testing.B, s store.Store, before time.Time, want int64) {
+	b.Helper()
+	b.StartTimer()
+	start := time.Now()
+	longest, last := time.Duration(0), start
+	res, err := s.Prune(b.Context(), store.PruneParams{Before: before, AfterStep: func(store.PruneResult) error {
+		longest, last = max(longest, time.Since(last)), time.Now()
+		return nil
+	}})
+	took := time.Since(start)
+	longest = max(longest, time.Since(last)) // a prune of one transaction calls no AfterStep
+	b.StopTimer()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if res.Slots != want || res.Runs != want {
+		b.Fatalf("Prune = %+v, want %d of each", res, want)
+	}
+	b.ReportMetric(took.Seconds(), "prune-s")
+	b.ReportMetric(longest.Seconds(), "longest-tx-s")
+}

@@ -85,6 +85,11 @@ func badInput(t *testing.T, b Bundle) {
 			return err
 		}(), "limit"},
 		{"prune without cutoff", func() error { _, err := s.Prune(ctx(t), store.PruneParams{}); return err }(), "cutoff"},
+		{"prune negative batch", func() error { _, err := s.Prune(ctx(t), store.PruneParams{Before: now, Batch: -1}); return err }(), "batch"},
+		{"prune huge batch", func() error {
+			_, err := s.Prune(ctx(t), store.PruneParams{Before: now, Batch: store.MaxPruneBatch + 1})
+			return err
+		}(), "batch"},
 	} {
 		if !errors.Is(tc.err, store.ErrInvalidArgument) {
 			t.Errorf("%s: error = %v, want one wrapping ErrInvalidArgument", tc.name, tc.err)

@@ -164,12 +164,89 @@ var pruneTests = []namedTest{
 		p := store.SlotClaimParams{Job: "monthly", Slot: now.Add(-20 * day), LeaseName: "job:monthly", Owner: "b", TTL: ttl, MaxAttempts: 3}
 		wantRefusal(t, b.Store, p, store.ClaimCompleted)
 	}},
+	{name: "DeletesInStepsOfTheBatch", fn: func(t *testing.T, b Bundle) {
+		cutoff := pruneHistory(t, b.Store)
+		var steps []store.PruneResult
+		res, err := b.Store.Prune(ctx(t), store.PruneParams{Before: cutoff, Batch: 2, AfterStep: func(total store.PruneResult) error {
+			steps = append(steps, total)
+			return nil
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Each job's five old slots and runs go, in steps of at most two
+		// of each; the job's newest of each stays.
+		if want := (store.PruneResult{Slots: 10, Runs: 10}); res != want {
+			t.Fatalf("Prune = %+v, want %+v", res, want)
+		}
+		if len(steps) < 5 || steps[len(steps)-1] != res {
+			t.Fatalf("steps' totals %+v: want at least 5 (10 rows of each, 2 a step), the last the result %+v", steps, res)
+		}
+		var last store.PruneResult
+		for i, total := range steps {
+			if total.Slots-last.Slots > 2 || total.Runs-last.Runs > 2 {
+				t.Fatalf("step %d deleted %d slots and %d runs, more than the batch of 2 (totals %+v)", i+1, total.Slots-last.Slots, total.Runs-last.Runs, steps)
+			}
+			last = total
+		}
+		for _, job := range []string{"a", "b"} {
+			runs, err := b.Store.RunList(ctx(t), store.RunListParams{Job: job})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(runs) != 1 || runs[0].StartedAt.Before(cutoff) {
+				t.Fatalf("%s's runs after the prune: %+v, want its newest alone", job, runs)
+			}
+			if _, err := b.Store.SlotGet(ctx(t), job, cutoff.Add(time.Hour)); err != nil {
+				t.Fatalf("%s's newest slot: %v", job, err)
+			}
+		}
+	}},
+	{name: "StepsThatCommittedStay", fn: func(t *testing.T, b Bundle) {
+		cutoff := pruneHistory(t, b.Store)
+		stop := errors.New("the retention lease was lost")
+		res, err := b.Store.Prune(ctx(t), store.PruneParams{Before: cutoff, Batch: 3, AfterStep: func(store.PruneResult) error { return stop }})
+		if !errors.Is(err, stop) {
+			t.Fatalf("Prune stopped by its AfterStep: error %v, want one wrapping %v", err, stop)
+		}
+		if want := (store.PruneResult{Slots: 3, Runs: 3}); res != want {
+			t.Fatalf("Prune stopped after its first step = %+v, want that step's %+v", res, want)
+		}
+		// The first step's deletes were committed: a prune that goes on
+		// finds only the rest.
+		res, err = b.Store.Prune(ctx(t), store.PruneParams{Before: cutoff})
+		if want := (store.PruneResult{Slots: 7, Runs: 7}); err != nil || res != want {
+			t.Fatalf("the prune after = %+v, %v; want %+v", res, err, want)
+		}
+	}},
 	{name: "NothingToPrune", fn: func(t *testing.T, b Bundle) {
 		res, err := b.Store.Prune(ctx(t), store.PruneParams{Before: dbNow(t, b.Store)})
 		if err != nil || res != (store.PruneResult{}) {
 			t.Fatalf("Prune on an empty store = %+v, %v", res, err)
 		}
 	}},
+}
+
+// pruneHistory writes the history the step tests prune: jobs "a" and "b"
+// each claimed and ran five slots, a minute apart, before the cutoff it
+// returns, and one an hour after it.
+func pruneHistory(t *testing.T, s store.Store) (cutoff time.Time) {
+	t.Helper()
+	now := dbNow(t, s)
+	cutoff = now.Add(-24 * time.Hour)
+	for _, job := range []string{"a", "b"} {
+		for i := range 6 {
+			slot := cutoff.Add(-time.Duration(5-i) * time.Minute)
+			if i == 5 {
+				slot = cutoff.Add(time.Hour)
+			}
+			r := mustClaim(t, s, store.SlotClaimParams{Job: job, Slot: slot, LeaseName: "job:" + job, Owner: "a", TTL: ttl, MaxAttempts: 1, Now: slot})
+			if res := mustFinish(t, s, finishParams(r, store.SlotCompleted, slot)); !res.SlotUpdated {
+				t.Fatalf("finish of %s at %s: %+v", job, slot, res)
+			}
+		}
+	}
+	return cutoff
 }
 
 // runListPerJobTests: RunListPerJob gives each job its own newest runs, as

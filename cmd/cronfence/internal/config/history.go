@@ -128,7 +128,7 @@ type bound struct {
 	why     string // what a retention no longer than it breaks
 }
 
-// Why the retention must exceed each bound: prune.sql deletes slots and runs
+// Why the retention must exceed each bound: Store.Prune deletes slots and runs
 // older than the retention unless they are their job's latest, and replica
 // rows whose last heartbeat is older.
 const (
