@@ -168,7 +168,9 @@ type Config struct {
 	// run has its own bound (a third of the lease TTL) and is retried; a
 	// lease renewal is bounded by the lease's expiry; a prune, which runs
 	// beside the loop and may delete an hour of a busy cluster's history,
-	// by its lease (4 minutes). Defaults to DefaultStoreTimeout (10s).
+	// deletes in steps for as long as it holds its retention lease,
+	// renewed after each step, and a step is bounded by that lease (4
+	// minutes). Defaults to DefaultStoreTimeout (10s).
 	StoreTimeout time.Duration
 
 	// ClaimGrace is how long a replica that is not a slot's preferred

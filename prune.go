@@ -2,6 +2,7 @@ package cronfence
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/cronfence/cronfence/store"
@@ -9,21 +10,24 @@ import (
 
 // Pruning: one replica at a time, under the retention lease.
 
-// A prune is bounded by its lease, not by StoreTimeout: it runs beside the
-// loop, and an hour of a busy cluster's history takes longer than the
-// loop's round trips may (a million slots and runs took 19 s on PostgreSQL
-// on a 2-core machine); cut off, it was rolled back whole, hour after hour,
-// and the history grew without bound. It ends a minute before its lease
-// expires, so no other replica starts pruning beside it.
+// A prune deletes in steps (store.PruneParams.Batch), each a transaction
+// of its own, and renews its retention lease after each: it goes on for as
+// long as the history needs, one replica at a time. (A prune in one
+// transaction could only be bounded: a million slots and runs took 19 s on
+// PostgreSQL on a 2-core machine, so past some rate of runs the hourly
+// prune was cut off and rolled back every time, and the history grew
+// without bound.) A step that has not ended pruneStepTimeout after the
+// last renewal is cancelled, a minute before the lease would expire, so no
+// other replica starts pruning beside it.
 const (
-	pruneLeaseTTL = 5 * time.Minute
-	pruneTimeout  = pruneLeaseTTL - time.Minute
+	pruneLeaseTTL    = 5 * time.Minute
+	pruneStepTimeout = pruneLeaseTTL - time.Minute
 )
 
 // pruneInBackground prunes on a goroutine of its own, one prune at a time,
-// beside the loop: a prune of a large history takes long (see
-// pruneTimeout), and the loop that waited for it fired nothing meanwhile.
-// Stop waits for it (it ends at once: ctx is the loop's, cancelled first).
+// beside the loop: a prune of a large history takes long, and the loop
+// that waited for it fired nothing meanwhile. Stop waits for it (it ends
+// at once: ctx is the loop's, cancelled first).
 func (s *Scheduler) pruneInBackground(ctx context.Context) {
 	if !s.pruning.CompareAndSwap(false, true) {
 		return // the last prune is still under way
@@ -46,16 +50,43 @@ func (s *Scheduler) prune(ctx context.Context) {
 		defer cancel()
 		_, _ = s.store.LeaseRelease(ctx, l.Ref())
 	}()
-	ctx, cancel := context.WithTimeout(ctx, pruneTimeout)
-	defer cancel()
-	res, err := s.store.Prune(ctx, store.PruneParams{Before: l.AcquiredAt.Add(-s.cfg.Retention)})
-	if err != nil {
-		s.log.Warn("cronfence: prune failed", "error", err)
-		return
-	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stepTimeout := time.AfterFunc(pruneStepTimeout, func() { cancel(errPruneStepTimeout) })
+	defer stepTimeout.Stop()
+	res, err := s.store.Prune(ctx, store.PruneParams{
+		Before: l.AcquiredAt.Add(-s.cfg.Retention),
+		AfterStep: func(store.PruneResult) error {
+			renewed, err := s.renewPruneLease(ctx, l)
+			if err != nil {
+				return err
+			}
+			l = renewed
+			stepTimeout.Reset(pruneStepTimeout)
+			return nil
+		},
+	})
 	if res.Slots > 0 || res.Runs > 0 {
 		s.log.Info("cronfence: pruned history", "slots", res.Slots, "runs", res.Runs, "retention", s.cfg.Retention)
 	}
+	switch {
+	case err == nil:
+	case errors.Is(context.Cause(ctx), errPruneStepTimeout):
+		s.log.Warn("cronfence: prune stopped: a step did not end before its lease would expire; the next prune goes on from there", "timeout", pruneStepTimeout)
+	case ctx.Err() == nil: // (else the scheduler stops)
+		s.log.Warn("cronfence: prune stopped; the next prune goes on from there", "error", err)
+	}
+}
+
+// errPruneStepTimeout is the cause of a prune cancelled because a step
+// outlasted pruneStepTimeout.
+var errPruneStepTimeout = errors.New("a prune step did not end before its lease would expire")
+
+// renewPruneLease renews the retention lease between two steps of a prune.
+func (s *Scheduler) renewPruneLease(ctx context.Context, l store.Lease) (store.Lease, error) {
+	ctx, cancel := s.bounded(ctx)
+	defer cancel()
+	return s.store.LeaseRenew(ctx, store.LeaseRenewParams{LeaseRef: l.Ref(), TTL: pruneLeaseTTL})
 }
 
 // takeLease takes a cluster-wide lease of this replica's (pruning, the

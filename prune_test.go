@@ -81,7 +81,8 @@ func (p *pruneDeadlines) Prune(ctx context.Context, params store.PruneParams) (s
 // trips: it runs beside the loop, and an hour of a busy cluster's history
 // takes longer (a million slots and runs took 19 s on PostgreSQL on a
 // 2-core machine). Cut off, it was rolled back whole, hour after hour, and
-// the history grew without bound. It is bounded by its lease instead.
+// the history grew without bound. It now runs in steps for as long as it
+// holds its lease (TestAPruneRenewsItsLeaseAtEveryStep), with no deadline.
 func TestAPruneIsNotCutOffAtTheStoreTimeout(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
 		st := &pruneDeadlines{Store: c.open(t)}
@@ -90,8 +91,99 @@ func TestAPruneIsNotCutOffAtTheStoreTimeout(t *testing.T) {
 		c.advance(time.Second, time.Second) // the first tick prunes
 		st.mu.Lock()
 		defer st.mu.Unlock()
-		if len(st.left) != 1 || st.left[0] < pruneLeaseTTL/2 || st.left[0] >= pruneLeaseTTL {
-			t.Fatalf("the prunes had %v to finish; want one, bounded short of its lease's %s, not by StoreTimeout (1s)", st.left, pruneLeaseTTL)
+		if len(st.left) != 1 || st.left[0] != -1 {
+			t.Fatalf("the prunes had %v to finish; want one, with no deadline (-1), not StoreTimeout's 1s", st.left)
+		}
+	})
+}
+
+// smallPruneSteps is a store whose Prune deletes two rows of each table a
+// step, counting its steps and the renewals of the retention lease; with
+// lost, every renewal of it fails as lost.
+type smallPruneSteps struct {
+	store.Store
+	lost bool
+
+	mu              sync.Mutex
+	steps, renewals int
+	result          store.PruneResult
+}
+
+func (p *smallPruneSteps) Prune(ctx context.Context, params store.PruneParams) (store.PruneResult, error) {
+	params.Batch = 2
+	afterStep := params.AfterStep
+	params.AfterStep = func(total store.PruneResult) error {
+		p.mu.Lock()
+		p.steps++
+		p.mu.Unlock()
+		if afterStep == nil {
+			return nil
+		}
+		return afterStep(total)
+	}
+	res, err := p.Store.Prune(ctx, params)
+	p.mu.Lock()
+	p.result = res
+	p.mu.Unlock()
+	return res, err
+}
+
+func (p *smallPruneSteps) LeaseRenew(ctx context.Context, params store.LeaseRenewParams) (store.Lease, error) {
+	if params.Name == "cronfence:retention" {
+		p.mu.Lock()
+		p.renewals++
+		p.mu.Unlock()
+		if p.lost {
+			return store.Lease{}, store.ErrLeaseLost
+		}
+	}
+	return p.Store.LeaseRenew(ctx, params)
+}
+
+// pruneTenDays writes ten days of a daily job's history
+// (writeDailyHistory) and starts a replica on st with a week's retention,
+// which prunes at its first tick.
+func pruneTenDays(c *cluster, st store.Store) {
+	c.t.Helper()
+	writeDailyHistory(c.t, st, c.db.Now())
+	c.startWith(Config{Owner: "a", Clock: offsetClock{c.db, 0}, Retention: 7 * 24 * time.Hour, Store: st},
+		Job{Name: "daily", Schedule: "@daily", Handler: nopHandler})
+	c.advance(time.Second, time.Second)
+}
+
+// A prune deletes in steps and renews its lease after each, so it goes on
+// for as long as the history needs, one replica at a time: ten days of a
+// daily job with a week's retention is three slots and three runs to
+// delete, two steps of two.
+func TestAPruneRenewsItsLeaseAtEveryStep(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		st := &smallPruneSteps{Store: c.open(t)}
+		pruneTenDays(c, st)
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		if want := (store.PruneResult{Slots: 3, Runs: 3}); st.result != want {
+			t.Fatalf("pruned %+v, want %+v", st.result, want)
+		}
+		if st.steps != 2 || st.renewals != 2 {
+			t.Fatalf("%d steps and %d renewals of the retention lease; want 2 steps, each followed by a renewal", st.steps, st.renewals)
+		}
+	})
+}
+
+// A prune whose lease was lost stops after the step it was in: another
+// replica may be pruning now. What that step deleted stays deleted.
+func TestAPruneStopsWhenItsLeaseIsLost(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		st := &smallPruneSteps{Store: c.open(t), lost: true}
+		pruneTenDays(c, st)
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		if want := (store.PruneResult{Slots: 2, Runs: 2}); st.result != want || st.steps != 1 {
+			t.Fatalf("pruned %+v in %d steps; want %+v, the first step's, and no step after the lease was lost", st.result, st.steps, want)
+		}
+		runs, err := st.RunList(context.Background(), store.RunListParams{Job: "daily"})
+		if err != nil || len(runs) != 8 {
+			t.Fatalf("%d runs left (%v), want the 8 the first step left", len(runs), err)
 		}
 	})
 }

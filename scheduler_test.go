@@ -407,22 +407,7 @@ func TestRetentionPrunesOnOneReplicaKeepingTheLatestClaim(t *testing.T) {
 		st := c.open(t)
 		day := 24 * time.Hour
 		now := c.db.Now()
-		// Ten days of a daily job's history.
-		for age := 10; age >= 1; age-- {
-			at := now.Add(-time.Duration(age)*day + 12*time.Hour) // 9.5 to 0.5 days old
-			r, err := st.SlotClaim(context.Background(), store.SlotClaimParams{
-				Job: "daily", Slot: at, LeaseName: "job:daily", Owner: "old", TTL: time.Minute, MaxAttempts: 1, Now: at,
-			})
-			if err != nil || !r.Claimed {
-				t.Fatal(r, err)
-			}
-			if _, err := st.SlotFinish(context.Background(), store.SlotFinishParams{
-				Job: "daily", Slot: at, LeaseName: r.Lease.Name, Owner: "old", Generation: r.Lease.Generation,
-				Status: store.SlotCompleted, Now: at, Run: store.Run{Success: true, StartedAt: at},
-			}); err != nil {
-				t.Fatal(err)
-			}
-		}
+		writeDailyHistory(t, st, now)
 		noop := func(context.Context, *Run) error { return nil }
 		for _, name := range []string{"a", "b"} {
 			c.startWith(Config{Owner: name, Clock: offsetClock{c.db, 0}, Retention: 7 * day},
@@ -441,6 +426,27 @@ func TestRetentionPrunesOnOneReplicaKeepingTheLatestClaim(t *testing.T) {
 			t.Fatalf("a 10-day-old claim survived: %v", err)
 		}
 	})
+}
+
+// writeDailyHistory writes ten days of a daily job's history: "daily"
+// claimed and ran a slot each day at noon, 9.5 to 0.5 days before now.
+func writeDailyHistory(t *testing.T, st store.Store, now time.Time) {
+	t.Helper()
+	for age := 10; age >= 1; age-- {
+		at := now.Add(-time.Duration(age)*24*time.Hour + 12*time.Hour)
+		r, err := st.SlotClaim(context.Background(), store.SlotClaimParams{
+			Job: "daily", Slot: at, LeaseName: "job:daily", Owner: "old", TTL: time.Minute, MaxAttempts: 1, Now: at,
+		})
+		if err != nil || !r.Claimed {
+			t.Fatal(r, err)
+		}
+		if _, err := st.SlotFinish(context.Background(), store.SlotFinishParams{
+			Job: "daily", Slot: at, LeaseName: r.Lease.Name, Owner: "old", Generation: r.Lease.Generation,
+			Status: store.SlotCompleted, Now: at, Run: store.Run{Success: true, StartedAt: at},
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // A handler that does not end by itself is cancelled when the shutdown
