@@ -2,7 +2,7 @@
 
 GO      ?= go
 PKGS    ?= ./...
-BENCH   ?= .
+BENCH   ?= Store|RoundTrip
 BINDIR  ?= bin
 CONTAINER ?= podman
 IMAGE   ?= cronfence:dev
@@ -61,8 +61,9 @@ lint: ## Check formatting (gofmt), go vet, staticcheck (pinned, from the Go modu
 	cd e2e && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./... && $(GO) mod tidy -diff
 
 .PHONY: bench
-bench: ## Run the benchmarks: round trips per store operation and per fire, latencies, memory.
+bench: ## Run the benchmarks: round trips per store operation and per fire, latencies, memory, a prune of a busy hour.
 	$(GO) test -p 1 -run '^$$' -bench '$(BENCH)' -benchtime 5000x ./store/postgres/ ./store/sqlite/ ./store/mysql/
+	$(GO) test -p 1 -run '^$$' -bench 'Prune' -benchtime 1x -timeout 30m ./store/postgres/ ./store/sqlite/
 	$(GO) test -run '^$$' -bench 'Scheduler' -benchtime 1x .
 
 .PHONY: e2e
