@@ -37,11 +37,11 @@ func TestAPipelinedStatementReportsItsErrorsAndItsCommit(t *testing.T) {
 	for _, c := range []struct {
 		name, setting, sql, want string
 	}{
-		{"the statement fails", customPlanSQL, `SELECT 1 / (g - 3) FROM generate_series(1, 5) g`,
+		{"the statement fails", largeBatchSQL, `SELECT 1 / (g - 3) FROM generate_series(1, 5) g`,
 			`ERROR: division by zero (SQLSTATE 22012)`},
 		{"a setting fails", "SET LOCAL cronfence_no_such_setting = 1", `SELECT 1`,
 			`ERROR: unrecognized configuration parameter "cronfence_no_such_setting" (SQLSTATE 42704)`},
-		{"the commit is refused", customPlanSQL, `INSERT INTO ` + table + ` VALUES (1), (1) RETURNING a`,
+		{"the commit is refused", largeBatchSQL, `INSERT INTO ` + table + ` VALUES (1), (1) RETURNING a`,
 			`ERROR: duplicate key value violates unique constraint "deferred_a_key" (SQLSTATE 23505)`},
 	} {
 		got, err := read([]string{c.setting}, c.sql)
@@ -55,7 +55,7 @@ func TestAPipelinedStatementReportsItsErrorsAndItsCommit(t *testing.T) {
 	}
 	// The pool's connections are back, usable and outside any transaction.
 	for range 3 {
-		if got, err := read([]string{customPlanSQL}, `SELECT 7`); err != nil || len(got) != 1 || got[0] != 7 {
+		if got, err := read([]string{largeBatchSQL}, `SELECT 7`); err != nil || len(got) != 1 || got[0] != 7 {
 			t.Fatalf("after the failures: %v, %v", got, err)
 		}
 	}

@@ -53,7 +53,7 @@ func (s *Store) SlotSkip(ctx context.Context, items []store.SlotSkipParams) ([]s
 	args := []any{jobs, slots, leaseNames, afters, catchUp, reasons, logs, items[0].Owner, s.nowArg(items[0].Now)}
 	settings := []string{skipLockWaitSQL}
 	if n > genericPlanMax {
-		settings = append(settings, customPlanSQL)
+		settings = append(settings, largeBatchSQL)
 	}
 	what := fmt.Sprintf("skip %d slot(s), first of job %q", n, items[0].Job)
 	for attempt := 1; ; attempt++ {
