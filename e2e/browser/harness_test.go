@@ -57,10 +57,11 @@ func binary(t *testing.T) string {
 			return
 		}
 		builtBin = filepath.Join(buildDir, "cronfence")
-		cmd := exec.Command("go", "build", "-o", builtBin, "./cmd/cronfence")
+		// The binary as shipped, built as the chaos suite builds it.
+		cmd := exec.Command("make", "-s", "build", "BINDIR="+buildDir)
 		cmd.Dir = filepath.Join("..", "..")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/cronfence: %w\n%s", err, out)
+			buildErr = fmt.Errorf("make build: %w\n%s", err, out)
 		}
 	})
 	if buildErr != nil {
