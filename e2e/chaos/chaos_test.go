@@ -181,10 +181,12 @@ func TestChaosShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the chaos run takes minutes")
 	}
+	t.Parallel() // a world of its own (see the package doc)
 	d := envDuration(t, "CHAOS_SHORT_DURATION", shortDuration)
 	n := envInt(t, "CHAOS_REPLICAS", replicaCount)
 	for _, seed := range seeds(t) {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			t.Parallel()
 			rep := runChaos(t, runOpts{seed: seed, duration: d, replicas: n})
 			requireClean(t, rep)
 			if rep.Completed == 0 {
@@ -217,6 +219,7 @@ func TestChaosCatchesBrokenFencing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the chaos run takes minutes")
 	}
+	t.Parallel() // a world of its own (see the package doc)
 	rep := runChaos(t, runOpts{
 		seed: fixedSeed, duration: 30 * time.Second, replicas: 3, breakFencing: true,
 		kinds: []faultKind{faultFreeze}, aimAlways: true, freezeMin: 3 * time.Second, freezeMax: 3 * time.Second,
@@ -242,6 +245,7 @@ func TestChaosSQLite(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the chaos run takes minutes")
 	}
+	t.Parallel() // a world of its own (see the package doc)
 	seed := envSeed(t, fixedSeed)
 	rep := runChaos(t, runOpts{seed: seed, duration: envDuration(t, "CHAOS_SHORT_DURATION", shortDuration),
 		replicas: envInt(t, "CHAOS_REPLICAS", replicaCount), kinds: sqliteFaults, sqlite: true})
@@ -258,6 +262,7 @@ func TestChaosMySQL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the chaos run takes minutes")
 	}
+	t.Parallel() // a world of its own (see the package doc)
 	seed := envSeed(t, fixedSeed)
 	rep := runChaos(t, runOpts{seed: seed, duration: envDuration(t, "CHAOS_SHORT_DURATION", shortDuration),
 		replicas: envInt(t, "CHAOS_REPLICAS", replicaCount), kinds: mysqlFaults, mysql: true})
@@ -275,6 +280,7 @@ func TestChaosMySQLCatchesBrokenFencing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the chaos run takes minutes")
 	}
+	t.Parallel() // a world of its own (see the package doc)
 	rep := runChaos(t, runOpts{
 		seed: fixedSeed, duration: 30 * time.Second, replicas: 3, breakFencing: true, mysql: true,
 		kinds: []faultKind{faultFreeze}, aimAlways: true, freezeMin: 3 * time.Second, freezeMax: 3 * time.Second,

@@ -21,6 +21,13 @@
 // alone (plainly, or behind an idempotency guard), for the comparison of
 // designs; CHAOS_BREAK_FENCING=1 leaves out fence() and complete().
 //
+// The runs CI makes (make e2e) run side by side, three at a time (-parallel
+// 3): each is a world of its own (its database, proxies and replicas, on
+// ports of their own; its faults touch only its own processes), and one
+// run keeps two cores 10 to 30 % busy, waiting on its fault schedule. Side
+// by side they also run under more contention for the CPU, which the
+// checker's rules must hold under too.
+//
 //	go test ./chaos -run TestChaosShort -v            # ~2-3 minutes: a fixed seed and a random one
 //	CHAOS_SEED=42 go test ./chaos -run TestChaosShort  # replay a seed (replaces the random one)
 //	CHAOS_DURATION=30m go test ./chaos -run TestChaosSoak -timeout 0 -v

@@ -198,9 +198,11 @@ func TestChaosFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the chaos run takes minutes")
 	}
+	t.Parallel()
 	d := envDuration(t, "CHAOS_FAILOVER_DURATION", 30*time.Second)
 	for _, mode := range failoverModes(t) {
 		t.Run(string(mode), func(t *testing.T) {
+			t.Parallel()
 			seed := envSeed(t, fixedSeed)
 			rep := runChaos(t, runOpts{seed: seed, duration: d, replicas: envInt(t, "CHAOS_REPLICAS", replicaCount),
 				kinds: failoverFaults, failover: mode})
