@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -18,6 +19,76 @@ var raceTests = []namedTest{
 	{name: "ClaimOneWinnerPerSlot", serial: true, fn: raceClaim},
 	{name: "OverlapSkipRecordedOnce", serial: true, fn: raceOverlapSkip},
 	{name: "CatchUpBesideTheNextSlot", serial: true, fn: raceCatchUpBesideNext},
+	{name: "PruneBesideClaims", serial: true, fn: racePruneBesideClaims},
+}
+
+// racePruneBesideClaims: a prune deletes a job's old history in small steps
+// while replicas go on claiming and finishing new slots of the same jobs.
+// Neither makes the other fail (a deadlock, a lock wait past its bound),
+// every claim wins, and what is left is the new history alone once a
+// second prune has deleted what the first had to keep (each job's newest
+// old slot and run, while no new one had landed yet).
+func racePruneBesideClaims(t *testing.T, b Bundle) {
+	now := dbNow(t, b.Store)
+	cutoff := now.Add(-time.Hour)
+	jobs := []string{"a", "b", "c", "d"}
+	const each = 20
+	for _, job := range jobs {
+		for i := each; i > 0; i-- { // old: a minute apart, up to the cutoff
+			slot := cutoff.Add(-time.Duration(i) * time.Minute)
+			r := mustClaim(t, b.Store, store.SlotClaimParams{Job: job, Slot: slot, LeaseName: "job:" + job, Owner: "old", TTL: ttl, MaxAttempts: 1, Now: slot})
+			mustFinish(t, b.Store, finishParams(r, store.SlotCompleted, slot))
+		}
+	}
+	stores := make([]store.Store, len(jobs)+1) // a claimer per job, and the pruner
+	for i := range stores {
+		stores[i] = b.Open(t)
+	}
+	errs := race(stores, func(i int, s store.Store) error {
+		if i == len(jobs) {
+			_, err := s.Prune(ctx(t), store.PruneParams{Before: cutoff, Batch: 3})
+			return err
+		}
+		for n := range each { // new: a minute apart, from the cutoff on
+			slot := cutoff.Add(time.Duration(n+1) * time.Minute)
+			r, err := s.SlotClaim(ctx(t), store.SlotClaimParams{Job: jobs[i], Slot: slot, LeaseName: "job:" + jobs[i], Owner: "new", TTL: ttl, MaxAttempts: 1, Now: slot})
+			if err != nil {
+				return err
+			}
+			if !r.Claimed {
+				return fmt.Errorf("%s's slot %s refused beside a prune: %+v", jobs[i], slot.Format(time.TimeOnly), r)
+			}
+			if _, err := s.SlotFinish(ctx(t), finishParams(r, store.SlotCompleted, slot)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("contender %d (%d is the prune): %v", i, len(jobs), err)
+		}
+	}
+	if _, err := b.Store.Prune(ctx(t), store.PruneParams{Before: cutoff}); err != nil {
+		t.Fatal(err)
+	}
+	for _, job := range jobs {
+		runs, err := b.Store.RunList(ctx(t), store.RunListParams{Job: job})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(runs) != each {
+			t.Fatalf("%s has %d runs after the prunes, want its %d new ones", job, len(runs), each)
+		}
+		for _, r := range runs {
+			if r.StartedAt.Before(cutoff) {
+				t.Fatalf("%s's run of %s outlived the prunes", job, r.StartedAt)
+			}
+		}
+		if _, err := b.Store.SlotGet(ctx(t), job, cutoff.Add(-time.Minute)); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("%s's newest old slot outlived the prunes: %v", job, err)
+		}
+	}
 }
 
 // raceCatchUpBesideNext: the store comes back after an outage, and every
