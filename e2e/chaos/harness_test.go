@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/cronfence/cronfence/e2e/internal/mycluster"
 	"github.com/cronfence/cronfence/e2e/internal/pgcluster"
+	"github.com/cronfence/cronfence/internal/freeport"
 )
 
 // harness is one chaos run's world: the cluster, the binary, the proxies and
@@ -261,14 +261,9 @@ func randomID() string {
 	return hex.EncodeToString(b)
 }
 
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
+// freeAddr is where a replica listens: outside the ephemeral range (see
+// freeport), as the replica is killed and restarted on it.
+func freeAddr() (string, error) { return freeport.Addr() }
 
 // query runs sql on the cluster directly and calls row for every row.
 func (h *harness) query(ctx context.Context, sql string, row func(scan func(...any) error) error, args ...any) error {

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cronfence/cronfence/internal/freeport"
 )
 
 // startTimeout bounds the data directory's creation and each start.
@@ -186,14 +188,9 @@ func processAlive(pid int) bool {
 	return true
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
+// freePort is a port outside the ephemeral range (see freeport): the
+// server is restarted on it.
+func freePort() (int, error) { return freeport.Port() }
 
 // whoami is the user the server runs as: this process's (mariadbd refuses
 // root unless told so with --user=root).

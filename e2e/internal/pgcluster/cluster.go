@@ -11,7 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -23,6 +22,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cronfence/cronfence/internal/freeport"
 )
 
 // cmdTimeout bounds initdb and every pg_ctl call, so a hung command fails
@@ -228,14 +229,9 @@ func serverUser() (*syscall.Credential, error) {
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}, nil
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
+// freePort is a port outside the ephemeral range (see freeport): the
+// server is restarted on it.
+func freePort() (int, error) { return freeport.Port() }
 
 // NewStandby starts a throwaway streaming standby of primary, made by
 // pg_basebackup (-R: primary_conninfo and standby.signal), removed at
