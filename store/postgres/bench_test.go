@@ -18,7 +18,7 @@ import (
 // store; the round trips are counted at the driver, by a pgx tracer on the
 // pool. Run them with
 //
-//	go test -run '^$' -bench . ./store/postgres/
+//	go test -run '^$' -bench 'Store|RoundTrip' ./store/postgres/
 func BenchmarkStore(b *testing.B) {
 	storetest.Benchmark(b, func(b *testing.B) storetest.BenchBundle {
 		s, trips, _ := benchStore(b)

@@ -15,7 +15,7 @@ import (
 // PostgreSQL store. SQLite runs in the process, so there are no round
 // trips to count: the figures are latencies. Run them with
 //
-//	go test -run '^$' -bench . ./store/sqlite/
+//	go test -run '^$' -bench 'Store|RoundTrip' ./store/sqlite/
 func BenchmarkStore(b *testing.B) {
 	storetest.Benchmark(b, func(b *testing.B) storetest.BenchBundle {
 		s, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "cronfence.db"), nil)
