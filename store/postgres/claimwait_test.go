@@ -222,3 +222,71 @@ func claimInBackground(t *testing.T, s *postgres.Store, p store.SlotClaimParams)
 	}()
 	return done
 }
+
+// A claim sent ahead of its slot while the job's previous run still holds
+// the lease judges at the slot, not before: the run may end during the
+// wait, and then the slot is the claim's, not an overlap of that run.
+func TestAWaitingClaimSeesARunThatEndsBeforeTheSlot(t *testing.T) {
+	t.Parallel()
+	_, schema := newStore(t)
+	other := openOn(t, schema)
+	s := openOnWith(t, schema, func(cfg *pgxpool.Config) {
+		cfg.ConnConfig.RuntimeParams["application_name"] = "claimer-" + schema
+	})
+	const attempts = 20
+	for attempt := 1; attempt <= attempts; attempt++ {
+		job := fmt.Sprintf("report-%d", attempt)
+		now, err := s.Now(ctx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// b runs the job's previous slot, on a lease that outlives the next.
+		prev := store.SlotClaimParams{Job: job, Slot: now.Add(-time.Second), LeaseName: "job:" + job, Owner: "b", TTL: time.Minute, MaxAttempts: 3}
+		run, err := other.SlotClaim(ctx(t), prev)
+		if err != nil || !run.Claimed {
+			t.Fatalf("b's claim of the previous slot = %+v, %v", run, err)
+		}
+		slot := now.Add(store.MaxClaimWait * 9 / 10)
+		p := store.SlotClaimParams{Job: job, Slot: slot, LeaseName: "job:" + job, Owner: "a", TTL: time.Minute, MaxAttempts: 3, WaitDue: true}
+		done := claimInBackground(t, s, p)
+		answered := false
+		for sleeping := false; !sleeping && !answered; time.Sleep(time.Millisecond) {
+			select {
+			case a := <-done:
+				// A loaded machine: the statement reached the server so
+				// late that its wait was over before it was seen.
+				t.Logf("attempt %d: the claim answered before it was seen waiting: %+v, %v; trying again", attempt, a.r, a.err)
+				answered = true
+				continue
+			default:
+			}
+			if err := other.Pool().QueryRow(ctx(t), `SELECT count(*) > 0 FROM pg_stat_activity
+				WHERE application_name = $1 AND wait_event = 'PgSleep'`, "claimer-"+schema).Scan(&sleeping); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if answered {
+			continue
+		}
+		if _, err := other.SlotFinish(ctx(t), store.SlotFinishParams{Job: job, Slot: prev.Slot, LeaseName: prev.LeaseName, Owner: "b",
+			Generation: run.Lease.Generation, Status: store.SlotCompleted, Run: store.Run{Attempt: 1, Success: true}}); err != nil {
+			t.Fatal(err)
+		}
+		if ended, err := other.Now(ctx(t)); err != nil {
+			t.Fatal(err)
+		} else if !ended.Before(slot) {
+			t.Logf("attempt %d: the previous run ended only after the slot; trying again", attempt)
+			<-done
+			continue
+		}
+		a := <-done
+		if a.err != nil {
+			t.Fatal(a.err)
+		}
+		if !a.r.Claimed || a.r.Recorded != "" {
+			t.Fatalf("a's claim = %+v; want the slot claimed: the run it waited behind ended before the slot", a.r)
+		}
+		return
+	}
+	t.Fatalf("in %d attempts, the previous run never ended during the claim's wait", attempts)
+}

@@ -14,14 +14,18 @@
 -- (see leaseFence.sql), and this statement never asks for a lock that
 -- conflicts with that one and waits for it.
 --
---   - probe locks, in name order, the rows the snapshot shows as free,
---     FOR NO KEY UPDATE: that waits for a claim, renewal or release
---     writing the row (one statement, milliseconds), never for a fence,
---     and re-reads the row once that writer commits: a lease the writer
---     took is held now, and drops out. (Before, probe skipped such rows and
---     the upsert waited for the writer and then locked the row FOR UPDATE,
---     behind the fence the writer's handler had taken meanwhile: finding
---     14 of docs/reliability.md.)
+--   - probe locks, in name order, the rows wanted, FOR NO KEY UPDATE:
+--     that waits for a claim, renewal or release writing the row (one
+--     statement, milliseconds), never for a fence, and reads the row's
+--     newest version, not the snapshot's, to judge whether it is free: a
+--     lease a writer took meanwhile is held, one a run gave back meanwhile
+--     is free. (A claim's snapshot may be up to store.MaxClaimWait older
+--     than its clock: probe read only the rows the snapshot showed as free,
+--     so a run that ended during that wait made the next slot an overlap.
+--     And before that, probe skipped rows being written and the upsert
+--     waited for the writer and then locked the row FOR UPDATE, behind the
+--     fence the writer's handler had taken meanwhile: finding 14 of
+--     docs/reliability.md.)
 --   - taken locks those rows again FOR UPDATE SKIP LOCKED: the one mode
 --     that conflicts with a fence, so it passes over a row that a fenced
 --     transaction holds. Such a lease is busy: expired, but its deposed
@@ -47,19 +51,20 @@ epoch AS (
     SELECT {{template "generationFloor"}} AS floor
 ),
 probe AS (
-    SELECT x.name
+    -- free is computed on the row as locked: its newest version.
+    SELECT x.name, NOT {{template "leaseHeld" args "alias" "x" "owner" .owner}} AS free
       FROM {{schema}}.leases x
      CROSS JOIN c
-     WHERE x.name IN (SELECT name FROM wanted) AND NOT {{template "leaseHeld" args "alias" "x" "owner" .owner}}
+     WHERE x.name IN (SELECT name FROM wanted)
      ORDER BY x.name
        FOR NO KEY UPDATE OF x
 ),
 taken AS (
-    SELECT x.name FROM {{schema}}.leases x WHERE x.name IN (SELECT name FROM probe)
+    SELECT x.name FROM {{schema}}.leases x WHERE x.name IN (SELECT name FROM probe WHERE free)
        FOR UPDATE OF x SKIP LOCKED
 ),
 busy AS (
-    SELECT name FROM probe EXCEPT SELECT name FROM taken
+    SELECT name FROM probe WHERE free EXCEPT SELECT name FROM taken
 ),
 taken_over AS (
     UPDATE {{schema}}.leases AS t
@@ -72,8 +77,10 @@ taken_over AS (
       FROM wanted w
       JOIN taken k ON k.name = w.name
      CROSS JOIN c
+     -- Free, as probe judged it on the newest version: this statement has
+     -- held the row's lock since. (Judged here again, it would be judged
+     -- on the snapshot's version, which a run that ended since holds.)
      WHERE t.name = w.name
-       AND NOT {{template "leaseHeld" args "alias" "t" "owner" .owner}}
     RETURNING t.name, t.owner, t.generation, t.acquired_at, t.renewed_at, t.expires_at
 ),
 created AS (

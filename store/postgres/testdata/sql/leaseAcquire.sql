@@ -7,19 +7,20 @@ epoch AS (
       END AS floor
 ),
 probe AS (
-    SELECT x.name
+    -- free is computed on the row as locked: its newest version.
+    SELECT x.name, NOT (x.expires_at > c.now AND NOT (x.live_key IS NOT NULL AND x.owner <> $2 AND pg_try_advisory_xact_lock(x.live_key))) AS free
       FROM "cronfence".leases x
      CROSS JOIN c
-     WHERE x.name IN (SELECT name FROM wanted) AND NOT (x.expires_at > c.now AND NOT (x.live_key IS NOT NULL AND x.owner <> $2 AND pg_try_advisory_xact_lock(x.live_key)))
+     WHERE x.name IN (SELECT name FROM wanted)
      ORDER BY x.name
        FOR NO KEY UPDATE OF x
 ),
 taken AS (
-    SELECT x.name FROM "cronfence".leases x WHERE x.name IN (SELECT name FROM probe)
+    SELECT x.name FROM "cronfence".leases x WHERE x.name IN (SELECT name FROM probe WHERE free)
        FOR UPDATE OF x SKIP LOCKED
 ),
 busy AS (
-    SELECT name FROM probe EXCEPT SELECT name FROM taken
+    SELECT name FROM probe WHERE free EXCEPT SELECT name FROM taken
 ),
 taken_over AS (
     UPDATE "cronfence".leases AS t
@@ -32,8 +33,10 @@ taken_over AS (
       FROM wanted w
       JOIN taken k ON k.name = w.name
      CROSS JOIN c
+     -- Free, as probe judged it on the newest version: this statement has
+     -- held the row's lock since. (Judged here again, it would be judged
+     -- on the snapshot's version, which a run that ended since holds.)
      WHERE t.name = w.name
-       AND NOT (t.expires_at > c.now AND NOT (t.live_key IS NOT NULL AND t.owner <> $2 AND pg_try_advisory_xact_lock(t.live_key)))
     RETURNING t.name, t.owner, t.generation, t.acquired_at, t.renewed_at, t.expires_at
 ),
 created AS (
