@@ -76,15 +76,19 @@ func TestClaimThatWaitedPastItsSlotIsJudgedWhenItRuns(t *testing.T) {
 	}
 }
 
-// A claim waiting for its slot reads the rows as they were when its
-// statement started. When another replica claims, runs and ends the slot
-// during the wait, the claim answers what stands, refused completed, and
-// keeps no lease: it may have taken the job's lease (free again) and then
-// found the slot ended, and gives it back; or the lease was created after
-// its snapshot, so it took nothing and saw no holder, and reads the slot.
-// (The wait made these paths, untested before, common under load: 12,000
-// lost races a minute at 10,000 jobs a second. The second answered
-// "already executing", naming nobody.)
+// A claim that waits for its slot before judging it reads the rows as
+// they were when its statement started. (It judges after the wait when one
+// of its items' leases is held at the start, here the blocker's: that
+// lease might be given back before the slot. Otherwise it judges and
+// writes ahead, and another replica's claim of the slot waits for it;
+// TestAWaitingClaimWritesBeforeItsSlot.) When another replica claims,
+// runs and ends the slot during the wait, the claim answers what stands,
+// refused completed, and keeps no lease: it may have taken the job's
+// lease (free again) and then found the slot ended, and gives it back; or
+// the lease was created after its snapshot, so it took nothing and saw no
+// holder, and reads the slot. (The wait made these paths, untested before,
+// common under load: 12,000 lost races a minute at 10,000 jobs a second.
+// The second answered "already executing", naming nobody.)
 func TestClaimWaitingWhileTheSlotRanElsewhereAnswersWhatStands(t *testing.T) {
 	for _, leaseExists := range []bool{true, false} {
 		t.Run(fmt.Sprintf("lease row before the wait=%v", leaseExists), func(t *testing.T) {
@@ -131,6 +135,14 @@ func claimWhileRunElsewhere(t *testing.T, s, other *postgres.Store, schema, job 
 	p := store.SlotClaimParams{Job: job, Slot: slot, LeaseName: leaseName, Owner: "a", TTL: time.Minute, MaxAttempts: 3, WaitDue: true}
 	b := p
 	b.Owner, b.WaitDue, b.Now = "b", false, slot
+	// b runs the blocker's earlier slot through a's wait.
+	blocker := store.SlotClaimParams{Job: "blocker-" + job, Slot: slot, LeaseName: "job:blocker-" + job, Owner: "a",
+		TTL: time.Minute, MaxAttempts: 3, WaitDue: true}
+	running := blocker
+	running.Owner, running.WaitDue, running.Slot, running.Now = "b", false, now.Add(-time.Minute), now
+	if r, err := other.SlotClaim(ctx(t), running); err != nil || !r.Claimed {
+		t.Fatalf("b's claim of the blocker = %+v, %v", r, err)
+	}
 	end := func(r store.SlotClaimResult, at time.Time) {
 		t.Helper()
 		if _, err := other.SlotFinish(ctx(t), store.SlotFinishParams{Job: job, Slot: r.Slot.Slot, LeaseName: leaseName, Owner: "b",
@@ -148,7 +160,7 @@ func claimWhileRunElsewhere(t *testing.T, s, other *postgres.Store, schema, job 
 		}
 		end(r, earlier.Now)
 	}
-	done := claimInBackground(t, s, p)
+	done := claimBatchInBackground(t, s, p, blocker)
 	// a's statement sleeps, its snapshot taken; polled every millisecond,
 	// as the sleep may be short.
 	for sleeping := false; !sleeping; time.Sleep(time.Millisecond) {
@@ -215,12 +227,77 @@ type claimAnswer struct {
 // claimInBackground claims p on s in a goroutine of its own, for a test
 // that acts while the claim is in flight.
 func claimInBackground(t *testing.T, s *postgres.Store, p store.SlotClaimParams) <-chan claimAnswer {
+	return claimBatchInBackground(t, s, p)
+}
+
+// claimBatchInBackground claims p with others in one batch, in the
+// background, and answers p's result.
+func claimBatchInBackground(t *testing.T, s *postgres.Store, p store.SlotClaimParams, others ...store.SlotClaimParams) <-chan claimAnswer {
 	done := make(chan claimAnswer, 1)
 	go func() {
-		r, err := s.SlotClaim(ctx(t), p)
-		done <- claimAnswer{r, err}
+		res, err := s.SlotClaimBatch(ctx(t), append([]store.SlotClaimParams{p}, others...))
+		if err != nil {
+			done <- claimAnswer{err: err}
+			return
+		}
+		done <- claimAnswer{r: res[0]}
 	}()
 	return done
+}
+
+// A claim sent ahead of its slot, whose leases are free, judges and writes
+// everything before it waits, so that what is left after the slot is its
+// commit and the answer: its transaction has written (it holds a
+// transaction ID) while it sleeps. Another replica's claim of the slot
+// meanwhile waits for it and is refused, and the winner's run is dated at
+// the slot, never before. (It used to wait first and then do all its work
+// after the slot: about a millisecond more before every run started.)
+func TestAWaitingClaimWritesBeforeItsSlot(t *testing.T) {
+	t.Parallel()
+	_, schema := newStore(t)
+	other := openOn(t, schema)
+	s := openOnWith(t, schema, func(cfg *pgxpool.Config) {
+		cfg.ConnConfig.RuntimeParams["application_name"] = "claimer-" + schema
+	})
+	now, err := s.Now(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot := now.Add(store.MaxClaimWait * 9 / 10)
+	p := store.SlotClaimParams{Job: "report", Slot: slot, LeaseName: "job:report", Owner: "a", TTL: time.Minute, MaxAttempts: 3, WaitDue: true}
+	done := claimInBackground(t, s, p)
+	var wrote bool
+	for sleeping := false; !sleeping; time.Sleep(time.Millisecond) {
+		select {
+		case a := <-done:
+			t.Skipf("the claim answered before it was seen waiting (a loaded machine): %+v, %v", a.r, a.err)
+		default:
+		}
+		err := other.Pool().QueryRow(ctx(t), `SELECT count(*) > 0, coalesce(bool_or(backend_xid IS NOT NULL), false)
+			FROM pg_stat_activity WHERE application_name = $1 AND wait_event = 'PgSleep'`, "claimer-"+schema).Scan(&sleeping, &wrote)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !wrote {
+		t.Errorf("the claim sleeps for its slot before writing anything: all its work is left for after the slot")
+	}
+	b := p
+	b.Owner, b.WaitDue, b.Now = "b", false, slot
+	lost, err := other.SlotClaim(ctx(t), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := <-done
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	if !a.r.Claimed || a.r.Slot.StartedAt.Before(slot) || a.r.Lease.AcquiredAt.Before(slot) {
+		t.Fatalf("a's claim = %+v; want claimed, dated at or after the slot %s", a.r, slot.Format(time.RFC3339Nano))
+	}
+	if lost.Claimed || lost.Refusal != store.ClaimHeld || lost.Lease.Owner != "a" {
+		t.Fatalf("b's claim during a's wait = %+v; want refused, held by a", lost)
+	}
 }
 
 // A claim sent ahead of its slot while the job's previous run still holds

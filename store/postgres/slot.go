@@ -158,9 +158,10 @@ func (s *Store) claimRows(ctx context.Context, sql string, args []any, items []s
 			lease, holder               nullLease
 			skipID                      *int64
 			skipAt                      *time.Time
+			ord                         int64 // the item's place in the batch: i, as the rows come in order
 		)
 		err := rows.Scan(
-			&refusal,
+			&ord, &refusal,
 			&claim.status, &claim.owner, &claim.leaseName, &claim.generation, &claim.attempts, &claim.startedAt,
 			&prev.status, &prev.owner, &prev.leaseName, &prev.generation, &prev.attempts, &prev.startedAt, &prev.finishedAt,
 			&lease.owner, &lease.generation, &lease.acquiredAt, &lease.renewedAt, &lease.expiresAt,

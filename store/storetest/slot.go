@@ -93,6 +93,11 @@ var slotTests = []namedTest{
 			t.Fatal(err)
 		}
 		latest := items[1].Slot
+		// Nor does it answer before then: a winner starts on the answer.
+		if answered := dbNow(t, b.Store); answered.Before(latest) {
+			t.Fatalf("the claim answered at %s by the database clock, before the batch's latest slot %s",
+				answered.Format(time.RFC3339Nano), latest.Format(time.RFC3339Nano))
+		}
 		for i, r := range res {
 			if !r.Claimed {
 				t.Fatalf("item %d: a claim that may wait for its slot was refused %q", i, r.Refusal)

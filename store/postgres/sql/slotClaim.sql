@@ -58,19 +58,39 @@
 --     not_due and lease_busy items are tried again and not told.
 --
 --   - c is the statement's clock: now(), or, when items ask to wait for
---     their slots (store.SlotClaimParams.WaitDue), the clock once the
---     latest of them that is due within $15 µs came, read then (not now():
---     a statement that started before that slot may reach c after it).
---     Every item is judged and dated by c, so nothing is early by the
---     database clock, and every lock is taken after it. pg_sleep wakes up to a
---     millisecond or two late (it sleeps whole milliseconds, rounded up),
---     so it sleeps to 1.5 ms before the slot, and spin reads the clock
---     for the rest. The snapshot is the statement's, taken before the
---     wait; the lease and slot writes re-check the newest row versions,
---     as they do after any wait for a row lock. (So mark's rule below
---     reads a holder that took the lease during the wait, up to the
---     scheduler's lead of 50 ms before the slot, as late: its slot is
---     buffered, not skipped, and runs when that holder's run ends.)
+--     their slots (store.SlotClaimParams.WaitDue), the instant the latest
+--     of them that is due within $15 µs comes (until). Every item is
+--     judged and dated by c, and the statement does not end before c by
+--     the database clock, so nothing is early by it. It waits in one of
+--     two ways (spinUntil: pg_sleep, then the clock read in a loop for
+--     the last 1.5 ms):
+--       - ahead: when no item has a slot row yet and none of their leases
+--         is held at the statement's start (t0; by its snapshot), the
+--         common case of a timer's claim, c is until (or t0, if later),
+--         and everything is judged and written first: the wait comes
+--         last (fin, after answer), so that what is left after the slot
+--         is the commit and the answer's way back (about 1 ms on two
+--         cores, a third of a slot's start). Judging at t0 for until is
+--         sound because nothing the judgement reads can change in
+--         between: a lease free at t0 stays free (only an acquisition
+--         takes it, and probe's lock keeps every other out until this
+--         commits; an expired lease cannot be renewed), and the slots
+--         this writes are its own until then (a claim of the same slot
+--         waits for this one's commit, and then finds it claimed).
+--       - after: otherwise, a lease held at t0 might be released before
+--         the slot (a run ending), and judging it then would record an
+--         overlap that never was; so the statement waits first, reads the
+--         clock then (not now(): a statement that started before the slot
+--         may reach c after it) and takes every lock after it.
+--     The snapshot is the statement's, taken before either wait; the
+--     lease and slot writes re-check the newest row versions, as they do
+--     after any wait for a row lock. (So mark's rule below reads a holder
+--     that took the lease during the wait, up to the scheduler's lead of
+--     50 ms before the slot, as late: its slot is buffered, not skipped,
+--     and runs when that holder's run ends.)
+--   - answer is the statement's answer, one row per item. Materialized
+--     and counted before fin, so every part it reads (the claims, the
+--     leases, the overlaps, the notices) is written before the wait.
 --
 -- $1 jobs, $2 slots, $3 lease names, $4 declared disabled, $5 overlap
 -- policies, $6 max attempts, $7 TTLs in µs, $8 catch-up flags, $9 owner,
@@ -88,15 +108,20 @@ WITH i AS (
 c AS (
     SELECT coalesce($10::timestamptz,
                     CASE WHEN NOT w.waits THEN now()
-                         ELSE (WITH RECURSIVE spin(t) AS (
-                                   SELECT clock_timestamp()
-                                     FROM (SELECT pg_sleep(extract(epoch FROM w.until - clock_timestamp()) - 0.0015)) z
-                                   UNION ALL
-                                   SELECT clock_timestamp() FROM spin WHERE spin.t < w.until)
-                               SELECT max(t) FROM spin) END) AS now
-      FROM (SELECT coalesce(bool_or(i.wait_due), false) AS waits,
-                   max(i.slot) FILTER (WHERE i.wait_due AND i.slot <= clock_timestamp() + $15::bigint * interval '1 microsecond') AS until
-              FROM i) w
+                         WHEN w.ahead THEN greatest(w.until, w.t0)
+                         ELSE ({{template "spinUntil" "w.until"}}) END) AS now,
+           $10::timestamptz IS NULL AND w.ahead AS ahead
+      FROM (SELECT x.*,
+                   x.waits
+                   AND NOT EXISTS (SELECT 1 FROM i CROSS JOIN LATERAL (
+                                       SELECT 1 FROM {{schema}}.slots s WHERE s.job = i.job AND s.slot = i.slot LIMIT 1) s)
+                   AND NOT EXISTS (SELECT 1 FROM i CROSS JOIN LATERAL (
+                                       SELECT 1 FROM {{schema}}.leases h WHERE h.name = i.lease_name AND h.expires_at > x.t0 LIMIT 1) h)
+                   AS ahead
+              FROM (SELECT coalesce(bool_or(i.wait_due), false) AS waits,
+                           max(i.slot) FILTER (WHERE i.wait_due AND i.slot <= clock_timestamp() + $15::bigint * interval '1 microsecond') AS until,
+                           clock_timestamp() AS t0
+                      FROM i) x) w
 ),
 prev AS (
     SELECT i.ord, s.status, s.owner, s.lease_name, s.generation, s.attempts, s.started_at, s.finished_at,
@@ -204,26 +229,34 @@ settle AS (
 ),
 notice AS MATERIALIZED (
     {{template "notice" args "rows" "SELECT i.ord, CASE WHEN cl.job IS NOT NULL THEN 'c' ELSE 's' END AS kind, i.job, i.slot, coalesce(cl.owner, $9) AS owner FROM i JOIN gate g ON g.ord = i.ord LEFT JOIN claim cl ON cl.job = i.job AND cl.slot = i.slot LEFT JOIN mark m ON m.job = i.job AND m.slot = i.slot WHERE cl.job IS NOT NULL OR m.job IS NOT NULL OR (g.refusal IS NOT NULL AND g.refusal <> 'not_due')"}}
+),
+answer AS MATERIALIZED (
+    SELECT i.ord,
+           coalesce(g.refusal, CASE WHEN i.lease_name IN (SELECT name FROM busy) THEN 'lease_busy' END),
+           cl.status, cl.owner, cl.lease_name, cl.generation, cl.attempts, cl.started_at,
+           p.status, p.owner, p.lease_name, p.generation, p.attempts, p.started_at, p.finished_at,
+           l.owner, l.generation, l.acquired_at, l.renewed_at, l.expires_at,
+           h.name, h.owner, h.generation, h.acquired_at, h.renewed_at, h.expires_at,
+           m.status, sk.id, sk.started_at, sk.logs
+      FROM i
+      JOIN gate g ON g.ord = i.ord
+      LEFT JOIN claim cl ON cl.job = i.job AND cl.slot = i.slot
+      LEFT JOIN prev p ON p.ord = i.ord
+      LEFT JOIN lease l ON l.name = i.lease_name
+      LEFT JOIN mark m ON m.job = i.job AND m.slot = i.slot
+      LEFT JOIN skip sk ON sk.job = i.job AND sk.slot = i.slot
+      -- LIMIT 1, as in prev: without it a large batch's plan read the whole
+      -- leases table, one row per job, to hash it.
+      LEFT JOIN LATERAL (
+          SELECT * FROM {{schema}}.leases
+           WHERE name = CASE WHEN p.guarded THEN p.lease_name ELSE i.lease_name END
+           LIMIT 1
+      ) h ON true
+     CROSS JOIN (SELECT count(*) FROM notice) told
 )
-SELECT coalesce(g.refusal, CASE WHEN i.lease_name IN (SELECT name FROM busy) THEN 'lease_busy' END),
-       cl.status, cl.owner, cl.lease_name, cl.generation, cl.attempts, cl.started_at,
-       p.status, p.owner, p.lease_name, p.generation, p.attempts, p.started_at, p.finished_at,
-       l.owner, l.generation, l.acquired_at, l.renewed_at, l.expires_at,
-       h.name, h.owner, h.generation, h.acquired_at, h.renewed_at, h.expires_at,
-       m.status, sk.id, sk.started_at, sk.logs
-  FROM i
-  JOIN gate g ON g.ord = i.ord
-  LEFT JOIN claim cl ON cl.job = i.job AND cl.slot = i.slot
-  LEFT JOIN prev p ON p.ord = i.ord
-  LEFT JOIN lease l ON l.name = i.lease_name
-  LEFT JOIN mark m ON m.job = i.job AND m.slot = i.slot
-  LEFT JOIN skip sk ON sk.job = i.job AND sk.slot = i.slot
-  -- LIMIT 1, as in prev: without it a large batch's plan read the whole
-  -- leases table, one row per job, to hash it.
-  LEFT JOIN LATERAL (
-      SELECT * FROM {{schema}}.leases
-       WHERE name = CASE WHEN p.guarded THEN p.lease_name ELSE i.lease_name END
-       LIMIT 1
-  ) h ON true
- CROSS JOIN (SELECT count(*) FROM notice) told
- ORDER BY i.ord
+SELECT a.*
+  FROM (SELECT count(*) AS n FROM answer) done
+ -- fin depends on done, so it runs once answer is complete.
+ CROSS JOIN LATERAL ({{template "spinUntil" "CASE WHEN done.n >= 0 AND (SELECT ahead FROM c) THEN (SELECT now FROM c) END"}}) fin
+ CROSS JOIN answer a
+ ORDER BY a.ord

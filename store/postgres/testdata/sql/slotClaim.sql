@@ -9,15 +9,25 @@ WITH i AS (
 c AS (
     SELECT coalesce($10::timestamptz,
                     CASE WHEN NOT w.waits THEN now()
+                         WHEN w.ahead THEN greatest(w.until, w.t0)
                          ELSE (WITH RECURSIVE spin(t) AS (
-                                   SELECT clock_timestamp()
-                                     FROM (SELECT pg_sleep(extract(epoch FROM w.until - clock_timestamp()) - 0.0015)) z
-                                   UNION ALL
-                                   SELECT clock_timestamp() FROM spin WHERE spin.t < w.until)
-                               SELECT max(t) FROM spin) END) AS now
-      FROM (SELECT coalesce(bool_or(i.wait_due), false) AS waits,
-                   max(i.slot) FILTER (WHERE i.wait_due AND i.slot <= clock_timestamp() + $15::bigint * interval '1 microsecond') AS until
-              FROM i) w
+    SELECT clock_timestamp()
+      FROM (SELECT pg_sleep(extract(epoch FROM (w.until) - clock_timestamp()) - 0.0015)) z
+    UNION ALL
+    SELECT clock_timestamp() FROM spin WHERE spin.t < (w.until))
+SELECT max(t) AS t FROM spin) END) AS now,
+           $10::timestamptz IS NULL AND w.ahead AS ahead
+      FROM (SELECT x.*,
+                   x.waits
+                   AND NOT EXISTS (SELECT 1 FROM i CROSS JOIN LATERAL (
+                                       SELECT 1 FROM "cronfence".slots s WHERE s.job = i.job AND s.slot = i.slot LIMIT 1) s)
+                   AND NOT EXISTS (SELECT 1 FROM i CROSS JOIN LATERAL (
+                                       SELECT 1 FROM "cronfence".leases h WHERE h.name = i.lease_name AND h.expires_at > x.t0 LIMIT 1) h)
+                   AS ahead
+              FROM (SELECT coalesce(bool_or(i.wait_due), false) AS waits,
+                           max(i.slot) FILTER (WHERE i.wait_due AND i.slot <= clock_timestamp() + $15::bigint * interval '1 microsecond') AS until,
+                           clock_timestamp() AS t0
+                      FROM i) x) w
 ),
 prev AS (
     SELECT i.ord, s.status, s.owner, s.lease_name, s.generation, s.attempts, s.started_at, s.finished_at,
@@ -182,26 +192,39 @@ notice AS MATERIALIZED (
           FROM (SELECT n.ord, json_build_array(n.kind, n.job, (extract(epoch FROM n.slot) * 1000000)::bigint, n.owner)::text AS line
                   FROM (SELECT i.ord, CASE WHEN cl.job IS NOT NULL THEN 'c' ELSE 's' END AS kind, i.job, i.slot, coalesce(cl.owner, $9) AS owner FROM i JOIN gate g ON g.ord = i.ord LEFT JOIN claim cl ON cl.job = i.job AND cl.slot = i.slot LEFT JOIN mark m ON m.job = i.job AND m.slot = i.slot WHERE cl.job IS NOT NULL OR m.job IS NOT NULL OR (g.refusal IS NOT NULL AND g.refusal <> 'not_due')) n) lines) chunks
  GROUP BY chunk
+),
+answer AS MATERIALIZED (
+    SELECT i.ord,
+           coalesce(g.refusal, CASE WHEN i.lease_name IN (SELECT name FROM busy) THEN 'lease_busy' END),
+           cl.status, cl.owner, cl.lease_name, cl.generation, cl.attempts, cl.started_at,
+           p.status, p.owner, p.lease_name, p.generation, p.attempts, p.started_at, p.finished_at,
+           l.owner, l.generation, l.acquired_at, l.renewed_at, l.expires_at,
+           h.name, h.owner, h.generation, h.acquired_at, h.renewed_at, h.expires_at,
+           m.status, sk.id, sk.started_at, sk.logs
+      FROM i
+      JOIN gate g ON g.ord = i.ord
+      LEFT JOIN claim cl ON cl.job = i.job AND cl.slot = i.slot
+      LEFT JOIN prev p ON p.ord = i.ord
+      LEFT JOIN lease l ON l.name = i.lease_name
+      LEFT JOIN mark m ON m.job = i.job AND m.slot = i.slot
+      LEFT JOIN skip sk ON sk.job = i.job AND sk.slot = i.slot
+      -- LIMIT 1, as in prev: without it a large batch's plan read the whole
+      -- leases table, one row per job, to hash it.
+      LEFT JOIN LATERAL (
+          SELECT * FROM "cronfence".leases
+           WHERE name = CASE WHEN p.guarded THEN p.lease_name ELSE i.lease_name END
+           LIMIT 1
+      ) h ON true
+     CROSS JOIN (SELECT count(*) FROM notice) told
 )
-SELECT coalesce(g.refusal, CASE WHEN i.lease_name IN (SELECT name FROM busy) THEN 'lease_busy' END),
-       cl.status, cl.owner, cl.lease_name, cl.generation, cl.attempts, cl.started_at,
-       p.status, p.owner, p.lease_name, p.generation, p.attempts, p.started_at, p.finished_at,
-       l.owner, l.generation, l.acquired_at, l.renewed_at, l.expires_at,
-       h.name, h.owner, h.generation, h.acquired_at, h.renewed_at, h.expires_at,
-       m.status, sk.id, sk.started_at, sk.logs
-  FROM i
-  JOIN gate g ON g.ord = i.ord
-  LEFT JOIN claim cl ON cl.job = i.job AND cl.slot = i.slot
-  LEFT JOIN prev p ON p.ord = i.ord
-  LEFT JOIN lease l ON l.name = i.lease_name
-  LEFT JOIN mark m ON m.job = i.job AND m.slot = i.slot
-  LEFT JOIN skip sk ON sk.job = i.job AND sk.slot = i.slot
-  -- LIMIT 1, as in prev: without it a large batch's plan read the whole
-  -- leases table, one row per job, to hash it.
-  LEFT JOIN LATERAL (
-      SELECT * FROM "cronfence".leases
-       WHERE name = CASE WHEN p.guarded THEN p.lease_name ELSE i.lease_name END
-       LIMIT 1
-  ) h ON true
- CROSS JOIN (SELECT count(*) FROM notice) told
- ORDER BY i.ord;
+SELECT a.*
+  FROM (SELECT count(*) AS n FROM answer) done
+ -- fin depends on done, so it runs once answer is complete.
+ CROSS JOIN LATERAL (WITH RECURSIVE spin(t) AS (
+    SELECT clock_timestamp()
+      FROM (SELECT pg_sleep(extract(epoch FROM (CASE WHEN done.n >= 0 AND (SELECT ahead FROM c) THEN (SELECT now FROM c) END) - clock_timestamp()) - 0.0015)) z
+    UNION ALL
+    SELECT clock_timestamp() FROM spin WHERE spin.t < (CASE WHEN done.n >= 0 AND (SELECT ahead FROM c) THEN (SELECT now FROM c) END))
+SELECT max(t) AS t FROM spin) fin
+ CROSS JOIN answer a
+ ORDER BY a.ord;
