@@ -5,7 +5,7 @@
 -- when the holder's row is newer than it).
 --
 -- $1 name, $2 owner, $3 TTL in µs, $4 pinned now or NULL, $5 live key or 0.
-WITH c AS (SELECT coalesce($4::timestamptz, now()) AS now),
+WITH c AS (SELECT coalesce($4::timestamptz, now()) AS now, false AS waited),
 {{template "leaseAcquisition" args "wanted" "SELECT $1::text AS name, $3::bigint AS ttl_us" "owner" "$2" "liveKey" "$5"}}
 SELECT true, {{template "leaseColumns"}} FROM lease
 UNION ALL

@@ -110,7 +110,9 @@ c AS (
                     CASE WHEN NOT w.waits THEN now()
                          WHEN w.ahead THEN greatest(w.until, w.t0)
                          ELSE ({{template "spinUntil" "w.until"}}) END) AS now,
-           $10::timestamptz IS NULL AND w.ahead AS ahead
+           $10::timestamptz IS NULL AND w.ahead AS ahead,
+           -- It slept before judging (see leaseAcquisition's probe).
+           $10::timestamptz IS NULL AND w.waits AND NOT w.ahead AND w.until > w.t0 AS waited
       FROM (SELECT x.*,
                    x.waits
                    AND NOT EXISTS (SELECT 1 FROM i CROSS JOIN LATERAL (

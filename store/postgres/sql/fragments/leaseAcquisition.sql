@@ -14,18 +14,23 @@
 -- (see leaseFence.sql), and this statement never asks for a lock that
 -- conflicts with that one and waits for it.
 --
---   - probe locks, in name order, the rows wanted, FOR NO KEY UPDATE:
---     that waits for a claim, renewal or release writing the row (one
---     statement, milliseconds), never for a fence, and reads the row's
---     newest version, not the snapshot's, to judge whether it is free: a
---     lease a writer took meanwhile is held, one a run gave back meanwhile
---     is free. (A claim's snapshot may be up to store.MaxClaimWait older
---     than its clock: probe read only the rows the snapshot showed as free,
---     so a run that ended during that wait made the next slot an overlap.
---     And before that, probe skipped rows being written and the upsert
---     waited for the writer and then locked the row FOR UPDATE, behind the
---     fence the writer's handler had taken meanwhile: finding 14 of
---     docs/reliability.md.)
+--   - probe locks, in name order, the rows wanted that the snapshot shows
+--     as free, FOR NO KEY UPDATE: that waits for a claim, renewal or
+--     release writing the row (one statement, milliseconds), never for a
+--     fence, and reads the row's newest version, not the snapshot's, to
+--     judge whether it is free: a lease a writer took meanwhile is held.
+--     After a claim slept for its slot (c.waited), its snapshot is up to
+--     store.MaxClaimWait older than its clock, so probe locks the rows the
+--     snapshot shows as held too: a lease a run gave back during the wait
+--     is free. (It read only the rows the snapshot showed as free, and a
+--     run that ended during the wait made the next slot an overlap.
+--     Otherwise a held row is left unlocked, so that its run's end and its
+--     renewals never wait for this statement. And before all that, probe
+--     skipped rows being written and the upsert waited for the writer and
+--     then locked the row FOR UPDATE, behind the fence the writer's
+--     handler had taken meanwhile: finding 14 of docs/reliability.md.)
+--     The caller's c has now and waited (false for an acquisition that
+--     does not wait).
 --   - taken locks those rows again FOR UPDATE SKIP LOCKED: the one mode
 --     that conflicts with a fence, so it passes over a row that a fenced
 --     transaction holds. Such a lease is busy: expired, but its deposed
@@ -56,6 +61,7 @@ probe AS (
       FROM {{schema}}.leases x
      CROSS JOIN c
      WHERE x.name IN (SELECT name FROM wanted)
+       AND (c.waited OR NOT {{template "leaseHeld" args "alias" "x" "owner" .owner}})
      ORDER BY x.name
        FOR NO KEY UPDATE OF x
 ),

@@ -16,7 +16,9 @@ c AS (
     UNION ALL
     SELECT clock_timestamp() FROM spin WHERE spin.t < (w.until))
 SELECT max(t) AS t FROM spin) END) AS now,
-           $10::timestamptz IS NULL AND w.ahead AS ahead
+           $10::timestamptz IS NULL AND w.ahead AS ahead,
+           -- It slept before judging (see leaseAcquisition's probe).
+           $10::timestamptz IS NULL AND w.waits AND NOT w.ahead AND w.until > w.t0 AS waited
       FROM (SELECT x.*,
                    x.waits
                    AND NOT EXISTS (SELECT 1 FROM i CROSS JOIN LATERAL (
@@ -70,6 +72,7 @@ probe AS (
       FROM "cronfence".leases x
      CROSS JOIN c
      WHERE x.name IN (SELECT name FROM wanted)
+       AND (c.waited OR NOT (x.expires_at > c.now AND NOT (x.live_key IS NOT NULL AND x.owner <> $9 AND pg_try_advisory_xact_lock(x.live_key))))
      ORDER BY x.name
        FOR NO KEY UPDATE OF x
 ),
