@@ -108,11 +108,7 @@ func TestClaimWaitingWhileTheSlotRanElsewhereAnswersWhatStands(t *testing.T) {
 func claimWhileTheSlotRunsElsewhere(t *testing.T, leaseExists bool) {
 	_, schema := newStore(t)
 	other := openOn(t, schema)
-	// a's connections name themselves, so its sleeping statement can be
-	// told from any other test's.
-	s := openOnWith(t, schema, func(cfg *pgxpool.Config) {
-		cfg.ConnConfig.RuntimeParams["application_name"] = "claimer-" + schema
-	})
+	s := claimerStore(t, schema)
 	const attempts = 50
 	for attempt := 1; attempt <= attempts; attempt++ {
 		if claimWhileRunElsewhere(t, s, other, schema, fmt.Sprintf("report-%d", attempt), leaseExists) {
@@ -161,20 +157,10 @@ func claimWhileRunElsewhere(t *testing.T, s, other *postgres.Store, schema, job 
 		end(r, earlier.Now)
 	}
 	done := claimBatchInBackground(t, s, p, blocker)
-	// a's statement sleeps, its snapshot taken; polled every millisecond,
-	// as the sleep may be short.
-	for sleeping := false; !sleeping; time.Sleep(time.Millisecond) {
-		select {
-		case a := <-done:
-			t.Logf("a's claim answered before it was seen waiting: %+v, %v", a.r, a.err)
-			return false
-		default:
-		}
-		err := other.Pool().QueryRow(ctx(t), `SELECT count(*) > 0 FROM pg_stat_activity
-			WHERE application_name = $1 AND wait_event = 'PgSleep'`, "claimer-"+schema).Scan(&sleeping)
-		if err != nil {
-			t.Fatal(err)
-		}
+	// a's statement sleeps, its snapshot taken.
+	if _, a, ok := sleepingClaim(t, other, schema, done); !ok {
+		t.Logf("a's claim answered before it was seen waiting: %+v, %v", a.r, a.err)
+		return false
 	}
 	// Meanwhile b runs the slot and ends it (on a pinned clock, at the
 	// slot: judged due).
@@ -230,6 +216,38 @@ func claimInBackground(t *testing.T, s *postgres.Store, p store.SlotClaimParams)
 	return claimBatchInBackground(t, s, p)
 }
 
+// claimerStore is a store on schema whose connections name themselves, so
+// that its claim sleeping for its slot can be told from any other test's
+// (sleepingClaim).
+func claimerStore(t *testing.T, schema string) *postgres.Store {
+	return openOnWith(t, schema, func(cfg *pgxpool.Config) {
+		cfg.ConnConfig.RuntimeParams["application_name"] = "claimer-" + schema
+	})
+}
+
+// sleepingClaim waits, polling every millisecond (the sleep may be short),
+// until the claim of claimerStore(schema) that done will answer sleeps for
+// its slot, and tells whether its transaction has written by then (it
+// holds a transaction ID). ok is false, with the claim's answer, when the
+// claim answered before it was seen sleeping: on a loaded machine its
+// statement can reach the server so late that the sleep is over first.
+func sleepingClaim(t *testing.T, other *postgres.Store, schema string, done <-chan claimAnswer) (wrote bool, answered claimAnswer, ok bool) {
+	t.Helper()
+	for sleeping := false; !sleeping; time.Sleep(time.Millisecond) {
+		select {
+		case a := <-done:
+			return false, a, false
+		default:
+		}
+		err := other.Pool().QueryRow(ctx(t), `SELECT count(*) > 0, coalesce(bool_or(backend_xid IS NOT NULL), false)
+			FROM pg_stat_activity WHERE application_name = $1 AND wait_event = 'PgSleep'`, "claimer-"+schema).Scan(&sleeping, &wrote)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return wrote, claimAnswer{}, true
+}
+
 // claimBatchInBackground claims p with others in one batch, in the
 // background, and answers p's result.
 func claimBatchInBackground(t *testing.T, s *postgres.Store, p store.SlotClaimParams, others ...store.SlotClaimParams) <-chan claimAnswer {
@@ -256,48 +274,43 @@ func TestAWaitingClaimWritesBeforeItsSlot(t *testing.T) {
 	t.Parallel()
 	_, schema := newStore(t)
 	other := openOn(t, schema)
-	s := openOnWith(t, schema, func(cfg *pgxpool.Config) {
-		cfg.ConnConfig.RuntimeParams["application_name"] = "claimer-" + schema
-	})
-	now, err := s.Now(ctx(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	slot := now.Add(store.MaxClaimWait * 9 / 10)
-	p := store.SlotClaimParams{Job: "report", Slot: slot, LeaseName: "job:report", Owner: "a", TTL: time.Minute, MaxAttempts: 3, WaitDue: true}
-	done := claimInBackground(t, s, p)
-	var wrote bool
-	for sleeping := false; !sleeping; time.Sleep(time.Millisecond) {
-		select {
-		case a := <-done:
-			t.Skipf("the claim answered before it was seen waiting (a loaded machine): %+v, %v", a.r, a.err)
-		default:
-		}
-		err := other.Pool().QueryRow(ctx(t), `SELECT count(*) > 0, coalesce(bool_or(backend_xid IS NOT NULL), false)
-			FROM pg_stat_activity WHERE application_name = $1 AND wait_event = 'PgSleep'`, "claimer-"+schema).Scan(&sleeping, &wrote)
+	s := claimerStore(t, schema)
+	const attempts = 20
+	for attempt := 1; attempt <= attempts; attempt++ {
+		job := fmt.Sprintf("report-%d", attempt)
+		now, err := s.Now(ctx(t))
 		if err != nil {
 			t.Fatal(err)
 		}
+		slot := now.Add(store.MaxClaimWait * 9 / 10)
+		p := store.SlotClaimParams{Job: job, Slot: slot, LeaseName: "job:" + job, Owner: "a", TTL: time.Minute, MaxAttempts: 3, WaitDue: true}
+		done := claimInBackground(t, s, p)
+		wrote, a, ok := sleepingClaim(t, other, schema, done)
+		if !ok {
+			t.Logf("attempt %d: the claim answered before it was seen waiting: %+v, %v; trying again", attempt, a.r, a.err)
+			continue
+		}
+		if !wrote {
+			t.Errorf("the claim sleeps for its slot before writing anything: all its work is left for after the slot")
+		}
+		b := p
+		b.Owner, b.WaitDue, b.Now = "b", false, slot
+		lost, err := other.SlotClaim(ctx(t), b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a = <-done; a.err != nil {
+			t.Fatal(a.err)
+		}
+		if !a.r.Claimed || a.r.Slot.StartedAt.Before(slot) || a.r.Lease.AcquiredAt.Before(slot) {
+			t.Fatalf("a's claim = %+v; want claimed, dated at or after the slot %s", a.r, slot.Format(time.RFC3339Nano))
+		}
+		if lost.Claimed || lost.Refusal != store.ClaimHeld || lost.Lease.Owner != "a" {
+			t.Fatalf("b's claim during a's wait = %+v; want refused, held by a", lost)
+		}
+		return
 	}
-	if !wrote {
-		t.Errorf("the claim sleeps for its slot before writing anything: all its work is left for after the slot")
-	}
-	b := p
-	b.Owner, b.WaitDue, b.Now = "b", false, slot
-	lost, err := other.SlotClaim(ctx(t), b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := <-done
-	if a.err != nil {
-		t.Fatal(a.err)
-	}
-	if !a.r.Claimed || a.r.Slot.StartedAt.Before(slot) || a.r.Lease.AcquiredAt.Before(slot) {
-		t.Fatalf("a's claim = %+v; want claimed, dated at or after the slot %s", a.r, slot.Format(time.RFC3339Nano))
-	}
-	if lost.Claimed || lost.Refusal != store.ClaimHeld || lost.Lease.Owner != "a" {
-		t.Fatalf("b's claim during a's wait = %+v; want refused, held by a", lost)
-	}
+	t.Fatalf("in %d attempts, the claim never was seen waiting for its slot", attempts)
 }
 
 // A claim sent ahead of its slot while the job's previous run still holds
@@ -307,9 +320,7 @@ func TestAWaitingClaimSeesARunThatEndsBeforeTheSlot(t *testing.T) {
 	t.Parallel()
 	_, schema := newStore(t)
 	other := openOn(t, schema)
-	s := openOnWith(t, schema, func(cfg *pgxpool.Config) {
-		cfg.ConnConfig.RuntimeParams["application_name"] = "claimer-" + schema
-	})
+	s := claimerStore(t, schema)
 	const attempts = 20
 	for attempt := 1; attempt <= attempts; attempt++ {
 		job := fmt.Sprintf("report-%d", attempt)
@@ -326,23 +337,8 @@ func TestAWaitingClaimSeesARunThatEndsBeforeTheSlot(t *testing.T) {
 		slot := now.Add(store.MaxClaimWait * 9 / 10)
 		p := store.SlotClaimParams{Job: job, Slot: slot, LeaseName: "job:" + job, Owner: "a", TTL: time.Minute, MaxAttempts: 3, WaitDue: true}
 		done := claimInBackground(t, s, p)
-		answered := false
-		for sleeping := false; !sleeping && !answered; time.Sleep(time.Millisecond) {
-			select {
-			case a := <-done:
-				// A loaded machine: the statement reached the server so
-				// late that its wait was over before it was seen.
-				t.Logf("attempt %d: the claim answered before it was seen waiting: %+v, %v; trying again", attempt, a.r, a.err)
-				answered = true
-				continue
-			default:
-			}
-			if err := other.Pool().QueryRow(ctx(t), `SELECT count(*) > 0 FROM pg_stat_activity
-				WHERE application_name = $1 AND wait_event = 'PgSleep'`, "claimer-"+schema).Scan(&sleeping); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if answered {
+		if _, a, ok := sleepingClaim(t, other, schema, done); !ok {
+			t.Logf("attempt %d: the claim answered before it was seen waiting: %+v, %v; trying again", attempt, a.r, a.err)
 			continue
 		}
 		if _, err := other.SlotFinish(ctx(t), store.SlotFinishParams{Job: job, Slot: prev.Slot, LeaseName: prev.LeaseName, Owner: "b",
