@@ -52,8 +52,8 @@ func (s *Scheduler) prune(ctx context.Context) {
 	}()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	stepTimeout := time.AfterFunc(pruneStepTimeout, func() { cancel(errPruneStepTimeout) })
-	defer stepTimeout.Stop()
+	disarm := s.armPruneStep(cancel)
+	defer func() { disarm() }()
 	res, err := s.store.Prune(ctx, store.PruneParams{
 		Before: l.AcquiredAt.Add(-s.cfg.Retention),
 		AfterStep: func(store.PruneResult) error {
@@ -62,7 +62,8 @@ func (s *Scheduler) prune(ctx context.Context) {
 				return err
 			}
 			l = renewed
-			stepTimeout.Reset(pruneStepTimeout)
+			disarm()
+			disarm = s.armPruneStep(cancel)
 			return nil
 		},
 	})
@@ -81,6 +82,25 @@ func (s *Scheduler) prune(ctx context.Context) {
 // errPruneStepTimeout is the cause of a prune cancelled because a step
 // outlasted pruneStepTimeout.
 var errPruneStepTimeout = errors.New("a prune step did not end before its lease would expire")
+
+// armPruneStep cancels a prune, with errPruneStepTimeout, once
+// pruneStepTimeout passes on the scheduler's clock, unless the returned
+// disarm is called first (once).
+func (s *Scheduler) armPruneStep(cancel context.CancelCauseFunc) (disarm func()) {
+	t := s.cfg.Clock.NewTimer(pruneStepTimeout)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-t.C():
+			cancel(errPruneStepTimeout)
+		case <-done:
+		}
+	}()
+	return func() {
+		t.Stop()
+		close(done)
+	}
+}
 
 // renewPruneLease renews the retention lease between two steps of a prune.
 func (s *Scheduler) renewPruneLease(ctx context.Context, l store.Lease) (store.Lease, error) {

@@ -2,6 +2,7 @@ package cronfence
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -184,6 +185,59 @@ func TestAPruneStopsWhenItsLeaseIsLost(t *testing.T) {
 		runs, err := st.RunList(context.Background(), store.RunListParams{Job: "daily"})
 		if err != nil || len(runs) != 8 {
 			t.Fatalf("%d runs left (%v), want the 8 the first step left", len(runs), err)
+		}
+	})
+}
+
+// hangingPrune is a store whose prune never ends a step by itself (a
+// database that stopped answering, a lock never granted): it waits for its
+// context, and tells why that ended.
+type hangingPrune struct {
+	store.Store
+	entered chan struct{}
+	cause   chan error
+}
+
+func (h *hangingPrune) Prune(ctx context.Context, _ store.PruneParams) (store.PruneResult, error) {
+	close(h.entered)
+	<-ctx.Done()
+	h.cause <- context.Cause(ctx)
+	return store.PruneResult{}, ctx.Err()
+}
+
+// A prune step that does not end is cancelled pruneStepTimeout after the
+// lease was last renewed, a minute before the retention lease would
+// expire, so no other replica starts pruning beside it; and the lease is
+// given back.
+func TestAPruneStepThatDoesNotEndIsCancelledBeforeItsLeaseExpires(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		st := &hangingPrune{Store: c.open(t), entered: make(chan struct{}), cause: make(chan error, 1)}
+		// It prunes as it starts, and the prune holds: one busy, one timer.
+		c.startHolding(1, Config{Owner: "a", Clock: offsetClock{c.db, 0}, Retention: 7 * 24 * time.Hour, Store: st},
+			Job{Name: "daily", Schedule: "@daily", Handler: nopHandler})
+		<-st.entered
+		c.db.Advance(pruneStepTimeout - time.Second)
+		select {
+		case cause := <-st.cause:
+			t.Fatalf("the prune step was cancelled %s before its timeout: %v", time.Second, cause)
+		default:
+		}
+		c.db.Advance(time.Second)
+		select {
+		case cause := <-st.cause:
+			if !errors.Is(cause, errPruneStepTimeout) {
+				t.Fatalf("the prune step ended for %v; want errPruneStepTimeout", cause)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("the prune step was not cancelled %s after it started", pruneStepTimeout)
+		}
+		c.settle()
+		l, err := st.LeaseGet(context.Background(), "cronfence:retention")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if now := c.db.Now(); l.ExpiresAt.After(now) {
+			t.Fatalf("the retention lease = %+v, held until after now (%s); want it given back", l, now)
 		}
 	})
 }
