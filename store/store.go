@@ -353,9 +353,14 @@ type SlotClaimParams struct {
 	// ClaimNotDue: a claim sent a little before its slot (so that taking a
 	// connection, the round trip and planning are behind it when the slot
 	// comes) is judged at the slot's instant and answered right after it,
-	// never before. The wait comes before the claim takes any lock. A
-	// batch waits for its latest such slot. A slot further away is refused
-	// not_due at once, and a claim with a pinned clock (Now) never waits.
+	// never before, and everything it writes is dated at or after it. A
+	// store may judge and write before the wait when nothing it judges can
+	// change before the slot (PostgreSQL does when none of the batch's
+	// slots has a row and none of its leases is held), so that only its
+	// commit comes after the slot; otherwise the wait comes before the
+	// claim judges anything. A batch waits for its latest such slot. A
+	// slot further away is refused not_due at once, and a claim with a
+	// pinned clock (Now) never waits.
 	WaitDue bool
 }
 
