@@ -169,7 +169,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	}
 	for i := range o.replicas {
 		name := fmt.Sprintf("r%d", i)
-		listen, err := freeAddr()
+		listen, err := freeport.Addr() // the replica is killed and restarted on it
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -260,10 +260,6 @@ func randomID() string {
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
-
-// freeAddr is where a replica listens: outside the ephemeral range (see
-// freeport), as the replica is killed and restarted on it.
-func freeAddr() (string, error) { return freeport.Addr() }
 
 // query runs sql on the cluster directly and calls row for every row.
 func (h *harness) query(ctx context.Context, sql string, row func(scan func(...any) error) error, args ...any) error {

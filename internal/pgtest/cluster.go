@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cronfence/cronfence/internal/freeport"
 )
 
 const (
@@ -146,7 +148,10 @@ func (c *Cluster) create() error {
 	}
 	var err error
 	for range startAttempts {
-		if c.port, err = freePort(); err != nil {
+		// Outside the ephemeral range: the cluster may be restarted on it.
+		// Another process may still take it before the server binds; then
+		// start again on another.
+		if c.port, err = freeport.Port(); err != nil {
 			return fmt.Errorf("pgtest: %w", err)
 		}
 		err = c.start()

@@ -3,14 +3,7 @@ package pgtest
 import (
 	"os"
 	"path/filepath"
-
-	"github.com/cronfence/cronfence/internal/freeport"
 )
-
-// freePort is a free port on 127.0.0.1 outside the ephemeral range (see
-// freeport): a cluster is restarted on it. Another process may still take
-// it before the server binds; create retries when that happens.
-func freePort() (int, error) { return freeport.Port() }
 
 // tempBase returns where cluster directories go. A server running as another
 // user must be able to reach its directory, so when the usual temp directory

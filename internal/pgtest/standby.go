@@ -5,6 +5,8 @@ import (
 	"net"
 	"os"
 	"testing"
+
+	"github.com/cronfence/cronfence/internal/freeport"
 )
 
 // NewStandby starts a throwaway streaming standby of a primary that listens
@@ -55,7 +57,7 @@ func (c *Cluster) createStandby(host, port string) error {
 		return err
 	}
 	var err error
-	if c.port, err = freePort(); err != nil {
+	if c.port, err = freeport.Port(); err != nil {
 		return fmt.Errorf("pgtest: %w", err)
 	}
 	return c.start()

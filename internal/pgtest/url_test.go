@@ -7,12 +7,14 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/cronfence/cronfence/internal/freeport"
 )
 
 // deadURL returns a URL on a port where nothing listens.
 func deadURL(t *testing.T) string {
 	t.Helper()
-	port, err := freePort()
+	port, err := freeport.Port()
 	if err != nil {
 		t.Fatal(err)
 	}

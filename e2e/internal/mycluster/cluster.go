@@ -66,7 +66,7 @@ func start() (*Cluster, error) {
 		return nil, err
 	}
 	c := &Cluster{dir: dir}
-	if c.port, err = freePort(); err != nil {
+	if c.port, err = freeport.Port(); err != nil {
 		return nil, errors.Join(err, c.destroy())
 	}
 	install, err := exec.LookPath("mariadb-install-db")
@@ -187,10 +187,6 @@ func processAlive(pid int) bool {
 	}
 	return true
 }
-
-// freePort is a port outside the ephemeral range (see freeport): the
-// server is restarted on it.
-func freePort() (int, error) { return freeport.Port() }
 
 // whoami is the user the server runs as: this process's (mariadbd refuses
 // root unless told so with --user=root).

@@ -123,7 +123,7 @@ func (c *Cluster) create() error {
 	}
 	var err error
 	for range 3 { // another process may take the probed port before the server binds it
-		if c.port, err = freePort(); err != nil {
+		if c.port, err = freeport.Port(); err != nil {
 			return err
 		}
 		if err = c.startServer(); err == nil || !strings.Contains(err.Error(), "already in use") {
@@ -229,10 +229,6 @@ func serverUser() (*syscall.Credential, error) {
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}, nil
 }
 
-// freePort is a port outside the ephemeral range (see freeport): the
-// server is restarted on it.
-func freePort() (int, error) { return freeport.Port() }
-
 // NewStandby starts a throwaway streaming standby of primary, made by
 // pg_basebackup (-R: primary_conninfo and standby.signal), removed at
 // cleanup. It streams asynchronously unless the primary's
@@ -264,7 +260,7 @@ func startStandby(primary *Cluster) (*Cluster, error) {
 		"-X", "stream", "-R", "-c", "fast", "-N"); err != nil {
 		return nil, errors.Join(err, c.destroy())
 	}
-	if c.port, err = freePort(); err != nil {
+	if c.port, err = freeport.Port(); err != nil {
 		return nil, errors.Join(err, c.destroy())
 	}
 	if err := c.startServer(); err != nil {
