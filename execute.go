@@ -301,17 +301,27 @@ func handlerError(ctx context.Context, err, lost error, log *slog.Logger, attrs 
 // withTimeout is context.WithTimeoutCause on the scheduler's clock.
 func (s *Scheduler) withTimeout(parent context.Context, d time.Duration, cause error) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(parent)
+	stop := s.afterFunc(d, func() { cancel(cause) })
+	return ctx, func() { stop(); cancel(context.Canceled) }
+}
+
+// afterFunc is time.AfterFunc on the scheduler's clock: f runs on a
+// goroutine of its own once d passes, unless stop (called once) comes
+// first.
+func (s *Scheduler) afterFunc(d time.Duration, f func()) (stop func()) {
 	timer := s.cfg.Clock.NewTimer(d)
 	done := make(chan struct{})
 	go func() {
 		select {
 		case <-timer.C():
-			cancel(cause)
+			f()
 		case <-done:
-			timer.Stop()
 		}
 	}()
-	return ctx, func() { close(done); cancel(context.Canceled) }
+	return func() {
+		timer.Stop()
+		close(done)
+	}
 }
 
 // ender records the end of this scheduler's runs; it stops retrying once

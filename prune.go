@@ -52,8 +52,9 @@ func (s *Scheduler) prune(ctx context.Context) {
 	}()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	disarm := s.armPruneStep(cancel)
-	defer func() { disarm() }()
+	timeout := func() { cancel(errPruneStepTimeout) }
+	stopTimeout := s.afterFunc(pruneStepTimeout, timeout)
+	defer func() { stopTimeout() }()
 	res, err := s.store.Prune(ctx, store.PruneParams{
 		Before: l.AcquiredAt.Add(-s.cfg.Retention),
 		AfterStep: func(store.PruneResult) error {
@@ -62,8 +63,8 @@ func (s *Scheduler) prune(ctx context.Context) {
 				return err
 			}
 			l = renewed
-			disarm()
-			disarm = s.armPruneStep(cancel)
+			stopTimeout()
+			stopTimeout = s.afterFunc(pruneStepTimeout, timeout)
 			return nil
 		},
 	})
@@ -82,25 +83,6 @@ func (s *Scheduler) prune(ctx context.Context) {
 // errPruneStepTimeout is the cause of a prune cancelled because a step
 // outlasted pruneStepTimeout.
 var errPruneStepTimeout = errors.New("a prune step did not end before its lease would expire")
-
-// armPruneStep cancels a prune, with errPruneStepTimeout, once
-// pruneStepTimeout passes on the scheduler's clock, unless the returned
-// disarm is called first (once).
-func (s *Scheduler) armPruneStep(cancel context.CancelCauseFunc) (disarm func()) {
-	t := s.cfg.Clock.NewTimer(pruneStepTimeout)
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-t.C():
-			cancel(errPruneStepTimeout)
-		case <-done:
-		}
-	}()
-	return func() {
-		t.Stop()
-		close(done)
-	}
-}
 
 // renewPruneLease renews the retention lease between two steps of a prune.
 func (s *Scheduler) renewPruneLease(ctx context.Context, l store.Lease) (store.Lease, error) {
