@@ -109,14 +109,9 @@ func claimWhileTheSlotRunsElsewhere(t *testing.T, leaseExists bool) {
 	_, schema := newStore(t)
 	other := openOn(t, schema)
 	s := claimerStore(t, schema)
-	const attempts = 50
-	for attempt := 1; attempt <= attempts; attempt++ {
-		if claimWhileRunElsewhere(t, s, other, schema, fmt.Sprintf("report-%d", attempt), leaseExists) {
-			return
-		}
-		t.Logf("attempt %d: the race was lost before it tested anything; trying again", attempt)
-	}
-	t.Fatalf("in %d attempts, a's claim never waited for its slot while b ran it", attempts)
+	untilConclusive(t, 50, "a's claim never waited for its slot while b ran it", func(job string) bool {
+		return claimWhileRunElsewhere(t, s, other, schema, job, leaseExists)
+	})
 }
 
 // claimWhileRunElsewhere is one attempt of claimWhileTheSlotRunsElsewhere
@@ -216,6 +211,20 @@ func claimInBackground(t *testing.T, s *postgres.Store, p store.SlotClaimParams)
 	return claimBatchInBackground(t, s, p)
 }
 
+// untilConclusive runs try with a new job each time ("report-1",
+// "report-2", ...) until try says the race it set up was conclusive (its
+// checks ran), at most attempts times: on a loaded machine a race can be
+// lost before it tests anything, and try logs how.
+func untilConclusive(t *testing.T, attempts int, never string, try func(job string) bool) {
+	t.Helper()
+	for attempt := 1; attempt <= attempts; attempt++ {
+		if try(fmt.Sprintf("report-%d", attempt)) {
+			return
+		}
+	}
+	t.Fatalf("in %d attempts, %s", attempts, never)
+}
+
 // claimerStore is a store on schema whose connections name themselves, so
 // that its claim sleeping for its slot can be told from any other test's
 // (sleepingClaim).
@@ -275,9 +284,7 @@ func TestAWaitingClaimWritesBeforeItsSlot(t *testing.T) {
 	_, schema := newStore(t)
 	other := openOn(t, schema)
 	s := claimerStore(t, schema)
-	const attempts = 20
-	for attempt := 1; attempt <= attempts; attempt++ {
-		job := fmt.Sprintf("report-%d", attempt)
+	untilConclusive(t, 20, "the claim never was seen waiting for its slot", func(job string) bool {
 		now, err := s.Now(ctx(t))
 		if err != nil {
 			t.Fatal(err)
@@ -287,8 +294,8 @@ func TestAWaitingClaimWritesBeforeItsSlot(t *testing.T) {
 		done := claimInBackground(t, s, p)
 		wrote, a, ok := sleepingClaim(t, other, schema, done)
 		if !ok {
-			t.Logf("attempt %d: the claim answered before it was seen waiting: %+v, %v; trying again", attempt, a.r, a.err)
-			continue
+			t.Logf("%s: the claim answered before it was seen waiting: %+v, %v; trying again", job, a.r, a.err)
+			return false
 		}
 		if !wrote {
 			t.Errorf("the claim sleeps for its slot before writing anything: all its work is left for after the slot")
@@ -308,9 +315,8 @@ func TestAWaitingClaimWritesBeforeItsSlot(t *testing.T) {
 		if lost.Claimed || lost.Refusal != store.ClaimHeld || lost.Lease.Owner != "a" {
 			t.Fatalf("b's claim during a's wait = %+v; want refused, held by a", lost)
 		}
-		return
-	}
-	t.Fatalf("in %d attempts, the claim never was seen waiting for its slot", attempts)
+		return true
+	})
 }
 
 // A claim sent ahead of its slot while the job's previous run still holds
@@ -321,9 +327,7 @@ func TestAWaitingClaimSeesARunThatEndsBeforeTheSlot(t *testing.T) {
 	_, schema := newStore(t)
 	other := openOn(t, schema)
 	s := claimerStore(t, schema)
-	const attempts = 20
-	for attempt := 1; attempt <= attempts; attempt++ {
-		job := fmt.Sprintf("report-%d", attempt)
+	untilConclusive(t, 20, "the previous run never ended during the claim's wait", func(job string) bool {
 		now, err := s.Now(ctx(t))
 		if err != nil {
 			t.Fatal(err)
@@ -338,8 +342,8 @@ func TestAWaitingClaimSeesARunThatEndsBeforeTheSlot(t *testing.T) {
 		p := store.SlotClaimParams{Job: job, Slot: slot, LeaseName: "job:" + job, Owner: "a", TTL: time.Minute, MaxAttempts: 3, WaitDue: true}
 		done := claimInBackground(t, s, p)
 		if _, a, ok := sleepingClaim(t, other, schema, done); !ok {
-			t.Logf("attempt %d: the claim answered before it was seen waiting: %+v, %v; trying again", attempt, a.r, a.err)
-			continue
+			t.Logf("%s: the claim answered before it was seen waiting: %+v, %v; trying again", job, a.r, a.err)
+			return false
 		}
 		if _, err := other.SlotFinish(ctx(t), store.SlotFinishParams{Job: job, Slot: prev.Slot, LeaseName: prev.LeaseName, Owner: "b",
 			Generation: run.Lease.Generation, Status: store.SlotCompleted, Run: store.Run{Attempt: 1, Success: true}}); err != nil {
@@ -348,9 +352,9 @@ func TestAWaitingClaimSeesARunThatEndsBeforeTheSlot(t *testing.T) {
 		if ended, err := other.Now(ctx(t)); err != nil {
 			t.Fatal(err)
 		} else if !ended.Before(slot) {
-			t.Logf("attempt %d: the previous run ended only after the slot; trying again", attempt)
+			t.Logf("%s: the previous run ended only after the slot; trying again", job)
 			<-done
-			continue
+			return false
 		}
 		a := <-done
 		if a.err != nil {
@@ -359,7 +363,6 @@ func TestAWaitingClaimSeesARunThatEndsBeforeTheSlot(t *testing.T) {
 		if !a.r.Claimed || a.r.Recorded != "" {
 			t.Fatalf("a's claim = %+v; want the slot claimed: the run it waited behind ended before the slot", a.r)
 		}
-		return
-	}
-	t.Fatalf("in %d attempts, the previous run never ended during the claim's wait", attempts)
+		return true
+	})
 }
