@@ -1,8 +1,9 @@
 -- slotClaim.sql claims a batch of (job, slot)s, each with its guarding
 -- lease, in one statement:
 --
---   - i unpacks the items; prev is each slot's row as of the statement's
---     snapshot, and whether the lease that guards it is still live. Each
+--   - i unpacks the items; found is each slot's row as of the statement's
+--     snapshot (read before c, which needs to know whether there is one),
+--     and prev adds whether the lease that guards it is still live. Each
 --     row is looked up by its key (LIMIT 1 keeps the subquery a lookup the
 --     planner cannot turn into a join): a plan made for a large batch read
 --     the whole slots table, which grows with the history, to hash it. So
@@ -105,6 +106,11 @@ WITH i AS (
            WITH ORDINALITY AS i(job, slot, lease_name, disabled, overlap, max_attempts, ttl_us, catch_up, retry_failed,
                                 retry_of, wait_due, ord)
 ),
+found AS (
+    SELECT i.ord, s.*
+      FROM i
+     CROSS JOIN LATERAL (SELECT * FROM {{schema}}.slots s WHERE s.job = i.job AND s.slot = i.slot LIMIT 1) s
+),
 c AS (
     SELECT coalesce($10::timestamptz,
                     CASE WHEN NOT w.waits THEN now()
@@ -115,8 +121,7 @@ c AS (
            $10::timestamptz IS NULL AND w.waits AND NOT w.ahead AND w.until > w.t0 AS waited
       FROM (SELECT x.*,
                    x.waits
-                   AND NOT EXISTS (SELECT 1 FROM i CROSS JOIN LATERAL (
-                                       SELECT 1 FROM {{schema}}.slots s WHERE s.job = i.job AND s.slot = i.slot LIMIT 1) s)
+                   AND NOT EXISTS (SELECT 1 FROM found)
                    AND NOT EXISTS (SELECT 1 FROM i CROSS JOIN LATERAL (
                                        SELECT 1 FROM {{schema}}.leases h WHERE h.name = i.lease_name AND h.expires_at > x.t0 LIMIT 1) h)
                    AS ahead
@@ -126,14 +131,13 @@ c AS (
                       FROM i) x) w
 ),
 prev AS (
-    SELECT i.ord, s.status, s.owner, s.lease_name, s.generation, s.attempts, s.started_at, s.finished_at,
+    SELECT s.ord, s.status, s.owner, s.lease_name, s.generation, s.attempts, s.started_at, s.finished_at,
            -- Guarded: the run's lease is unexpired and its owner's process,
            -- if it keeps a liveness lock, still holds it.
            coalesce(g.generation = s.generation AND g.expires_at > c.now
                     AND (g.live_key IS NULL OR NOT pg_try_advisory_xact_lock(g.live_key)), false) AS guarded
-      FROM i
+      FROM found s
      CROSS JOIN c
-     CROSS JOIN LATERAL (SELECT * FROM {{schema}}.slots s WHERE s.job = i.job AND s.slot = i.slot LIMIT 1) s
       LEFT JOIN LATERAL (SELECT * FROM {{schema}}.leases g WHERE g.name = s.lease_name LIMIT 1) g ON true
 ),
 gate AS (

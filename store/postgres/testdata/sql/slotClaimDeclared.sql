@@ -6,6 +6,11 @@ WITH i AS (
            WITH ORDINALITY AS i(job, slot, lease_name, disabled, overlap, max_attempts, ttl_us, catch_up, retry_failed,
                                 retry_of, wait_due, ord)
 ),
+found AS (
+    SELECT i.ord, s.*
+      FROM i
+     CROSS JOIN LATERAL (SELECT * FROM "cronfence".slots s WHERE s.job = i.job AND s.slot = i.slot LIMIT 1) s
+),
 c AS (
     SELECT coalesce($10::timestamptz,
                     CASE WHEN NOT w.waits THEN now()
@@ -21,8 +26,7 @@ SELECT max(t) AS t FROM spin) END) AS now,
            $10::timestamptz IS NULL AND w.waits AND NOT w.ahead AND w.until > w.t0 AS waited
       FROM (SELECT x.*,
                    x.waits
-                   AND NOT EXISTS (SELECT 1 FROM i CROSS JOIN LATERAL (
-                                       SELECT 1 FROM "cronfence".slots s WHERE s.job = i.job AND s.slot = i.slot LIMIT 1) s)
+                   AND NOT EXISTS (SELECT 1 FROM found)
                    AND NOT EXISTS (SELECT 1 FROM i CROSS JOIN LATERAL (
                                        SELECT 1 FROM "cronfence".leases h WHERE h.name = i.lease_name AND h.expires_at > x.t0 LIMIT 1) h)
                    AS ahead
@@ -32,14 +36,13 @@ SELECT max(t) AS t FROM spin) END) AS now,
                       FROM i) x) w
 ),
 prev AS (
-    SELECT i.ord, s.status, s.owner, s.lease_name, s.generation, s.attempts, s.started_at, s.finished_at,
+    SELECT s.ord, s.status, s.owner, s.lease_name, s.generation, s.attempts, s.started_at, s.finished_at,
            -- Guarded: the run's lease is unexpired and its owner's process,
            -- if it keeps a liveness lock, still holds it.
            coalesce(g.generation = s.generation AND g.expires_at > c.now
                     AND (g.live_key IS NULL OR NOT pg_try_advisory_xact_lock(g.live_key)), false) AS guarded
-      FROM i
+      FROM found s
      CROSS JOIN c
-     CROSS JOIN LATERAL (SELECT * FROM "cronfence".slots s WHERE s.job = i.job AND s.slot = i.slot LIMIT 1) s
       LEFT JOIN LATERAL (SELECT * FROM "cronfence".leases g WHERE g.name = s.lease_name LIMIT 1) g ON true
 ),
 gate AS (
