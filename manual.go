@@ -67,7 +67,10 @@ func (s *Scheduler) Trigger(ctx context.Context, name string) (ManualRun, error)
 
 // SetEnabled overrides the job's declared enabled value on every replica:
 // true or false pause or resume it from the next slot on, nil removes the
-// override. by and note are recorded with it. It survives restarts.
+// override. by and note are recorded with it. It survives restarts. Once
+// it returns, no slot due after then runs on the old value, even one whose
+// claim was already sent and waits for its slot (it may wait for such a
+// claim, a few tens of milliseconds).
 func (s *Scheduler) SetEnabled(ctx context.Context, name string, enabled *bool, by, note string) (store.JobState, error) {
 	s.mu.Lock()
 	_, ok := s.jobs[name]

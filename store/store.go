@@ -214,7 +214,10 @@ type Store interface {
 
 	// JobStateSet sets or clears (Enabled == nil) the override of a job's
 	// declared enabled value, recording who and when. Every replica reads it
-	// before claiming; it survives restarts.
+	// before claiming; it survives restarts. Once it returns, no slot due
+	// after that is claimed on the old value, however early its claim was
+	// sent (SlotClaimParams.WaitDue): a claim waiting for its slot either
+	// reads the new value or came first, and JobStateSet waits for it.
 	JobStateSet(ctx context.Context, p JobStateSetParams) (JobState, error)
 
 	// JobStateList returns the state of every job that has one, by name.

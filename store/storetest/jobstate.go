@@ -49,6 +49,62 @@ var jobStateTests = []namedTest{
 		}
 		wantRefusal(t, b.Store, declaredOff(now.Add(-time.Second)), store.ClaimPaused)
 	}},
+	{name: "PauseAcknowledgedBeforeTheSlotStopsAWaitingClaim", fn: func(t *testing.T, b Bundle) {
+		// A claim sent ahead of its slot, asking to wait (the scheduler's
+		// timers send theirs 50 ms early), must honour a pause that was
+		// acknowledged before the slot came: either the claim is refused
+		// paused, or the pause was not acknowledged until the claim had
+		// won, at or after the slot by the database clock (the claim came
+		// first). Two ways in: with the job's lease free, and with it
+		// held by a run that ends during the wait.
+		pauseDuringWait := func(t *testing.T, job string, holder *store.SlotClaimResult) {
+			claimer := b.Open(t)
+			// A claim of another job first, so that the one measured goes
+			// out at once (connected, its statement prepared).
+			now := dbNow(t, b.Store)
+			mustClaim(t, claimer, store.SlotClaimParams{Job: job + "-warm", Slot: now, LeaseName: "job:" + job + "-warm", Owner: "a",
+				TTL: ttl, MaxAttempts: 3, Now: now})
+			now = dbNow(t, b.Store)
+			p := store.SlotClaimParams{Job: job, Slot: now.Add(80 * time.Millisecond), LeaseName: "job:" + job, Owner: "a",
+				TTL: ttl, MaxAttempts: 3, WaitDue: true}
+			type answer struct {
+				r   store.SlotClaimResult
+				err error
+			}
+			answered := make(chan answer, 1)
+			go func() {
+				r, err := claimer.SlotClaim(ctx(t), p)
+				answered <- answer{r, err}
+			}()
+			for dbNow(t, b.Store).Before(now.Add(30 * time.Millisecond)) {
+			}
+			if _, err := b.Store.JobStateSet(ctx(t), store.JobStateSetParams{Job: job, Enabled: ptr(false), By: "ana"}); err != nil {
+				t.Fatal(err)
+			}
+			acked := dbNow(t, b.Store)
+			if holder != nil {
+				mustFinish(t, b.Store, finishParams(*holder, store.SlotCompleted, acked))
+			}
+			a := <-answered
+			if a.err != nil {
+				t.Fatal(a.err)
+			}
+			if a.r.Claimed && acked.Before(p.Slot) {
+				t.Fatalf("the slot due at %s was claimed although its job's pause was acknowledged at %s by the database clock",
+					p.Slot.Format(time.RFC3339Nano), acked.Format(time.RFC3339Nano))
+			}
+			if !a.r.Claimed && a.r.Refusal != store.ClaimPaused {
+				t.Fatalf("the claim was refused %q, want paused (or claimed before the pause)", a.r.Refusal)
+			}
+		}
+		t.Run("LeaseFree", func(t *testing.T) { pauseDuringWait(t, "report", nil) })
+		t.Run("LeaseHeldByARunEndingInTheWait", func(t *testing.T) {
+			now := dbNow(t, b.Store)
+			holder := mustClaim(t, b.Store, store.SlotClaimParams{Job: "mail", Slot: now.Add(-time.Second), LeaseName: "job:mail",
+				Owner: "x", TTL: ttl, MaxAttempts: 3})
+			pauseDuringWait(t, "mail", &holder)
+		})
+	}},
 	{name: "BadInput", fn: func(t *testing.T, b Bundle) {
 		for _, p := range []store.JobStateSetParams{
 			{Job: "", By: "ana"},

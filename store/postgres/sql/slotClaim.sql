@@ -8,6 +8,12 @@
 --     planner cannot turn into a join): a plan made for a large batch read
 --     the whole slots table, which grows with the history, to hash it. So
 --     is the job's pause override, in gate.
+--   - overrides are the jobs' pause overrides, read after c (so after its
+--     wait, in the after mode) through job_overrides (migration 007): it
+--     takes the jobs' pause locks and reads with a snapshot of its own, so
+--     a pause committed during the statement's wait is seen, and one not
+--     yet committed waits for this statement's commit, at or after the
+--     slot. A pause acknowledged before the slot thus stops it.
 --   - gate refuses from the snapshot: a slot not yet due by the database
 --     clock, a paused job (override, else the declared value), a completed
 --     or skipped slot, one still running under a live lease, a failed one
@@ -140,7 +146,15 @@ prev AS (
      CROSS JOIN c
       LEFT JOIN LATERAL (SELECT * FROM {{schema}}.leases g WHERE g.name = s.lease_name LIMIT 1) g ON true
 ),
-gate AS (
+{{if not .declared}}overrides AS MATERIALIZED (
+    -- Read after c (its argument names c), so after an after-mode wait, and
+    -- through job_overrides: a pause written while this statement waits is
+    -- seen, or waits for this statement's commit (migration 007).
+    SELECT o.*
+      FROM c
+     CROSS JOIN LATERAL {{schema}}.job_overrides(ARRAY(SELECT DISTINCT i.job FROM i WHERE c.now IS NOT NULL)) o
+),
+{{end}}gate AS (
     SELECT i.ord,
            CASE
              WHEN i.slot > c.now                                      THEN 'not_due'
@@ -156,7 +170,7 @@ gate AS (
       FROM i
      CROSS JOIN c
       LEFT JOIN prev p ON p.ord = i.ord
-     {{if .declared}}LEFT JOIN (SELECT NULL::text AS job, NULL::boolean AS enabled_override) js ON false{{else}}LEFT JOIN LATERAL (SELECT js.enabled_override FROM {{schema}}.job_state js WHERE js.job = i.job LIMIT 1) js ON true{{end}}
+     {{if .declared}}LEFT JOIN (SELECT NULL::text AS job, NULL::boolean AS enabled_override) js ON false{{else}}LEFT JOIN overrides js ON js.job = i.job{{end}}
 ),
 {{template "leaseAcquisition" args "wanted" "SELECT i.lease_name AS name, i.ttl_us FROM i JOIN gate g ON g.ord = i.ord AND g.refusal IS NULL" "owner" "$9" "liveKey" "$11"}},
 claim AS (

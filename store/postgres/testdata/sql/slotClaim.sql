@@ -45,6 +45,14 @@ prev AS (
      CROSS JOIN c
       LEFT JOIN LATERAL (SELECT * FROM "cronfence".leases g WHERE g.name = s.lease_name LIMIT 1) g ON true
 ),
+overrides AS MATERIALIZED (
+    -- Read after c (its argument names c), so after an after-mode wait, and
+    -- through job_overrides: a pause written while this statement waits is
+    -- seen, or waits for this statement's commit (migration 007).
+    SELECT o.*
+      FROM c
+     CROSS JOIN LATERAL "cronfence".job_overrides(ARRAY(SELECT DISTINCT i.job FROM i WHERE c.now IS NOT NULL)) o
+),
 gate AS (
     SELECT i.ord,
            CASE
@@ -61,7 +69,7 @@ gate AS (
       FROM i
      CROSS JOIN c
       LEFT JOIN prev p ON p.ord = i.ord
-     LEFT JOIN LATERAL (SELECT js.enabled_override FROM "cronfence".job_state js WHERE js.job = i.job LIMIT 1) js ON true
+     LEFT JOIN overrides js ON js.job = i.job
 ),
 wanted AS (SELECT i.lease_name AS name, i.ttl_us FROM i JOIN gate g ON g.ord = i.ord AND g.refusal IS NULL),
 epoch AS (
