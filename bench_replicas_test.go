@@ -47,6 +47,9 @@ import (
 // session).
 // The replicas tune their pools as the cronfence binary does
 // (postgres.TunePool) unless $CRONFENCE_BENCH_UNTUNED is set.
+// A replica of an older tree refuses this tree's newer schema: with
+// $CRONFENCE_BENCH_REPLICA_MIGRATES set, the replicas migrate the schema
+// themselves (-migrate) and the benchmark does not.
 // Run it with
 //
 //	go test -run '^$' -bench BenchmarkReplicas -benchtime 1x .
@@ -139,8 +142,14 @@ func (sc replicaScenario) measure(b *testing.B, bin string, window, warmup time.
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := st.Migrate(b.Context()); err != nil {
-		b.Fatal(err)
+	// A replica built from another tree may know an older schema than
+	// this tree's; with $CRONFENCE_BENCH_REPLICA_MIGRATES set, the
+	// replicas migrate it themselves, to their own version.
+	replicasMigrate := os.Getenv("CRONFENCE_BENCH_REPLICA_MIGRATES") != ""
+	if !replicasMigrate {
+		if err := st.Migrate(b.Context()); err != nil {
+			b.Fatal(err)
+		}
 	}
 	url := strings.Replace(cluster.URL(), "postgres://postgres@", "postgres://replica@", 1)
 	schedule := fmt.Sprintf("*/%d * * * * *", int(sc.every/time.Second))
@@ -155,6 +164,9 @@ func (sc replicaScenario) measure(b *testing.B, bin string, window, warmup time.
 	for i := range procs {
 		args := []string{"-url", url, "-owner", fmt.Sprintf("replica-%d", i),
 			"-jobs", strconv.Itoa(sc.jobs), "-schedule", schedule, "-work", sc.work.String()}
+		if replicasMigrate {
+			args = append(args, "-migrate")
+		}
 		if os.Getenv("CRONFENCE_BENCH_UNTUNED") != "" {
 			args = append(args, "-tune=false")
 		}

@@ -40,6 +40,7 @@ func main() {
 	work := flag.Duration("work", 200*time.Millisecond, "how long each run takes")
 	tune := flag.Bool("tune", true, "tune and warm the pool as the cronfence binary does (postgres.TunePool, postgres.WarmPool)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof reads it)")
+	migrate := flag.Bool("migrate", false, "migrate the schema first, to this binary's version (a binary built from another tree)")
 	flag.Parse()
 	if *url == "" || *owner == "" {
 		fmt.Fprintln(os.Stderr, "benchreplica: -url and -owner are required")
@@ -56,7 +57,7 @@ func main() {
 			os.Exit(1)
 		}
 	}
-	err := run(*url, *schema, *owner, *jobs, *schedule, *work, *tune)
+	err := run(*url, *schema, *owner, *jobs, *schedule, *work, *tune, *migrate)
 	if *cpuProfile != "" {
 		pprof.StopCPUProfile()
 	}
@@ -66,7 +67,7 @@ func main() {
 	}
 }
 
-func run(url, schema, owner string, jobs int, schedule string, work time.Duration, tune bool) error {
+func run(url, schema, owner string, jobs int, schedule string, work time.Duration, tune, migrate bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	cfg, err := pgxpool.ParseConfig(url)
@@ -85,6 +86,11 @@ func run(url, schema, owner string, jobs int, schedule string, work time.Duratio
 	st, err := postgres.New(pool, &postgres.Config{Schema: schema})
 	if err != nil {
 		return err
+	}
+	if migrate {
+		if err := st.Migrate(ctx); err != nil {
+			return err
+		}
 	}
 	s, err := cronfence.New(cronfence.Config{
 		Store:  st,
