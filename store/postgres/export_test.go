@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -48,6 +49,17 @@ func (s *Store) FinishBatchPlan(ctx context.Context, items []store.SlotFinishPar
 
 func (s *Store) explain(ctx context.Context, sql string, n int, args []any) (string, error) {
 	rows, err := s.querySized(ctx, "EXPLAIN "+sql, n, args)
+	if err != nil {
+		return "", err
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return strings.Join(lines, "\n"), err
+}
+
+// InterruptedScanPlan is the server's plan for SlotListInterrupted's
+// statement, sent as it sends it.
+func (s *Store) InterruptedScanPlan(ctx context.Context) (string, error) {
+	rows, err := s.queryBehind(ctx, []string{interruptedScanSQL}, "EXPLAIN "+s.q.slotListInterrupted, []any{s.nowArg(time.Time{})})
 	if err != nil {
 		return "", err
 	}
