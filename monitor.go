@@ -3,6 +3,7 @@ package cronfence
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"sync"
@@ -64,6 +65,15 @@ type monitorState struct {
 	// last, touch what follows.
 	lease  store.Lease // MonitorLeaseName while this replica holds it
 	scheds absence.Schedules
+	jobs   map[string]knownJobs // each replica's jobs as the last snapshot had them, by owner
+}
+
+// knownJobs are a replica's jobs and their digest (store.Replica.JobsHash),
+// kept between passes so that a store that digests them sends them only
+// when they change.
+type knownJobs struct {
+	hash string
+	jobs []store.ReplicaJob
 }
 
 // checkAbsence starts a pass of the absence checks when one is due, in a
@@ -190,9 +200,13 @@ func (s *Scheduler) monitorSnapshot(ctx context.Context, now time.Time, th absen
 	var snap absence.Snapshot
 	all, err := s.store.MonitorSnapshot(ctx, store.MonitorSnapshotParams{
 		RecentRuns: monitorRecentRuns, OpenAlerts: store.MaxRunListLimit,
-		Leases: store.LeaseListParams{Prefix: "job:", Limit: store.MaxRunListLimit},
+		Leases:    store.LeaseListParams{Prefix: "job:", Limit: store.MaxRunListLimit},
+		KnownJobs: s.monitor.knownHashes(),
 	})
 	if err != nil {
+		return snap, nil, err
+	}
+	if err := s.monitor.fillJobs(all.Replicas); err != nil {
 		return snap, nil, err
 	}
 	reg := absence.NewRegistry(all.Replicas, now, th.ReplicaStale, &s.monitor.scheds)
@@ -363,4 +377,38 @@ func (t AlertThresholds) absence(retention time.Duration) absence.Thresholds {
 		OrphanWindow: max(t.OrphanWindow, 0),
 		Retention:    max(retention, 0),
 	}
+}
+
+// knownHashes is the digest of each replica's jobs this replica holds, for
+// MonitorSnapshotParams.KnownJobs.
+func (m *monitorState) knownHashes() map[string]string {
+	known := make(map[string]string, len(m.jobs))
+	for owner, k := range m.jobs {
+		known[owner] = k.hash
+	}
+	return known
+}
+
+// fillJobs gives the replicas whose jobs the snapshot left out (held
+// here) their jobs, and keeps the jobs of the rest for the next pass: of
+// the replicas it lists, those with a digest. Jobs left out that are not
+// held here fail the pass, and the next asks for all.
+func (m *monitorState) fillJobs(replicas []store.Replica) error {
+	kept := make(map[string]knownJobs, len(replicas))
+	for i := range replicas {
+		r := &replicas[i]
+		if r.JobsUnchanged {
+			k, ok := m.jobs[r.Owner]
+			if !ok || k.hash != r.JobsHash {
+				m.jobs = nil // the next pass asks for every replica's
+				return fmt.Errorf("the store left out the jobs of replica %q as known, with a digest this replica does not hold", r.Owner)
+			}
+			r.Jobs, r.JobsUnchanged = k.jobs, false
+		}
+		if r.JobsHash != "" {
+			kept[r.Owner] = knownJobs{hash: r.JobsHash, jobs: r.Jobs}
+		}
+	}
+	m.jobs = kept
+	return nil
 }

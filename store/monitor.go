@@ -74,7 +74,10 @@ type Monitor interface {
 	// ReplicaList returns them, every job state as JobStateList, the
 	// newest runs of all jobs as RunList with Limit p.RecentRuns, the open
 	// alerts as AlertList with OpenOnly and Limit p.OpenAlerts, and the
-	// held leases as LeaseList with p.Leases.
+	// held leases as LeaseList with p.Leases. A store that digests each
+	// replica's jobs (Replica.JobsHash) may leave out the jobs of a replica
+	// whose digest is p.KnownJobs[owner]: that row's Jobs is nil and its
+	// JobsUnchanged true.
 	MonitorSnapshot(ctx context.Context, p MonitorSnapshotParams) (MonitorSnapshot, error)
 }
 
@@ -83,6 +86,11 @@ type MonitorSnapshotParams struct {
 	RecentRuns int             // how many of the newest runs, as RunListParams.Limit
 	OpenAlerts int             // how many of the open alerts, as AlertListParams.Limit
 	Leases     LeaseListParams // which held leases
+	// KnownJobs are the replicas' jobs the caller holds from an earlier
+	// snapshot, as owner → Replica.JobsHash: those need not be sent again
+	// (thousands of jobs a replica, every pass of the checks). Nil: send
+	// every replica's.
+	KnownJobs map[string]string
 }
 
 // MonitorSnapshot is what Monitor.MonitorSnapshot returns: each part as
@@ -133,8 +141,13 @@ type Replica struct {
 	// JobsUnchanged, on a heartbeat, says the jobs are those this owner's
 	// last recorded heartbeat sent: the store keeps them (Jobs must be
 	// empty). On the row a heartbeat returns, it says Jobs were not read
-	// back. Always false on rows ReplicaList returns.
+	// back. On a row MonitorSnapshot returns, it says Jobs were left out:
+	// they are those whose digest the caller named (KnownJobs). Always
+	// false on rows ReplicaList returns.
 	JobsUnchanged bool
+	// JobsHash is a digest of Jobs, set by MonitorSnapshot on a store that
+	// keeps one (PostgreSQL), else empty: the key of KnownJobs.
+	JobsHash string
 }
 
 // ReplicaJob is one job as a replica registered it: the settings that must

@@ -663,6 +663,14 @@ func (p MonitorSnapshotParams) Validate() error {
 	if err := p.Leases.Validate(); err != nil {
 		return fmt.Errorf("leases: %w", err)
 	}
+	for owner, hash := range p.KnownJobs {
+		if err := validText("known jobs' owner", owner, MaxNameLength); err != nil {
+			return err
+		}
+		if err := validText("known jobs' digest", hash, MaxNameLength); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -197,9 +197,32 @@ func scanReplica(row pgx.Row) (store.Replica, error) {
 	if err := row.Scan(&r.Owner, &r.Host, &r.PID, &r.Version, &r.StartedAt, &r.HeartbeatAt, &offsetNS, &r.Timers, &jobs); err != nil {
 		return store.Replica{}, err
 	}
+	return replicaWith(r, offsetNS, &jobs)
+}
+
+// scanSnapshotReplica scans a replica row of monitorSnapshot.sql: its jobs
+// NULL when the caller holds them (JobsUnchanged), then their digest.
+func scanSnapshotReplica(row pgx.Row) (store.Replica, error) {
+	var (
+		r        store.Replica
+		offsetNS int64
+		jobs     *string
+	)
+	if err := row.Scan(&r.Owner, &r.Host, &r.PID, &r.Version, &r.StartedAt, &r.HeartbeatAt, &offsetNS, &r.Timers, &jobs, &r.JobsHash); err != nil {
+		return store.Replica{}, err
+	}
+	r.JobsUnchanged = jobs == nil
+	return replicaWith(r, offsetNS, jobs)
+}
+
+// replicaWith completes a scanned replica row: its times in UTC, its
+// clock offset, and its jobs parsed (none when jobs is nil).
+func replicaWith(r store.Replica, offsetNS int64, jobs *string) (store.Replica, error) {
 	r.StartedAt, r.HeartbeatAt, r.ClockOffset = r.StartedAt.UTC(), r.HeartbeatAt.UTC(), time.Duration(offsetNS)
-	if err := json.Unmarshal([]byte(jobs), &r.Jobs); err != nil {
-		return store.Replica{}, fmt.Errorf("replica %q: jobs: %w", r.Owner, err)
+	if jobs != nil {
+		if err := json.Unmarshal([]byte(*jobs), &r.Jobs); err != nil {
+			return store.Replica{}, fmt.Errorf("replica %q: jobs: %w", r.Owner, err)
+		}
 	}
 	if len(r.Jobs) == 0 {
 		r.Jobs = nil
@@ -285,16 +308,20 @@ func (s *Store) MonitorSnapshot(ctx context.Context, p store.MonitorSnapshotPara
 		snap                                   store.MonitorSnapshot
 		replicas, states, runs, alerts, leases string
 	)
+	knownOwners, knownHashes := make([]string, 0, len(p.KnownJobs)), make([]string, 0, len(p.KnownJobs))
+	for owner, hash := range p.KnownJobs {
+		knownOwners, knownHashes = append(knownOwners, owner), append(knownHashes, hash)
+	}
 	err := s.pool.QueryRow(ctx, s.q.monitorSnapshot, s.nowArg(p.Leases.Now),
 		store.RunListParams{Limit: p.RecentRuns}.EffectiveLimit(), store.AlertListParams{Limit: p.OpenAlerts}.EffectiveLimit(),
-		p.Leases.Prefix, p.Leases.EffectiveLimit()).Scan(&snap.Leases.Now, &replicas, &states, &runs, &alerts, &leases)
+		p.Leases.Prefix, p.Leases.EffectiveLimit(), knownOwners, knownHashes).Scan(&snap.Leases.Now, &replicas, &states, &runs, &alerts, &leases)
 	if err != nil {
 		return store.MonitorSnapshot{}, s.translate("read the monitor snapshot", err)
 	}
 	snap.Leases.Now = snap.Leases.Now.UTC()
 	err = errors.Join(
 		eachJSONRow(replicas, func(row jsonRow) error {
-			r, err := scanReplica(row)
+			r, err := scanSnapshotReplica(row)
 			snap.Replicas = append(snap.Replicas, r)
 			return err
 		}),

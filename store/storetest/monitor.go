@@ -22,6 +22,7 @@ var monitorTests = []namedTest{
 	{name: "AlertListFilters", fn: alertListFilters},
 	{name: "LeaseListHeldByPrefix", fn: leaseListHeld},
 	{name: "MonitorSnapshotIsEachList", fn: monitorSnapshotIsEachList},
+	{name: "MonitorSnapshotLeavesOutKnownJobs", fn: monitorSnapshotLeavesOutKnownJobs},
 	{name: "PruneKeepsOpenAlerts", fn: monitorPrune},
 	{name: "BadInputRejectedWithoutWriting", fn: monitorBadInput},
 	{name: "Closed", fn: monitorClosed},
@@ -432,6 +433,7 @@ func monitorBadInput(t *testing.T, b Bundle) {
 		{"lease list huge limit", leaseListErr(store.LeaseListParams{Limit: store.MaxRunListLimit + 1}), "limit"},
 		{"snapshot negative recent runs", snapshotErr(store.MonitorSnapshotParams{RecentRuns: -1}), "recent runs"},
 		{"snapshot huge open alerts", snapshotErr(store.MonitorSnapshotParams{OpenAlerts: store.MaxRunListLimit + 1}), "open alerts"},
+		{"snapshot known jobs digest with NUL", snapshotErr(store.MonitorSnapshotParams{KnownJobs: map[string]string{"a": "x\x00"}}), "digest"},
 		{"snapshot NUL lease prefix", snapshotErr(store.MonitorSnapshotParams{Leases: store.LeaseListParams{Prefix: "job:\x00"}}), "NUL"},
 	} {
 		if !errors.Is(tc.err, store.ErrInvalidArgument) {

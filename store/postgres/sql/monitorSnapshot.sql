@@ -5,12 +5,26 @@
 -- array of rows, each row a JSON array of those columns in that order, so
 -- the store reads them with the same scan code.
 --
+-- Each replica's row ends with a digest of its jobs (md5 of their text),
+-- and its jobs are NULL, not sent, when the caller named that digest for
+-- it ($6, $7): with thousands of jobs a replica, writing them out as JSON
+-- text and reading them back took the checks' pass 0.3 to 0.9 s of the
+-- database at 10,000 jobs, every 15 s, where the digest alone takes a few
+-- ms.
+--
 -- $1 pinned now or NULL (the leases' clock), $2 how many recent runs, $3
--- how many open alerts, $4 the leases' name prefix, $5 how many leases.
-WITH c AS (SELECT coalesce($1::timestamptz, now()) AS now)
+-- how many open alerts, $4 the leases' name prefix, $5 how many leases,
+-- $6 and $7 the owners and digests of the jobs the caller holds.
+WITH c AS (SELECT coalesce($1::timestamptz, now()) AS now),
+known AS (SELECT * FROM unnest($6::text[], $7::text[]) AS k(owner, hash))
 SELECT c.now,
-       (SELECT coalesce(json_agg(json_build_array({{template "replicaColumns"}}) ORDER BY owner COLLATE "C"), '[]')::text
-          FROM {{schema}}.replicas),
+       (SELECT coalesce(json_agg(json_build_array({{template "replicaColumnsBeforeJobs"}},
+                                                  CASE WHEN d.hash = (SELECT k.hash FROM known k WHERE k.owner = r.owner) THEN NULL
+                                                       ELSE r.jobs::text END,
+                                                  d.hash)
+                                 ORDER BY r.owner COLLATE "C"), '[]')::text
+          FROM {{schema}}.replicas r
+         CROSS JOIN LATERAL (SELECT md5(r.jobs::text) AS hash) d),
        (SELECT coalesce(json_agg(json_build_array(job, enabled_override, override_by, override_at, note) ORDER BY job COLLATE "C"), '[]')::text
           FROM {{schema}}.job_state),
        (SELECT coalesce(json_agg(json_build_array({{template "runColumns"}}) ORDER BY id DESC), '[]')::text
