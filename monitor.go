@@ -214,16 +214,36 @@ func (s *Scheduler) monitorSnapshot(ctx context.Context, now time.Time, th absen
 		return snap, nil, errNotRegistered
 	}
 	snap.Registry, snap.States, snap.Recent = reg, all.JobStates, all.RecentRuns
-	perJob := min(max(th.SkipStreak+1, monitorJobRuns, failingRows(reg, th.Failing)), store.MaxRunListLimit)
 	snap.Jobs = make(map[string]absence.JobData, len(reg.Jobs))
 	names := reg.Names()
-	runs := make([][]store.Run, 0, len(names))
-	for chunk := range slices.Chunk(names, store.MaxRunListJobs) {
-		got, err := s.store.RunListPerJob(ctx, store.RunListPerJobParams{Jobs: chunk, Limit: perJob})
+	// Every job's newest runs, as many as every check but failing needs;
+	// then more of those whose rows read hold no success, for failing:
+	// a success ends what that check reads, so a job that succeeded
+	// lately needs no more rows (with 10,000 jobs, the rows failing
+	// would need of every job were most of a pass's work).
+	perJob := min(max(th.SkipStreak+1, monitorJobRuns), store.MaxRunListLimit)
+	runs, err := s.runsPerJob(ctx, names, perJob)
+	if err != nil {
+		return snap, nil, err
+	}
+	if more := min(failingRows(reg, th.Failing), store.MaxRunListLimit); more > perJob {
+		var again []int
+		for i := range names {
+			if len(runs[i]) == perJob && !anySuccess(runs[i]) {
+				again = append(again, i)
+			}
+		}
+		againNames := make([]string, len(again))
+		for k, i := range again {
+			againNames[k] = names[i]
+		}
+		longer, err := s.runsPerJob(ctx, againNames, more)
 		if err != nil {
 			return snap, nil, err
 		}
-		runs = append(runs, got...)
+		for k, i := range again {
+			runs[i] = longer[k]
+		}
 	}
 	for i, name := range names {
 		j := reg.Jobs[name]
@@ -239,6 +259,31 @@ func (s *Scheduler) monitorSnapshot(ctx context.Context, now time.Time, th absen
 		return snap, nil, err
 	}
 	return snap, all.OpenAlerts, nil
+}
+
+// runsPerJob reads the newest limit runs of each job named, in statements
+// of store.MaxRunListJobs jobs.
+func (s *Scheduler) runsPerJob(ctx context.Context, names []string, limit int) ([][]store.Run, error) {
+	runs := make([][]store.Run, 0, len(names))
+	for chunk := range slices.Chunk(names, store.MaxRunListJobs) {
+		got, err := s.store.RunListPerJob(ctx, store.RunListPerJobParams{Jobs: chunk, Limit: limit})
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, got...)
+	}
+	return runs, nil
+}
+
+// anySuccess reports whether runs hold a scheduled run that succeeded:
+// the failing check stops reading there (absence.checkFailing).
+func anySuccess(runs []store.Run) bool {
+	for _, r := range runs {
+		if r.Success && !r.Manual && !r.Skipped && !r.Slot.IsZero() {
+			return true
+		}
+	}
+	return false
 }
 
 // failingRows is how many run rows per job the failing check needs to

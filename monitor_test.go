@@ -806,6 +806,29 @@ func TestMonitorLeaseHeldAcrossPassesAndReleasedAtStop(t *testing.T) {
 	})
 }
 
+// A failing streak longer than the rows every job's runs are first read
+// by (monitorJobRuns): three slots of five failed attempts are fifteen
+// rows, and the pass reads more of the jobs whose first rows hold no
+// success, so failing is still raised, with all three.
+func TestAlertFailingSeesAStreakPastTheFirstRows(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		m := newMonitored(t, c)
+		job := Job{Name: "export", Schedule: "@every 1m", MaxAttempts: 5, RetryBackoff: 2 * time.Second,
+			Handler: func(ctx context.Context, run *Run) error { return errors.New("exit status 1") }}
+		healthy := Job{Name: "report", Schedule: "@every 1m", Handler: func(ctx context.Context, run *Run) error { return nil }}
+		m.start("replica-0", nil, job, healthy)
+		key := alertKey{store.AlertFailing, "export"}
+		m.advanceUntil("failing raised", 5*time.Minute, time.Second, func() bool { return m.raised(key) })
+		a := m.wantRows(key, true)
+		if d := a.Details; d["count"] != "3+" || d["attempts"] != "5" || d["first_slot"] != "2026-03-01T12:01:00Z" {
+			t.Errorf("details %v; want 3 slots from 12:01, 5 attempts each", d)
+		}
+		if m.raised(alertKey{store.AlertFailing, "report"}) {
+			t.Error("failing raised for a job whose runs succeed")
+		}
+	})
+}
+
 // configOnlyStore stands in for a store where only the configuration is
 // judged: New does no I/O, so none of its methods is called.
 type configOnlyStore struct{ store.Store }
