@@ -5,7 +5,9 @@
 -- read a pause written during its wait; and a claim that judges before its
 -- wait (slotClaim.sql's ahead mode) has judged by then. So:
 --
---   - a claim reads its jobs' overrides through job_overrides, which first
+--   - a claim that sleeps for its slot reads its jobs' overrides through
+--     job_overrides (one that does not reads them from its snapshot, taken
+--     when it started, not before its slots were due), which first
 --     takes its jobs' pause locks shared and then reads job_state with a
 --     snapshot of its own (a VOLATILE function's query takes a new one):
 --     it sees every pause committed before it got the locks;

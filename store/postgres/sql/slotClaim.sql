@@ -8,12 +8,14 @@
 --     planner cannot turn into a join): a plan made for a large batch read
 --     the whole slots table, which grows with the history, to hash it. So
 --     is the job's pause override, in gate.
---   - overrides are the jobs' pause overrides, read after c (so after its
---     wait, in the after mode) through job_overrides (migration 007): it
---     takes the jobs' pause locks and reads with a snapshot of its own, so
---     a pause committed during the statement's wait is seen, and one not
---     yet committed waits for this statement's commit, at or after the
---     slot. A pause acknowledged before the slot thus stops it.
+--   - overrides are the jobs' pause overrides. A statement that sleeps
+--     for its slot reads them after c (so after its wait, in the after
+--     mode) through job_overrides (migration 007): it takes the jobs' pause
+--     locks and reads with a snapshot of its own, so a pause committed
+--     during the wait is seen, and one not yet committed waits for this
+--     statement's commit, at or after the slot. A pause acknowledged
+--     before the slot thus stops it. Any other reads them by key from its
+--     snapshot.
 --   - gate refuses from the snapshot: a slot not yet due by the database
 --     clock, a paused job (override, else the declared value), a completed
 --     or skipped slot, one still running under a live lease, a failed one
@@ -123,9 +125,12 @@ c AS (
                          WHEN w.ahead THEN greatest(w.until, w.t0)
                          ELSE ({{template "spinUntil" "w.until"}}) END) AS now,
            $10::timestamptz IS NULL AND w.ahead AS ahead,
+           -- It sleeps for its slot, before judging or after writing.
+           $10::timestamptz IS NULL AND w.sleeps AS sleeps,
            -- It slept before judging (see leaseAcquisition's probe).
-           $10::timestamptz IS NULL AND w.waits AND NOT w.ahead AND w.until > w.t0 AS waited
+           $10::timestamptz IS NULL AND w.sleeps AND NOT w.ahead AS waited
       FROM (SELECT x.*,
+                   x.waits AND coalesce(x.until > x.t0, false) AS sleeps,
                    x.waits
                    AND NOT EXISTS (SELECT 1 FROM found)
                    AND NOT EXISTS (SELECT 1 FROM i CROSS JOIN LATERAL (
@@ -147,9 +152,15 @@ prev AS (
       LEFT JOIN LATERAL (SELECT * FROM {{schema}}.leases g WHERE g.name = s.lease_name LIMIT 1) g ON true
 ),
 {{if not .declared}}overrides AS MATERIALIZED (
-    -- Read after c (its argument names c), so after an after-mode wait, and
-    -- through job_overrides: a pause written while this statement waits is
-    -- seen, or waits for this statement's commit (migration 007).
+    -- A statement that sleeps for its slot reads them after c (the
+    -- argument names c), so after an after-mode wait, and through
+    -- job_overrides: a pause written while it sleeps is seen, or waits for
+    -- its commit (migration 007). One that does not sleep reads them from
+    -- its snapshot, taken when it started, not before the slot: a pause
+    -- acknowledged after that came after the slot was due, and the locks
+    -- (a function call, tens of µs) would buy nothing.
+    -- (gate reads this only when c.sleeps; a CTE nobody reads is never
+    -- run.)
     SELECT o.*
       FROM c
      CROSS JOIN LATERAL {{schema}}.job_overrides(ARRAY(SELECT DISTINCT i.job FROM i WHERE c.now IS NOT NULL)) o
@@ -170,7 +181,9 @@ prev AS (
       FROM i
      CROSS JOIN c
       LEFT JOIN prev p ON p.ord = i.ord
-     {{if .declared}}LEFT JOIN (SELECT NULL::text AS job, NULL::boolean AS enabled_override) js ON false{{else}}LEFT JOIN overrides js ON js.job = i.job{{end}}
+     {{if .declared}}LEFT JOIN (SELECT NULL::text AS job, NULL::boolean AS enabled_override) js ON false{{else}}CROSS JOIN LATERAL (
+           SELECT CASE WHEN c.sleeps THEN (SELECT o.enabled_override FROM overrides o WHERE o.job = i.job)
+                       ELSE (SELECT x.enabled_override FROM {{schema}}.job_state x WHERE x.job = i.job LIMIT 1) END AS enabled_override) js{{end}}
 ),
 {{template "leaseAcquisition" args "wanted" "SELECT i.lease_name AS name, i.ttl_us FROM i JOIN gate g ON g.ord = i.ord AND g.refusal IS NULL" "owner" "$9" "liveKey" "$11"}},
 claim AS (

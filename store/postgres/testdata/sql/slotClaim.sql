@@ -22,9 +22,12 @@ c AS (
     SELECT clock_timestamp() FROM spin WHERE spin.t < (w.until))
 SELECT max(t) AS t FROM spin) END) AS now,
            $10::timestamptz IS NULL AND w.ahead AS ahead,
+           -- It sleeps for its slot, before judging or after writing.
+           $10::timestamptz IS NULL AND w.sleeps AS sleeps,
            -- It slept before judging (see leaseAcquisition's probe).
-           $10::timestamptz IS NULL AND w.waits AND NOT w.ahead AND w.until > w.t0 AS waited
+           $10::timestamptz IS NULL AND w.sleeps AND NOT w.ahead AS waited
       FROM (SELECT x.*,
+                   x.waits AND coalesce(x.until > x.t0, false) AS sleeps,
                    x.waits
                    AND NOT EXISTS (SELECT 1 FROM found)
                    AND NOT EXISTS (SELECT 1 FROM i CROSS JOIN LATERAL (
@@ -46,9 +49,15 @@ prev AS (
       LEFT JOIN LATERAL (SELECT * FROM "cronfence".leases g WHERE g.name = s.lease_name LIMIT 1) g ON true
 ),
 overrides AS MATERIALIZED (
-    -- Read after c (its argument names c), so after an after-mode wait, and
-    -- through job_overrides: a pause written while this statement waits is
-    -- seen, or waits for this statement's commit (migration 007).
+    -- A statement that sleeps for its slot reads them after c (the
+    -- argument names c), so after an after-mode wait, and through
+    -- job_overrides: a pause written while it sleeps is seen, or waits for
+    -- its commit (migration 007). One that does not sleep reads them from
+    -- its snapshot, taken when it started, not before the slot: a pause
+    -- acknowledged after that came after the slot was due, and the locks
+    -- (a function call, tens of µs) would buy nothing.
+    -- (gate reads this only when c.sleeps; a CTE nobody reads is never
+    -- run.)
     SELECT o.*
       FROM c
      CROSS JOIN LATERAL "cronfence".job_overrides(ARRAY(SELECT DISTINCT i.job FROM i WHERE c.now IS NOT NULL)) o
@@ -69,7 +78,9 @@ gate AS (
       FROM i
      CROSS JOIN c
       LEFT JOIN prev p ON p.ord = i.ord
-     LEFT JOIN overrides js ON js.job = i.job
+     CROSS JOIN LATERAL (
+           SELECT CASE WHEN c.sleeps THEN (SELECT o.enabled_override FROM overrides o WHERE o.job = i.job)
+                       ELSE (SELECT x.enabled_override FROM "cronfence".job_state x WHERE x.job = i.job LIMIT 1) END AS enabled_override) js
 ),
 wanted AS (SELECT i.lease_name AS name, i.ttl_us FROM i JOIN gate g ON g.ord = i.ord AND g.refusal IS NULL),
 epoch AS (

@@ -22,9 +22,12 @@ c AS (
     SELECT clock_timestamp() FROM spin WHERE spin.t < (w.until))
 SELECT max(t) AS t FROM spin) END) AS now,
            $10::timestamptz IS NULL AND w.ahead AS ahead,
+           -- It sleeps for its slot, before judging or after writing.
+           $10::timestamptz IS NULL AND w.sleeps AS sleeps,
            -- It slept before judging (see leaseAcquisition's probe).
-           $10::timestamptz IS NULL AND w.waits AND NOT w.ahead AND w.until > w.t0 AS waited
+           $10::timestamptz IS NULL AND w.sleeps AND NOT w.ahead AS waited
       FROM (SELECT x.*,
+                   x.waits AND coalesce(x.until > x.t0, false) AS sleeps,
                    x.waits
                    AND NOT EXISTS (SELECT 1 FROM found)
                    AND NOT EXISTS (SELECT 1 FROM i CROSS JOIN LATERAL (
