@@ -227,15 +227,12 @@ func (s *Scheduler) monitorSnapshot(ctx context.Context, now time.Time, th absen
 		return snap, nil, err
 	}
 	if more := min(failingRows(reg, th.Failing), store.MaxRunListLimit); more > perJob {
-		var again []int
-		for i := range names {
+		var again []int // indexes into names
+		var againNames []string
+		for i, name := range names {
 			if len(runs[i]) == perJob && !anySuccess(runs[i]) {
-				again = append(again, i)
+				again, againNames = append(again, i), append(againNames, name)
 			}
-		}
-		againNames := make([]string, len(again))
-		for k, i := range again {
-			againNames[k] = names[i]
 		}
 		longer, err := s.runsPerJob(ctx, againNames, more)
 		if err != nil {

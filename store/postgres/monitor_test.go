@@ -51,3 +51,29 @@ func TestMigrateVersion1To2(t *testing.T) {
 		t.Fatalf("ReplicaHeartbeat after Migrate: %v", err)
 	}
 }
+
+// PostgreSQL digests each replica's jobs, so the absence checks' snapshot
+// leaves out the jobs a caller already holds: the shared suite
+// (MonitorSnapshotLeavesOutKnownJobs) accepts a store that always sends
+// them, and would pass if this store stopped digesting.
+func TestMonitorSnapshotDigestsJobs(t *testing.T) {
+	s, _ := newStore(t)
+	jobs := []store.ReplicaJob{{Name: "report", Schedule: "*/5 * * * *", LeaseTTL: time.Minute, Overlap: "skip", MaxAttempts: 3, Hash: "h"}}
+	if _, err := s.ReplicaHeartbeat(ctx(t), store.Replica{Owner: "replica-a", Host: "h", PID: 1, Version: "v1", Timers: true, Jobs: jobs}); err != nil {
+		t.Fatal(err)
+	}
+	first, err := s.MonitorSnapshot(ctx(t), store.MonitorSnapshotParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first.Replicas) != 1 || first.Replicas[0].JobsHash == "" || len(first.Replicas[0].Jobs) != 1 {
+		t.Fatalf("first snapshot's replicas = %+v; want replica-a with its job and a digest", first.Replicas)
+	}
+	second, err := s.MonitorSnapshot(ctx(t), store.MonitorSnapshotParams{KnownJobs: map[string]string{"replica-a": first.Replicas[0].JobsHash}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := second.Replicas[0]; !r.JobsUnchanged || r.Jobs != nil || r.JobsHash != first.Replicas[0].JobsHash {
+		t.Fatalf("snapshot naming the digest held: replica = %+v; want its jobs left out, said unchanged", r)
+	}
+}
