@@ -3,7 +3,10 @@
 // with -jobs jobs on one schedule, each run sleeping -work, as a user's
 // service would run it. It prints "ready" once started and, for every run,
 // "run <job> <slot ns> <start ns>" (start: this host's clock when the
-// handler began), and stops on SIGTERM or SIGINT.
+// handler began), and stops on SIGTERM or SIGINT, printing then
+// "claims <origin> <outcome> <count>" for each kind of claim it made
+// (outcome: won, or the store's refusal), so that a window under overload
+// shows the claims that ran nothing.
 //
 // It is a program of its own, not a test helper, so that the benchmark
 // measures replicas as they are deployed: one process each, its own pool,
@@ -92,10 +95,26 @@ func run(url, schema, owner string, jobs int, schedule string, work time.Duratio
 			return err
 		}
 	}
+	// Claims by origin and outcome; the observer is called synchronously,
+	// from many goroutines.
+	var claimsMu sync.Mutex
+	claims := map[[2]string]int{}
+	observe := cronfence.ObserverFunc(func(e cronfence.Event) {
+		if c, ok := e.(cronfence.ClaimEvent); ok {
+			outcome := "won"
+			if !c.Won {
+				outcome = string(c.Refusal)
+			}
+			claimsMu.Lock()
+			claims[[2]string{string(c.Origin), outcome}]++
+			claimsMu.Unlock()
+		}
+	})
 	s, err := cronfence.New(cronfence.Config{
-		Store:  st,
-		Owner:  owner,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Store:    st,
+		Owner:    owner,
+		Observer: observe,
+		Logger:   slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
 		return err
@@ -145,5 +164,10 @@ func run(url, schema, owner string, jobs int, schedule string, work time.Duratio
 	err = s.Stop(context.Background())
 	mu.Lock()
 	defer mu.Unlock()
+	claimsMu.Lock()
+	for k, n := range claims {
+		fmt.Fprintf(out, "claims %s %s %d\n", k[0], k[1], n)
+	}
+	claimsMu.Unlock()
 	return errors.Join(err, out.Flush())
 }
