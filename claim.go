@@ -18,11 +18,10 @@ import (
 // timer, catch-up, resume, a buffered slot), is claimed here, in one
 // bounded round trip per batch, and every answer is handled here once.
 
-// fire claims every due entry in one round trip and starts the winners.
-// When the loop could not fire in time (the host slept, the clock jumped),
-// it fires each job's latest slot and records the ones passed over.
+// fire claims every due entry in one round trip and starts the winners,
+// then records the slots a stall passed over before the slots claimed
+// (passOver), unless a claim found its job paused.
 func (s *Scheduler) fire(ctx context.Context, due []*entry, now time.Time) {
-	passedBy := map[*entry][]store.SlotSkipParams{} // slots each entry's stall passed over
 	kept := due[:0]
 	for _, e := range due {
 		if retryOverdue(e, now) {
@@ -33,18 +32,9 @@ func (s *Scheduler) fire(ctx context.Context, due []*entry, now time.Time) {
 		kept = append(kept, e)
 	}
 	due = kept
-	var stalled stall
-	for _, e := range due {
-		if e.retry {
-			continue
-		}
-		if latest := e.job.sched.Prev(now); latest.After(e.slot) {
-			stalled.add(e.job.Name, e.slot, latest.UTC())
-			passedBy[e] = s.passedOver(e.job, e.slot, latest)
-			e.slot = latest.UTC()
-		}
-	}
-	stalled.log(s.log)
+	// Taken before the claims: an entry the store could not be reached
+	// for is caught up later, with its missed slots.
+	passedBy := s.takePassedOver(due)
 	claimed, results := s.claim(ctx, due)
 	// Recorded after the claims, where no replica ran them, unless the job
 	// is paused: a paused job's slots are not runs owed.
@@ -55,6 +45,55 @@ func (s *Scheduler) fire(ctx context.Context, due []*entry, now time.Time) {
 		}
 	}
 	s.recordPassedOver(passed)
+}
+
+// passOver moves each due timer entry whose loop woke too late for its
+// slot (the host slept or starved, the process was stopped, the clock
+// jumped) to its job's latest slot, and keeps the slots passed over for
+// the replica that claims it to record (fire). It runs before
+// deferToPreferred, so the slot whose preferred replica claims at once is
+// the slot claimed. (When it ran in fire, after the preference was judged
+// on the slot passed over, every stalled replica claimed: the preferred
+// replica of the passed slot the latest one at once, beside the latest's
+// own preferred replica, and the fallbacks the passed slot, late; under
+// overload, where every loop is a second behind, two claims in five were
+// refused, and a passed slot a fallback won ran late and made the job's
+// latest slot an overlap.) The caller holds s.mu.
+func (s *Scheduler) passOver(due []*entry, now time.Time) {
+	var stalled stall
+	for _, e := range due {
+		if e.retry {
+			continue
+		}
+		if latest := e.job.sched.Prev(now); latest.After(e.slot) {
+			stalled.add(e.job.Name, e.slot, latest.UTC())
+			if s.passedOver == nil {
+				s.passedOver = map[slotKey][]store.SlotSkipParams{}
+			}
+			s.passedOver[keyOf(e.job.Name, latest)] = s.passedOverSlots(e.job, e.slot, latest)
+			e.slot = latest.UTC()
+		}
+	}
+	stalled.log(s.log)
+}
+
+// takePassedOver takes out of s.passedOver the slots passed over before
+// each entry's slot, by entry.
+func (s *Scheduler) takePassedOver(due []*entry) map[*entry][]store.SlotSkipParams {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.passedOver) == 0 {
+		return nil
+	}
+	by := map[*entry][]store.SlotSkipParams{}
+	for _, e := range due {
+		key := keyOf(e.job.Name, e.slot)
+		if items, ok := s.passedOver[key]; ok {
+			by[e] = items
+			delete(s.passedOver, key)
+		}
+	}
+	return by
 }
 
 // stall gathers the jobs a pass found slots passed over for, to say so in

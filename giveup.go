@@ -25,9 +25,9 @@ import (
 // that more followed.
 const maxPassedOverRecorded = 10
 
-// passedOver returns the skips for the job's slots from first up to, not
+// passedOverSlots returns the skips for the job's slots from first up to, not
 // including, latest: the slots a stalled loop did not fire.
-func (s *Scheduler) passedOver(j *registered, first, latest time.Time) []store.SlotSkipParams {
+func (s *Scheduler) passedOverSlots(j *registered, first, latest time.Time) []store.SlotSkipParams {
 	owner := s.cfg.Owner
 	var items []store.SlotSkipParams
 	for slot := first; !slot.IsZero() && slot.Before(latest); slot = j.sched.Next(slot) {

@@ -180,6 +180,7 @@ func (s *Scheduler) tick(ctx context.Context, step time.Duration) {
 			s.arm(e.job, latest(now, e.slot))
 		}
 	}
+	s.passOver(due, now)
 	due = s.deferToPreferred(due, now)
 	s.mu.Unlock()
 

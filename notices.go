@@ -311,6 +311,14 @@ func (s *Scheduler) deferToPreferred(due []*entry, now time.Time) []*entry {
 				delete(n.claiming, k)
 			}
 		}
+		// An entry that kept slots passed over fires within
+		// fallbackWaitMax of now; what is older lost its entry (its job
+		// was replaced).
+		for k := range s.passedOver {
+			if now.Sub(time.Unix(0, k.slot)) > settledKeep {
+				delete(s.passedOver, k)
+			}
+		}
 		n.prune = now.Add(settledKeep)
 	}
 	keep := due[:0]
@@ -319,6 +327,11 @@ func (s *Scheduler) deferToPreferred(due []*entry, now time.Time) []*entry {
 		case e.fallback:
 			key := keyOf(e.job.Name, e.slot)
 			if _, told := n.settled[key]; told {
+				// The replica that claimed it records what a stall
+				// passed over before it: it stalled too (its timer was
+				// armed for the same slot), or it was on time and ran
+				// those slots.
+				delete(s.passedOver, key)
 				continue
 			}
 			if until := s.claimingBefore(key, now); until.After(now) && now.Before(e.slot.Add(fallbackWaitMax)) {
@@ -328,8 +341,11 @@ func (s *Scheduler) deferToPreferred(due []*entry, now time.Time) []*entry {
 			}
 		case e.origin == OriginScheduled && !e.retry:
 			if r := s.rank(keyOf(e.job.Name, e.slot).rankKey(), now, ""); r > 0 {
+				// The grace runs from the slot, or from now when this
+				// loop woke late for it (passOver): the preferred
+				// replica, late too, is only now claiming it.
 				wait := s.cfg.ClaimGrace * time.Duration(min(r, 2))
-				heap.Push(&s.heap, &entry{job: e.job, slot: e.slot, fireAt: e.slot.Add(wait),
+				heap.Push(&s.heap, &entry{job: e.job, slot: e.slot, fireAt: latest(now, e.slot).Add(wait),
 					origin: e.origin, retry: true, fallback: true})
 				continue
 			}
