@@ -34,14 +34,15 @@ func (s *Scheduler) fire(ctx context.Context, due []*entry, now time.Time) {
 	due = kept
 	// Taken before the claims: an entry the store could not be reached
 	// for is caught up later, with its missed slots.
-	passedBy := s.takePassedOver(due)
+	firstPassed := s.takePassedOver(due)
 	claimed, results := s.claim(ctx, due)
 	// Recorded after the claims, where no replica ran them, unless the job
 	// is paused: a paused job's slots are not runs owed.
 	var passed []store.SlotSkipParams
 	for i, r := range results {
-		if r.Refusal != store.ClaimPaused {
-			passed = append(passed, passedBy[claimed[i]]...)
+		e := claimed[i]
+		if first, ok := firstPassed[e]; ok && r.Refusal != store.ClaimPaused {
+			passed = append(passed, s.passedOverSlots(e.job, first, e.slot)...)
 		}
 	}
 	s.recordPassedOver(passed)
@@ -49,8 +50,9 @@ func (s *Scheduler) fire(ctx context.Context, due []*entry, now time.Time) {
 
 // passOver moves each due timer entry whose loop woke too late for its
 // slot (the host slept or starved, the process was stopped, the clock
-// jumped) to its job's latest slot, and keeps the slots passed over for
-// the replica that claims it to record (fire). It runs before
+// jumped) to its job's latest slot, and keeps the first slot passed over,
+// so that the replica that claims the latest records the slots passed
+// over (fire; built there, off s.mu: thousands of jobs stall at once). It runs before
 // deferToPreferred, so the slot whose preferred replica claims at once is
 // the slot claimed. (When it ran in fire, after the preference was judged
 // on the slot passed over, every stalled replica claimed: the preferred
@@ -68,28 +70,28 @@ func (s *Scheduler) passOver(due []*entry, now time.Time) {
 		if latest := e.job.sched.Prev(now); latest.After(e.slot) {
 			stalled.add(e.job.Name, e.slot, latest.UTC())
 			if s.passedOver == nil {
-				s.passedOver = map[slotKey][]store.SlotSkipParams{}
+				s.passedOver = map[slotKey]time.Time{}
 			}
-			s.passedOver[keyOf(e.job.Name, latest)] = s.passedOverSlots(e.job, e.slot, latest)
+			s.passedOver[keyOf(e.job.Name, latest)] = e.slot
 			e.slot = latest.UTC()
 		}
 	}
 	stalled.log(s.log)
 }
 
-// takePassedOver takes out of s.passedOver the slots passed over before
-// each entry's slot, by entry.
-func (s *Scheduler) takePassedOver(due []*entry) map[*entry][]store.SlotSkipParams {
+// takePassedOver takes out of s.passedOver the first slot a stall passed
+// over before each entry's slot, by entry.
+func (s *Scheduler) takePassedOver(due []*entry) map[*entry]time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.passedOver) == 0 {
 		return nil
 	}
-	by := map[*entry][]store.SlotSkipParams{}
+	by := map[*entry]time.Time{}
 	for _, e := range due {
 		key := keyOf(e.job.Name, e.slot)
-		if items, ok := s.passedOver[key]; ok {
-			by[e] = items
+		if first, ok := s.passedOver[key]; ok {
+			by[e] = first
 			delete(s.passedOver, key)
 		}
 	}

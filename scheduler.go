@@ -44,11 +44,11 @@ type Scheduler struct {
 	finishes                  finishBatcher
 	buffered                  bufferedQueue // buffered slots handed over by runs' ends, claimed together (claim.go: runBuffered)
 	passed                    skipQueue     // slots stalls passed over, recorded off the loop (giveup.go: recordPassedOver)
-	// passedOver are the slots a stall passed over, by the job's latest
-	// slot that the stalled entry claims instead (claim.go: passOver),
-	// until that entry fires or is dropped (a fallback whose slot was
-	// claimed by another replica).
-	passedOver map[slotKey][]store.SlotSkipParams
+	// passedOver is the first slot a stall passed over, by the job's
+	// latest slot that the stalled entry claims instead (claim.go:
+	// passOver), until that entry fires or is dropped (a fallback whose
+	// slot another replica claimed).
+	passedOver map[slotKey]time.Time
 
 	wake       chan struct{}
 	loopCancel context.CancelFunc
