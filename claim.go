@@ -52,9 +52,9 @@ func (s *Scheduler) fire(ctx context.Context, due []*entry, now time.Time) {
 // slot (the host slept or starved, the process was stopped, the clock
 // jumped) to its job's latest slot, and keeps the first slot passed over,
 // so that the replica that claims the latest records the slots passed
-// over (fire; built there, off s.mu: thousands of jobs stall at once). It runs before
-// deferToPreferred, so the slot whose preferred replica claims at once is
-// the slot claimed. (When it ran in fire, after the preference was judged
+// over (fire builds their skips, off s.mu: thousands of jobs stall at
+// once). It runs before deferToPreferred, so the slot whose preferred
+// replica claims at once is the slot claimed. (When it ran in fire, after the preference was judged
 // on the slot passed over, every stalled replica claimed: the preferred
 // replica of the passed slot the latest one at once, beside the latest's
 // own preferred replica, and the fallbacks the passed slot, late; under
