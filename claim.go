@@ -32,8 +32,9 @@ func (s *Scheduler) fire(ctx context.Context, due []*entry, now time.Time) {
 		kept = append(kept, e)
 	}
 	due = kept
-	// Taken before the claims: an entry the store could not be reached
-	// for is caught up later, with its missed slots.
+	// Taken out before the claims; recorded for the entries the store
+	// answered (one it could not be reached for is left to catch-up,
+	// outage.go).
 	firstPassed := s.takePassedOver(due)
 	claimed, results := s.claim(ctx, due)
 	// Recorded after the claims, where no replica ran them, unless the job
