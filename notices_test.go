@@ -110,6 +110,25 @@ func preferredOf(job string, slot time.Time, owners ...string) string {
 	return best
 }
 
+// startThreeReplicas starts three replicas with the same 30 jobs on
+// schedule, their runs in l and their claims in cc, and waits until each
+// counts the others as live.
+func startThreeReplicas(t *testing.T, c *cluster, schedule string, l *ledger, cc *claimsSent) (names, owners []string, replicas []*Scheduler) {
+	t.Helper()
+	var jobs []Job
+	for i := range 30 {
+		name := fmt.Sprintf("job-%d", i)
+		names = append(names, name)
+		jobs = append(jobs, Job{Name: name, Schedule: schedule, Handler: l.handler(c.db)})
+	}
+	owners = []string{"replica-a", "replica-b", "replica-c"}
+	for _, o := range owners {
+		replicas = append(replicas, c.startWith(Config{Owner: o, Clock: offsetClock{c.db, 0}, Retention: -1, Observer: cc.observer(o)}, jobs...))
+	}
+	hearEachOther(t, replicas...)
+	return names, owners, replicas
+}
+
 // With three replicas, each slot is claimed by one: its preferred replica,
 // and only it. The others hear the claim and send nothing, so a slot costs
 // one claim whatever the number of replicas, and the runs spread.
@@ -118,19 +137,7 @@ func TestEachSlotIsClaimedOnlyByItsPreferredReplica(t *testing.T) {
 		needNotices(t, c)
 		l := newLedger()
 		cc := newClaimsSent()
-		var jobs []Job
-		var names []string
-		for i := range 30 {
-			name := fmt.Sprintf("job-%d", i)
-			names = append(names, name)
-			jobs = append(jobs, Job{Name: name, Schedule: "*/10 * * * * *", Handler: l.handler(c.db)})
-		}
-		owners := []string{"replica-a", "replica-b", "replica-c"}
-		var replicas []*Scheduler
-		for _, o := range owners {
-			replicas = append(replicas, c.startWith(Config{Owner: o, Clock: offsetClock{c.db, 0}, Retention: -1, Observer: cc.observer(o)}, jobs...))
-		}
-		hearEachOther(t, replicas...)
+		names, owners, replicas := startThreeReplicas(t, c, "*/10 * * * * *", l, cc)
 		// Within Alerts.ReplicaStale of the start-up heartbeats: every
 		// replica still counts the others as live.
 		slot := c.db.Now().Truncate(10 * time.Second).Add(10 * time.Second)
@@ -436,19 +443,7 @@ func TestAfterAStallEachJobsLatestSlotIsClaimedByItsPreferredReplicaAlone(t *tes
 		needNotices(t, c)
 		l := newLedger()
 		cc := newClaimsSent()
-		var jobs []Job
-		var names []string
-		for i := range 30 {
-			name := fmt.Sprintf("job-%d", i)
-			names = append(names, name)
-			jobs = append(jobs, Job{Name: name, Schedule: "*/5 * * * * *", Handler: l.handler(c.db)})
-		}
-		owners := []string{"replica-a", "replica-b", "replica-c"}
-		var replicas []*Scheduler
-		for _, o := range owners {
-			replicas = append(replicas, c.startWith(Config{Owner: o, Clock: offsetClock{c.db, 0}, Retention: -1, Observer: cc.observer(o)}, jobs...))
-		}
-		hearEachOther(t, replicas...)
+		names, owners, _ := startThreeReplicas(t, c, "*/5 * * * * *", l, cc)
 		// Half a second before a slot, every loop sleeps through two
 		// slots and wakes at a third: within Alerts.ReplicaStale of the
 		// last heartbeats, so every replica counts the others as live.
