@@ -110,6 +110,16 @@ func preferredOf(job string, slot time.Time, owners ...string) string {
 	return best
 }
 
+// ghostsJob is the first of job-0, job-1, … whose slot the ghost replica
+// is preferred for, beside replica "b".
+func ghostsJob(slot time.Time) string {
+	for i := 0; ; i++ {
+		if name := fmt.Sprintf("job-%d", i); preferredOf(name, slot, "ghost", "b") == "ghost" {
+			return name
+		}
+	}
+}
+
 // startThreeReplicas starts three replicas with the same 30 jobs on
 // schedule, their runs in l and their claims in cc, and waits until each
 // counts the others as live.
@@ -181,12 +191,7 @@ func TestSlotOfASilentPreferredReplicaRunsAfterTheGrace(t *testing.T) {
 		needNotices(t, c)
 		startGhost(t, c)
 		slot := c.db.Now().Truncate(10 * time.Second).Add(10 * time.Second) // the ghost's heartbeat still fresh
-		job := ""
-		for i := 0; job == ""; i++ {
-			if name := fmt.Sprintf("job-%d", i); preferredOf(name, slot, "ghost", "b") == "ghost" {
-				job = name
-			}
-		}
+		job := ghostsJob(slot)
 		l := newLedger()
 		cc := newClaimsSent()
 		b := c.startWith(Config{Owner: "b", Clock: offsetClock{c.db, 0}, Retention: -1, Observer: cc.observer("b")},
@@ -292,12 +297,7 @@ func TestAReplicaThatStopsHearingClaimsAtOnce(t *testing.T) {
 		needNotices(t, c)
 		startGhost(t, c)
 		slot := c.db.Now().Truncate(10 * time.Second).Add(10 * time.Second)
-		job := ""
-		for i := 0; job == ""; i++ {
-			if name := fmt.Sprintf("job-%d", i); preferredOf(name, slot, "ghost", "b") == "ghost" {
-				job = name
-			}
-		}
+		job := ghostsJob(slot)
 		l := newLedger()
 		b := c.startWith(Config{Owner: "b", Clock: offsetClock{c.db, 0}, Retention: -1},
 			Job{Name: job, Schedule: "*/10 * * * * *", Handler: l.handler(c.db)})
@@ -377,12 +377,7 @@ func TestAFallbackWaitsWhileItsPreferredReplicaClaimsTheInstant(t *testing.T) {
 		needNotices(t, c)
 		startGhost(t, c)
 		slot := c.db.Now().Truncate(10 * time.Second).Add(10 * time.Second) // the ghost's heartbeat still fresh
-		job := ""
-		for i := 0; job == ""; i++ {
-			if name := fmt.Sprintf("job-%d", i); preferredOf(name, slot, "ghost", "b") == "ghost" {
-				job = name
-			}
-		}
+		job := ghostsJob(slot)
 		l := newLedger()
 		cc := newClaimsSent()
 		b := c.startWith(Config{Owner: "b", Clock: offsetClock{c.db, 0}, Retention: -1, Observer: cc.observer("b")},
@@ -507,12 +502,7 @@ func TestAFallbackThatWokeLateGivesTheGraceFromWhenItWoke(t *testing.T) {
 		// Both slots within Alerts.ReplicaStale of the ghost's heartbeat.
 		first := c.db.Now().Truncate(10 * time.Second).Add(10 * time.Second)
 		latest := first.Add(10 * time.Second)
-		job := ""
-		for i := 0; job == ""; i++ {
-			if name := fmt.Sprintf("job-%d", i); preferredOf(name, latest, "ghost", "b") == "ghost" {
-				job = name
-			}
-		}
+		job := ghostsJob(latest)
 		l := newLedger()
 		cc := newClaimsSent()
 		b := c.startWith(Config{Owner: "b", Clock: offsetClock{c.db, 0}, Retention: -1, Observer: cc.observer("b")},
