@@ -159,14 +159,18 @@ func awaitWithoutLockWait[T any](t *testing.T, pool *pgxpool.Pool, schema string
 		}
 		var waiting string
 		err := pool.QueryRow(ctx(t), `
-			SELECT coalesce(string_agg(query, ' | '), '') FROM pg_stat_activity
-			 WHERE datname = current_database() AND wait_event_type = 'Lock'
-			   AND strpos(query, $1) > 0`, schema).Scan(&waiting)
+			SELECT coalesce(string_agg(format('%s waits on a %s lock held by: %s', left(w.query, 300), w.wait_event,
+			                                  (SELECT string_agg(format('[%s] %s', h.state, left(h.query, 300)), '; ')
+			                                     FROM pg_stat_activity h WHERE h.pid = ANY (pg_blocking_pids(w.pid)))),
+			                           ' | '), '')
+			  FROM pg_stat_activity w
+			 WHERE w.datname = current_database() AND w.wait_event_type = 'Lock'
+			   AND strpos(w.query, $1) > 0`, schema).Scan(&waiting)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if waiting != "" {
-			t.Fatalf("a statement waits on a lock held by the fenced transaction: %.300s", waiting)
+			t.Fatalf("a statement waits on a lock (the fenced transaction's, or another's): %s", waiting)
 		}
 		return false
 	}, func() string {
