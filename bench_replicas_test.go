@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cronfence/cronfence/internal/pgtest"
@@ -357,62 +358,39 @@ func logTopStatements(b *testing.B, admin *pgxpool.Pool) {
 	// What the tables took since the cluster began (warm-up included): a
 	// row version an update could not write beside the old one (not HOT)
 	// costs a new entry in every index of its table.
-	tables, err := admin.Query(context.Background(), `
+	type table struct {
+		Name                   string
+		Ins, Upd, HOT, Deleted int64
+	}
+	for _, t := range collect[table](b, admin, `
 		SELECT relname, n_tup_ins, n_tup_upd, n_tup_hot_upd, n_tup_del
-		  FROM pg_stat_user_tables WHERE schemaname = 'cronfence' ORDER BY relname`)
-	if err != nil {
-		b.Fatal(err)
+		  FROM pg_stat_user_tables WHERE schemaname = 'cronfence' ORDER BY relname`) {
+		b.Logf("table %-10s %9d inserted %9d updated (%9d HOT) %9d deleted", t.Name, t.Ins, t.Upd, t.HOT, t.Deleted)
 	}
-	for tables.Next() {
-		var name string
-		var ins, upd, hot, del int64
-		if err := tables.Scan(&name, &ins, &upd, &hot, &del); err != nil {
-			b.Fatal(err)
-		}
-		b.Logf("table %-10s %9d inserted %9d updated (%9d HOT) %9d deleted", name, ins, upd, hot, del)
+	type statement struct {
+		Calls, Rows int64
+		Mean        float64
+		Query       string
 	}
-	if err := tables.Err(); err != nil {
-		b.Fatal(err)
-	}
-	rows, err := admin.Query(context.Background(), `
+	for _, st := range collect[statement](b, admin, `
 		SELECT calls, rows, mean_exec_time, left(regexp_replace(query, '\s+', ' ', 'g'), 100)
 		  FROM pg_stat_statements WHERE userid = 'replica'::regrole
-		 ORDER BY total_exec_time DESC LIMIT 12`)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var calls, n int64
-		var mean float64
-		var q string
-		if err := rows.Scan(&calls, &n, &mean, &q); err != nil {
-			b.Fatal(err)
-		}
-		b.Logf("%7d calls %8d rows %8.3f ms  %s", calls, n, mean, q)
+		 ORDER BY total_exec_time DESC LIMIT 12`) {
+		b.Logf("%7d calls %8d rows %8.3f ms  %s", st.Calls, st.Rows, st.Mean, st.Query)
 	}
 }
 
 // logAlerts logs the alerts raised since from, by kind: under load the
 // absence checks see what a user's would (skips, runs passed over).
 func logAlerts(b *testing.B, admin *pgxpool.Pool, from time.Time) {
-	rows, err := admin.Query(context.Background(), `
+	type kindCount struct {
+		Kind             string
+		Raised, Resolved int64
+	}
+	for _, k := range collect[kindCount](b, admin, `
 		SELECT kind, count(*), count(resolved_at) FROM cronfence.alerts
-		 WHERE raised_at >= $1 GROUP BY kind ORDER BY count(*) DESC`, from)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var kind string
-		var raised, resolved int64
-		if err := rows.Scan(&kind, &raised, &resolved); err != nil {
-			b.Fatal(err)
-		}
-		b.Logf("alerts raised in the window: %d %s (%d resolved)", raised, kind, resolved)
-	}
-	if err := rows.Err(); err != nil {
-		b.Fatal(err)
+		 WHERE raised_at >= $1 GROUP BY kind ORDER BY count(*) DESC`, from) {
+		b.Logf("alerts raised in the window: %d %s (%d resolved)", k.Raised, k.Kind, k.Resolved)
 	}
 }
 
@@ -421,26 +399,30 @@ func logAlerts(b *testing.B, admin *pgxpool.Pool, from time.Time) {
 // slots recorded skipped (passed over, or due while the job's previous
 // run held its lease) or still buffered; the counts say which.
 func logOutcomes(b *testing.B, admin *pgxpool.Pool, from, to time.Time) {
-	rows, err := admin.Query(context.Background(), `
+	type outcome struct {
+		What string
+		N    int64
+	}
+	for _, o := range collect[outcome](b, admin, `
 		SELECT 'slots ' || status, count(*) FROM cronfence.slots
 		 WHERE slot >= $1 AND slot < $2 GROUP BY status
 		UNION ALL
 		SELECT 'skip runs ' || reason, count(*) FROM cronfence.runs
 		 WHERE skipped AND slot >= $1 AND slot < $2 GROUP BY reason
-		 ORDER BY 1`, from, to)
+		 ORDER BY 1`, from, to) {
+		b.Logf("the window's %s: %d", o.What, o.N)
+	}
+}
+
+// collect runs query and returns its rows as T, column by field.
+func collect[T any](b *testing.B, admin *pgxpool.Pool, query string, args ...any) []T {
+	rows, err := admin.Query(context.Background(), query, args...)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var what string
-		var n int64
-		if err := rows.Scan(&what, &n); err != nil {
-			b.Fatal(err)
-		}
-		b.Logf("the window's %s: %d", what, n)
-	}
-	if err := rows.Err(); err != nil {
+	got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[T])
+	if err != nil {
 		b.Fatal(err)
 	}
+	return got
 }
