@@ -120,6 +120,19 @@ func ghostsJob(slot time.Time) string {
 	}
 }
 
+// recordedPassedOver is the job's slots recorded skipped as passed over,
+// newest first.
+func recordedPassedOver(t *testing.T, st store.Store, job string) []time.Time {
+	t.Helper()
+	var passed []time.Time
+	for _, r := range skipRuns(t, st, job) {
+		if r.Reason == string(store.SkipPassedOver) {
+			passed = append(passed, r.Slot)
+		}
+	}
+	return passed
+}
+
 // startThreeReplicas starts three replicas with the same 30 jobs on
 // schedule, their runs in l and their claims in cc, and waits until each
 // counts the others as live.
@@ -438,7 +451,7 @@ func TestAfterAStallEachJobsLatestSlotIsClaimedByItsPreferredReplicaAlone(t *tes
 		needNotices(t, c)
 		l := newLedger()
 		cc := newClaimsSent()
-		names, owners, _ := startThreeReplicas(t, c, "*/5 * * * * *", l, cc)
+		names, owners, replicas := startThreeReplicas(t, c, "*/5 * * * * *", l, cc)
 		// Half a second before a slot, every loop sleeps through two
 		// slots and wakes at a third: within Alerts.ReplicaStale of the
 		// last heartbeats, so every replica counts the others as live.
@@ -470,12 +483,7 @@ func TestAfterAStallEachJobsLatestSlotIsClaimedByItsPreferredReplicaAlone(t *tes
 			if n := cc.byJob[name]; n != 1 {
 				t.Errorf("%s: %d claims after the stall, want one, its latest slot's by its preferred replica", name, n)
 			}
-			var passed []time.Time
-			for _, r := range skipRuns(t, st, name) {
-				if r.Reason == string(store.SkipPassedOver) {
-					passed = append(passed, r.Slot)
-				}
-			}
+			passed := recordedPassedOver(t, st, name)
 			if len(passed) != 2 || !passed[0].Equal(first.Add(5*time.Second)) || !passed[1].Equal(first) {
 				t.Errorf("%s's slots recorded passed over: %v; want %s and %s", name, passed,
 					first.Add(5*time.Second).Format(time.TimeOnly), first.Format(time.TimeOnly))
@@ -484,6 +492,17 @@ func TestAfterAStallEachJobsLatestSlotIsClaimedByItsPreferredReplicaAlone(t *tes
 				if by := l.runs[name][slot]; len(by) != 0 {
 					t.Errorf("%s's slot %s, passed over, ran on %v", name, slot.Format(time.TimeOnly), by)
 				}
+			}
+		}
+		// Nothing kept once each latest slot was claimed: the claimer
+		// took its slots passed over, the fallbacks that heard the claim
+		// dropped theirs.
+		for _, s := range replicas {
+			s.mu.Lock()
+			kept := len(s.passedOver)
+			s.mu.Unlock()
+			if kept != 0 {
+				t.Errorf("%s still keeps the slots passed over before %d latest slots", s.cfg.Owner, kept)
 			}
 		}
 		c.wantNeverDown()
@@ -526,12 +545,7 @@ func TestAFallbackThatWokeLateGivesTheGraceFromWhenItWoke(t *testing.T) {
 		if n := l.ran(job, first); n != 0 {
 			t.Fatalf("the slot passed over ran %d times", n)
 		}
-		var passed []time.Time
-		for _, r := range skipRuns(t, c.open(t), job) {
-			if r.Reason == string(store.SkipPassedOver) {
-				passed = append(passed, r.Slot)
-			}
-		}
+		passed := recordedPassedOver(t, c.open(t), job)
 		if len(passed) != 1 || !passed[0].Equal(first) {
 			t.Fatalf("slots recorded passed over: %v; want %s, recorded by the fallback that ran the latest", passed, first.Format(time.TimeOnly))
 		}
