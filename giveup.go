@@ -25,6 +25,11 @@ import (
 // that more followed.
 const maxPassedOverRecorded = 10
 
+// maxSkipBatch bounds one statement of skips, as maxClaimBatch bounds a
+// claim: a stall of thousands of jobs passes over tens of thousands of
+// slots, and one statement of them all took seconds.
+const maxSkipBatch = 1000
+
 // passedOverSlots returns the skips for the job's slots from first up to, not
 // including, latest: the slots a stalled loop did not fire.
 func (s *Scheduler) passedOverSlots(j *registered, first, latest time.Time) []store.SlotSkipParams {
@@ -104,31 +109,41 @@ type skipQueue struct {
 	recording bool // a goroutine is recording the batches
 }
 
-// recordSkips writes the skips in one store call (StoreTimeout-bounded) and tells the
-// Observer of each one written. Nothing written is not an error: another
-// replica ran the slot, or recorded it first.
+// recordSkips writes the skips in statements of at most maxSkipBatch, each
+// bounded by StoreTimeout, and tells the Observer of each one written.
+// Nothing written is not an error: another replica ran the slot, or
+// recorded it first. A statement that fails loses its own skips, not the
+// ones after it.
 func (s *Scheduler) recordSkips(ctx context.Context, items []store.SlotSkipParams) {
-	if len(items) == 0 {
-		return
+	logged := 0
+	for len(items) > 0 {
+		n := min(len(items), maxSkipBatch)
+		runs, err := s.skipChunk(ctx, items[:n])
+		if err != nil {
+			if ctx.Err() != nil {
+				return // stopping
+			}
+			s.log.Warn("cronfence: could not record slots given up as skipped", "slots", n, "first_job", items[0].Job, "error", err)
+		}
+		for _, r := range runs {
+			if logged < maxSkipLines {
+				s.log.Warn("cronfence: slot recorded as skipped", "job", r.Job, "slot", r.Slot, "reason", r.Reason)
+			}
+			logged++
+			s.observe(SkipEvent{Job: r.Job, Slot: r.Slot, Reason: r.Reason})
+		}
+		items = items[n:]
 	}
+	if logged > maxSkipLines {
+		s.log.Warn("cronfence: more slots recorded as skipped", "slots", logged-maxSkipLines)
+	}
+}
+
+// skipChunk is one statement of skips, bounded by StoreTimeout.
+func (s *Scheduler) skipChunk(ctx context.Context, items []store.SlotSkipParams) ([]store.Run, error) {
 	ctx, cancel := s.bounded(ctx)
 	defer cancel()
-	runs, err := s.store.SlotSkip(ctx, items)
-	if err != nil {
-		if ctx.Err() == nil || context.Cause(ctx) == errStoreTimeout {
-			s.log.Warn("cronfence: could not record slots given up as skipped", "slots", len(items), "first_job", items[0].Job, "error", err)
-		}
-		return
-	}
-	for i, r := range runs {
-		if i < maxSkipLines {
-			s.log.Warn("cronfence: slot recorded as skipped", "job", r.Job, "slot", r.Slot, "reason", r.Reason)
-		}
-		s.observe(SkipEvent{Job: r.Job, Slot: r.Slot, Reason: r.Reason})
-	}
-	if len(runs) > maxSkipLines {
-		s.log.Warn("cronfence: more slots recorded as skipped", "slots", len(runs)-maxSkipLines)
-	}
+	return s.store.SlotSkip(ctx, items)
 }
 
 // maxSkipLines bounds the lines one recording of skips logs, one per slot;

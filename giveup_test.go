@@ -2,6 +2,7 @@ package cronfence
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -164,6 +165,61 @@ func TestSlotsPassedOverInAStallAreRecorded(t *testing.T) {
 		}
 		c.wantNeverDown()
 	})
+}
+
+// A stall of thousands of jobs passes over tens of thousands of slots.
+// They are recorded in statements of at most maxSkipBatch items, each
+// bounded by StoreTimeout on its own, as claims are: one statement of all
+// of them took seconds under load, and one that outlasted StoreTimeout
+// lost every skip of the stall. Every one is still recorded.
+func TestAStallOfManyJobsRecordsItsSkipsInBoundedStatements(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		spy := &skipSpy{Store: c.open(t)}
+		const jobs = maxSkipBatch/maxPassedOverRecorded + 50
+		noop := func(ctx context.Context, run *Run) error { return nil }
+		var js []Job
+		for i := range jobs {
+			js = append(js, Job{Name: fmt.Sprintf("job-%d", i), Schedule: "* * * * * *", Handler: noop})
+		}
+		c.startWith(Config{Owner: "a", Clock: offsetClock{c.db, 0}, Retention: -1, Store: spy}, js...)
+		// One wake-up a minute late: each job passed over 59 slots, of
+		// which maxPassedOverRecorded are recorded.
+		c.advance(time.Minute, time.Minute)
+
+		spy.mu.Lock()
+		defer spy.mu.Unlock()
+		recorded := 0
+		for i, n := range spy.sizes {
+			if n > maxSkipBatch {
+				t.Errorf("statement %d of skips had %d items, want at most %d", i, n, maxSkipBatch)
+			}
+			recorded += spy.written[i]
+		}
+		if want := jobs * maxPassedOverRecorded; recorded != want {
+			t.Fatalf("%d skips recorded in %d statement(s) %v, want %d", recorded, len(spy.sizes), spy.sizes, want)
+		}
+		if skips := skipRuns(t, spy.Store, fmt.Sprintf("job-%d", jobs-1)); len(skips) != maxPassedOverRecorded {
+			t.Fatalf("the last job has %d skip rows, want %d", len(skips), maxPassedOverRecorded)
+		}
+		c.wantNeverDown()
+	})
+}
+
+// skipSpy records the size of each SlotSkip call and how many it wrote.
+type skipSpy struct {
+	store.Store
+	mu      sync.Mutex
+	sizes   []int
+	written []int
+}
+
+func (s *skipSpy) SlotSkip(ctx context.Context, items []store.SlotSkipParams) ([]store.Run, error) {
+	runs, err := s.Store.SlotSkip(ctx, items)
+	s.mu.Lock()
+	s.sizes = append(s.sizes, len(items))
+	s.written = append(s.written, len(runs))
+	s.mu.Unlock()
+	return runs, err
 }
 
 func openAlerts(t *testing.T, mon store.Monitor, kind store.AlertKind) []store.Alert {
