@@ -4,7 +4,7 @@
 -- sleeping claims of the same bucket in every other cronfence schema of
 -- the database (two services sharing one database), and their claims held
 -- up its pauses. The first key is now derived from the schema's name, as
--- the migration lock's is (store.go, migrationLockKey): each schema's
+-- the migration lock's is (migrate.go, migrationLockKey): each schema's
 -- pauses and claims meet only each other. hashtext of a constant is folded
 -- when the statement is planned, so the locks cost what they did.
 --
