@@ -2,6 +2,7 @@ package cronfence
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -113,7 +114,8 @@ type skipQueue struct {
 // bounded by StoreTimeout, and tells the Observer of each one written.
 // Nothing written is not an error: another replica ran the slot, or
 // recorded it first. A statement that fails loses its own skips, not the
-// ones after it.
+// ones after it, unless the store did not answer it in time: then the
+// rest are given up too, as a claim that timed out is not sent again.
 func (s *Scheduler) recordSkips(ctx context.Context, items []store.SlotSkipParams) {
 	logged := 0
 	for len(items) > 0 {
@@ -122,6 +124,11 @@ func (s *Scheduler) recordSkips(ctx context.Context, items []store.SlotSkipParam
 		if err != nil {
 			if ctx.Err() != nil {
 				return // stopping
+			}
+			if errors.Is(err, errStoreTimeout) {
+				// The statements after it would only wait as long again.
+				s.log.Warn("cronfence: could not record slots given up as skipped, nor the ones after them: the store did not answer", "slots", len(items), "first_job", items[0].Job, "error", err)
+				break
 			}
 			s.log.Warn("cronfence: could not record slots given up as skipped", "slots", n, "first_job", items[0].Job, "error", err)
 		}
@@ -139,11 +146,17 @@ func (s *Scheduler) recordSkips(ctx context.Context, items []store.SlotSkipParam
 	}
 }
 
-// skipChunk is one statement of skips, bounded by StoreTimeout.
+// skipChunk is one statement of skips, bounded by StoreTimeout; one the
+// store did not answer in time fails with an error wrapping
+// errStoreTimeout.
 func (s *Scheduler) skipChunk(ctx context.Context, items []store.SlotSkipParams) ([]store.Run, error) {
-	ctx, cancel := s.bounded(ctx)
+	bctx, cancel := s.bounded(ctx)
 	defer cancel()
-	return s.store.SlotSkip(ctx, items)
+	runs, err := s.store.SlotSkip(bctx, items)
+	if err != nil && context.Cause(bctx) == errStoreTimeout && ctx.Err() == nil {
+		err = fmt.Errorf("%w (after %s): %w", errStoreTimeout, s.cfg.StoreTimeout, err)
+	}
+	return runs, err
 }
 
 // maxSkipLines bounds the lines one recording of skips logs, one per slot;

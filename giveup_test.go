@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/cronfence/cronfence/store"
+	"github.com/cronfence/cronfence/store/sqlite"
 )
 
 // A slot that a deposed writer kept from being taken over until the next
@@ -205,16 +208,60 @@ func TestAStallOfManyJobsRecordsItsSkipsInBoundedStatements(t *testing.T) {
 	})
 }
 
+// When a statement of skips finds the store not answering within
+// StoreTimeout, the statements after it would only wait as long again: the
+// rest of the stall's skips are given up at once, with one warning that
+// says how many, as a claim that timed out is not sent again.
+func TestSkipsAfterAStatementTheStoreDidNotAnswerAreGivenUp(t *testing.T) {
+	t.Parallel()
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "cronfence.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	hung := &skipSpy{Store: st, hang: true}
+	logs := &syncBuffer{}
+	s, err := New(Config{Store: hung, Owner: "a", StoreTimeout: 10 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := make([]store.SlotSkipParams, 2*maxSkipBatch+500)
+	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for i := range items {
+		slot := start.Add(time.Duration(i) * time.Second)
+		items[i] = store.SlotSkipParams{Job: "secondly", Slot: slot, LeaseName: "job:secondly", Owner: "a", After: start.Add(time.Hour),
+			Reason: store.SkipPassedOver, Log: "Skipped: passed over"}
+	}
+	s.recordSkips(context.Background(), items)
+
+	hung.mu.Lock()
+	defer hung.mu.Unlock()
+	if len(hung.sizes) != 1 {
+		t.Fatalf("%d statements of skips sent (%v); want 1, the rest given up once the store did not answer it", len(hung.sizes), hung.sizes)
+	}
+	if out := logs.String(); !strings.Contains(out, "nor the ones after them") || !strings.Contains(out, "slots="+strconv.Itoa(len(items))) {
+		t.Errorf("want one warning that the %d skips were not recorded:\n%s", len(items), out)
+	}
+}
+
 // skipSpy records the size of each SlotSkip call and how many it wrote.
 type skipSpy struct {
 	store.Store
+	hang    bool // SlotSkip answers nothing until its context ends
 	mu      sync.Mutex
 	sizes   []int
 	written []int
 }
 
 func (s *skipSpy) SlotSkip(ctx context.Context, items []store.SlotSkipParams) ([]store.Run, error) {
-	runs, err := s.Store.SlotSkip(ctx, items)
+	var runs []store.Run
+	var err error
+	if s.hang {
+		<-ctx.Done()
+		err = ctx.Err()
+	} else {
+		runs, err = s.Store.SlotSkip(ctx, items)
+	}
 	s.mu.Lock()
 	s.sizes = append(s.sizes, len(items))
 	s.written = append(s.written, len(runs))
