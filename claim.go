@@ -55,13 +55,14 @@ func (s *Scheduler) fire(ctx context.Context, due []*entry, now time.Time) {
 // so that the replica that claims the latest records the slots passed
 // over (fire builds their skips, off s.mu: thousands of jobs stall at
 // once). It runs before deferToPreferred, so the slot whose preferred
-// replica claims at once is the slot claimed. (When it ran in fire, after the preference was judged
-// on the slot passed over, every stalled replica claimed: the preferred
-// replica of the passed slot the latest one at once, beside the latest's
-// own preferred replica, and the fallbacks the passed slot, late; under
-// overload, where every loop is a second behind, two claims in five were
-// refused, and a passed slot a fallback won ran late and made the job's
-// latest slot an overlap.) The caller holds s.mu.
+// replica claims at once is the slot claimed. (When it ran in fire, after
+// the preference was judged on the slot passed over, every stalled
+// replica claimed: the preferred replica of the passed slot the latest
+// one at once, beside the latest's own preferred replica, and the
+// fallbacks the passed slot, late; under overload, where every loop is a
+// second behind, two claims in five were refused, and a passed slot a
+// fallback won ran late and made the job's latest slot an overlap.) The
+// caller holds s.mu.
 func (s *Scheduler) passOver(due []*entry, now time.Time) {
 	var stalled stall
 	for _, e := range due {
@@ -364,8 +365,15 @@ func (s *Scheduler) claimBatch(ctx context.Context, items []store.SlotClaimParam
 	bctx, cancel := s.bounded(ctx)
 	defer cancel()
 	results, err := s.store.SlotClaimBatch(bctx, items)
+	return results, s.timedOut(ctx, bctx, err)
+}
+
+// timedOut is err, from a store call bounded by bctx (bounded's, under
+// ctx), wrapping errStoreTimeout when that bound ended the call and ctx
+// did not.
+func (s *Scheduler) timedOut(ctx, bctx context.Context, err error) error {
 	if err != nil && context.Cause(bctx) == errStoreTimeout && ctx.Err() == nil {
-		err = fmt.Errorf("%w (after %s): %w", errStoreTimeout, s.cfg.StoreTimeout, err)
+		return fmt.Errorf("%w (after %s): %w", errStoreTimeout, s.cfg.StoreTimeout, err)
 	}
-	return results, err
+	return err
 }

@@ -153,10 +153,7 @@ func (s *Scheduler) skipChunk(ctx context.Context, items []store.SlotSkipParams)
 	bctx, cancel := s.bounded(ctx)
 	defer cancel()
 	runs, err := s.store.SlotSkip(bctx, items)
-	if err != nil && context.Cause(bctx) == errStoreTimeout && ctx.Err() == nil {
-		err = fmt.Errorf("%w (after %s): %w", errStoreTimeout, s.cfg.StoreTimeout, err)
-	}
-	return runs, err
+	return runs, s.timedOut(ctx, bctx, err)
 }
 
 // maxSkipLines bounds the lines one recording of skips logs, one per slot;
