@@ -57,53 +57,24 @@ var jobStateTests = []namedTest{
 		// won, at or after the slot by the database clock (the claim came
 		// first). Two ways in: with the job's lease free, and with it
 		// held by a run that ends during the wait.
-		pauseDuringWait := func(t *testing.T, job string, holder *store.SlotClaimResult) {
-			claimer := b.Open(t)
-			// A claim of another job first, so that the one measured goes
-			// out at once (connected, its statement prepared).
-			now := dbNow(t, b.Store)
-			mustClaim(t, claimer, store.SlotClaimParams{Job: job + "-warm", Slot: now, LeaseName: "job:" + job + "-warm", Owner: "a",
-				TTL: ttl, MaxAttempts: 3, Now: now})
-			now = dbNow(t, b.Store)
-			p := store.SlotClaimParams{Job: job, Slot: now.Add(80 * time.Millisecond), LeaseName: "job:" + job, Owner: "a",
-				TTL: ttl, MaxAttempts: 3, WaitDue: true}
-			type answer struct {
-				r   store.SlotClaimResult
-				err error
-			}
-			answered := make(chan answer, 1)
-			go func() {
-				r, err := claimer.SlotClaim(ctx(t), p)
-				answered <- answer{r, err}
-			}()
-			for dbNow(t, b.Store).Before(now.Add(30 * time.Millisecond)) {
-			}
-			if _, err := b.Store.JobStateSet(ctx(t), store.JobStateSetParams{Job: job, Enabled: ptr(false), By: "ana"}); err != nil {
-				t.Fatal(err)
-			}
-			acked := dbNow(t, b.Store)
-			if holder != nil {
-				mustFinish(t, b.Store, finishParams(*holder, store.SlotCompleted, acked))
-			}
-			a := <-answered
-			if a.err != nil {
-				t.Fatal(a.err)
-			}
-			if a.r.Claimed && acked.Before(p.Slot) {
-				t.Fatalf("the slot due at %s was claimed although its job's pause was acknowledged at %s by the database clock",
-					p.Slot.Format(time.RFC3339Nano), acked.Format(time.RFC3339Nano))
-			}
-			if !a.r.Claimed && a.r.Refusal != store.ClaimPaused {
-				t.Fatalf("the claim was refused %q, want paused (or claimed before the pause)", a.r.Refusal)
-			}
-		}
-		t.Run("LeaseFree", func(t *testing.T) { pauseDuringWait(t, "report", nil) })
+		t.Run("LeaseFree", func(t *testing.T) { setDuringWait(t, b, "report", false, nil) })
 		t.Run("LeaseHeldByARunEndingInTheWait", func(t *testing.T) {
 			now := dbNow(t, b.Store)
 			holder := mustClaim(t, b.Store, store.SlotClaimParams{Job: "mail", Slot: now.Add(-time.Second), LeaseName: "job:mail",
 				Owner: "x", TTL: ttl, MaxAttempts: 3})
-			pauseDuringWait(t, "mail", &holder)
+			setDuringWait(t, b, "mail", false, &holder)
 		})
+	}},
+	{name: "ResumeAcknowledgedBeforeTheSlotLetsAWaitingClaimRun", fn: func(t *testing.T, b Bundle) {
+		// The same for a resume: a claim sent ahead of its slot while the
+		// job is paused must run the slot if the resume was acknowledged
+		// before the slot came: either it is claimed, or the resume was
+		// not acknowledged until the slot was due (the claim, refused
+		// paused, came first and settled the slot skipped).
+		if _, err := b.Store.JobStateSet(ctx(t), store.JobStateSetParams{Job: "report", Enabled: ptr(false), By: "ana"}); err != nil {
+			t.Fatal(err)
+		}
+		setDuringWait(t, b, "report", true, nil)
 	}},
 	{name: "BadInput", fn: func(t *testing.T, b Bundle) {
 		for _, p := range []store.JobStateSetParams{
@@ -121,4 +92,63 @@ var jobStateTests = []namedTest{
 			t.Fatalf("bad input left states %+v (%v)", states, err)
 		}
 	}},
+}
+
+// setDuringWait sends a claim of job's slot 80 ms ahead, asking to wait,
+// and pauses (enabled false) or resumes the job while the claim waits, or
+// as soon as it answers if it answers before its slot (a store that
+// commits a claim ahead, store.SlotClaimResult.Wait): the claim must then
+// have read the state the job had at its slot. holder, when not nil, is a
+// run holding the job's lease, ended once the state is set.
+func setDuringWait(t *testing.T, b Bundle, job string, enabled bool, holder *store.SlotClaimResult) {
+	claimer := b.Open(t)
+	// A claim of another job first, so that the one measured goes out at
+	// once (connected, its statements prepared).
+	now := dbNow(t, b.Store)
+	mustClaim(t, claimer, store.SlotClaimParams{Job: job + "-warm", Slot: now.Add(-time.Second), LeaseName: "job:" + job + "-warm",
+		Owner: "a", TTL: ttl, MaxAttempts: 3, WaitDue: true})
+	now = dbNow(t, b.Store)
+	p := store.SlotClaimParams{Job: job, Slot: now.Add(80 * time.Millisecond), LeaseName: "job:" + job, Owner: "a",
+		TTL: ttl, MaxAttempts: 3, WaitDue: true}
+	type answer struct {
+		r   store.SlotClaimResult
+		err error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		r, err := claimer.SlotClaim(ctx(t), p)
+		answered <- answer{r, err}
+	}()
+	var a *answer
+	for a == nil && dbNow(t, b.Store).Before(now.Add(30*time.Millisecond)) {
+		select {
+		case got := <-answered:
+			a = &got
+		default:
+		}
+	}
+	if _, err := b.Store.JobStateSet(ctx(t), store.JobStateSetParams{Job: job, Enabled: ptr(enabled), By: "ana"}); err != nil {
+		t.Fatal(err)
+	}
+	acked := dbNow(t, b.Store)
+	if holder != nil {
+		mustFinish(t, b.Store, finishParams(*holder, store.SlotCompleted, acked))
+	}
+	if a == nil {
+		got := <-answered
+		a = &got
+	}
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	switch {
+	case !a.r.Claimed && a.r.Refusal != store.ClaimPaused:
+		t.Fatalf("the claim was refused %q, want claimed or paused", a.r.Refusal)
+	case !enabled && a.r.Claimed && acked.Before(p.Slot):
+		t.Fatalf("the slot due at %s was claimed although its job's pause was acknowledged at %s by the database clock",
+			p.Slot.Format(time.RFC3339Nano), acked.Format(time.RFC3339Nano))
+	case enabled && !a.r.Claimed && acked.Before(p.Slot):
+		t.Fatalf("the slot due at %s was refused paused although its job's resume was acknowledged at %s by the database clock",
+			p.Slot.Format(time.RFC3339Nano), acked.Format(time.RFC3339Nano))
+	}
 }
