@@ -198,6 +198,7 @@ const maxClaimBatch = 1000
 func (s *Scheduler) claimChunk(ctx context.Context, sent []*entry, items []store.SlotClaimParams) ([]store.SlotClaimResult, error) {
 	at := s.cfg.Clock.Now()
 	results, err := s.claimBatch(ctx, items)
+	answered := time.Now() // a winner's Wait counts from here, on the monotonic clock
 	if err != nil && ctx.Err() == nil && !s.isDown() && !errors.Is(err, errStoreTimeout) {
 		// Once more at once before counting the store as down: after a
 		// database restart the first statement sent on a pooled connection
@@ -208,20 +209,23 @@ func (s *Scheduler) claimChunk(ctx context.Context, sent []*entry, items []store
 		// that did not answer in time: that would only wait as long again.
 		s.log.Warn("cronfence: a claim failed; trying once more", "error", err)
 		results, err = s.claimBatch(ctx, items)
+		answered = time.Now()
 	}
 	if err != nil {
 		return nil, err
 	}
 	s.storeUp()
 	for i, r := range results {
-		s.claimed(ctx, sent[i], r, at)
+		s.claimed(ctx, sent[i], r, at, answered)
 	}
 	return results, nil
 }
 
 // claimed handles the store's answer r to the claim of e's slot, sent at
-// sent: a winner starts; a refusal is retried, given up or logged.
-func (s *Scheduler) claimed(ctx context.Context, e *entry, r store.SlotClaimResult, sent time.Time) {
+// sent and answered at answered (real time): a winner starts, once its
+// slot is due if the store committed the claim ahead of it
+// (store.SlotClaimResult.Wait); a refusal is retried, given up or logged.
+func (s *Scheduler) claimed(ctx context.Context, e *entry, r store.SlotClaimResult, sent, answered time.Time) {
 	s.observeClaim(e, r)
 	s.resolveDeposed(ctx, e.job.Name, r)
 	if e.origin == OriginRetry && !r.Claimed {
@@ -231,7 +235,11 @@ func (s *Scheduler) claimed(ctx context.Context, e *entry, r store.SlotClaimResu
 	}
 	switch {
 	case r.Claimed:
-		s.start(runSpec{job: e.job, slot: r.Slot.Slot, lease: r.Lease, attempt: r.Slot.Attempts, origin: e.origin, sent: sent})
+		spec := runSpec{job: e.job, slot: r.Slot.Slot, lease: r.Lease, attempt: r.Slot.Attempts, origin: e.origin, sent: sent}
+		if r.Wait > 0 {
+			spec.startAt = answered.Add(r.Wait)
+		}
+		s.start(spec)
 	case r.Refusal == store.ClaimLeaseBusy && e.origin.onTimer():
 		s.retryBusy(ctx, e, r.Lease)
 	case r.Refusal == store.ClaimNotDue && e.origin.onTimer():

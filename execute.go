@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/cronfence/cronfence/internal/clock"
 	"github.com/cronfence/cronfence/internal/leasekeeper"
 	"github.com/cronfence/cronfence/store"
 )
@@ -19,6 +20,10 @@ type runSpec struct {
 	attempt int
 	origin  Origin
 	sent    time.Time // when the claim was sent, on the scheduler's clock
+	// startAt, when not zero, is the real instant (monotonic) before which
+	// the handler may not start: the store committed the claim ahead of
+	// its slot and said how long was left (store.SlotClaimResult.Wait).
+	startAt time.Time
 }
 
 // start runs a handler in its own goroutine: under its lease, renewed by the
@@ -56,6 +61,11 @@ func (s *Scheduler) execute(spec runSpec) {
 		defer hold.Stop()
 		ctx = hold.Context()
 	}
+	// A claim committed ahead of its slot: the handler starts once the
+	// slot is due by the database clock. Stopped meanwhile (Stop's grace
+	// over), the handler does not start at all, and the run ends as one
+	// cut short by shutdown: left for a live replica to resume.
+	notStarted := waitUntil(ctx, spec.startAt)
 	if job.Timeout > 0 {
 		var stop func()
 		ctx, stop = s.withTimeout(ctx, job.Timeout, fmt.Errorf("cronfence: job %q timed out after %s", job.Name, job.Timeout))
@@ -90,7 +100,10 @@ func (s *Scheduler) execute(spec runSpec) {
 		Job: job.Name, Slot: spec.slot, Lease: spec.lease.Name, Generation: spec.lease.Generation, Attempt: spec.attempt,
 		Origin: spec.origin, Latency: latency,
 	})
-	err := callHandler(ctx, job.Handler, run)
+	err := notStarted
+	if err == nil {
+		err = callHandler(ctx, job.Handler, run)
+	}
 	duration := s.cfg.Clock.Now().Sub(started)
 	ended := s.scheduleNow()
 	var lost error
@@ -328,4 +341,25 @@ func (s *Scheduler) afterFunc(d time.Duration, f func()) (stop func()) {
 // shutdown has cancelled the runs.
 func (s *Scheduler) ender() endRecorder {
 	return endRecorder{store: s.store, log: s.log, stop: s.runsCtx.Done(), batch: &s.finishes}
+}
+
+// waitUntil returns at the real instant at (read on this process's
+// monotonic clock, as store.SlotClaimResult.Wait is counted; zero: at
+// once), the last moments slept exactly (a timer wakes up to a millisecond
+// late), or earlier, with an error saying why, once ctx ends.
+func waitUntil(ctx context.Context, at time.Time) error {
+	if at.IsZero() {
+		return nil
+	}
+	if d := time.Until(at) - clock.TimerSlack; d > 0 {
+		timer := time.NewTimer(d)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return fmt.Errorf("cronfence: the run ended before its slot came (its claim committed ahead of it): %w", context.Cause(ctx))
+		}
+	}
+	clock.Real{}.SleepExactly(time.Until(at))
+	return nil
 }

@@ -196,6 +196,7 @@ func LockSlot(ctx context.Context, s store.Store, l SlotLock, fn func(ctx contex
 	params.WaitDue = early > 0
 	sent := l.Clock.Now()
 	claim, err := s.SlotClaim(ctx, params)
+	answered := time.Now() // its Wait counts from here, on the monotonic clock
 	// Still early by the database clock (it runs slower than this
 	// host's): try again for at most another grace.
 	for retryUntil := sent.Add(l.EarlyGrace); early > 0 && err == nil && claim.Refusal == store.ClaimNotDue && l.Clock.Now().Before(retryUntil); {
@@ -204,6 +205,7 @@ func LockSlot(ctx context.Context, s store.Store, l SlotLock, fn func(ctx contex
 		}
 		sent = l.Clock.Now()
 		claim, err = s.SlotClaim(ctx, params)
+		answered = time.Now()
 	}
 	if err != nil {
 		return res, fmt.Errorf("cronfence: lock slot %s of %q: %w", slot.Format(time.RFC3339), l.Name, err)
@@ -216,7 +218,11 @@ func LockSlot(ctx context.Context, s store.Store, l SlotLock, fn func(ctx contex
 		}
 		return res, nil
 	}
-	return l.run(ctx, s, job, res, sent, fn)
+	var startAt time.Time // the claim committed ahead of its slot: fn starts once it is due
+	if claim.Wait > 0 {
+		startAt = answered.Add(claim.Wait)
+	}
+	return l.run(ctx, s, job, res, sent, startAt, fn)
 }
 
 // abandon ends as failed a slot whose last attempt's run died (its
@@ -319,7 +325,8 @@ func (r *SlotLockResult) refused(claim store.SlotClaimResult) {
 }
 
 // run runs fn under the claimed slot's lease and records its end.
-func (l *SlotLock) run(ctx context.Context, s store.Store, job *registered, res SlotLockResult, sent time.Time, fn func(context.Context, *Run) error) (SlotLockResult, error) {
+func (l *SlotLock) run(ctx context.Context, s store.Store, job *registered, res SlotLockResult, sent, startAt time.Time,
+	fn func(context.Context, *Run) error) (SlotLockResult, error) {
 	lease := res.Claim.Lease
 	res.Ran, res.Attempt, res.Generation = true, res.Claim.Slot.Attempts, lease.Generation
 
@@ -339,7 +346,10 @@ func (l *SlotLock) run(ctx context.Context, s store.Store, job *registered, res 
 		Logger: runLogger(l.Logger.Handler(), logs, attrs),
 		lease:  newLease(lease, s), logs: logs,
 	}
-	runErr := callHandler(runCtx, fn, run)
+	runErr := waitUntil(runCtx, startAt) // cancelled meanwhile, fn does not start, and the slot is recorded failed
+	if runErr == nil {
+		runErr = callHandler(runCtx, fn, run)
+	}
 	lost := hold.Lost() // after fn: whether the lease held while it ran
 	runErr = handlerError(runCtx, runErr, lost, l.Logger, attrs)
 

@@ -90,20 +90,23 @@ type exactSleeper interface {
 }
 
 // claimLeadReal is how long before its slot, on the real clock, a slot's
-// claim is sent: the store waits inside the claim, by the database clock,
-// for the slot to come due (store.SlotClaimParams.WaitDue), then judges it
-// and answers at once. So what used to come between the slot and the
-// claim's start (the loop's wake-up, taking a connection, the round trip,
-// planning the statement again after an autovacuum ANALYZE or vacuum: 7–13
-// ms on one machine, 14–22 ms on a slower 2-core VM, where a 10 ms lead
-// left the rest after the slot) comes before the slot, and the offset
-// measured from the database clock, an upper bound a round trip wide, no
-// longer decides how late the claim starts. It costs each claim a
-// connection held that much longer, and the loop that long blocked in the
-// claim: slots are whole seconds, so no other slot's first claim comes
-// due meanwhile, but a fallback or retry due then waits for it. It stays
-// well inside store.MaxClaimWait. A fake clock cannot be waited for by the
-// database: it sends claims at the slot.
+// claim is sent: the claim is judged as of the slot by the database clock
+// (store.SlotClaimParams.WaitDue), and the handler starts once the slot is
+// due by that clock (the store waited in the claim, or committed it ahead
+// and said how long is left: store.SlotClaimResult.Wait). So what used to
+// come between the slot and the claim's start (the loop's wake-up, taking
+// a connection, the round trip, planning the statement again after an
+// autovacuum ANALYZE or vacuum: 7–13 ms on one machine, 14–22 ms on a
+// slower 2-core VM, where a 10 ms lead left the rest after the slot) comes
+// before the slot, and the offset measured from the database clock, an
+// upper bound a round trip wide, no longer decides how late the claim
+// starts. Where the store waits in the claim (a slot with a row or a held
+// lease; MySQL, SQLite), it costs the claim a connection held that much
+// longer, and the loop that long blocked in the claim: slots are whole
+// seconds, so no other slot's first claim comes due meanwhile, but a
+// fallback or retry due then waits for it. It stays well inside
+// store.MaxClaimWait. A fake clock cannot be waited for by the database: it
+// sends claims at the slot.
 const claimLeadReal = 50 * time.Millisecond
 
 // latest is the later of a and b.

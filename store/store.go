@@ -217,7 +217,10 @@ type Store interface {
 	// before claiming; it survives restarts. Once it returns, no slot due
 	// after that is claimed on the old value, however early its claim was
 	// sent (SlotClaimParams.WaitDue): a claim waiting for its slot either
-	// reads the new value or came first, and JobStateSet waits for it.
+	// reads the new value or came first, and JobStateSet waits for it; a
+	// claim of the job that committed ahead of its slot (SlotClaimResult.
+	// Wait) came first, and JobStateSet returns only once that slot is
+	// due, so the pause was acknowledged after it.
 	JobStateSet(ctx context.Context, p JobStateSetParams) (JobState, error)
 
 	// JobStateList returns the state of every job that has one, by name.
@@ -354,16 +357,20 @@ type SlotClaimParams struct {
 	// WaitDue lets the claim wait, by the database clock, for this slot to
 	// come due when it is at most MaxClaimWait away, instead of refusing it
 	// ClaimNotDue: a claim sent a little before its slot (so that taking a
-	// connection, the round trip and planning are behind it when the slot
-	// comes) is judged at the slot's instant and answered right after it,
-	// never before, and everything it writes is dated at or after it. A
-	// store may judge and write before the wait when nothing it judges can
-	// change before the slot (PostgreSQL does when none of the batch's
-	// slots has a row and none of its leases is held), so that only its
-	// commit comes after the slot; otherwise the wait comes before the
-	// claim judges anything. A batch waits for its latest such slot. A
-	// slot further away is refused not_due at once, and a claim with a
-	// pinned clock (Now) never waits.
+	// connection, the round trip, planning and the commit are behind it
+	// when the slot comes) is judged at the slot's instant, and everything
+	// it writes is dated at or after it. A batch waits for its latest
+	// such slot. A slot further away is refused not_due at once, and a
+	// claim with a pinned clock (Now) never waits.
+	//
+	// The wait is the store's or the caller's. A store may judge, write
+	// and commit ahead when nothing it judges can change before the slot
+	// (PostgreSQL does when none of the batch's slots has a row and none
+	// of its leases is held), and answer before the slot: the result's
+	// Wait then says how long the caller must still wait before the run
+	// starts, and JobStateSet keeps the pause guarantee by waiting for
+	// such a slot. Otherwise the store waits before the claim judges
+	// anything, and answers after the slot with a zero Wait.
 	WaitDue bool
 }
 
@@ -415,6 +422,16 @@ type SlotClaimResult struct {
 	// broken pause table fails open: declared-enabled jobs keep running,
 	// declared-disabled ones stay off. The caller warns.
 	PauseStateUnread bool
+	// Wait is how long after this answer reached the caller the claimed
+	// run may start: the store committed a claim sent ahead before its
+	// slot came by the database clock (SlotClaimParams.WaitDue), and this
+	// is the time left to it as the database read its clock after its
+	// last write. Waited on the caller's monotonic clock from when the
+	// answer came, it ends at or after the slot by the database clock,
+	// whatever the offset between the two clocks, since the answer left
+	// after that reading. Zero when the slot was due as the store
+	// answered (and for every refusal).
+	Wait time.Duration
 }
 
 // SkipReason says why Store.SlotSkip gave a slot up; it is the Reason of

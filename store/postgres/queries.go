@@ -33,7 +33,11 @@ type queries struct {
 	slotComplete, jobRegister, slotSkip                                           string
 	// slotClaimDeclared is slotClaim without the pause overrides: the
 	// declared values decide, for when job_state cannot be read.
-	slotClaimDeclared                                                                   string
+	slotClaimDeclared string
+	// slotClaimJSON and slotClaimDeclaredJSON answer one row, the JSON of
+	// theirs; claimCommitted runs either and commits before it reads the
+	// clock (migration 009).
+	slotClaimJSON, slotClaimDeclaredJSON, claimCommitted                                string
 	runInsert, runList, runListJob, runListPerJob, pruneStep, jobStateSet, jobStateList string
 	replicaHeartbeat, replicaBeat, replicaList, replicaRemove                           string
 	alertRaise, alertResolve, alertList, alertListOpen, leaseList, monitorSnapshot      string
@@ -44,7 +48,8 @@ func (q *queries) byName() map[string]*string {
 	return map[string]*string{
 		"leaseAcquire": &q.leaseAcquire, "leaseRenew": &q.leaseRenew, "leaseRenewBatch": &q.leaseRenewBatch,
 		"leaseRelease": &q.leaseRelease, "leaseGet": &q.leaseGet, "leaseFence": &q.leaseFence, "leaseList": &q.leaseList,
-		"slotClaim": &q.slotClaim, "slotClaimDeclared": &q.slotClaimDeclared, "slotFinish": &q.slotFinish, "slotFinishBatch": &q.slotFinishBatch,
+		"slotClaim": &q.slotClaim, "slotClaimDeclared": &q.slotClaimDeclared,
+		"slotClaimJSON": &q.slotClaimJSON, "slotClaimDeclaredJSON": &q.slotClaimDeclaredJSON, "claimCommitted": &q.claimCommitted, "slotFinish": &q.slotFinish, "slotFinishBatch": &q.slotFinishBatch,
 		"slotGet": &q.slotGet, "slotListInterrupted": &q.slotListInterrupted, "slotListRunning": &q.slotListRunning, "slotAbandon": &q.slotAbandon,
 		"slotComplete": &q.slotComplete, "slotSkip": &q.slotSkip, "jobRegister": &q.jobRegister,
 		"jobStateSet": &q.jobStateSet, "jobStateList": &q.jobStateList,
@@ -65,7 +70,7 @@ func newQueries(schema string) queries {
 	var q queries
 	for name, p := range q.byName() {
 		var b bytes.Buffer
-		if err := t.ExecuteTemplate(&b, name, map[string]any{"declared": false}); err != nil {
+		if err := t.ExecuteTemplate(&b, name, map[string]any{"declared": false, "json": false}); err != nil {
 			panic(fmt.Sprintf("postgres: statement %s: %v", name, err))
 		}
 		*p = b.String()

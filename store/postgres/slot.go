@@ -2,6 +2,9 @@ package postgres
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -9,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cronfence/cronfence/store"
 )
@@ -50,7 +54,7 @@ func (s *Store) SlotClaimBatch(ctx context.Context, items []store.SlotClaimParam
 	args := s.claimArgs(items)
 	n, first := len(items), items[0]
 	pauseUnread := false
-	results, stale, err := s.claimRows(ctx, s.q.slotClaim, args, items)
+	results, stale, arrived, err := s.claimRows(ctx, s.q.slotClaim, s.q.slotClaimJSON, args, items)
 	if isSchemaError(err) {
 		// The statement cannot run as written: a table or column is
 		// missing or refused. If the pause overrides are what is broken
@@ -58,8 +62,8 @@ func (s *Store) SlotClaimBatch(ctx context.Context, items []store.SlotClaimParam
 		// the declared values: a broken pause table fails open. If not,
 		// it fails too, and the first error is the one to report. Nothing
 		// of the failed statement was written.
-		if r, st, err2 := s.claimRows(ctx, s.q.slotClaimDeclared, args, items); err2 == nil {
-			results, stale, err, pauseUnread = r, st, nil, true
+		if r, st, at, err2 := s.claimRows(ctx, s.q.slotClaimDeclared, s.q.slotClaimDeclaredJSON, args, items); err2 == nil {
+			results, stale, arrived, err, pauseUnread = r, st, at, nil, true
 		}
 	}
 	if err != nil {
@@ -98,9 +102,15 @@ func (s *Store) SlotClaimBatch(ctx context.Context, items []store.SlotClaimParam
 		r.PauseStateUnread = pauseUnread
 		results[i] = r
 	}
+	// Each Wait counts from the answer's arrival; the caller's count starts
+	// now.
+	since := time.Since(arrived)
 	inOrder := make([]store.SlotClaimResult, n)
 	for i, j := range order {
 		inOrder[j] = results[i]
+		if inOrder[j].Wait > 0 {
+			inOrder[j].Wait = max(inOrder[j].Wait-since, 0)
+		}
 	}
 	return inOrder, nil
 }
@@ -133,85 +143,222 @@ func (s *Store) claimArgs(items []store.SlotClaimParams) []any {
 }
 
 // claimRows runs a claim statement (sql/slotClaim.sql or its declared-values
-// variant) and reads its rows into results, in the items' (sorted) order,
+// variant, sql; jsonSQL is the same answering as JSON) and reads its rows
+// into results, in the items' (sorted) order,
 // with the indexes of the items it could not answer from its snapshot
 // (stale): their lease was taken but their slot was not (the result holds
 // that lease), or they were refused held by a holder the statement did not
-// see. The error is the driver's, untranslated.
-func (s *Store) claimRows(ctx context.Context, sql string, args []any, items []store.SlotClaimParams) (
-	results []store.SlotClaimResult, stale []int, err error) {
+// see. arrived is when the answer came, on this process's monotonic clock:
+// each claimed result's Wait is the time left to its slot from then. The
+// error is the driver's, untranslated.
+//
+// A batch that may wait for its slots (WaitDue) and is small enough to be
+// planned as it comes is sent through claim_committed (migration 009),
+// which reads the database clock after the claim's commit: the Wait of a
+// claim committed ahead of its slot then leaves out the commit's WAL flush
+// (a millisecond on a small VM), which a clock read inside the statement
+// comes before. Larger batches (timers' claims of hundreds of jobs, whose
+// starts a millisecond does not decide) run the statement as it is.
+func (s *Store) claimRows(ctx context.Context, sql, jsonSQL string, args []any, items []store.SlotClaimParams) (
+	results []store.SlotClaimResult, stale []int, arrived time.Time, err error) {
 	n := len(items)
-	rows, err := s.querySized(ctx, sql, n, args)
-	if err != nil {
-		return nil, nil, err
+	var answer []claimRow
+	var clock time.Time // the database clock the Waits count from
+	if n <= genericPlanMax && mayWait(items) {
+		answer, clock, err = s.claimCommitted(ctx, jsonSQL, args)
+	} else {
+		answer, err = s.claimStatement(ctx, sql, n, args)
+		if len(answer) > 0 {
+			clock = answer[0].readAt
+		}
 	}
-	defer rows.Close()
-	results = make([]store.SlotClaimResult, 0, n)
-	for rows.Next() {
-		i := len(results)
-		if i >= n {
-			return nil, nil, fmt.Errorf("postgres: claim returned more rows than the %d items", n)
+	arrived = time.Now()
+	if err != nil {
+		return nil, nil, arrived, err
+	}
+	if len(answer) != n {
+		return nil, nil, arrived, fmt.Errorf("postgres: claim returned %d rows for %d items", len(answer), n)
+	}
+	results = make([]store.SlotClaimResult, n)
+	for i, row := range answer {
+		if row.ord != int64(i+1) {
+			return nil, nil, arrived, fmt.Errorf("postgres: claim returned item %d where %d was due", row.ord, i+1)
 		}
-		var (
-			refusal, recorded, skipLogs = (*string)(nil), (*string)(nil), []string(nil)
-			claim, prev                 nullSlot
-			lease, holder               nullLease
-			skipID                      *int64
-			skipAt                      *time.Time
-			ord                         int64 // the item's place in the batch: i, as the rows come in order
-		)
-		err := rows.Scan(
-			&ord, &refusal,
-			&claim.status, &claim.owner, &claim.leaseName, &claim.generation, &claim.attempts, &claim.startedAt,
-			&prev.status, &prev.owner, &prev.leaseName, &prev.generation, &prev.attempts, &prev.startedAt, &prev.finishedAt,
-			&lease.owner, &lease.generation, &lease.acquiredAt, &lease.renewedAt, &lease.expiresAt,
-			&holder.name, &holder.owner, &holder.generation, &holder.acquiredAt, &holder.renewedAt, &holder.expiresAt,
-			&recorded, &skipID, &skipAt, &skipLogs,
-		)
-		if err != nil {
-			return nil, nil, err
-		}
-		p := items[i]
-		slot := slotTime(p.Slot)
-		lease.name = &items[i].LeaseName
-		var r store.SlotClaimResult
-		switch {
-		case claim.status != nil:
-			r = store.SlotClaimResult{Claimed: true, Slot: claim.slot(p.Job, slot), Lease: lease.lease()}
-		case refusal != nil:
-			r = store.SlotClaimResult{Refusal: store.ClaimRefusal(*refusal), Slot: prev.slot(p.Job, slot)}
-			if r.Refusal == store.ClaimHeld || r.Refusal == store.ClaimLeaseBusy {
-				r.Lease = holder.lease() // for lease_busy, the deposed writer's
-			}
-		case lease.generation == nil:
-			// The gate let the item through but another run holds the lease.
-			r = store.SlotClaimResult{Refusal: store.ClaimHeld, Slot: prev.slot(p.Job, slot), Lease: holder.lease()}
-			if recorded != nil {
-				r.Recorded = store.SlotStatus(*recorded)
-			}
-			if skipID != nil {
-				r.SkipRun = store.Run{
-					ID: *skipID, Job: p.Job, Slot: slot, CatchUp: p.CatchUp, Owner: p.Owner,
-					StartedAt: skipAt.UTC(), FinishedAt: skipAt.UTC(), Success: true, Skipped: true,
-					Reason: string(store.ClaimHeld), Logs: skipLogs,
-				}
-			}
-			if holder.generation == nil && recorded == nil {
-				stale = append(stale, i)
-			}
-		default:
-			r.Lease = lease.lease()
+		var isStale bool
+		results[i], isStale = row.result(items[i], clock)
+		if isStale {
 			stale = append(stale, i)
 		}
-		results = append(results, r)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, nil, err
+	return results, stale, arrived, nil
+}
+
+// mayWait reports whether a claim of items may wait for a slot (store.
+// SlotClaimParams.WaitDue): a slot of the batch is asked to be waited for
+// and the clock is the database's.
+func mayWait(items []store.SlotClaimParams) bool {
+	if !items[0].Now.IsZero() {
+		return false
 	}
-	if len(results) != n {
-		return nil, nil, fmt.Errorf("postgres: claim returned %d rows for %d items", len(results), n)
+	for _, p := range items {
+		if p.WaitDue {
+			return true
+		}
 	}
-	return results, stale, nil
+	return false
+}
+
+// claimStatement runs a claim statement and scans its rows.
+func (s *Store) claimStatement(ctx context.Context, sql string, n int, args []any) ([]claimRow, error) {
+	rows, err := s.querySized(ctx, sql, n, args)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	answer := make([]claimRow, 0, n)
+	// One row scanned into, copied out after each: zeroed first, so that
+	// the driver allocates what each row's pointers point to afresh.
+	var row claimRow
+	fields := row.fields()
+	dest := make([]any, len(fields))
+	for i, f := range fields {
+		dest[i] = f.dest
+	}
+	for rows.Next() {
+		row = claimRow{}
+		if err := rows.Scan(dest...); err != nil {
+			return nil, err
+		}
+		answer = append(answer, row)
+	}
+	return answer, rows.Err()
+}
+
+// claimCommitted runs a claim statement answering JSON (jsonSQL) through
+// claim_committed (migration 009): committed, and the database clock read
+// after the commit. The statement is prepared on the connection under a
+// name of its text, which the procedure executes (its plan kept, as any
+// prepared claim's). The CALL itself is sent unprepared: PostgreSQL 15's
+// pg_stat_statements counts a prepared CALL only at its first run (it
+// clears the statement's query id as it runs it), and the statements a
+// slot are counted there.
+func (s *Store) claimCommitted(ctx context.Context, jsonSQL string, args []any) ([]claimRow, time.Time, error) {
+	var raw []byte
+	var committed time.Time
+	name := preparedName(jsonSQL)
+	err := s.pool.AcquireFunc(ctx, func(c *pgxpool.Conn) error {
+		if _, err := c.Conn().Prepare(ctx, name, jsonSQL); err != nil {
+			return err
+		}
+		return c.QueryRow(ctx, s.q.claimCommitted, append([]any{pgx.QueryExecModeCacheDescribe, name}, args...)...).Scan(&raw, &committed)
+	})
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	var objects []map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &objects); err != nil {
+		return nil, time.Time{}, fmt.Errorf("postgres: decode a claim's answer: %w", err)
+	}
+	answer := make([]claimRow, len(objects))
+	for i, o := range objects {
+		for _, f := range answer[i].fields() {
+			v, ok := o[f.name]
+			if !ok {
+				return nil, time.Time{}, fmt.Errorf("postgres: a claim's answer lacks its column %q", f.name)
+			}
+			if err := json.Unmarshal(v, f.dest); err != nil {
+				return nil, time.Time{}, fmt.Errorf("postgres: decode a claim's answer, column %q: %w", f.name, err)
+			}
+		}
+	}
+	return answer, committed, nil
+}
+
+// preparedName is the name a statement is prepared under by its text, so
+// that two stores on one pool (two schemas) never share one.
+func preparedName(sql string) string {
+	sum := sha256.Sum256([]byte(sql))
+	return "cronfence_" + hex.EncodeToString(sum[:12])
+}
+
+// claimRow is one row of a claim's answer (sql/slotClaim.sql).
+type claimRow struct {
+	ord               int64 // the item's place in the batch, from 1
+	refusal, recorded *string
+	claim, prev       nullSlot
+	lease, holder     nullLease
+	skipID            *int64
+	skipAt            *time.Time
+	skipLogs          []string
+	// dueAt is when the claimed runs may start, for a claim committed
+	// ahead of its slots (NULL otherwise); readAt the database clock,
+	// read after the rest of the statement.
+	dueAt  *time.Time
+	readAt time.Time
+}
+
+// claimField is a column of the claim's answer and where it goes.
+type claimField struct {
+	name string
+	dest any
+}
+
+// fields are the row's columns, in the statement's order, by the names it
+// gives them.
+func (r *claimRow) fields() []claimField {
+	return []claimField{
+		{"ord", &r.ord}, {"refusal", &r.refusal},
+		{"claim_status", &r.claim.status}, {"claim_owner", &r.claim.owner}, {"claim_lease_name", &r.claim.leaseName},
+		{"claim_generation", &r.claim.generation}, {"claim_attempts", &r.claim.attempts}, {"claim_started_at", &r.claim.startedAt},
+		{"prev_status", &r.prev.status}, {"prev_owner", &r.prev.owner}, {"prev_lease_name", &r.prev.leaseName},
+		{"prev_generation", &r.prev.generation}, {"prev_attempts", &r.prev.attempts}, {"prev_started_at", &r.prev.startedAt},
+		{"prev_finished_at", &r.prev.finishedAt},
+		{"lease_owner", &r.lease.owner}, {"lease_generation", &r.lease.generation}, {"lease_acquired_at", &r.lease.acquiredAt},
+		{"lease_renewed_at", &r.lease.renewedAt}, {"lease_expires_at", &r.lease.expiresAt},
+		{"holder_name", &r.holder.name}, {"holder_owner", &r.holder.owner}, {"holder_generation", &r.holder.generation},
+		{"holder_acquired_at", &r.holder.acquiredAt}, {"holder_renewed_at", &r.holder.renewedAt}, {"holder_expires_at", &r.holder.expiresAt},
+		{"recorded", &r.recorded}, {"skip_id", &r.skipID}, {"skip_started_at", &r.skipAt}, {"skip_logs", &r.skipLogs},
+		{"due_at", &r.dueAt}, {"read_at", &r.readAt},
+	}
+}
+
+// result is the row's answer to the claim p, its Wait counted from the
+// database clock reading clock; stale when the statement could not answer
+// it from its snapshot (see claimRows).
+func (row claimRow) result(p store.SlotClaimParams, clock time.Time) (r store.SlotClaimResult, stale bool) {
+	slot := slotTime(p.Slot)
+	lease := row.lease
+	lease.name = &p.LeaseName
+	switch {
+	case row.claim.status != nil:
+		r = store.SlotClaimResult{Claimed: true, Slot: row.claim.slot(p.Job, slot), Lease: lease.lease()}
+		if row.dueAt != nil {
+			r.Wait = max(row.dueAt.Sub(clock), 0)
+		}
+	case row.refusal != nil:
+		r = store.SlotClaimResult{Refusal: store.ClaimRefusal(*row.refusal), Slot: row.prev.slot(p.Job, slot)}
+		if r.Refusal == store.ClaimHeld || r.Refusal == store.ClaimLeaseBusy {
+			r.Lease = row.holder.lease() // for lease_busy, the deposed writer's
+		}
+	case lease.generation == nil:
+		// The gate let the item through but another run holds the lease.
+		r = store.SlotClaimResult{Refusal: store.ClaimHeld, Slot: row.prev.slot(p.Job, slot), Lease: row.holder.lease()}
+		if row.recorded != nil {
+			r.Recorded = store.SlotStatus(*row.recorded)
+		}
+		if row.skipID != nil {
+			r.SkipRun = store.Run{
+				ID: *row.skipID, Job: p.Job, Slot: slot, CatchUp: p.CatchUp, Owner: p.Owner,
+				StartedAt: row.skipAt.UTC(), FinishedAt: row.skipAt.UTC(), Success: true, Skipped: true,
+				Reason: string(store.ClaimHeld), Logs: row.skipLogs,
+			}
+		}
+		stale = row.holder.generation == nil && row.recorded == nil
+	default:
+		r.Lease = lease.lease()
+		stale = true
+	}
+	return r, stale
 }
 
 // isSchemaError reports a statement refused because what it names does not

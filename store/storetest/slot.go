@@ -93,10 +93,13 @@ var slotTests = []namedTest{
 			t.Fatal(err)
 		}
 		latest := items[1].Slot
-		// Nor does it answer before then: a winner starts on the answer.
-		if answered := dbNow(t, b.Store); answered.Before(latest) {
-			t.Fatalf("the claim answered at %s by the database clock, before the batch's latest slot %s",
-				answered.Format(time.RFC3339Nano), latest.Format(time.RFC3339Nano))
+		// Nor may its run start before then: a winner starts once the
+		// answer's Wait has passed (zero for a store that answers after
+		// the slot).
+		waitOut(t, res)
+		if started := dbNow(t, b.Store); started.Before(latest) {
+			t.Fatalf("the claim's run would start at %s by the database clock (its answer's Wait %s passed), before the batch's latest slot %s",
+				started.Format(time.RFC3339Nano), res[0].Wait, latest.Format(time.RFC3339Nano))
 		}
 		for i, r := range res {
 			if !r.Claimed {
@@ -117,6 +120,11 @@ var slotTests = []namedTest{
 		res, err = b.Store.SlotClaimBatch(ctx(t), large)
 		if err != nil {
 			t.Fatal(err)
+		}
+		waitOut(t, res)
+		if started := dbNow(t, b.Store); started.Before(large[0].Slot) {
+			t.Fatalf("large batch: the run would start at %s by the database clock, before its slot %s",
+				started.Format(time.RFC3339Nano), large[0].Slot.Format(time.RFC3339Nano))
 		}
 		for i, r := range res {
 			if !r.Claimed || r.Slot.StartedAt.Before(large[i].Slot) {

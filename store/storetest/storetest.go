@@ -119,6 +119,27 @@ func dbNow(t *testing.T, s store.Store) time.Time {
 	return now.Truncate(time.Microsecond)
 }
 
+// waitOut waits, on this process's monotonic clock from now, the longest
+// Wait of a claim's answer, as a caller does before starting the runs it
+// won (store.SlotClaimResult.Wait). A Wait outside [0, MaxClaimWait], or
+// one given with a refusal, fails the test.
+func waitOut(t *testing.T, res []store.SlotClaimResult) {
+	t.Helper()
+	var longest time.Duration
+	for i, r := range res {
+		switch {
+		case r.Wait < 0 || r.Wait > store.MaxClaimWait:
+			t.Fatalf("item %d: Wait %s, want between 0 and MaxClaimWait (%s)", i, r.Wait, store.MaxClaimWait)
+		case !r.Claimed && r.Wait != 0:
+			t.Fatalf("item %d: refused %q with a Wait of %s, want zero", i, r.Refusal, r.Wait)
+		}
+		longest = max(longest, r.Wait)
+	}
+	if longest > 0 {
+		<-time.After(longest)
+	}
+}
+
 func mustAcquire(t *testing.T, s store.Store, p store.LeaseAcquireParams) store.Lease {
 	t.Helper()
 	l, ok, err := s.LeaseAcquire(ctx(t), p)

@@ -8,14 +8,14 @@
 --     planner cannot turn into a join): a plan made for a large batch read
 --     the whole slots table, which grows with the history, to hash it. So
 --     is the job's pause override, in gate.
---   - overrides are the jobs' pause overrides. A statement that sleeps
---     for its slot reads them after c (so after its wait, in the after
---     mode) through job_overrides (migration 007): it takes the jobs' pause
+--   - overrides are the jobs' pause overrides. A statement sent ahead of
+--     its slot reads them after c (so after its wait, in the after mode)
+--     through job_overrides (migration 007): it takes the jobs' pause
 --     locks and reads with a snapshot of its own, so a pause committed
---     during the wait is seen, and one not yet committed waits for this
---     statement's commit, at or after the slot. A pause acknowledged
---     before the slot thus stops it. Any other reads them by key from its
---     snapshot.
+--     before is seen, and one not yet committed waits for this
+--     statement's commit, and then, in the ahead mode, for the slot
+--     (migration 009). A pause acknowledged before the slot thus stops
+--     it. Any other reads them by key from its snapshot.
 --   - gate refuses from the snapshot: a slot not yet due by the database
 --     clock, a paused job (override, else the declared value), a completed
 --     or skipped slot, one still running under a live lease, a failed one
@@ -69,37 +69,51 @@
 --   - c is the statement's clock: now(), or, when items ask to wait for
 --     their slots (store.SlotClaimParams.WaitDue), the instant the latest
 --     of them that is due within $15 µs comes (until). Every item is
---     judged and dated by c, and the statement does not end before c by
---     the database clock, so nothing is early by it. It waits in one of
---     two ways (spinUntil: pg_sleep, then the clock read in a loop for
---     the last 1.5 ms):
+--     judged and dated by c, and nothing starts before c by the database
+--     clock. The wait for it is one of two:
 --       - ahead: when no item has a slot row yet and none of their leases
 --         is held at the statement's start (t0; by its snapshot), the
 --         common case of a timer's claim, c is until (or t0, if later),
---         and everything is judged and written first: the wait comes
---         last (fin, after answer), so that what is left after the slot
---         is the commit and the answer's way back (about 1 ms on two
---         cores, a third of a slot's start). Judging at t0 for until is
---         sound because nothing the judgement reads can change in
---         between: a lease free at t0 stays free (only an acquisition
---         takes it, and probe's lock keeps every other out until this
---         commits; an expired lease cannot be renewed), and the slots
---         this writes are its own until then (a claim of the same slot
---         waits for this one's commit, and then finds it claimed).
+--         everything is judged and written at once, and the statement
+--         does not wait at all: it commits before the slot, and the
+--         caller waits, on its own monotonic clock, what is left to the
+--         slot by the database clock read last (fin; or, sent through
+--         claim_committed, migration 009, read after the commit), so
+--         that the commit, whose WAL flush was half of a slot's start on
+--         two cores, and the answer's way back are behind the slot when
+--         it comes (store.SlotClaimResult.Wait). Judging at t0 for
+--         until is sound because nothing the judgement reads can change
+--         in between: a lease free at t0 stays free (only an acquisition
+--         takes it, and this one holds it from its commit; an expired
+--         lease cannot be renewed), the slots this writes are its own (a
+--         claim of the same slot waits for this one's commit, and then
+--         finds it claimed), and a pause or resume acknowledged before
+--         the slot cannot come between: one that takes the job's pause
+--         lock after this claim has waits, still holding it, until this
+--         slot is due (lock_job_state, migration 009), so it is
+--         acknowledged after the slot.
 --       - after: otherwise, a lease held at t0 might be released before
 --         the slot (a run ending), and judging it then would record an
---         overlap that never was; so the statement waits first, reads the
+--         overlap that never was; so the statement waits first
+--         (spinUntil: pg_sleep, then the clock read in a loop for the
+--         last 1.5 ms), reads the
 --         clock then (not now(): a statement that started before the slot
 --         may reach c after it) and takes every lock after it.
---     The snapshot is the statement's, taken before either wait; the
+--     The snapshot is the statement's, taken before c; the
 --     lease and slot writes re-check the newest row versions, as they do
 --     after any wait for a row lock. (So mark's rule below reads a holder
 --     that took the lease during the wait, up to the scheduler's lead of
 --     50 ms before the slot, as late: its slot is buffered, not skipped,
 --     and runs when that holder's run ends.)
---   - answer is the statement's answer, one row per item. Materialized
---     and counted before fin, so every part it reads (the claims, the
---     leases, the overlaps, the notices) is written before the wait.
+--   - answer is the statement's answer, one row per item, with (fin) the
+--     instant c when ahead, the runs' start, and the database clock read
+--     last: the caller waits the difference (store.SlotClaimResult.Wait).
+--     Materialized and counted before fin, so every part it reads (the
+--     claims, the leases, the overlaps, the notices) is written before
+--     the clock is read.
+--
+-- With the argument json, the answer is one row: its rows as a JSON array,
+-- in the items' order (for claim_committed, migration 009).
 --
 -- $1 jobs, $2 slots, $3 lease names, $4 declared disabled, $5 overlap
 -- policies, $6 max attempts, $7 TTLs in µs, $8 catch-up flags, $9 owner,
@@ -152,10 +166,10 @@ prev AS (
       LEFT JOIN LATERAL (SELECT * FROM {{schema}}.leases g WHERE g.name = s.lease_name LIMIT 1) g ON true
 ),
 {{if not .declared}}overrides AS MATERIALIZED (
-    -- A statement that sleeps for its slot reads them after c (the
+    -- A statement sent ahead of its slot reads them after c (the
     -- argument names c), so after an after-mode wait, and through
-    -- job_overrides: a pause written while it sleeps is seen, or waits for
-    -- its commit (migration 007). One that does not sleep reads them from
+    -- job_overrides: a pause written before is seen, or waits for its
+    -- commit (migrations 007 and 009). One that does not sleep reads them from
     -- its snapshot, taken when it started, not before the slot: a pause
     -- acknowledged after that came after the slot was due, and the locks
     -- (a function call, tens of µs) would buy nothing.
@@ -263,7 +277,14 @@ settle AS (
 notice AS MATERIALIZED (
     {{template "notice" args "rows" "SELECT i.ord, CASE WHEN cl.job IS NOT NULL THEN 'c' ELSE 's' END AS kind, i.job, i.slot, coalesce(cl.owner, $9) AS owner FROM i JOIN gate g ON g.ord = i.ord LEFT JOIN claim cl ON cl.job = i.job AND cl.slot = i.slot LEFT JOIN mark m ON m.job = i.job AND m.slot = i.slot WHERE cl.job IS NOT NULL OR m.job IS NOT NULL OR (g.refusal IS NOT NULL AND g.refusal <> 'not_due')"}}
 ),
-answer AS MATERIALIZED (
+-- Named, so that the answer can also travel as JSON (claim_committed,
+-- migration 009), whose keys these are.
+answer (ord, refusal,
+        claim_status, claim_owner, claim_lease_name, claim_generation, claim_attempts, claim_started_at,
+        prev_status, prev_owner, prev_lease_name, prev_generation, prev_attempts, prev_started_at, prev_finished_at,
+        lease_owner, lease_generation, lease_acquired_at, lease_renewed_at, lease_expires_at,
+        holder_name, holder_owner, holder_generation, holder_acquired_at, holder_renewed_at, holder_expires_at,
+        recorded, skip_id, skip_started_at, skip_logs) AS MATERIALIZED (
     SELECT i.ord,
            coalesce(g.refusal, CASE WHEN i.lease_name IN (SELECT name FROM busy) THEN 'lease_busy' END),
            cl.status, cl.owner, cl.lease_name, cl.generation, cl.attempts, cl.started_at,
@@ -287,9 +308,12 @@ answer AS MATERIALIZED (
       ) h ON true
      CROSS JOIN (SELECT count(*) FROM notice) told
 )
-SELECT a.*
+{{if .json}}SELECT jsonb_agg(to_jsonb(x) ORDER BY x.ord) FROM (
+{{end}}SELECT a.*, fin.due_at, fin.read_at
   FROM (SELECT count(*) AS n FROM answer) done
- -- fin depends on done, so it runs once answer is complete.
- CROSS JOIN LATERAL ({{template "spinUntil" "CASE WHEN done.n >= 0 AND (SELECT ahead FROM c) THEN (SELECT now FROM c) END"}}) fin
+ -- fin depends on done, so it reads the clock once answer is complete.
+ CROSS JOIN LATERAL (
+       SELECT CASE WHEN done.n >= 0 AND c.ahead THEN c.now END AS due_at, clock_timestamp() AS read_at
+         FROM c) fin
  CROSS JOIN answer a
- ORDER BY a.ord
+{{if .json}}) x{{else}} ORDER BY a.ord{{end}}

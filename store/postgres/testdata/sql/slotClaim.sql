@@ -49,10 +49,10 @@ prev AS (
       LEFT JOIN LATERAL (SELECT * FROM "cronfence".leases g WHERE g.name = s.lease_name LIMIT 1) g ON true
 ),
 overrides AS MATERIALIZED (
-    -- A statement that sleeps for its slot reads them after c (the
+    -- A statement sent ahead of its slot reads them after c (the
     -- argument names c), so after an after-mode wait, and through
-    -- job_overrides: a pause written while it sleeps is seen, or waits for
-    -- its commit (migration 007). One that does not sleep reads them from
+    -- job_overrides: a pause written before is seen, or waits for its
+    -- commit (migrations 007 and 009). One that does not sleep reads them from
     -- its snapshot, taken when it started, not before the slot: a pause
     -- acknowledged after that came after the slot was due, and the locks
     -- (a function call, tens of µs) would buy nothing.
@@ -218,7 +218,14 @@ notice AS MATERIALIZED (
                   FROM (SELECT i.ord, CASE WHEN cl.job IS NOT NULL THEN 'c' ELSE 's' END AS kind, i.job, i.slot, coalesce(cl.owner, $9) AS owner FROM i JOIN gate g ON g.ord = i.ord LEFT JOIN claim cl ON cl.job = i.job AND cl.slot = i.slot LEFT JOIN mark m ON m.job = i.job AND m.slot = i.slot WHERE cl.job IS NOT NULL OR m.job IS NOT NULL OR (g.refusal IS NOT NULL AND g.refusal <> 'not_due')) n) lines) chunks
  GROUP BY chunk
 ),
-answer AS MATERIALIZED (
+-- Named, so that the answer can also travel as JSON (claim_committed,
+-- migration 009), whose keys these are.
+answer (ord, refusal,
+        claim_status, claim_owner, claim_lease_name, claim_generation, claim_attempts, claim_started_at,
+        prev_status, prev_owner, prev_lease_name, prev_generation, prev_attempts, prev_started_at, prev_finished_at,
+        lease_owner, lease_generation, lease_acquired_at, lease_renewed_at, lease_expires_at,
+        holder_name, holder_owner, holder_generation, holder_acquired_at, holder_renewed_at, holder_expires_at,
+        recorded, skip_id, skip_started_at, skip_logs) AS MATERIALIZED (
     SELECT i.ord,
            coalesce(g.refusal, CASE WHEN i.lease_name IN (SELECT name FROM busy) THEN 'lease_busy' END),
            cl.status, cl.owner, cl.lease_name, cl.generation, cl.attempts, cl.started_at,
@@ -242,14 +249,11 @@ answer AS MATERIALIZED (
       ) h ON true
      CROSS JOIN (SELECT count(*) FROM notice) told
 )
-SELECT a.*
+SELECT a.*, fin.due_at, fin.read_at
   FROM (SELECT count(*) AS n FROM answer) done
- -- fin depends on done, so it runs once answer is complete.
- CROSS JOIN LATERAL (WITH RECURSIVE spin(t) AS (
-    SELECT clock_timestamp()
-      FROM (SELECT pg_sleep(extract(epoch FROM (CASE WHEN done.n >= 0 AND (SELECT ahead FROM c) THEN (SELECT now FROM c) END) - clock_timestamp()) - 0.0015)) z
-    UNION ALL
-    SELECT clock_timestamp() FROM spin WHERE spin.t < (CASE WHEN done.n >= 0 AND (SELECT ahead FROM c) THEN (SELECT now FROM c) END))
-SELECT max(t) AS t FROM spin) fin
+ -- fin depends on done, so it reads the clock once answer is complete.
+ CROSS JOIN LATERAL (
+       SELECT CASE WHEN done.n >= 0 AND c.ahead THEN c.now END AS due_at, clock_timestamp() AS read_at
+         FROM c) fin
  CROSS JOIN answer a
  ORDER BY a.ord;
