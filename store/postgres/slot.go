@@ -165,14 +165,13 @@ func (s *Store) claimRows(ctx context.Context, sql, jsonSQL string, args []any, 
 	var answer []claimRow
 	var clock time.Time // the database clock the Waits count from
 	if n <= genericPlanMax && mayWait(items) {
-		answer, clock, err = s.claimCommitted(ctx, jsonSQL, args)
+		answer, clock, arrived, err = s.claimCommitted(ctx, jsonSQL, args)
 	} else {
-		answer, err = s.claimStatement(ctx, sql, n, args)
+		answer, arrived, err = s.claimStatement(ctx, sql, n, args)
 		if len(answer) > 0 {
 			clock = answer[0].readAt
 		}
 	}
-	arrived = time.Now()
 	if err != nil {
 		return nil, nil, arrived, err
 	}
@@ -208,14 +207,15 @@ func mayWait(items []store.SlotClaimParams) bool {
 	return false
 }
 
-// claimStatement runs a claim statement and scans its rows.
-func (s *Store) claimStatement(ctx context.Context, sql string, n int, args []any) ([]claimRow, error) {
+// claimStatement runs a claim statement and scans its rows; arrived is
+// when the first came (the statement read the clock before).
+func (s *Store) claimStatement(ctx context.Context, sql string, n int, args []any) (answer []claimRow, arrived time.Time, err error) {
 	rows, err := s.querySized(ctx, sql, n, args)
 	if err != nil {
-		return nil, err
+		return nil, time.Now(), err
 	}
 	defer rows.Close()
-	answer := make([]claimRow, 0, n)
+	answer = make([]claimRow, 0, n)
 	// One row scanned into, copied out after each: zeroed first, so that
 	// the driver allocates what each row's pointers point to afresh.
 	var row claimRow
@@ -225,13 +225,16 @@ func (s *Store) claimStatement(ctx context.Context, sql string, n int, args []an
 		dest[i] = f.dest
 	}
 	for rows.Next() {
+		if len(answer) == 0 {
+			arrived = time.Now()
+		}
 		row = claimRow{}
 		if err := rows.Scan(dest...); err != nil {
-			return nil, err
+			return nil, arrived, err
 		}
 		answer = append(answer, row)
 	}
-	return answer, rows.Err()
+	return answer, arrived, rows.Err()
 }
 
 // claimCommitted runs a claim statement answering JSON (jsonSQL) through
@@ -242,36 +245,38 @@ func (s *Store) claimStatement(ctx context.Context, sql string, n int, args []an
 // pg_stat_statements counts a prepared CALL only at its first run (it
 // clears the statement's query id as it runs it), and the statements a
 // slot are counted there.
-func (s *Store) claimCommitted(ctx context.Context, jsonSQL string, args []any) ([]claimRow, time.Time, error) {
+//
+// arrived is when the answer came, before it is decoded.
+func (s *Store) claimCommitted(ctx context.Context, jsonSQL string, args []any) (answer []claimRow, committed, arrived time.Time, err error) {
 	var raw []byte
-	var committed time.Time
 	name := preparedName(jsonSQL)
-	err := s.pool.AcquireFunc(ctx, func(c *pgxpool.Conn) error {
+	err = s.pool.AcquireFunc(ctx, func(c *pgxpool.Conn) error {
 		if _, err := c.Conn().Prepare(ctx, name, jsonSQL); err != nil {
 			return err
 		}
 		return c.QueryRow(ctx, s.q.claimCommitted, append([]any{pgx.QueryExecModeCacheDescribe, name}, args...)...).Scan(&raw, &committed)
 	})
+	arrived = time.Now()
 	if err != nil {
-		return nil, time.Time{}, err
+		return nil, committed, arrived, err
 	}
 	var objects []map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &objects); err != nil {
-		return nil, time.Time{}, fmt.Errorf("postgres: decode a claim's answer: %w", err)
+		return nil, committed, arrived, fmt.Errorf("postgres: decode a claim's answer: %w", err)
 	}
-	answer := make([]claimRow, len(objects))
+	answer = make([]claimRow, len(objects))
 	for i, o := range objects {
 		for _, f := range answer[i].fields() {
 			v, ok := o[f.name]
 			if !ok {
-				return nil, time.Time{}, fmt.Errorf("postgres: a claim's answer lacks its column %q", f.name)
+				return nil, committed, arrived, fmt.Errorf("postgres: a claim's answer lacks its column %q", f.name)
 			}
 			if err := json.Unmarshal(v, f.dest); err != nil {
-				return nil, time.Time{}, fmt.Errorf("postgres: decode a claim's answer, column %q: %w", f.name, err)
+				return nil, committed, arrived, fmt.Errorf("postgres: decode a claim's answer, column %q: %w", f.name, err)
 			}
 		}
 	}
-	return answer, committed, nil
+	return answer, committed, arrived, nil
 }
 
 // preparedName is the name a statement is prepared under by its text, so
