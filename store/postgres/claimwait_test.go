@@ -79,9 +79,9 @@ func TestClaimThatWaitedPastItsSlotIsJudgedWhenItRuns(t *testing.T) {
 // A claim that waits for its slot before judging it reads the rows as
 // they were when its statement started. (It judges after the wait when one
 // of its items' leases is held at the start, here the blocker's: that
-// lease might be given back before the slot. Otherwise it judges and
-// writes ahead, and another replica's claim of the slot waits for it;
-// TestAWaitingClaimWritesBeforeItsSlot.) When another replica claims,
+// lease might be given back before the slot. Otherwise it judges, writes
+// and commits ahead; TestAClaimSentAheadCommitsBeforeItsSlot.) When
+// another replica claims,
 // runs and ends the slot during the wait, the claim answers what stands,
 // refused completed, and keeps no lease: it may have taken the job's
 // lease (free again) and then found the slot ended, and gives it back; or
