@@ -69,5 +69,5 @@ func (s *Store) InterruptedScanPlan(ctx context.Context) (string, error) {
 
 // WarmedSQL is the statements WarmPool readies on each connection.
 func (s *Store) WarmedSQL() []string {
-	return []string{s.q.slotClaim, s.q.slotFinishBatch, s.q.slotFinish, s.q.leaseRenewBatch}
+	return []string{s.q.slotClaim, s.q.slotClaimJSON, s.q.slotFinishBatch, s.q.slotFinish, s.q.leaseRenewBatch}
 }
