@@ -2,7 +2,9 @@ package postgres
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"path"
@@ -37,7 +39,10 @@ type queries struct {
 	// slotClaimJSON and slotClaimDeclaredJSON answer one row, the JSON of
 	// theirs; claimCommitted runs either and commits before it reads the
 	// clock (migration 009).
-	slotClaimJSON, slotClaimDeclaredJSON, claimCommitted                                string
+	slotClaimJSON, slotClaimDeclaredJSON, claimCommitted string
+	// claimJSON and claimDeclaredJSON are those two with the names they are
+	// prepared under on a connection, derived once.
+	claimJSON, claimDeclaredJSON                                                        namedStatement
 	runInsert, runList, runListJob, runListPerJob, pruneStep, jobStateSet, jobStateList string
 	replicaHeartbeat, replicaBeat, replicaList, replicaRemove                           string
 	alertRaise, alertResolve, alertList, alertListOpen, leaseList, monitorSnapshot      string
@@ -75,7 +80,18 @@ func newQueries(schema string) queries {
 		}
 		*p = b.String()
 	}
+	q.claimJSON, q.claimDeclaredJSON = named(q.slotClaimJSON), named(q.slotClaimDeclaredJSON)
 	return q
+}
+
+// namedStatement is a statement and the name it is prepared under on a
+// connection: one derived from its text (schema included), so that two
+// stores on one pool never share a name.
+type namedStatement struct{ name, sql string }
+
+func named(sql string) namedStatement {
+	sum := sha256.Sum256([]byte(sql))
+	return namedStatement{name: "cronfence_" + hex.EncodeToString(sum[:12]), sql: sql}
 }
 
 // parseStatements parses every file of sql/ and sql/fragments/ as a

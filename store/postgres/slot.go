@@ -2,8 +2,6 @@ package postgres
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -54,7 +52,7 @@ func (s *Store) SlotClaimBatch(ctx context.Context, items []store.SlotClaimParam
 	args := s.claimArgs(items)
 	n, first := len(items), items[0]
 	pauseUnread := false
-	results, stale, arrived, err := s.claimRows(ctx, s.q.slotClaim, s.q.slotClaimJSON, args, items)
+	results, stale, arrived, err := s.claimRows(ctx, s.q.slotClaim, s.q.claimJSON, args, items)
 	if isSchemaError(err) {
 		// The statement cannot run as written: a table or column is
 		// missing or refused. If the pause overrides are what is broken
@@ -62,7 +60,7 @@ func (s *Store) SlotClaimBatch(ctx context.Context, items []store.SlotClaimParam
 		// the declared values: a broken pause table fails open. If not,
 		// it fails too, and the first error is the one to report. Nothing
 		// of the failed statement was written.
-		if r, st, at, err2 := s.claimRows(ctx, s.q.slotClaimDeclared, s.q.slotClaimDeclaredJSON, args, items); err2 == nil {
+		if r, st, at, err2 := s.claimRows(ctx, s.q.slotClaimDeclared, s.q.claimDeclaredJSON, args, items); err2 == nil {
 			results, stale, arrived, err, pauseUnread = r, st, at, nil, true
 		}
 	}
@@ -143,7 +141,7 @@ func (s *Store) claimArgs(items []store.SlotClaimParams) []any {
 }
 
 // claimRows runs a claim statement (sql/slotClaim.sql or its declared-values
-// variant, sql; jsonSQL is the same answering as JSON) and reads its rows
+// variant, sql; asJSON is the same answering as JSON) and reads its rows
 // into results, in the items' (sorted) order,
 // with the indexes of the items it could not answer from its snapshot
 // (stale): their lease was taken but their slot was not (the result holds
@@ -159,13 +157,13 @@ func (s *Store) claimArgs(items []store.SlotClaimParams) []any {
 // (a millisecond on a small VM), which a clock read inside the statement
 // comes before. Larger batches (timers' claims of hundreds of jobs, whose
 // starts a millisecond does not decide) run the statement as it is.
-func (s *Store) claimRows(ctx context.Context, sql, jsonSQL string, args []any, items []store.SlotClaimParams) (
+func (s *Store) claimRows(ctx context.Context, sql string, asJSON namedStatement, args []any, items []store.SlotClaimParams) (
 	results []store.SlotClaimResult, stale []int, arrived time.Time, err error) {
 	n := len(items)
 	var answer []claimRow
 	var clock time.Time // the database clock the Waits count from
 	if n <= genericPlanMax && mayWait(items) {
-		answer, clock, arrived, err = s.claimCommitted(ctx, jsonSQL, args)
+		answer, clock, arrived, err = s.claimCommitted(ctx, asJSON, args)
 	} else {
 		answer, arrived, err = s.claimStatement(ctx, sql, n, args)
 		if len(answer) > 0 {
@@ -237,7 +235,7 @@ func (s *Store) claimStatement(ctx context.Context, sql string, n int, args []an
 	return answer, arrived, rows.Err()
 }
 
-// claimCommitted runs a claim statement answering JSON (jsonSQL) through
+// claimCommitted runs a claim statement answering JSON (st) through
 // claim_committed (migration 009): committed, and the database clock read
 // after the commit. The statement is prepared on the connection under a
 // name of its text, which the procedure executes (its plan kept, as any
@@ -247,14 +245,13 @@ func (s *Store) claimStatement(ctx context.Context, sql string, n int, args []an
 // slot are counted there.
 //
 // arrived is when the answer came, before it is decoded.
-func (s *Store) claimCommitted(ctx context.Context, jsonSQL string, args []any) (answer []claimRow, committed, arrived time.Time, err error) {
+func (s *Store) claimCommitted(ctx context.Context, st namedStatement, args []any) (answer []claimRow, committed, arrived time.Time, err error) {
 	var raw []byte
-	name := preparedName(jsonSQL)
 	err = s.pool.AcquireFunc(ctx, func(c *pgxpool.Conn) error {
-		if _, err := c.Conn().Prepare(ctx, name, jsonSQL); err != nil {
+		if _, err := c.Conn().Prepare(ctx, st.name, st.sql); err != nil {
 			return err
 		}
-		return c.QueryRow(ctx, s.q.claimCommitted, append([]any{pgx.QueryExecModeCacheDescribe, name}, args...)...).Scan(&raw, &committed)
+		return c.QueryRow(ctx, s.q.claimCommitted, append([]any{pgx.QueryExecModeCacheDescribe, st.name}, args...)...).Scan(&raw, &committed)
 	})
 	arrived = time.Now()
 	if err != nil {
@@ -277,13 +274,6 @@ func (s *Store) claimCommitted(ctx context.Context, jsonSQL string, args []any) 
 		}
 	}
 	return answer, committed, arrived, nil
-}
-
-// preparedName is the name a statement is prepared under by its text, so
-// that two stores on one pool (two schemas) never share one.
-func preparedName(sql string) string {
-	sum := sha256.Sum256([]byte(sql))
-	return "cronfence_" + hex.EncodeToString(sum[:12])
 }
 
 // claimRow is one row of a claim's answer (sql/slotClaim.sql).

@@ -397,8 +397,7 @@ func (s *Store) warm(ctx context.Context, conn *pgx.Conn) {
 	renewArgs := s.renewBatchArgs([]store.LeaseRenewParams{{LeaseRef: store.LeaseRef{Name: warmName, Owner: warmName, Generation: 1}, TTL: time.Second}})
 	// The claim claim_committed runs, prepared under the name it is run by
 	// (claimCommitted), and run once here by that name.
-	claimJSON := preparedName(s.q.slotClaimJSON)
-	if _, err := conn.Prepare(ctx, claimJSON, s.q.slotClaimJSON); err != nil {
+	if _, err := conn.Prepare(ctx, s.q.claimJSON.name, s.q.claimJSON.sql); err != nil {
 		return
 	}
 	tx, err := conn.Begin(ctx)
@@ -411,7 +410,7 @@ func (s *Store) warm(ctx context.Context, conn *pgx.Conn) {
 		args []any
 	}{
 		{s.q.slotClaim, claimArgs},
-		{claimJSON, claimArgs},
+		{s.q.claimJSON.name, claimArgs},
 		{s.q.slotFinishBatch, finishBatchArgs},
 		{s.q.slotFinish, finishArgs},
 		{s.q.leaseRenewBatch, renewArgs},
