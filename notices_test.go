@@ -227,6 +227,41 @@ func TestSlotOfASilentPreferredReplicaRunsAfterTheGrace(t *testing.T) {
 	})
 }
 
+// A preferred replica that stalled records the slots it passed over as
+// skipped; a fallback waiting to claim one hears it and sends nothing.
+// Before, the skip was not told: under overload, where every loop stalls,
+// each fallback claimed the slots its preferred replica had passed over,
+// refused skipped, one claim in six of all the claims sent.
+func TestAFallbackDropsASlotItsPreferredReplicaPassedOver(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		needNotices(t, c)
+		startGhost(t, c)
+		slot := c.db.Now().Truncate(10 * time.Second).Add(10 * time.Second) // the ghost's heartbeat still fresh
+		job := ghostsJob(slot)
+		l := newLedger()
+		cc := newClaimsSent()
+		b := c.startWith(Config{Owner: "b", Clock: offsetClock{c.db, 0}, Retention: -1, Observer: cc.observer("b")},
+			Job{Name: job, Schedule: "*/10 * * * * *", Handler: l.handler(c.db)})
+		hearsGhost(t, b)
+
+		c.advance(slot.Sub(c.db.Now()), time.Minute)
+		c.advance(DefaultClaimGrace/2, DefaultClaimGrace/2)
+		if _, err := c.open(t).SlotSkip(context.Background(), []store.SlotSkipParams{{Job: job, Slot: slot, LeaseName: "job:" + job,
+			Owner: "ghost", After: c.db.Now(), Reason: store.SkipPassedOver}}); err != nil {
+			t.Fatal(err)
+		}
+		heardSettled(t, slot, []string{job}, b)
+		c.advance(2*DefaultClaimGrace, DefaultClaimGrace/4)
+		cc.mu.Lock()
+		sent := cc.sent["b"]
+		cc.mu.Unlock()
+		if n := l.ran(job, slot); n != 0 || sent != 0 {
+			t.Fatalf("b sent %d claims (the slot ran %d times) of a slot its preferred replica recorded passed over", sent, n)
+		}
+		c.wantNeverDown()
+	})
+}
+
 // scanCounter is a PostgreSQL store that counts its scans for dead runs.
 type scanCounter struct {
 	*postgres.Store // its Listen too: the scheduler sees notices

@@ -42,7 +42,9 @@ const (
 	NoticeClaimed
 	// NoticeSettled: a claim of (Job, Slot) by Owner was answered for
 	// good without starting a run: the slot was recorded skipped or
-	// buffered, or refused for a reason a retry would not change.
+	// buffered, or refused for a reason a retry would not change. Or
+	// Owner recorded the slot skipped with SlotSkip (passed over, given
+	// up).
 	NoticeSettled
 	// NoticeEnded: the run of (Job, Slot) by Owner ended: finished, or
 	// abandoned as failed by another replica. A run that ends leaving its

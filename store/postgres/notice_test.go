@@ -117,6 +117,21 @@ func TestNoticesTellClaimsEndsAndReplicas(t *testing.T) {
 	}
 	want(store.NoticeEnded, "report", slot, "replica-b")
 
+	// A slot recorded skipped, nobody to run it (passed over after a
+	// stall): settled, by the recorder. One already recorded is not told
+	// again: whoever recorded it told it.
+	passed := slot.Add(-time.Minute)
+	skip := store.SlotSkipParams{Job: "report", Slot: passed, LeaseName: "job:report", Owner: "replica-b", After: passed,
+		Reason: store.SkipPassedOver}
+	if runs, err := other.SlotSkip(ctx(t), []store.SlotSkipParams{skip}); err != nil || len(runs) != 1 {
+		t.Fatalf("skip: %d runs, %v", len(runs), err)
+	}
+	want(store.NoticeSettled, "report", passed, "replica-b")
+	if runs, err := s.SlotSkip(ctx(t), []store.SlotSkipParams{skip}); err != nil || len(runs) != 0 {
+		t.Fatalf("the same skip again: %d runs, %v", len(runs), err)
+	}
+	l.noneBefore(t, s, "a skip of a slot already recorded")
+
 	// A manual run (no slot) ends without a notice.
 	lease, ok, err := s.LeaseAcquire(ctx(t), store.LeaseAcquireParams{Name: "job:report", Owner: "replica-a", TTL: time.Hour})
 	if err != nil || !ok {

@@ -24,5 +24,16 @@ r AS (
       JOIN i ON i.job = s.job AND i.slot = s.slot
      CROSS JOIN c
     RETURNING id, job, slot, manual, catch_up, owner, generation, lease_name, attempt, started_at, finished_at, success, skipped, reason, error, logs
+),
+notice AS MATERIALIZED (
+    SELECT pg_notify('cronfence_9ab364fb1d6f55fe', string_agg(line, E'\n' ORDER BY ord))
+  FROM (SELECT ord, line, sum(octet_length(line) + 1) OVER (ORDER BY ord) / 5000 AS chunk
+          FROM (SELECT n.ord, json_build_array(n.kind, n.job, (extract(epoch FROM n.slot) * 1000000)::bigint, n.owner)::text AS line
+                  FROM (SELECT i.ord, 's' AS kind, i.job, i.slot, $8 AS owner FROM s JOIN i ON i.job = s.job AND i.slot = s.slot) n) lines) chunks
+ GROUP BY chunk
 )
-SELECT r.* FROM r JOIN i ON i.job = r.job AND i.slot = r.slot ORDER BY i.ord;
+SELECT r.*
+  FROM r
+  JOIN i ON i.job = r.job AND i.slot = r.slot
+ CROSS JOIN (SELECT count(*) FROM notice) told
+ ORDER BY i.ord;
