@@ -29,6 +29,9 @@ type finishBatcher struct {
 	mu       sync.Mutex
 	queue    []*queuedFinish
 	flushing bool
+	queued   uint64        // ends ever queued
+	answered uint64        // ends ever answered; batches go in queue order
+	moved    chan struct{} // closed, and replaced, when answered moves
 }
 
 type queuedFinish struct {
@@ -50,6 +53,7 @@ func (b *finishBatcher) finish(p store.SlotFinishParams, bound time.Duration) (s
 	q := &queuedFinish{p: p, bound: bound, done: make(chan finishAnswer, 1)}
 	b.mu.Lock()
 	b.queue = append(b.queue, q)
+	b.queued++
 	lead := !b.flushing
 	b.flushing = true
 	b.mu.Unlock()
@@ -112,5 +116,44 @@ func (b *finishBatcher) send(batch []*queuedFinish) {
 			continue
 		}
 		q.done <- finishAnswer{res: results[i]}
+	}
+	b.mu.Lock()
+	b.answered += uint64(len(batch))
+	if b.moved != nil {
+		close(b.moved)
+		b.moved = nil
+	}
+	b.mu.Unlock()
+}
+
+// drain waits, at most limit (real time), until every end queued before
+// it was called has been answered, when ends wait beyond the batch in
+// flight: a backlog, which only load builds. Otherwise it returns at once.
+func (b *finishBatcher) drain(limit time.Duration) {
+	b.mu.Lock()
+	if len(b.queue) == 0 {
+		b.mu.Unlock()
+		return
+	}
+	target := b.queued
+	b.mu.Unlock()
+	timeout := time.NewTimer(limit)
+	defer timeout.Stop()
+	for {
+		b.mu.Lock()
+		if b.answered >= target {
+			b.mu.Unlock()
+			return
+		}
+		if b.moved == nil {
+			b.moved = make(chan struct{})
+		}
+		moved := b.moved
+		b.mu.Unlock()
+		select {
+		case <-moved:
+		case <-timeout.C:
+			return
+		}
 	}
 }

@@ -1,0 +1,137 @@
+package cronfence
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cronfence/cronfence/internal/wait"
+	"github.com/cronfence/cronfence/store"
+)
+
+// heldEnds is a store whose runs' ends are held back until release, as a
+// loaded database holds them, and which logs, in order, each end answered
+// and each claim sent.
+type heldEnds struct {
+	store.Store
+	gate chan struct{}
+
+	mu     sync.Mutex
+	events []string // "end <job>" once answered, "claim <job> <slot>" as sent
+}
+
+func (h *heldEnds) log(e string) {
+	h.mu.Lock()
+	h.events = append(h.events, e)
+	h.mu.Unlock()
+}
+
+func (h *heldEnds) logged() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.events...)
+}
+
+// hold waits for the release, or for the call's bound.
+func (h *heldEnds) hold(ctx context.Context) error {
+	select {
+	case <-h.gate:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (h *heldEnds) SlotFinish(ctx context.Context, p store.SlotFinishParams) (store.SlotFinishResult, error) {
+	if err := h.hold(ctx); err != nil {
+		return store.SlotFinishResult{}, err
+	}
+	r, err := h.Store.SlotFinish(ctx, p)
+	h.log("end " + p.Job)
+	return r, err
+}
+
+func (h *heldEnds) SlotFinishBatch(ctx context.Context, items []store.SlotFinishParams) ([]store.SlotFinishResult, error) {
+	if err := h.hold(ctx); err != nil {
+		return nil, err
+	}
+	r, err := h.Store.SlotFinishBatch(ctx, items)
+	for _, p := range items {
+		h.log("end " + p.Job)
+	}
+	return r, err
+}
+
+func (h *heldEnds) SlotClaimBatch(ctx context.Context, items []store.SlotClaimParams) ([]store.SlotClaimResult, error) {
+	for _, p := range items {
+		h.log("claim " + p.Job + " " + p.Slot.Format(time.TimeOnly))
+	}
+	return h.Store.SlotClaimBatch(ctx, items)
+}
+
+// A replica whose runs' ends wait to be recorded behind the batch in
+// flight (a backlog: under load) records them before it claims its next
+// slots. Each end releases a job's lease; claimed first, the job's next
+// slot found the lease held, was recorded buffered, and was claimed again
+// once the end was in: under overload, two claims for a run, and claims
+// that slowed the ends further.
+func TestARunsEndsAreRecordedBeforeTheNextClaims(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		held := &heldEnds{Store: c.open(t), gate: make(chan struct{})}
+		release := sync.OnceFunc(func() { close(held.gate) })
+		l := newLedger()
+		// Two jobs: one end goes, and is held; the other waits behind it.
+		s := c.startHolding(-1, Config{Owner: "a", Store: held, Clock: offsetClock{c.db, 0}, Retention: -1},
+			Job{Name: "one", Schedule: "*/10 * * * * *", Handler: l.handler(c.db)},
+			Job{Name: "two", Schedule: "*/10 * * * * *", Handler: l.handler(c.db)})
+		t.Cleanup(release) // after startHolding's: cleanups run last first, so before the replica's Stop
+		first := c.db.Now().Truncate(10 * time.Second).Add(10 * time.Second)
+		c.db.Advance(first.Sub(c.db.Now()))
+		backlog := func() bool {
+			s.finishes.mu.Lock()
+			defer s.finishes.mu.Unlock()
+			return len(s.finishes.queue) > 0
+		}
+		wait.For(t, 10*time.Second, backlog, func() string { return "the runs' ends did not queue up" })
+
+		// The next slots fall due while the ends are held.
+		c.db.Advance(10 * time.Second)
+		next := first.Add(10 * time.Second).Format(time.TimeOnly)
+		claimedNext := func() bool {
+			for _, e := range held.logged() {
+				if e == "claim one "+next || e == "claim two "+next {
+					return true
+				}
+			}
+			return false
+		}
+		draining := func() bool {
+			s.finishes.mu.Lock()
+			defer s.finishes.mu.Unlock()
+			return s.finishes.moved != nil
+		}
+		wait.For(t, 10*time.Second, func() bool { return claimedNext() || draining() },
+			func() string { return "the replica neither claimed its next slots nor waited for its ends" })
+		if claimedNext() {
+			t.Fatalf("the replica claimed its next slots while its runs' ends waited to be recorded: %v", held.logged())
+		}
+		release()
+		wait.For(t, 10*time.Second, claimedNext, func() string { return "the next slots were not claimed once the ends were in" })
+		events := held.logged()
+		ends := 0
+		for _, e := range events {
+			if e == "end one" || e == "end two" {
+				ends++
+				continue
+			}
+			if (e == "claim one "+next || e == "claim two "+next) && ends < 2 {
+				t.Fatalf("a claim of the next slots went before both ends were answered: %v", events)
+			}
+		}
+		wait.For(t, 10*time.Second, func() bool {
+			return l.ran("one", first.Add(10*time.Second)) == 1 && l.ran("two", first.Add(10*time.Second)) == 1
+		},
+			func() string { return "the next slots did not run" })
+	})
+}
