@@ -7,7 +7,7 @@
 -- notice tells every replica's listener the slots recorded (s, settled):
 -- a replica waiting to claim one as a fallback (its preferred replica,
 -- stalled, passed it over) drops it rather than send a claim that would
--- be refused skipped. Under overload those were one claim in six.
+-- be refused skipped. Under overload those were one claim in eight.
 --
 -- $1 jobs, $2 slots, $3 lease names, $4 afters, $5 catch-up flags,
 -- $6 reasons, $7 log lines (” for none), $8 owner, $9 pinned now or NULL.
