@@ -44,7 +44,8 @@ func (s *Scheduler) fire(ctx context.Context, due []*entry, now time.Time) {
 	// recorded buffered and claimed again once the end is in, two claims
 	// for a run), and a claim sent beside them only slows them down.
 	// Under overload (10,000 jobs a second, 3 replicas) the runs a second
-	// rose by about a seventh and the slots started seconds sooner.
+	// rose by about an eighth and the slots started sooner
+	// (docs/benchmarks.md, fourteenth pass).
 	s.finishes.drain(endsFirstMax)
 	claimed, results := s.claim(ctx, due)
 	// Recorded after the claims, where no replica ran them, unless the job
