@@ -46,7 +46,7 @@ func (s *Scheduler) fire(ctx context.Context, due []*entry, now time.Time) {
 	// Under overload (10,000 jobs a second, 3 replicas) the runs a second
 	// rose by about an eighth and the slots started sooner
 	// (docs/benchmarks.md, fourteenth pass).
-	s.finishes.drain(endsFirstMax)
+	s.finishes.drain(ctx, endsFirstMax)
 	claimed, results := s.claim(ctx, due)
 	// Recorded after the claims, where no replica ran them, unless the job
 	// is paused: a paused job's slots are not runs owed.

@@ -126,10 +126,11 @@ func (b *finishBatcher) send(batch []*queuedFinish) {
 	b.mu.Unlock()
 }
 
-// drain waits, at most limit (real time), until every end queued before
-// it was called has been answered, when ends wait beyond the batch in
-// flight: a backlog, which only load builds. Otherwise it returns at once.
-func (b *finishBatcher) drain(limit time.Duration) {
+// drain waits, at most limit (real time) and while ctx lasts, until every
+// end queued before it was called has been answered, when ends wait
+// beyond the batch in flight: a backlog, which only load builds.
+// Otherwise it returns at once.
+func (b *finishBatcher) drain(ctx context.Context, limit time.Duration) {
 	b.mu.Lock()
 	if len(b.queue) == 0 {
 		b.mu.Unlock()
@@ -153,6 +154,8 @@ func (b *finishBatcher) drain(limit time.Duration) {
 		select {
 		case <-moved:
 		case <-timeout.C:
+			return
+		case <-ctx.Done():
 			return
 		}
 	}
