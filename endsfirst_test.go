@@ -2,6 +2,8 @@ package cronfence
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,7 +17,9 @@ import (
 // and each claim sent.
 type heldEnds struct {
 	store.Store
-	gate chan struct{}
+	gate    chan struct{}
+	holding chan struct{} // closed once a call is held
+	once    sync.Once
 
 	mu     sync.Mutex
 	events []string // "end <job>" once answered, "claim <job> <slot>" as sent
@@ -35,6 +39,7 @@ func (h *heldEnds) logged() []string {
 
 // hold waits for the release, or for the call's bound.
 func (h *heldEnds) hold(ctx context.Context) error {
+	h.once.Do(func() { close(h.holding) })
 	select {
 	case <-h.gate:
 		return nil
@@ -78,13 +83,22 @@ func (h *heldEnds) SlotClaimBatch(ctx context.Context, items []store.SlotClaimPa
 // that slowed the ends further.
 func TestARunsEndsAreRecordedBeforeTheNextClaims(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
-		held := &heldEnds{Store: c.open(t), gate: make(chan struct{})}
+		held := &heldEnds{Store: c.open(t), gate: make(chan struct{}), holding: make(chan struct{})}
 		release := sync.OnceFunc(func() { close(held.gate) })
 		l := newLedger()
-		// Two jobs: one end goes, and is held; the other waits behind it.
+		// The ends of one and two go, and are held (in one batch or two);
+		// three's run ends only then, so its end waits behind them.
+		afterHeld := func(ctx context.Context, run *Run) error {
+			select {
+			case <-held.holding:
+			case <-ctx.Done():
+			}
+			return l.handler(c.db)(ctx, run)
+		}
 		s := c.startHolding(-1, Config{Owner: "a", Store: held, Clock: offsetClock{c.db, 0}, Retention: -1},
 			Job{Name: "one", Schedule: "*/10 * * * * *", Handler: l.handler(c.db)},
-			Job{Name: "two", Schedule: "*/10 * * * * *", Handler: l.handler(c.db)})
+			Job{Name: "two", Schedule: "*/10 * * * * *", Handler: l.handler(c.db)},
+			Job{Name: "three", Schedule: "*/10 * * * * *", Handler: afterHeld})
 		t.Cleanup(release) // after startHolding's: cleanups run last first, so before the replica's Stop
 		first := c.db.Now().Truncate(10 * time.Second).Add(10 * time.Second)
 		c.db.Advance(first.Sub(c.db.Now()))
@@ -98,14 +112,8 @@ func TestARunsEndsAreRecordedBeforeTheNextClaims(t *testing.T) {
 		// The next slots fall due while the ends are held.
 		c.db.Advance(10 * time.Second)
 		next := first.Add(10 * time.Second).Format(time.TimeOnly)
-		claimedNext := func() bool {
-			for _, e := range held.logged() {
-				if e == "claim one "+next || e == "claim two "+next {
-					return true
-				}
-			}
-			return false
-		}
+		isNextClaim := func(e string) bool { return strings.HasPrefix(e, "claim ") && strings.HasSuffix(e, " "+next) }
+		claimedNext := func() bool { return slices.ContainsFunc(held.logged(), isNextClaim) }
 		draining := func() bool {
 			s.finishes.mu.Lock()
 			defer s.finishes.mu.Unlock()
@@ -121,17 +129,17 @@ func TestARunsEndsAreRecordedBeforeTheNextClaims(t *testing.T) {
 		events := held.logged()
 		ends := 0
 		for _, e := range events {
-			if e == "end one" || e == "end two" {
+			if strings.HasPrefix(e, "end ") {
 				ends++
 				continue
 			}
-			if (e == "claim one "+next || e == "claim two "+next) && ends < 2 {
-				t.Fatalf("a claim of the next slots went before both ends were answered: %v", events)
+			if isNextClaim(e) && ends < 3 {
+				t.Fatalf("a claim of the next slots went before the three ends were answered: %v", events)
 			}
 		}
 		wait.For(t, 10*time.Second, func() bool {
-			return l.ran("one", first.Add(10*time.Second)) == 1 && l.ran("two", first.Add(10*time.Second)) == 1
-		},
-			func() string { return "the next slots did not run" })
+			return l.ran("one", first.Add(10*time.Second)) == 1 && l.ran("two", first.Add(10*time.Second)) == 1 &&
+				l.ran("three", first.Add(10*time.Second)) == 1
+		}, func() string { return "the next slots did not run" })
 	})
 }
