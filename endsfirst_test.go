@@ -17,9 +17,7 @@ import (
 // and each claim sent.
 type heldEnds struct {
 	store.Store
-	gate    chan struct{}
-	holding chan struct{} // closed once a call is held
-	once    sync.Once
+	*gate // the ends' calls wait at it
 
 	mu     sync.Mutex
 	events []string // "end <job>" once answered, "claim <job> <slot>" as sent
@@ -37,19 +35,8 @@ func (h *heldEnds) logged() []string {
 	return append([]string(nil), h.events...)
 }
 
-// hold waits for the release, or for the call's bound.
-func (h *heldEnds) hold(ctx context.Context) error {
-	h.once.Do(func() { close(h.holding) })
-	select {
-	case <-h.gate:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 func (h *heldEnds) SlotFinish(ctx context.Context, p store.SlotFinishParams) (store.SlotFinishResult, error) {
-	if err := h.hold(ctx); err != nil {
+	if err := h.passUnlessDone(ctx); err != nil {
 		return store.SlotFinishResult{}, err
 	}
 	r, err := h.Store.SlotFinish(ctx, p)
@@ -58,7 +45,7 @@ func (h *heldEnds) SlotFinish(ctx context.Context, p store.SlotFinishParams) (st
 }
 
 func (h *heldEnds) SlotFinishBatch(ctx context.Context, items []store.SlotFinishParams) ([]store.SlotFinishResult, error) {
-	if err := h.hold(ctx); err != nil {
+	if err := h.passUnlessDone(ctx); err != nil {
 		return nil, err
 	}
 	r, err := h.Store.SlotFinishBatch(ctx, items)
@@ -83,14 +70,14 @@ func (h *heldEnds) SlotClaimBatch(ctx context.Context, items []store.SlotClaimPa
 // that slowed the ends further.
 func TestARunsEndsAreRecordedBeforeTheNextClaims(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
-		held := &heldEnds{Store: c.open(t), gate: make(chan struct{}), holding: make(chan struct{})}
-		release := sync.OnceFunc(func() { close(held.gate) })
+		held := &heldEnds{Store: c.open(t), gate: newGate()}
+		release := sync.OnceFunc(func() { close(held.release) })
 		l := newLedger()
 		// The ends of one and two go, and are held (in one batch or two);
 		// three's run ends only then, so its end waits behind them.
 		afterHeld := func(ctx context.Context, run *Run) error {
 			select {
-			case <-held.holding:
+			case <-held.entered:
 			case <-ctx.Done():
 			}
 			return l.handler(c.db)(ctx, run)

@@ -318,6 +318,18 @@ func (g *gate) pass() {
 	<-g.release
 }
 
+// passUnlessDone is pass for a call that ends with its context: it returns
+// the context's error if that ends first.
+func (g *gate) passUnlessDone(ctx context.Context) error {
+	g.once.Do(func() { close(g.entered) })
+	select {
+	case <-g.release:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // heldSkips is a store whose SlotSkip waits at a gate: a recording of
 // skips that takes long (thousands of them under overload, behind the
 // others' claims).
