@@ -47,6 +47,10 @@ import (
 // binary is built from this tree unless $CRONFENCE_BENCH_REPLICA names one
 // (a binary built from another tree, for a before and after in one
 // session).
+// With many jobs it logs how many of each slot's runs started, and how
+// many more than a second late; $CRONFENCE_BENCH_DISTURB (a duration)
+// runs four busy loops that long, 10 s into the window, to show whether
+// the replicas catch up after a host's hiccup.
 // The replicas tune their pools as the cronfence binary does
 // (postgres.TunePool) unless $CRONFENCE_BENCH_UNTUNED is set.
 // A replica of an older tree refuses this tree's newer schema: with
@@ -76,6 +80,14 @@ func BenchmarkReplicas(b *testing.B) {
 		}
 		warmup = d
 	}
+	var disturb time.Duration
+	if v := os.Getenv("CRONFENCE_BENCH_DISTURB"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			b.Fatalf("CRONFENCE_BENCH_DISTURB must be a duration, at least 0, got %q", v)
+		}
+		disturb = d
+	}
 	bin := os.Getenv("CRONFENCE_BENCH_REPLICA")
 	if bin == "" {
 		bin = filepath.Join(b.TempDir(), "benchreplica")
@@ -100,7 +112,7 @@ func BenchmarkReplicas(b *testing.B) {
 	for _, sc := range scenarios {
 		b.Run(fmt.Sprintf("replicas=%d/jobs=%d", sc.replicas, sc.jobs), func(b *testing.B) {
 			for b.Loop() {
-				sc.measure(b, bin, window, warmup)
+				sc.measure(b, bin, window, warmup, disturb)
 			}
 		})
 	}
@@ -118,7 +130,7 @@ type replicaRun struct {
 	slot, at time.Time
 }
 
-func (sc replicaScenario) measure(b *testing.B, bin string, window, warmup time.Duration) {
+func (sc replicaScenario) measure(b *testing.B, bin string, window, warmup, disturb time.Duration) {
 	// shared_buffers at PostgreSQL's default, not the tests' 16 MB: with
 	// thousands of runs a second the tables outgrow 16 MB within the
 	// window, and the server spent its time moving pages in and out of
@@ -230,6 +242,12 @@ func (sc replicaScenario) measure(b *testing.B, bin string, window, warmup time.
 	}
 	db0, replicas0 := cpu()
 	to := from.Add(window)
+	if disturb > 0 {
+		// A host's hiccup (another process's burst, a noisy neighbour): four
+		// busy loops 10 s into the window, twice the cores. What follows
+		// shows whether the replicas catch up once it ends or stay behind.
+		go hog(b, from.Add(10*time.Second), disturb, 4)
+	}
 	time.Sleep(time.Until(to))
 	db1, replicas1 := cpu()
 	var calls int64
@@ -258,6 +276,9 @@ func (sc replicaScenario) measure(b *testing.B, bin string, window, warmup time.
 	}
 
 	slots := int(window / sc.every)
+	if sc.jobs > 1 {
+		logRunsPerSlot(b, runs, from, to, sc.every)
+	}
 	per := map[string]int{}
 	share := make([]map[time.Time]int, sc.replicas)
 	for i := range share {
@@ -307,6 +328,46 @@ func (sc replicaScenario) measure(b *testing.B, bin string, window, warmup time.
 		}
 		b.ReportMetric(100*lo, "min-share-%")
 		b.ReportMetric(100*hi, "max-share-%")
+	}
+}
+
+// logRunsPerSlot logs how many of each slot's runs started, and how many
+// of those more than a second after it, slot by slot: whether a window
+// kept up all along, fell behind once and stayed behind, or caught up.
+func logRunsPerSlot(b *testing.B, runs []replicaRun, from, to time.Time, every time.Duration) {
+	n := int(to.Sub(from) / every)
+	started, late := make([]int, n), make([]int, n)
+	for _, r := range runs {
+		if r.slot.Before(from) || !r.slot.Before(to) {
+			continue
+		}
+		i := int(r.slot.Sub(from) / every)
+		started[i]++
+		if r.at.Sub(r.slot) > time.Second {
+			late[i]++
+		}
+	}
+	b.Logf("runs started per slot: %v", started)
+	b.Logf("of which more than 1 s late: %v", late)
+}
+
+// hog runs n busy shell loops from at for d: a burst of CPU beside the
+// replicas and the server, more runnable processes than the cores.
+func hog(b *testing.B, at time.Time, d time.Duration, n int) {
+	time.Sleep(time.Until(at))
+	var loops []*exec.Cmd
+	for range n {
+		cmd := exec.Command("sh", "-c", "while :; do :; done")
+		if err := cmd.Start(); err != nil {
+			b.Error(err)
+			break
+		}
+		loops = append(loops, cmd)
+	}
+	time.Sleep(d)
+	for _, cmd := range loops {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
 	}
 }
 
