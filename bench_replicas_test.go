@@ -49,8 +49,9 @@ import (
 // session).
 // With many jobs it logs how many of each slot's runs started, and how
 // many more than a second late; $CRONFENCE_BENCH_DISTURB (a duration)
-// runs four busy loops that long, 10 s into the window, to show whether
-// the replicas catch up after a host's hiccup.
+// runs busy loops ($CRONFENCE_BENCH_DISTURB_LOOPS, default 4) that long,
+// 10 s into the window, to show whether the replicas catch up after a
+// host's hiccup.
 // The replicas tune their pools as the cronfence binary does
 // (postgres.TunePool) unless $CRONFENCE_BENCH_UNTUNED is set.
 // A replica of an older tree refuses this tree's newer schema: with
@@ -80,13 +81,20 @@ func BenchmarkReplicas(b *testing.B) {
 		}
 		warmup = d
 	}
-	var disturb time.Duration
+	disturb := disturbance{loops: 4}
 	if v := os.Getenv("CRONFENCE_BENCH_DISTURB"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 0 {
 			b.Fatalf("CRONFENCE_BENCH_DISTURB must be a duration, at least 0, got %q", v)
 		}
-		disturb = d
+		disturb.d = d
+	}
+	if v := os.Getenv("CRONFENCE_BENCH_DISTURB_LOOPS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			b.Fatalf("CRONFENCE_BENCH_DISTURB_LOOPS must be a whole number of loops, at least 1, got %q", v)
+		}
+		disturb.loops = n
 	}
 	bin := os.Getenv("CRONFENCE_BENCH_REPLICA")
 	if bin == "" {
@@ -118,6 +126,13 @@ func BenchmarkReplicas(b *testing.B) {
 	}
 }
 
+// disturbance is the busy loops a window runs beside the replicas
+// (hog): loops of them for d, none when d is zero.
+type disturbance struct {
+	d     time.Duration
+	loops int
+}
+
 type replicaScenario struct {
 	replicas, jobs int
 	every, work    time.Duration
@@ -130,7 +145,7 @@ type replicaRun struct {
 	slot, at time.Time
 }
 
-func (sc replicaScenario) measure(b *testing.B, bin string, window, warmup, disturb time.Duration) {
+func (sc replicaScenario) measure(b *testing.B, bin string, window, warmup time.Duration, disturb disturbance) {
 	// shared_buffers at PostgreSQL's default, not the tests' 16 MB: with
 	// thousands of runs a second the tables outgrow 16 MB within the
 	// window, and the server spent its time moving pages in and out of
@@ -242,11 +257,12 @@ func (sc replicaScenario) measure(b *testing.B, bin string, window, warmup, dist
 	}
 	db0, replicas0 := cpu()
 	to := from.Add(window)
-	if disturb > 0 {
-		// A host's hiccup (another process's burst, a noisy neighbour): four
-		// busy loops 10 s into the window, twice the cores. What follows
-		// shows whether the replicas catch up once it ends or stay behind.
-		go hog(b, from.Add(10*time.Second), disturb, 4)
+	if disturb.d > 0 {
+		// A host's hiccup (another process's burst, a noisy neighbour):
+		// busy loops 10 s into the window, more than the cores. What
+		// follows shows whether the replicas catch up once it ends or stay
+		// behind.
+		go hog(b, from.Add(10*time.Second), disturb.d, disturb.loops)
 	}
 	time.Sleep(time.Until(to))
 	db1, replicas1 := cpu()
