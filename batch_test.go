@@ -34,6 +34,15 @@ func (f *finishCounter) SlotFinishBatch(ctx context.Context, items []store.SlotF
 	return f.Store.SlotFinishBatch(ctx, items)
 }
 
+// minuteJobs is n jobs, job-0 to job-(n-1), every minute, each run by h.
+func minuteJobs(n int, h Handler) []Job {
+	jobs := make([]Job, n)
+	for i := range jobs {
+		jobs[i] = Job{Name: fmt.Sprintf("job-%d", i), Schedule: "* * * * *", Handler: h}
+	}
+	return jobs
+}
+
 // Runs that end together are recorded together: the ends that come in
 // while one is being recorded go in the next round trip, so 300 runs
 // ending at once cost a few, not 300. Each run's slot is still completed,
@@ -43,10 +52,7 @@ func TestRunsEndingTogetherAreRecordedInFewRoundTrips(t *testing.T) {
 		l := newLedger()
 		fc := &finishCounter{Store: c.open(t)}
 		const n = 300
-		var jobs []Job
-		for i := range n {
-			jobs = append(jobs, Job{Name: fmt.Sprintf("job-%d", i), Schedule: "* * * * *", Handler: l.handler(c.db)})
-		}
+		jobs := minuteJobs(n, l.handler(c.db))
 		c.startWith(Config{Owner: "a", Store: fc, Clock: offsetClock{c.db, 0}, Retention: -1}, jobs...)
 		slot := c.db.Now().Truncate(time.Minute).Add(time.Minute)
 		c.advance(time.Minute, time.Minute)
@@ -84,10 +90,7 @@ func TestALargeBatchIsClaimedInBoundedStatements(t *testing.T) {
 		l := newLedger()
 		fc := &finishCounter{Store: c.open(t)}
 		n := maxClaimBatch + 10
-		var jobs []Job
-		for i := range n {
-			jobs = append(jobs, Job{Name: fmt.Sprintf("job-%d", i), Schedule: "* * * * *", Handler: l.handler(c.db)})
-		}
+		jobs := minuteJobs(n, l.handler(c.db))
 		// StoreTimeout: a 1,000-item claim on SQLite under -race on a
 		// loaded host takes seconds; this test is about the statements'
 		// size, not the bound on their time.
@@ -301,10 +304,7 @@ func TestALargeBatchClaimsItsJobsInTheSameOrderAtEverySlot(t *testing.T) {
 		l := newLedger()
 		co := &claimOrder{Store: c.open(t), sent: map[time.Time][][]string{}}
 		n := maxClaimBatch + 200
-		var jobs []Job
-		for i := range n {
-			jobs = append(jobs, Job{Name: fmt.Sprintf("job-%d", i), Schedule: "* * * * *", Handler: l.handler(c.db)})
-		}
+		jobs := minuteJobs(n, l.handler(c.db))
 		c.startWith(Config{Owner: "a", Store: co, Clock: offsetClock{c.db, 0}, Retention: -1, StoreTimeout: time.Minute}, jobs...)
 		first := c.db.Now().Truncate(time.Minute).Add(time.Minute)
 		c.advance(2*time.Minute, time.Minute)
