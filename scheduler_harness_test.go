@@ -203,6 +203,19 @@ func (c *cluster) stop(s *Scheduler) {
 	}
 }
 
+// waitForTimers waits until n timers wait on the cluster's clock. A test
+// that starts a replica of its own, outside start, moves the clock only
+// once its loop sleeps on its timer: a loop that read the clock before the
+// move and set its timer after it would set it late by the move.
+func (c *cluster) waitForTimers(n int) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.db.WaitForTimers(ctx, n); err != nil {
+		c.t.Fatalf("%d timers on the clock, want %d: the loop did not go to sleep", c.db.Timers(), n)
+	}
+}
+
 // advance moves time forward in steps, letting every replica finish what
 // each step made due before taking the next.
 func (c *cluster) advance(d, step time.Duration) {

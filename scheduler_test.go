@@ -296,6 +296,7 @@ func TestShutdownReleasesLeaseAndHandsOver(t *testing.T) {
 		if err := s.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
+		c.waitForTimers(1) // the loop's, after its first tick
 		c.db.Advance(time.Minute)
 		run := <-b.started
 		// The deploy's deadline passes before the handler gives up by
