@@ -257,12 +257,18 @@ func (sc replicaScenario) measure(b *testing.B, bin string, window, warmup time.
 	}
 	db0, replicas0 := cpu()
 	to := from.Add(window)
+	hogged := make(chan struct{})
 	if disturb.d > 0 {
 		// A host's hiccup (another process's burst, a noisy neighbour):
 		// busy loops 10 s into the window, more than the cores. What
 		// follows shows whether the replicas catch up once it ends or stay
 		// behind.
-		go hog(b, from.Add(10*time.Second), disturb.d, disturb.loops)
+		go func() {
+			defer close(hogged)
+			hog(b, from.Add(10*time.Second), disturb.d, disturb.loops)
+		}()
+	} else {
+		close(hogged)
 	}
 	time.Sleep(time.Until(to))
 	db1, replicas1 := cpu()
@@ -274,8 +280,10 @@ func (sc replicaScenario) measure(b *testing.B, bin string, window, warmup time.
 	logTopStatements(b, admin)
 	logAlerts(b, admin, from)
 	logOutcomes(b, admin, from, to)
-	// Let the window's last runs start and print before stopping.
+	// Let the window's last runs start and print before stopping, and
+	// the busy loops end, when they outlast the window.
 	time.Sleep(2 * time.Second)
+	<-hogged
 	for _, p := range procs {
 		_ = p.Process.Signal(syscall.SIGTERM)
 	}
