@@ -23,8 +23,8 @@ help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
-build: ## Build a static cronfence binary (no cgo, paths trimmed, version and commit stamped) into $(BINDIR)/.
-	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=auto -o $(BINDIR)/cronfence ./cmd/cronfence
+build: ## Build a static cronfence binary (no cgo, paths trimmed, symbol and DWARF tables stripped, version and commit stamped) into $(BINDIR)/.
+	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=auto -ldflags="-s -w" -o $(BINDIR)/cronfence ./cmd/cronfence
 
 .PHONY: image
 image: build ## Build the container image (FROM scratch around the static binary; see docs/deploy.md) with $(CONTAINER) as $(IMAGE).
