@@ -1,6 +1,7 @@
 // Package cronfence is distributed cron for Go: every scheduled slot of every
 // job runs once across any number of replicas, coordinated through a SQL
-// database (PostgreSQL across hosts, a SQLite file on one host).
+// database (PostgreSQL or MySQL/MariaDB across hosts, a SQLite file on one
+// host).
 //
 // Build a Scheduler from a Config and a store, Register jobs (the same on
 // every replica), Start it, and Stop it on shutdown. Lock runs any function
@@ -21,7 +22,8 @@
 //   - G2: no eternal lock. Every lease expires in the database clock and is
 //     renewed every TTL/3 while its run lasts (one batched round trip for
 //     all the leases a replica holds); a dead owner is replaced within one
-//     TTL, and on PostgreSQL at once, when its liveness session is gone.
+//     TTL, and on PostgreSQL and MySQL at once, when its liveness session
+//     is gone.
 //   - G3: a paused or partitioned owner cannot write after losing its
 //     lease. The generation of a lease name grows forever and Run.Fence
 //     checks it inside the write transaction, holding the lease row against
