@@ -337,6 +337,9 @@ func TestParseErrors(t *testing.T) {
 		{"Local zone", job(cmd + sched + "    time_zone: Local\n"), []string{`cronfence.yaml:5: jobs[0].time_zone: "Local" differs between machines`}},
 		{"bad default zone", "defaults:\n  time_zone: Nowhere\n" + job(cmd+sched), []string{"cronfence.yaml:2: defaults.time_zone: \"Nowhere\" is not a time zone"}},
 		{"CRON_TZ in spec", job(cmd + "    schedule: \"CRON_TZ=Nowhere 0 * * * *\"\n"), []string{"cronfence.yaml:4: jobs[0].schedule: time zone \"Nowhere\""}},
+		{"schedule never fires", job(cmd + "    schedule: \"0 0 31 2 *\"\n"), []string{`cronfence.yaml:4: jobs[0].schedule: spec "0 0 31 2 *": never fires: day 31 never falls in February`}},
+		{"default schedule never fires", "defaults:\n  schedule: \"0 0 30 2 *\"\n" + job(cmd), []string{`cronfence.yaml:2: defaults.schedule: spec "0 0 30 2 *": never fires: day 30 never falls in February`}},
+		{"schedule never fires in its zone", job(cmd + "    schedule: \"* 2 8-14 3 */7\"\n    time_zone: America/New_York\n"), []string{`cronfence.yaml:4: jobs[0].schedule: spec "* 2 8-14 3 */7": never fires: no time it names from now on exists in America/New_York`}},
 
 		{"negative timeout", job(cmd + sched + "    timeout: -5s\n"), []string{`cronfence.yaml:5: jobs[0].timeout: "-5s" must not be negative`}},
 		{"negative catch-up", job(cmd + sched + "    catch_up_window: -1h\n"), []string{`cronfence.yaml:5: jobs[0].catch_up_window: "-1h" must not be negative`}},
