@@ -297,6 +297,41 @@ func TestLoadMissingFile(t *testing.T) {
 	}
 }
 
+// A YAML structure error (a key indented too little or too much) is
+// reported at the line where the structure broke, not at the line where
+// the list or mapping it broke started (yaml.v3's message gives that
+// one's line, counted from 0, or none on line 1).
+func TestYAMLStructureErrorLine(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, src, want string
+	}{
+		{"key dedented in a job", "jobs:\n  - name: a\n    schedule: '@daily'\n   shell: x\n",
+			"cronfence.yaml:4: YAML: did not find expected '-' indicator"},
+		{"key dedented in a later job", "database: postgres://h/d\njobs:\n  - name: a\n    schedule: '@daily'\n    shell: x\n  bad: 1\n",
+			"cronfence.yaml:6: YAML: did not find expected '-' indicator"},
+		{"key indented in a job", "jobs:\n  - name: a\n    schedule: '@daily'\n    shell: x\n  - name: b\n     schedule: '@daily'\n    shell: x\n",
+			"cronfence.yaml:6: YAML: mapping values are not allowed in this context"},
+		{"env key dedented", "jobs:\n  - name: a\n    env:\n      A: 1\n     B: 2\n    schedule: '@daily'\n",
+			"cronfence.yaml:5: YAML: did not find expected key"},
+		{"top-level key indented", "sqlite: a.db\njobs:\n  - {name: a, schedule: '@daily', shell: x}\n history:\n  retention: 30d\n",
+			"cronfence.yaml:4: YAML: "},
+		{"list item under a scalar", "jobs: []\n - a\n", "cronfence.yaml:2: YAML: did not find expected key"},
+		{"stray bracket", "jobs: []\nsqlite: [a]]\n", "cronfence.yaml:2: YAML: did not find expected key"},
+		{"unclosed flow mapping", "sqlite: x\njobs: []\nhistory: {retention: 1d\n", "cronfence.yaml:3: YAML: did not find expected ',' or '}'"},
+		{"unclosed quote", "jobs:\n  - name: a\n    shell: \"echo\n    schedule: '@daily'\n",
+			"cronfence.yaml:3: YAML: "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := parseTest(t, tc.src)
+			if err == nil || !strings.HasPrefix(err.Error(), "/etc/cronfence/"+tc.want) {
+				t.Errorf("error %v; want it to start %q, for:\n%s", err, tc.want, tc.src)
+			}
+		})
+	}
+}
+
 // job wraps fields in a one-job file whose job starts on line 2, so the
 // fields start on line 3.
 func job(fields string) string {
@@ -315,7 +350,7 @@ func TestParseErrors(t *testing.T) {
 		{"empty file", "", []string{"cronfence.yaml: empty file"}},
 		{"comment only", "# nothing\n", []string{"cronfence.yaml: empty file"}},
 		{"not a mapping", "- a\n", []string{"cronfence.yaml:1: must be a mapping"}},
-		{"yaml syntax", "jobs:\n  - name: a\n   bad: [\n", []string{"cronfence.yaml:1: YAML: did not find expected '-' indicator"}},
+		{"yaml syntax", "jobs:\n  - name: a\n   bad: [\n", []string{"cronfence.yaml:3: YAML: did not find expected '-' indicator"}},
 		{"yaml tab", "jobs: []\n\tsqlite: x\n", []string{"cronfence.yaml:2: YAML: found character that cannot start any token"}},
 		{"two documents", "jobs: []\n---\njobs: []\n", []string{"more than one YAML document"}},
 		{"unknown top-level", "jobz: []\n", []string{"cronfence.yaml:1: jobz: unknown field; expected one of database, sqlite, tokens, defaults, jobs"}},

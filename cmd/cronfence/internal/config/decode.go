@@ -135,18 +135,72 @@ func (d *decoder) yamlError(err error, data []byte) {
 	}
 	msg := err.Error()
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		d.errorf(line, "", "YAML: %s", m[2])
+		d.errorf(brokenLine(data, msg), "", "YAML: %s", m[2])
 		return
 	}
-	d.errorf(problemLine(data), "", "YAML: %s", strings.TrimPrefix(msg, "yaml: "))
+	line := badCharLine(data)
+	if line == 0 {
+		line = brokenLine(data, msg)
+	}
+	d.errorf(line, "", "YAML: %s", strings.TrimPrefix(msg, "yaml: "))
 }
 
-// problemLine is the line of a YAML error that gives none: yaml.v3 leaves
-// the line out of a problem on line 1, and its reader's errors (control
-// characters, bad UTF-8) carry only an offset. It is the line of the first
-// character YAML does not allow, else 1.
-func problemLine(data []byte) int {
+// brokenLine is the line where data stops being the YAML whose decoding
+// failed with msg. yaml.v3's "line N" is that of the collection the
+// problem was found in (for a parser error, counted from 0), not that of
+// the problem: a key indented one space too few on line 40 is "line 2",
+// the start of jobs:. The problem's line is the first whose prefix of
+// data fails as the whole does: a document cut at a line end is still
+// YAML up to the problem (its open collections end with it), and the
+// problem found on a line is found again in any longer prefix. Found by
+// bisection, so a file is parsed a few times more, once it is broken.
+func brokenLine(data []byte, msg string) int {
+	var ends []int // the offset after each line
+	for i, b := range data {
+		if b == '\n' {
+			ends = append(ends, i+1)
+		}
+	}
+	if len(ends) == 0 || ends[len(ends)-1] != len(data) {
+		ends = append(ends, len(data))
+	}
+	fails := func(lines int) bool {
+		err := yamlProblem(data[:ends[lines-1]])
+		return err != nil && err.Error() == msg
+	}
+	lo, hi := 1, len(ends) // fails(hi) holds: the whole is data
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		if fails(mid) {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return lo
+}
+
+// yamlProblem returns the error reading data as one YAML document gives,
+// as file reads it, or nil.
+func yamlProblem(data []byte) error {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc, extra yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		return err
+	}
+	if err := dec.Decode(&extra); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	return nil
+}
+
+// badCharLine is the line of the first character YAML does not allow, 0
+// when there is none: yaml.v3's reader reports control characters and bad
+// UTF-8 with an offset at most, and no line.
+func badCharLine(data []byte) int {
 	for i := 0; i < len(data); {
 		r, size := utf8.DecodeRune(data[i:])
 		allowed := r == '\t' || r == '\n' || r == '\r' || (r >= 0x20 && r <= 0x7E) || r == 0x85 ||
@@ -156,7 +210,7 @@ func problemLine(data []byte) int {
 		}
 		i += size
 	}
-	return 1
+	return 0
 }
 
 // database checks the URL s given on line.
