@@ -90,8 +90,8 @@ type File struct {
 	Path string
 	// Dir is the absolute directory relative paths were resolved against.
 	Dir string
-	// Database is the PostgreSQL URL, empty when not given (the binary then
-	// uses SQLitePath).
+	// Database is the PostgreSQL or MySQL URL (or PostgreSQL key=value
+	// string), empty when not given (the binary then uses SQLitePath).
 	Database string
 	// SQLitePath is the absolute path of the SQLite file: sqlite: resolved
 	// against Dir, or Dir/cronfence.db.

@@ -332,6 +332,23 @@ func TestYAMLStructureErrorLine(t *testing.T) {
 	}
 }
 
+// database: takes what --database takes: PostgreSQL URLs and key=value
+// strings, and MySQL or MariaDB URLs (docs/config.md).
+func TestDatabaseTakesWhatTheFlagTakes(t *testing.T) {
+	t.Parallel()
+	for _, url := range []string{
+		"postgres://u@db:5432/cron", "postgresql://u@db/cron?sslmode=require", "host=db dbname=cron user=u",
+		"mysql://cron:secret@db:3306/cron", "mariadb://cron@db/cron?tls=true",
+	} {
+		f, err := parseTest(t, "database: '"+url+"'\njobs: []\n")
+		if err != nil {
+			t.Errorf("database: %s: %v", url, err)
+		} else if f.Database != url {
+			t.Errorf("database: %s: Database %q", url, f.Database)
+		}
+	}
+}
+
 // job wraps fields in a one-job file whose job starts on line 2, so the
 // fields start on line 3.
 func job(fields string) string {
@@ -422,8 +439,8 @@ func TestParseErrors(t *testing.T) {
 		{"unterminated variable", "database: ${NOPE\n", []string{`cronfence.yaml:1: database: unterminated ${ in "${NOPE"`}},
 		{"bad variable name", "database: ${1X}\n", []string{`cronfence.yaml:1: database: ${1X}: "1X" is not a variable name`}},
 
-		{"bad database scheme", "database: mysql://x/y\n", []string{`cronfence.yaml:1: database: scheme "mysql": must be postgres:// or postgresql://`}},
-		{"bad database scheme on line 2", "# a comment\ndatabase: mysql://x/y\n", []string{`cronfence.yaml:2: database: scheme "mysql"`}},
+		{"bad database scheme", "database: ftp://x/y\n", []string{`cronfence.yaml:1: database: scheme "ftp": must be postgres:// or postgresql:// (PostgreSQL), or mysql:// or mariadb:// (MySQL, MariaDB)`}},
+		{"bad database scheme on line 2", "# a comment\ndatabase: sqlite://x/y\n", []string{`cronfence.yaml:2: database: scheme "sqlite"`}},
 		{"database and sqlite", "database: postgres://x/y\nsqlite: a.db\n", []string{"cronfence.yaml:2: sqlite: set database or sqlite, not both"}},
 		{"empty sqlite", "sqlite: ''\n", []string{"cronfence.yaml:1: sqlite: must not be empty"}},
 

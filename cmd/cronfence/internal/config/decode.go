@@ -213,18 +213,22 @@ func badCharLine(data []byte) int {
 	return 0
 }
 
-// database checks the URL s given on line.
+// databaseSchemes are the URL schemes --database takes: PostgreSQL's and
+// MySQL's (store/mysql.IsURL).
+var databaseSchemes = []string{"postgres", "postgresql", "mysql", "mariadb"}
+
+// database checks the URL s given on line by the rule --database follows.
 func (d *decoder) database(s string, line int) {
 	if !strings.Contains(s, "://") {
-		return // a key=value connection string; the driver checks it
+		return // a PostgreSQL key=value connection string; the driver checks it
 	}
 	u, err := url.Parse(s)
 	if err != nil {
 		d.errorf(line, "database", "not a URL: %s", errors.Unwrap(err))
 		return
 	}
-	if u.Scheme != "postgres" && u.Scheme != "postgresql" {
-		d.errorf(line, "database", "scheme %q: must be postgres:// or postgresql://", u.Scheme)
+	if !slices.Contains(databaseSchemes, u.Scheme) {
+		d.errorf(line, "database", "scheme %q: must be postgres:// or postgresql:// (PostgreSQL), or mysql:// or mariadb:// (MySQL, MariaDB)", u.Scheme)
 	}
 }
 
