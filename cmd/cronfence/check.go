@@ -142,7 +142,7 @@ var flat = strings.NewReplacer("\t", " ", "\n", " ", "\r", " ")
 func (c *checkCmd) direct(ctx context.Context, a *app) (checkState, error) {
 	g := a.globals
 	if c.Config != "" {
-		f, err := config.Load(c.Config)
+		f, err := config.LoadFor(c.Config, g.fileReads(config.Reads{Monitor: true}))
 		if err != nil {
 			return checkState{}, &exitError{code: exitUsage, err: err}
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -30,7 +31,7 @@ func lookup(name string) (string, bool) {
 
 func parseTest(t *testing.T, src string) (*File, error) {
 	t.Helper()
-	return parse([]byte(strings.TrimLeft(src, "\n")), "/etc/cronfence/cronfence.yaml", lookup)
+	return parse([]byte(strings.TrimLeft(src, "\n")), "/etc/cronfence/cronfence.yaml", lookup, Everything)
 }
 
 func mustParse(t *testing.T, src string) *File {
@@ -346,6 +347,71 @@ func TestDatabaseTakesWhatTheFlagTakes(t *testing.T) {
 		} else if f.Database != url {
 			t.Errorf("database: %s: Database %q", url, f.Database)
 		}
+	}
+}
+
+// A variable that is not set is an error in a value the command reads,
+// and none in one it does not read, which is left empty.
+func TestReadsRequiresOnlyWhatItReads(t *testing.T) {
+	t.Parallel()
+	const src = `database: ${NOPE_DB}
+tokens:
+  - {name: ops, role: admin, token: "${NOPE_TOKEN}"}
+webhook:
+  url: ${NOPE_HOOK}
+monitor:
+  check_every: ${NOPE_CHECK}
+history:
+  retention: ${NOPE_KEEP}
+defaults:
+  env: {SHARED: "${NOPE_SHARED}"}
+jobs:
+  - name: a
+    schedule: "${NOPE_SCHEDULE}"
+    shell: echo ${NOPE_A}
+  - name: b
+    schedule: "@daily"
+    timeout: ${NOPE_TIMEOUT}
+    command: [run, "${NOPE_B}"]
+`
+	all := []string{"NOPE_DB", "NOPE_TOKEN", "NOPE_HOOK", "NOPE_CHECK", "NOPE_KEEP", "NOPE_SHARED", "NOPE_SCHEDULE", "NOPE_A", "NOPE_TIMEOUT", "NOPE_B"}
+	for _, tc := range []struct {
+		name  string
+		reads Reads
+		want  []string // the variables required
+	}{
+		{"everything", Everything, all},
+		{"nothing", Reads{}, nil},
+		{"database", Reads{Database: true}, []string{"NOPE_DB"}},
+		{"schedules", Reads{Schedules: true}, []string{"NOPE_SCHEDULE", "NOPE_TIMEOUT"}},
+		{"run b", Reads{Run: "b"}, []string{"NOPE_SHARED", "NOPE_TIMEOUT", "NOPE_B"}},
+		{"monitor", Reads{Monitor: true}, []string{"NOPE_CHECK"}},
+		{"secrets", Reads{Tokens: true, Webhook: true}, []string{"NOPE_TOKEN", "NOPE_HOOK"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f, err := parse([]byte(src), "/etc/cronfence/cronfence.yaml", lookup, tc.reads)
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatalf("error %v; want none", err)
+				}
+				if f.Tokens[0].Token != "" || f.Webhook.URL != "" || len(f.Jobs[1].Command) != 0 || len(f.Jobs[0].Env) != 0 {
+					t.Errorf("values not read are not left empty: %+v", f)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("no error; want %q required", tc.want)
+			}
+			for _, v := range all {
+				if got, want := strings.Contains(err.Error(), "environment variable "+v+" is not set"), slices.Contains(tc.want, v); got != want {
+					t.Errorf("%s required: %v, want %v; error:\n%v", v, got, want, err)
+				}
+			}
+			if strings.Contains(err.Error(), "is required") {
+				t.Errorf("a value holding an unset variable is reported missing too:\n%v", err)
+			}
+		})
 	}
 }
 

@@ -25,6 +25,14 @@ type decoder struct {
 	dir    string
 	lookup func(string) (string, bool)
 	errs   []*Error
+	// reads is what the command reads; unset are the variables not set,
+	// reported by requireUnset for the values it reads.
+	reads Reads
+	unset []unsetVar
+	// job is the index of the job being decoded, -1 outside jobs:, and
+	// jobNames the names of those decoded.
+	job      int
+	jobNames []string
 
 	// bounds are the durations the retention must exceed (checkRetention),
 	// and retentionAt is history.retention as written.
@@ -122,6 +130,7 @@ func (d *decoder) file(data []byte) *File {
 	f.Tokens = d.tokens(tokens)
 	f.Jobs = d.jobs(jobs, defaults)
 	d.checkRetention(f.History)
+	d.requireUnset()
 	return f
 }
 
@@ -320,7 +329,9 @@ func kind(n *yaml.Node) string {
 	return strconv.Quote(truncate(n.Value))
 }
 
-// scalar returns n's text with variables expanded.
+// scalar returns n's text with variables expanded, or "" and false when a
+// variable cannot be: an unset one is kept aside for requireUnset, which
+// knows what the command reads.
 func (d *decoder) scalar(n *yaml.Node, path string) (string, bool) {
 	if n.Kind != yaml.ScalarNode {
 		d.errorf(n.Line, path, "must be a single value, got %s", kind(n))
@@ -328,9 +339,37 @@ func (d *decoder) scalar(n *yaml.Node, path string) (string, bool) {
 	}
 	s, problems := expand(n.Value, d.lookup)
 	for _, p := range problems {
-		d.errorf(n.Line, path, "%s", p)
+		if p.unset {
+			d.unset = append(d.unset, unsetVar{err: &Error{File: d.name, Line: n.Line, Path: path, Msg: p.msg}, job: d.job})
+			continue
+		}
+		d.errorf(n.Line, path, "%s", p.msg)
 	}
-	return s, len(problems) == 0
+	if len(problems) > 0 {
+		return "", false
+	}
+	return s, true
+}
+
+// unsetVar is a variable that is not set, in the value at err.Path, of
+// the job at index job of jobs: (-1 for none).
+type unsetVar struct {
+	err *Error
+	job int
+}
+
+// requireUnset reports the unset variables of the values the command
+// reads (d.reads); the others leave their values empty.
+func (d *decoder) requireUnset() {
+	for _, u := range d.unset {
+		job := ""
+		if u.job >= 0 && u.job < len(d.jobNames) {
+			job = d.jobNames[u.job]
+		}
+		if d.reads.reads(u.err.Path, job) && len(d.errs) < maxErrors {
+			d.errs = append(d.errs, u.err)
+		}
+	}
 }
 
 // str decodes a string. Numbers and booleans are refused, so a value YAML
@@ -692,7 +731,10 @@ func (d *decoder) jobs(n *yaml.Node, defaults fields) []Job {
 	}
 	var out []Job
 	names := map[string]string{}
+	d.jobNames = make([]string, len(n.Content))
+	defer func() { d.job = -1 }()
 	for i, jn := range n.Content {
+		d.job = i
 		path := fmt.Sprintf("jobs[%d]", i)
 		var own fields
 		var name, shell opt[string]
@@ -719,6 +761,7 @@ func (d *decoder) jobs(n *yaml.Node, defaults fields) []Job {
 					}
 				}
 				name = set(s, ok, v, kp)
+				d.jobNames[i] = s
 			case "shell":
 				shellSeen = true
 				s, ok := d.str(v, kp)
@@ -841,10 +884,17 @@ func (d *decoder) resolve(own, def fields, path string, line int) Job {
 	return j
 }
 
-// reported says whether a problem was reported for path.
+// reported says whether a problem was reported for path, or its value
+// holds a variable that is not set (reported or not, as the command reads
+// it or not).
 func (d *decoder) reported(path string) bool {
 	for _, e := range d.errs {
 		if e.Path == path {
+			return true
+		}
+	}
+	for _, u := range d.unset {
+		if u.err.Path == path {
 			return true
 		}
 	}
