@@ -79,6 +79,7 @@ func (c *serveCmd) Run(a *app) error {
 	}
 	defer obs.close(logger)
 	g.tracer = obs.tracer()
+	g.warm = true
 	db, err := g.openMigrated(a.ctx)
 	if err != nil {
 		return err
