@@ -55,7 +55,8 @@ type Job struct {
 	Name string
 	// Schedule is a cron spec: 5 fields, or 6 with seconds first, @hourly
 	// and friends, or "@every D" (anchored to the Unix epoch). A CRON_TZ=
-	// prefix sets the zone. See package schedule.
+	// prefix sets the zone. See package schedule. A spec that never fires
+	// ("0 0 31 2 *") is refused by Register, saying why.
 	Schedule string
 	// TimeZone is the IANA zone the schedule is read in. Defaults to UTC.
 	// "Local" is refused: each machine's local zone may differ.

@@ -49,6 +49,24 @@ func TestRegisterRefusesTheLocalZone(t *testing.T) {
 
 func noop(context.Context, *Run) error { return nil }
 
+// A schedule that can never fire would register a job that silently never
+// runs: Register refuses it, saying why; a rare one (February 29) is
+// accepted.
+func TestRegisterRefusesAScheduleThatNeverFires(t *testing.T) {
+	_, err := Job{Name: "report", Schedule: "0 0 31 2 *", Handler: noop}.prepare()
+	if err == nil {
+		t.Fatal(`"0 0 31 2 *": accepted; want it refused`)
+	}
+	for _, want := range []string{`job "report"`, "never fires", "day 31 never falls in February"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if _, err := (Job{Name: "report", Schedule: "0 0 29 2 *", TimeZone: "Europe/Lisbon", Handler: noop}).prepare(); err != nil {
+		t.Errorf(`"0 0 29 2 *": %v; want it accepted (it fires every four years)`, err)
+	}
+}
+
 // A deadline as long as the history's retention could never be judged: by
 // the time it passes, the slot's row may have been pruned, and a slot with
 // no row that old says nothing (absence: not judged). Register refuses it,

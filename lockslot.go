@@ -270,9 +270,6 @@ func (l *SlotLock) prepare() (*registered, error) {
 	if err != nil {
 		return nil, err
 	}
-	if now := time.Now(); job.sched.Prev(now).IsZero() && job.sched.Next(now).IsZero() {
-		return nil, errInvalid(fmt.Sprintf("lock slot of %q: schedule %q has no slots", l.Name, l.Schedule))
-	}
 	l.TTL = job.LeaseTTL
 	if l.Owner == "" {
 		l.Owner = OwnerID()

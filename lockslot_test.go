@@ -437,7 +437,7 @@ func TestLockSlotRefusesBadArguments(t *testing.T) {
 		{"long name", untouched{}, with(func(l *SlotLock) { l.Name = strings.Repeat("n", MaxJobNameLength+1) }), fn, "at most 150 bytes"},
 		{"no schedule", untouched{}, with(func(l *SlotLock) { l.Schedule = "" }), fn, "schedule"},
 		{"bad schedule", untouched{}, with(func(l *SlotLock) { l.Schedule = "61 * * * *" }), fn, "minute"},
-		{"never fires", untouched{}, with(func(l *SlotLock) { l.Schedule = "0 0 30 2 *"; l.At = time.Now() }), fn, "no slot"},
+		{"never fires", untouched{}, with(func(l *SlotLock) { l.Schedule = "0 0 30 2 *"; l.At = time.Now() }), fn, "never fires: day 30 never falls in February"},
 		{"local zone", untouched{}, with(func(l *SlotLock) { l.TimeZone = "Local" }), fn, `"Local"`},
 		{"unknown zone", untouched{}, with(func(l *SlotLock) { l.TimeZone = "Mars/Olympus" }), fn, "Mars/Olympus"},
 		{"negative ttl", untouched{}, with(func(l *SlotLock) { l.TTL = -time.Second }), fn, "TTL"},

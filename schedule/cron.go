@@ -13,9 +13,6 @@ type cronSchedule struct {
 	text string
 	loc  *time.Location
 	spec *spec
-	// never is set when no day can ever match ("0 0 30 2 *"), so Next and
-	// Prev answer at once.
-	never bool
 }
 
 var _ Schedule = (*cronSchedule)(nil)
@@ -30,9 +27,6 @@ func (c *cronSchedule) String() string { return c.text }
 // for appointments skipped by a forward jump, and ignore wall times a
 // backward jump repeats (dst.go).
 func (c *cronSchedule) Next(t time.Time) time.Time {
-	if c.never {
-		return time.Time{}
-	}
 	from := t.Unix() + 1 // slots are whole seconds: the first candidate
 	if from > maxSlot {
 		return time.Time{}
@@ -68,9 +62,6 @@ func (c *cronSchedule) Next(t time.Time) time.Time {
 // Prev returns the last slot at or before t. It mirrors Next, walking the
 // zone's periods backwards.
 func (c *cronSchedule) Prev(t time.Time) time.Time {
-	if c.never {
-		return time.Time{}
-	}
 	to := t.Unix() // Unix rounds down, and slots are whole seconds
 	if to < minSlot {
 		return time.Time{}

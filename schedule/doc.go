@@ -118,8 +118,15 @@
 //
 // That is, Next and Prev describe one set of slots from both sides: a slot
 // the timer would fire is the slot catch-up would find. Both are
-// monotonic in t. A spec that can never match ("0 0 30 2 *") parses, and
-// Next and Prev return the zero time at once.
+// monotonic in t.
+//
+// A spec that never fires is refused, with the reason: one whose days never
+// exist ("0 0 31 2 *": day 31 never falls in February), and one whose every
+// wall time from now on falls where its zone's clock jumps forward, which
+// a wildcard job skips ("* 2 8-14 3 */7" in America/New_York, where 02:00
+// to 02:59 is missing on the second Sunday of March). The second is found
+// by Next from the time of parsing, a search bounded as below; a spec that
+// fires rarely, such as "0 0 29 2 *", parses.
 //
 // # Cost
 //

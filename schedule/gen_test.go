@@ -20,6 +20,17 @@ func randomSpec(r *rand.Rand, withSeconds bool) string {
 	return strings.Join(fields, " ")
 }
 
+// randomFiringSpec is randomSpec drawn again until some day matches, as
+// Parse requires.
+func randomFiringSpec(r *rand.Rand, withSeconds bool) string {
+	for {
+		expr := randomSpec(r, withSeconds)
+		if s, err := specOf(expr); err == nil && s.neverDays() == "" {
+			return expr
+		}
+	}
+}
+
 func randomField(r *rand.Rand, f field) string {
 	def := &fieldDefs[f]
 	// Wildcards are common in real specs and keep the schedules dense

@@ -57,7 +57,22 @@ func parseCron(text string, words []string, loc *time.Location) (Schedule, error
 	if err != nil {
 		return nil, err
 	}
-	return &cronSchedule{text: text, loc: loc, spec: s, never: !s.satisfiable()}, nil
+	if why := s.neverDays(); why != "" {
+		return nil, &ParseError{Field: "spec", Text: text, Err: errors.New("never fires: " + why)}
+	}
+	c := &cronSchedule{text: text, loc: loc, spec: s}
+	// Some day matches, yet every wall time named may fall where the
+	// zone's clock jumps forward, which a wildcard job skips ("* 2 8-14 3
+	// */7" in America/New_York since 2007). Next searches a bounded span
+	// (cron.go), long enough for any pattern to recur.
+	if now := time.Now(); c.Next(now).IsZero() {
+		why := fmt.Sprintf("no time it names from now on exists in %s, each falls where the clock jumps forward", loc)
+		if last := c.Prev(now); !last.IsZero() {
+			why += fmt.Sprintf(" (the last slot was %s)", last.Format(time.RFC3339))
+		}
+		return nil, &ParseError{Field: "spec", Text: text, Err: errors.New("never fires: " + why)}
+	}
+	return c, nil
 }
 
 func parseFields(words [6]string) (*spec, error) {

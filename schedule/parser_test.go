@@ -49,7 +49,6 @@ func TestParse(t *testing.T) {
 			next: []string{"2024-06-01T01:30:00Z", "2024-06-01T03:00:00Z"}},
 		{spec: "CRON_TZ=America/New_York @every 1h", str: "CRON_TZ=America/New_York @every 1h", from: "2024-06-01T00:00:00Z",
 			next: []string{"2024-05-31T21:00:00-04:00"}},
-		{spec: "0 0 30 2 *", str: "0 0 30 2 *", fixed: true, from: "2024-01-01T00:00:00Z", next: nil},
 	}
 	for _, tt := range tests {
 		s, err := Parse(tt.spec, tt.opts)
@@ -199,5 +198,52 @@ func TestParseMaxLength(t *testing.T) {
 	}
 	if _, err := Parse(list, nil); err != nil {
 		t.Errorf("Parse(long list): %v", err)
+	}
+}
+
+// A spec that can never fire is refused, saying why; one that fires rarely
+// (February 29, February 29 on a Sunday) or only at the moment the clock
+// jumps (a fixed-time job in a daylight-saving gap) is accepted.
+func TestParseRefusesSchedulesThatNeverFire(t *testing.T) {
+	t.Parallel()
+	ny := mustLoc(t, "America/New_York")
+	tests := []struct {
+		spec string
+		loc  *time.Location
+		want string // "" when it parses
+	}{
+		{spec: "0 0 31 2 *", want: `schedule: spec "0 0 31 2 *": never fires: day 31 never falls in February`},
+		{spec: "0 0 30 2 *", want: `schedule: spec "0 0 30 2 *": never fires: day 30 never falls in February`},
+		{spec: "0 0 30,31 FEB */7", want: `schedule: spec "0 0 30,31 FEB */7": never fires: days 30 and 31 never fall in February`},
+		{spec: "0 0 31 4,6,9,11 *", want: `schedule: spec "0 0 31 4,6,9,11 *": never fires: day 31 never falls in April, June, September or November`},
+		{spec: "0 0 31 2,4 *", want: `schedule: spec "0 0 31 2,4 *": never fires: day 31 never falls in February or April`},
+		{spec: "CRON_TZ=Pacific/Apia 0 0 0 31 2 *", want: `schedule: spec "CRON_TZ=Pacific/Apia 0 0 0 31 2 *": never fires: day 31 never falls in February`},
+		// Since 2007 the second Sunday of March is New York's spring
+		// forward: 02:00-02:59 does not exist that day, and a wildcard job
+		// runs only at wall times that do.
+		{spec: "* 2 8-14 3 */7", loc: ny, want: `schedule: spec "* 2 8-14 3 */7": never fires: no time it names from now on exists in America/New_York, each falls where the clock jumps forward (the last slot was 2006-03-12T02:59:00-05:00)`},
+		{spec: "0 0 29 2 *"},
+		{spec: "0 0 29 2 */7"},
+		{spec: "0 0 31 1-2 *"},
+		{spec: "0 0 30,31 2 MON"},          // either day field: every Monday of February
+		{spec: "30 2 8-14 3 */7", loc: ny}, // fixed-time: runs at 03:00 EDT
+		{spec: "* 2 8-14 3 */7"},           // in UTC, no gap
+	}
+	for _, tt := range tests {
+		s, err := Parse(tt.spec, &Options{Location: tt.loc})
+		if tt.want == "" {
+			if err != nil {
+				t.Errorf("Parse(%q): %v, want it accepted", tt.spec, err)
+			} else if s.Next(time.Now()).IsZero() {
+				t.Errorf("Parse(%q) accepted a schedule with no next slot", tt.spec)
+			}
+			continue
+		}
+		var pe *ParseError
+		if err == nil {
+			t.Errorf("Parse(%q) = %v, want error %s", tt.spec, s, tt.want)
+		} else if err.Error() != tt.want || !errors.As(err, &pe) {
+			t.Errorf("Parse(%q):\n got %s (%T)\nwant %s", tt.spec, err, err, tt.want)
+		}
 	}
 }

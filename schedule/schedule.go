@@ -10,7 +10,7 @@ import "time"
 // immutable and safe for concurrent use.
 type Schedule interface {
 	// Next returns the first slot strictly after t, or the zero time if
-	// there is none (e.g. "0 0 30 2 *").
+	// there is none (after the year 9999).
 	Next(t time.Time) time.Time
 	// Prev returns the most recent slot at or before t, or the zero time
 	// if there is none.

@@ -1,5 +1,10 @@
 package schedule
 
+import (
+	"strconv"
+	"strings"
+)
+
 // spec is a parsed cron expression: which wall-clock times match. It knows
 // nothing of time zones; cron.go turns matching wall times into instants.
 type spec struct {
@@ -77,18 +82,48 @@ func (s *spec) dayMask(y, m int) bitset {
 	return (s.dom | dows) & valid
 }
 
-// satisfiable reports whether any day ever matches. Under the "either"
-// rule some weekday always does. Under the "both" rule a (month, day)
-// pair that exists (February 29 counts) is needed: every such date falls
-// on every day of the week within the 400-year Gregorian cycle.
-func (s *spec) satisfiable() bool {
+// neverDays says why no day ever matches, or "" when some day does. Under
+// the "either" rule some weekday always does. Under the "both" rule a
+// (month, day) pair that exists (February 29 counts) is needed: every such
+// date falls on every day of the week within the 400-year Gregorian cycle.
+// Without one, the days written are all past the end of every month
+// written: "day 31 never falls in April, June, September or November".
+func (s *spec) neverDays() string {
 	if !s.andDays() {
-		return true
+		return ""
 	}
+	var months []string
 	for m := 1; m <= 12; m++ {
-		if s.month.has(m) && s.dom&span(1, daysIn(2000, m)) != 0 {
-			return true
+		if !s.month.has(m) {
+			continue
+		}
+		if s.dom&span(1, daysIn(2000, m)) != 0 {
+			return ""
+		}
+		months = append(months, monthNames[m-1])
+	}
+	var days []string
+	for d := 1; d <= 31; d++ {
+		if s.dom.has(d) {
+			days = append(days, strconv.Itoa(d))
 		}
 	}
-	return false
+	if len(days) == 1 {
+		return "day " + days[0] + " never falls in " + orList(months)
+	}
+	return "days " + andList(days) + " never fall in " + orList(months)
+}
+
+var monthNames = [12]string{"January", "February", "March", "April", "May", "June",
+	"July", "August", "September", "October", "November", "December"}
+
+// orList joins "a, b or c"; andList "a, b and c".
+func orList(xs []string) string  { return joinLast(xs, " or ") }
+func andList(xs []string) string { return joinLast(xs, " and ") }
+
+func joinLast(xs []string, last string) string {
+	if len(xs) == 1 {
+		return xs[0]
+	}
+	return strings.Join(xs[:len(xs)-1], ", ") + last + xs[len(xs)-1]
 }

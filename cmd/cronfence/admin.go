@@ -138,16 +138,25 @@ func validJob(job string) error {
 // --- direct mode: the database and the job ---
 
 // loadConfig loads the --config file of a direct-mode command, nil without
-// one. A file that cannot be loaded is a usage error, as for serve.
-func loadConfig(path string) (*config.File, error) {
+// one, requiring the variables of what r says it reads and of its database:
+// unless --database overrides it (fileReads). A file that cannot be loaded
+// is a usage error, as for serve.
+func loadConfig(g *Globals, path string, r config.Reads) (*config.File, error) {
 	if path == "" {
 		return nil, nil
 	}
-	f, err := config.Load(path)
+	f, err := config.LoadFor(path, g.fileReads(r))
 	if err != nil {
 		return nil, &exitError{code: exitUsage, err: err}
 	}
 	return f, nil
+}
+
+// fileReads is r, reading the file's database: only when these flags do
+// not override it (configGlobals).
+func (g *Globals) fileReads(r config.Reads) config.Reads {
+	r.Database = g.Database == ""
+	return r
 }
 
 // openDirect opens the database of a direct-mode command: the one of the
@@ -226,7 +235,7 @@ func storeKnows(ctx context.Context, db *database, job string) error {
 // openDirect) once job is known: declared in the --config file, or
 // without one, known to the store (storeKnows).
 func directJob(a *app, configPath, job string) (*database, error) {
-	f, err := loadConfig(configPath)
+	f, err := loadConfig(a.globals, configPath, config.Reads{}) // the database and the job names
 	if err != nil {
 		return nil, err
 	}
@@ -576,7 +585,7 @@ func (c *triggerCmd) direct(a *app) error {
 	if c.KillGrace <= 0 {
 		return usageError("--kill-grace must be positive, got %s", c.KillGrace)
 	}
-	f, err := loadConfig(c.Config)
+	f, err := loadConfig(a.globals, c.Config, config.Reads{Run: c.Job})
 	if err != nil {
 		return err
 	}
@@ -722,7 +731,7 @@ func (c *jobsCmd) Run(a *app) error {
 }
 
 func (c *jobsCmd) direct(a *app) ([]adminapi.Job, error) {
-	f, err := loadConfig(c.Config)
+	f, err := loadConfig(a.globals, c.Config, config.Reads{Schedules: true})
 	if err != nil {
 		return nil, err
 	}

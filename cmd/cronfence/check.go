@@ -114,6 +114,14 @@ func (c *checkCmd) Run(a *app) error {
 	} else {
 		st, err = c.direct(ctx, a)
 	}
+	if err != nil && ctx.Err() != nil && a.ctx.Err() == nil {
+		// The bound ended whatever check waited on: say so.
+		var ct errCannotTell
+		if errors.As(err, &ct) {
+			err = ct.err
+		}
+		err = cannotTell("no answer within --timeout %s: %w", c.Timeout, err)
+	}
 	for _, al := range st.alerts {
 		fmt.Fprintf(a.stdout, "%s\t%s\t%s\t%s\n", al.Kind, flat.Replace(al.Subject), short(al.RaisedAt), oneLine(al.Message))
 	}
@@ -142,7 +150,7 @@ var flat = strings.NewReplacer("\t", " ", "\n", " ", "\r", " ")
 func (c *checkCmd) direct(ctx context.Context, a *app) (checkState, error) {
 	g := a.globals
 	if c.Config != "" {
-		f, err := config.Load(c.Config)
+		f, err := config.LoadFor(c.Config, g.fileReads(config.Reads{Monitor: true}))
 		if err != nil {
 			return checkState{}, &exitError{code: exitUsage, err: err}
 		}

@@ -18,7 +18,10 @@ import (
 	"github.com/cronfence/cronfence/store/sqlite"
 )
 
-// connectTimeout bounds opening the database and checking that it answers.
+// connectTimeout bounds opening the database and checking that it answers:
+// connecting (TLS and the startup included), the first query and reading
+// the schema version. A command's own deadline (check --timeout) bounds
+// them when sooner.
 const connectTimeout = 15 * time.Second
 
 // Globals are the flags every command accepts.
@@ -29,6 +32,11 @@ type Globals struct {
 
 	// tracer, when set (serve's metrics), times every PostgreSQL query.
 	tracer pgx.QueryTracer
+	// warm keeps PostgreSQL connections open and ready for a slot's
+	// statements (postgres.WarmPool): for serve, whose pool runs slots. A
+	// command that asks a few questions and exits opens only what it uses,
+	// so nothing of its pool outlives its bound.
+	warm bool
 	// config is the config file these flags were resolved from
 	// (configGlobals), for messages; empty when none.
 	config string
@@ -78,10 +86,12 @@ func (g *Globals) openExisting(ctx context.Context) (*database, error) {
 	if err != nil {
 		return nil, err
 	}
-	dbv, binv, err := db.SchemaVersion(ctx)
+	sctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	dbv, binv, err := db.SchemaVersion(sctx)
 	switch {
 	case err != nil:
-		err = fmt.Errorf("reading the schema version of %s: %w", db.where, err)
+		err = fmt.Errorf("reading the schema version of %s: %w", db.where, noAnswer(ctx, sctx, err))
 	case dbv != binv:
 		err = schemaError(db.where, &store.SchemaVersionError{Database: dbv, Binary: binv})
 	}
@@ -149,10 +159,16 @@ func (g *Globals) connect(ctx context.Context) (*database, error) {
 	}
 	cfg.MaxConns = 4
 	cfg.ConnConfig.Tracer = g.tracer
-	postgres.TunePool(cfg) // the pool is cronfence's alone
-	postgres.WarmPool(cfg, g.Schema)
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
+	// Every connection the pool opens, now or later, in the foreground or
+	// not, gives up within the bound: pgx's default lets one the pool opens
+	// on its own try for two minutes, and Close waits for it.
+	cfg.ConnConfig.ConnectTimeout = connectBound(cctx)
+	postgres.TunePool(cfg) // the pool is cronfence's alone
+	if g.warm {
+		postgres.WarmPool(cfg, g.Schema)
+	}
 	// The pool connects lazily: the schema is checked before any I/O.
 	pool, err := pgxpool.NewWithConfig(cctx, cfg)
 	if err != nil {
@@ -165,7 +181,7 @@ func (g *Globals) connect(ctx context.Context) (*database, error) {
 	}
 	if err := pool.Ping(cctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("connecting to PostgreSQL at %s: %w", cfg.ConnConfig.Host, err)
+		return nil, fmt.Errorf("connecting to PostgreSQL at %s: %w", cfg.ConnConfig.Host, noAnswer(ctx, cctx, err))
 	}
 	where := fmt.Sprintf("PostgreSQL database %s on %s, schema %s", cfg.ConnConfig.Database, cfg.ConnConfig.Host, s.Schema())
 	return &database{Store: s, where: where, close: func() { _ = s.Close(); pool.Close() }}, nil
@@ -183,7 +199,7 @@ func (g *Globals) connectMySQL(ctx context.Context) (*database, error) {
 		if errors.Is(err, store.ErrInvalidArgument) {
 			return nil, usageError("--database is not a valid MySQL URL (mysql://user:password@host:3306/db): %w", err)
 		}
-		return nil, fmt.Errorf("connecting to MySQL: %w", err)
+		return nil, fmt.Errorf("connecting to MySQL: %w", noAnswer(ctx, cctx, err))
 	}
 	server := "MySQL"
 	if s.MariaDB() {
@@ -191,6 +207,26 @@ func (g *Globals) connectMySQL(ctx context.Context) (*database, error) {
 	}
 	where := fmt.Sprintf("%s database %s on %s", server, s.Database(), s.Addr())
 	return &database{Store: s, where: where, close: func() { _ = s.Close() }}, nil
+}
+
+// connectBound is how long a connection may take to open within ctx's
+// deadline.
+func connectBound(ctx context.Context) time.Duration {
+	d := connectTimeout
+	if deadline, ok := ctx.Deadline(); ok {
+		d = min(d, time.Until(deadline))
+	}
+	return max(d, time.Millisecond) // 0 would be no bound at all
+}
+
+// noAnswer says that connectTimeout ended err's wait, when bounded (ctx
+// bounded by it) ended it and ctx did not: a deadline of ctx's own is its
+// owner's to name (check's --timeout).
+func noAnswer(ctx, bounded context.Context, err error) error {
+	if bounded.Err() != nil && ctx.Err() == nil {
+		return fmt.Errorf("no answer within %s: %w", connectTimeout, err)
+	}
+	return err
 }
 
 // wrapInvalid makes an invalid-argument error from a store a usage error.

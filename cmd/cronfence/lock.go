@@ -35,6 +35,7 @@ type lockCmd struct {
 	TTL          time.Duration  `name:"ttl" default:"90s" help:"Lease time to live; renewed every TTL/3 while the command runs, taken over by another host within TTL if this one dies."`
 	BusyExitCode int            `name:"busy-exit-code" default:"0" help:"Exit status when the command is not run: another owner holds the lease or, with --schedule, the slot is not this host's to run."`
 	KillGrace    time.Duration  `name:"kill-grace" default:"10s" help:"Time between SIGTERM and SIGKILL when the command is cancelled (lease lost, SIGTERM or SIGINT to lock); a second SIGTERM or SIGINT cuts it short."`
+	Quiet        bool           `name:"quiet" short:"q" help:"Print nothing when the command is not run because another host has it: with --schedule, the slot was completed, skipped or used its attempts elsewhere, or runs elsewhere; without, another owner holds the lease. For cron, which mails what a line prints: only the host where something happened says so. Errors, failures and the command's own output still go through; the exit status is unchanged."`
 	Command      []string       `arg:"" passthrough:"partial" name:"command" help:"The command and its arguments, after --."`
 }
 
@@ -45,7 +46,7 @@ func (c *lockCmd) Help() string {
 		"With --schedule SPEC, the command runs once per slot of SPEC across every host running the line: the slot is SPEC's " +
 		"most recent instant by the database clock, claimed as job NAME in the slot registry `serve` uses (so pause NAME, logs NAME " +
 		"and a served job of that name share it); a host that finds the slot completed, skipped, running elsewhere or out of " +
-		"attempts exits 0 (or --busy-exit-code) and says which slot and who has it. A command that fails (exit status not 0) ends " +
+		"attempts exits 0 (or --busy-exit-code) and says which slot and who has it (with --quiet, under cron, it says nothing when another host has it). A command that fails (exit status not 0) ends " +
 		"the slot failed, left to a later host while --max-attempts allows, and lock exits with its status. The command gets " +
 		"CRONFENCE_JOB, CRONFENCE_SLOT (RFC 3339, UTC), CRONFENCE_LEASE, CRONFENCE_GENERATION, CRONFENCE_ATTEMPT, " +
 		"CRONFENCE_IDEMPOTENCY_KEY, CRONFENCE_MANUAL and CRONFENCE_ORIGIN (scheduled), so it can complete its slot in its own transaction: " +
@@ -84,7 +85,9 @@ func (c *lockCmd) Run(a *app) error {
 	case !ran && a.ctx.Err() != nil:
 		return &exitError{code: exitFailure, err: fmt.Errorf("lock %q: interrupted before the command started", c.Name)}
 	case !ran:
-		fmt.Fprintf(a.stderr, "cronfence: lock %q is held by %s; %q not run\n", c.Name, holderText(a.ctx, db, c.Name), c.Command[0])
+		if !c.Quiet {
+			fmt.Fprintf(a.stderr, "cronfence: lock %q is held by %s; %q not run\n", c.Name, holderText(a.ctx, db, c.Name), c.Command[0])
+		}
 		return &exitError{code: c.BusyExitCode}
 	}
 	if exit := c.ended(a, res, err, err); exit != nil {
@@ -221,7 +224,9 @@ func (c *lockCmd) runSlot(a *app, db *database) error {
 	case !slot.Ran && err != nil:
 		return wrapInvalid(err)
 	case !slot.Ran:
-		fmt.Fprintf(a.stderr, "cronfence: lock %q: slot %s %s; %q not run\n", c.Name, at, whyNotRun(c.Name, slot), c.Command[0])
+		if !c.Quiet || !elsewhere(slot) {
+			fmt.Fprintf(a.stderr, "cronfence: lock %q: slot %s %s; %q not run\n", c.Name, at, whyNotRun(c.Name, slot), c.Command[0])
+		}
 		return &exitError{code: c.BusyExitCode}
 	}
 	// err repeats the command's failure, which res has: only a lost lease
@@ -253,6 +258,22 @@ func (c *lockCmd) runSlot(a *app, db *database) error {
 		fmt.Fprintf(a.stderr, "cronfence: lock %q: slot %s: attempt %d of %d failed; no attempts left\n", c.Name, at, slot.Attempt, attempts)
 	}
 	return c.exit(a, res)
+}
+
+// elsewhere reports whether a slot not run here is another host's: it
+// completed it, runs it, used its attempts on it or recorded it skipped.
+// That host said so (its command's output, its failure, the overlap it
+// recorded); --quiet leaves it to that one. The other refusals are this
+// host's to tell: the job paused, an overlap recorded by this claim, a
+// lease still busy, a slot not due.
+func elsewhere(r cronfence.SlotLockResult) bool {
+	switch r.Refusal {
+	case store.ClaimCompleted, store.ClaimSkipped, store.ClaimAttemptsExhausted:
+		return true
+	case store.ClaimHeld:
+		return r.Claim.Recorded == "" // running; not a skip or a buffer recorded by this claim
+	}
+	return false
 }
 
 // whyNotRun says why a slot was not this host's to run, and who has it.

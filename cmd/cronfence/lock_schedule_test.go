@@ -321,3 +321,73 @@ func TestLockScheduleFlags(t *testing.T) {
 		})
 	}
 }
+
+// TestLockQuiet: under cron, which mails whatever a line prints, the same
+// line on N hosts would mail N−1 "not run" notes a slot. With --quiet a
+// host says nothing when another host has the slot (it completed it, runs
+// it, or used its attempts on it) or, without --schedule, holds the lease;
+// the host that runs the command still passes the command's output and
+// says when it failed, and the exit statuses are unchanged.
+func TestLockQuiet(t *testing.T) {
+	t.Parallel()
+	forEachStore(t, func(t *testing.T, db []string) {
+		dir := t.TempDir()
+		spec := yearly(justPast(t, db))
+		lock := func(name string, extra ...string) []string {
+			return args(db, append([]string{"lock", name, "--quiet"}, extra...)...)
+		}
+		silent := func(what string, p *proc, code int) {
+			t.Helper()
+			if got := p.wait(t, time.Minute); got != code || p.stdout.String() != "" || p.stderr.String() != "" {
+				t.Errorf("%s: exit %d stdout %q stderr %q; want exit %d and nothing printed", what, got, p.stdout.String(), p.stderr.String(), code)
+			}
+		}
+
+		// Completed elsewhere: the host that ran it passes its command's output.
+		first := start(t, dir, lock("report", "--schedule", spec, "--", "/bin/sh", "-c", "echo out; echo err >&2")...)
+		if code := first.wait(t, time.Minute); code != 0 || first.stdout.String() != "out\n" || first.stderr.String() != "err\n" {
+			t.Fatalf("first host: exit %d stdout %q stderr %q; want 0 and the command's own output", code, first.stdout.String(), first.stderr.String())
+		}
+		silent("a host after the slot completed", start(t, dir, lock("report", "--schedule", spec, "--", "touch", "again.ran")...), 0)
+		silent("the same, --busy-exit-code 75", start(t, dir, lock("report", "--schedule", spec, "--busy-exit-code", "75", "--", "touch", "again.ran")...), 75)
+		if _, err := os.Stat(filepath.Join(dir, "again.ran")); !os.IsNotExist(err) {
+			t.Errorf("a later host ran the command of a completed slot")
+		}
+
+		// Running elsewhere, with --schedule and without: the holder runs
+		// until the test lets it go.
+		hold := []string{"/bin/sh", "-c", `echo started > "$1.started"; while [ ! -f "$1.go" ]; do sleep 0.05; done`, "sh"}
+		for _, tc := range []struct{ name, mode string }{{"running", "--schedule"}, {"plain", ""}} {
+			extra := []string{}
+			if tc.mode != "" {
+				extra = []string{tc.mode, spec}
+			}
+			holder := start(t, dir, lock(tc.name, append(extra, append(append([]string{"--"}, hold...), tc.name)...)...)...)
+			waitForFile(t, filepath.Join(dir, tc.name+".started"), holder)
+			silent(tc.name+": a host while another runs it", start(t, dir, lock(tc.name, append(extra, "--", "touch", tc.name+".twice")...)...), 0)
+			if err := os.WriteFile(filepath.Join(dir, tc.name+".go"), nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if code := holder.wait(t, time.Minute); code != 0 {
+				t.Errorf("%s: the holder exited %d; stderr %q", tc.name, code, holder.stderr.String())
+			}
+			if _, err := os.Stat(filepath.Join(dir, tc.name+".twice")); !os.IsNotExist(err) {
+				t.Errorf("%s: the command ran on two hosts at once", tc.name)
+			}
+		}
+
+		// A failure is said by the host it happened on; the others, finding
+		// the slot's attempts used, say nothing.
+		failing := start(t, dir, lock("flaky", "--schedule", spec, "--", "/bin/sh", "-c", "exit 3")...)
+		if code := failing.wait(t, time.Minute); code != 3 || !strings.Contains(failing.stderr.String(), "attempt 1 of 1 failed") {
+			t.Errorf("failing host: exit %d stderr %q; want 3 and the failure told", code, failing.stderr.String())
+		}
+		silent("a host after the slot's attempts", start(t, dir, lock("flaky", "--schedule", spec, "--", "touch", "flaky.again")...), 0)
+
+		// Errors are never silenced.
+		code, _, errOut := runCLI(t, dir, lock("bad", "--schedule", spec, "--", filepath.Join(dir, "no-such-program"))...)
+		if code != exitNotFound || !strings.Contains(errOut, "no-such-program") {
+			t.Errorf("a command that cannot start: exit %d stderr %q; want %d naming it", code, errOut, exitNotFound)
+		}
+	})
+}

@@ -27,11 +27,18 @@ func TestNextZonePrefixAndDefaults(t *testing.T) {
 	}
 }
 
-func TestNextNoMoreSlots(t *testing.T) {
+// A spec that never fires is refused with the reason; one that fires every
+// four years lists its slots.
+func TestNextRefusesAScheduleThatNeverFires(t *testing.T) {
 	t.Parallel()
-	code, out, errOut := runCLI(t, t.TempDir(), "next", "0 0 30 2 *")
-	if code != 0 || out != "" || !strings.Contains(errOut, "has no more slots") {
-		t.Fatalf("exit %d stdout %q stderr %q", code, out, errOut)
+	code, out, errOut := runCLI(t, t.TempDir(), "next", "0 0 31 2 *")
+	want := `cronfence: schedule: spec "0 0 31 2 *": never fires: day 31 never falls in February` + "\n"
+	if code != exitUsage || out != "" || errOut != want {
+		t.Fatalf("exit %d stdout %q stderr %q; want exit 2 and %q", code, out, errOut, want)
+	}
+	code, out, errOut = runCLI(t, t.TempDir(), "next", "0 0 29 2 *", "--from", "2025-01-01T00:00:00Z", "-n", "2")
+	if want := "2028-02-29T00:00:00Z\n2032-02-29T00:00:00Z\n"; code != 0 || out != want {
+		t.Fatalf("exit %d stdout %q stderr %q; want %q", code, out, errOut, want)
 	}
 }
 

@@ -43,7 +43,7 @@ func (c *serveCmd) Run(a *app) error {
 	if c.ShutdownGrace <= 0 {
 		return usageError("--shutdown-grace must be positive, got %s", c.ShutdownGrace)
 	}
-	f, err := config.Load(c.Config)
+	f, err := config.LoadFor(c.Config, a.globals.fileReads(config.Everything))
 	if err != nil {
 		return &exitError{code: exitUsage, err: err}
 	}
@@ -79,6 +79,7 @@ func (c *serveCmd) Run(a *app) error {
 	}
 	defer obs.close(logger)
 	g.tracer = obs.tracer()
+	g.warm = true
 	db, err := g.openMigrated(a.ctx)
 	if err != nil {
 		return err

@@ -16,7 +16,9 @@
 //
 // ${VAR} in any string value is replaced by the variable's value; a variable
 // that is not set is an error naming it, unless written ${VAR:-default}
-// (the default is used when VAR is unset or empty). $VAR without braces is
+// (the default is used when VAR is unset or empty), for a command that
+// reads the value (Reads): the admin commands do not read the API tokens
+// or the webhook, and need not have serve's secrets. $VAR without braces is
 // left alone, so `shell: echo $CRONFENCE_SLOT` reaches the shell as
 // written; write $${VAR} for a literal ${VAR}.
 //
@@ -53,6 +55,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -90,8 +94,8 @@ type File struct {
 	Path string
 	// Dir is the absolute directory relative paths were resolved against.
 	Dir string
-	// Database is the PostgreSQL URL, empty when not given (the binary then
-	// uses SQLitePath).
+	// Database is the PostgreSQL or MySQL URL (or PostgreSQL key=value
+	// string), empty when not given (the binary then uses SQLitePath).
 	Database string
 	// SQLitePath is the absolute path of the SQLite file: sqlite: resolved
 	// against Dir, or Dir/cronfence.db.
@@ -158,28 +162,105 @@ type Job struct {
 	Line int
 }
 
-// Load reads and validates the config file at path.
+// Reads says which of a file's values a command reads. A ${VAR} that is
+// not set is an error in a value the command reads, naming the variable,
+// and none in a value it does not: that value is left empty (a token
+// without its secret, a job without its env), for the command not to use.
+// Every command reads sqlite: and the jobs' names.
+type Reads struct {
+	// Database: database:. Not read when --database overrides it.
+	Database bool
+	// Tokens, Webhook, Monitor and History: those sections.
+	Tokens, Webhook, Monitor, History bool
+	// Schedules: every job's schedule and settings, the fields other than
+	// command, shell, env and workdir, and those of defaults:.
+	Schedules bool
+	// Commands: every job's command, shell, env and workdir, and those of
+	// defaults:.
+	Commands bool
+	// Run names a job whose every value is read, with defaults:, for a
+	// command that runs it; "" for none.
+	Run string
+}
+
+// Everything reads every value, as serve does (but for database: when
+// --database overrides it).
+var Everything = Reads{Database: true, Tokens: true, Webhook: true, Monitor: true, History: true, Schedules: true, Commands: true}
+
+// commandKeys are the job fields Reads.Commands covers.
+var commandKeys = []string{"command", "shell", "env", "workdir"}
+
+// reads reports whether r reads the value at path (as in messages:
+// "tokens[0].token", "jobs[2].env.KEY"), of the job named job when the
+// value is one of a job's.
+func (r Reads) reads(path, job string) bool {
+	section, rest := path, ""
+	if i := strings.IndexAny(path, ".["); i >= 0 {
+		section, rest = path[:i], path[i:]
+	}
+	switch section {
+	case "database":
+		return r.Database
+	case "tokens":
+		return r.Tokens
+	case "webhook":
+		return r.Webhook
+	case "monitor":
+		return r.Monitor
+	case "history":
+		return r.History
+	case "jobs", "defaults":
+		if section == "jobs" { // skip the index: "[2].env.KEY" → ".env.KEY"
+			_, rest, _ = strings.Cut(rest, "]")
+		}
+		field := strings.TrimPrefix(rest, ".")
+		if i := strings.IndexAny(field, ".["); i >= 0 {
+			field = field[:i]
+		}
+		run := r.Run != "" && (section == "defaults" || job == r.Run)
+		switch {
+		case field == "name":
+			return true
+		case slices.Contains(commandKeys, field):
+			return r.Commands || run
+		default:
+			return r.Schedules || run
+		}
+	}
+	return true
+}
+
+// Load reads and validates the config file at path, as serve reads it:
+// every variable must be set.
 func Load(path string) (*File, error) {
+	return LoadFor(path, Everything)
+}
+
+// LoadFor reads and validates the config file at path for a command that
+// reads what r says: a variable that is not set is an error only in a
+// value it reads.
+func LoadFor(path string, r Reads) (*File, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	return Parse(data, path)
+	return parse(data, path, os.LookupEnv, r)
 }
 
-// Parse validates a config file's contents. name is the file's path: it
-// appears in messages and relative paths are resolved against its
-// directory. Variables are expanded from the process environment.
+// Parse validates a config file's contents, every variable required. name
+// is the file's path: it appears in messages and relative paths are
+// resolved against its directory. Variables are expanded from the process
+// environment.
 func Parse(data []byte, name string) (*File, error) {
-	return parse(data, name, os.LookupEnv)
+	return parse(data, name, os.LookupEnv, Everything)
 }
 
-func parse(data []byte, name string, lookup func(string) (string, bool)) (*File, error) {
+func parse(data []byte, name string, lookup func(string) (string, bool), r Reads) (*File, error) {
 	dir, err := filepath.Abs(filepath.Dir(name))
 	if err != nil {
 		return nil, fmt.Errorf("config: %s: %w", name, err)
 	}
-	d := &decoder{name: name, dir: dir, lookup: lookup}
+	d := &decoder{name: name, dir: dir, lookup: lookup, reads: r, job: -1}
 	f := d.file(data)
 	if err := d.err(); err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -30,7 +31,7 @@ func lookup(name string) (string, bool) {
 
 func parseTest(t *testing.T, src string) (*File, error) {
 	t.Helper()
-	return parse([]byte(strings.TrimLeft(src, "\n")), "/etc/cronfence/cronfence.yaml", lookup)
+	return parse([]byte(strings.TrimLeft(src, "\n")), "/etc/cronfence/cronfence.yaml", lookup, Everything)
 }
 
 func mustParse(t *testing.T, src string) *File {
@@ -297,6 +298,123 @@ func TestLoadMissingFile(t *testing.T) {
 	}
 }
 
+// A YAML structure error (a key indented too little or too much) is
+// reported at the line where the structure broke, not at the line where
+// the list or mapping it broke started (yaml.v3's message gives that
+// one's line, counted from 0, or none on line 1).
+func TestYAMLStructureErrorLine(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, src, want string
+	}{
+		{"key dedented in a job", "jobs:\n  - name: a\n    schedule: '@daily'\n   shell: x\n",
+			"cronfence.yaml:4: YAML: did not find expected '-' indicator"},
+		{"key dedented in a later job", "database: postgres://h/d\njobs:\n  - name: a\n    schedule: '@daily'\n    shell: x\n  bad: 1\n",
+			"cronfence.yaml:6: YAML: did not find expected '-' indicator"},
+		{"key indented in a job", "jobs:\n  - name: a\n    schedule: '@daily'\n    shell: x\n  - name: b\n     schedule: '@daily'\n    shell: x\n",
+			"cronfence.yaml:6: YAML: mapping values are not allowed in this context"},
+		{"env key dedented", "jobs:\n  - name: a\n    env:\n      A: 1\n     B: 2\n    schedule: '@daily'\n",
+			"cronfence.yaml:5: YAML: did not find expected key"},
+		{"top-level key indented", "sqlite: a.db\njobs:\n  - {name: a, schedule: '@daily', shell: x}\n history:\n  retention: 30d\n",
+			"cronfence.yaml:4: YAML: "},
+		{"list item under a scalar", "jobs: []\n - a\n", "cronfence.yaml:2: YAML: did not find expected key"},
+		{"stray bracket", "jobs: []\nsqlite: [a]]\n", "cronfence.yaml:2: YAML: did not find expected key"},
+		{"unclosed flow mapping", "sqlite: x\njobs: []\nhistory: {retention: 1d\n", "cronfence.yaml:3: YAML: did not find expected ',' or '}'"},
+		{"unclosed quote", "jobs:\n  - name: a\n    shell: \"echo\n    schedule: '@daily'\n",
+			"cronfence.yaml:3: YAML: "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := parseTest(t, tc.src)
+			if err == nil || !strings.HasPrefix(err.Error(), "/etc/cronfence/"+tc.want) {
+				t.Errorf("error %v; want it to start %q, for:\n%s", err, tc.want, tc.src)
+			}
+		})
+	}
+}
+
+// database: takes what --database takes: PostgreSQL URLs and key=value
+// strings, and MySQL or MariaDB URLs (docs/config.md).
+func TestDatabaseTakesWhatTheFlagTakes(t *testing.T) {
+	t.Parallel()
+	for _, url := range []string{
+		"postgres://u@db:5432/cron", "postgresql://u@db/cron?sslmode=require", "host=db dbname=cron user=u",
+		"mysql://cron:secret@db:3306/cron", "mariadb://cron@db/cron?tls=true",
+	} {
+		f, err := parseTest(t, "database: '"+url+"'\njobs: []\n")
+		if err != nil {
+			t.Errorf("database: %s: %v", url, err)
+		} else if f.Database != url {
+			t.Errorf("database: %s: Database %q", url, f.Database)
+		}
+	}
+}
+
+// A variable that is not set is an error in a value the command reads,
+// and none in one it does not read, which is left empty.
+func TestReadsRequiresOnlyWhatItReads(t *testing.T) {
+	t.Parallel()
+	const src = `database: ${NOPE_DB}
+tokens:
+  - {name: ops, role: admin, token: "${NOPE_TOKEN}"}
+webhook:
+  url: ${NOPE_HOOK}
+monitor:
+  check_every: ${NOPE_CHECK}
+history:
+  retention: ${NOPE_KEEP}
+defaults:
+  env: {SHARED: "${NOPE_SHARED}"}
+jobs:
+  - name: a
+    schedule: "${NOPE_SCHEDULE}"
+    shell: echo ${NOPE_A}
+  - name: b
+    schedule: "@daily"
+    timeout: ${NOPE_TIMEOUT}
+    command: [run, "${NOPE_B}"]
+`
+	all := []string{"NOPE_DB", "NOPE_TOKEN", "NOPE_HOOK", "NOPE_CHECK", "NOPE_KEEP", "NOPE_SHARED", "NOPE_SCHEDULE", "NOPE_A", "NOPE_TIMEOUT", "NOPE_B"}
+	for _, tc := range []struct {
+		name  string
+		reads Reads
+		want  []string // the variables required
+	}{
+		{"everything", Everything, all},
+		{"nothing", Reads{}, nil},
+		{"database", Reads{Database: true}, []string{"NOPE_DB"}},
+		{"schedules", Reads{Schedules: true}, []string{"NOPE_SCHEDULE", "NOPE_TIMEOUT"}},
+		{"run b", Reads{Run: "b"}, []string{"NOPE_SHARED", "NOPE_TIMEOUT", "NOPE_B"}},
+		{"monitor", Reads{Monitor: true}, []string{"NOPE_CHECK"}},
+		{"secrets", Reads{Tokens: true, Webhook: true}, []string{"NOPE_TOKEN", "NOPE_HOOK"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f, err := parse([]byte(src), "/etc/cronfence/cronfence.yaml", lookup, tc.reads)
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatalf("error %v; want none", err)
+				}
+				if f.Tokens[0].Token != "" || f.Webhook.URL != "" || len(f.Jobs[1].Command) != 0 || len(f.Jobs[0].Env) != 0 {
+					t.Errorf("values not read are not left empty: %+v", f)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("no error; want %q required", tc.want)
+			}
+			for _, v := range all {
+				if got, want := strings.Contains(err.Error(), "environment variable "+v+" is not set"), slices.Contains(tc.want, v); got != want {
+					t.Errorf("%s required: %v, want %v; error:\n%v", v, got, want, err)
+				}
+			}
+			if strings.Contains(err.Error(), "is required") {
+				t.Errorf("a value holding an unset variable is reported missing too:\n%v", err)
+			}
+		})
+	}
+}
+
 // job wraps fields in a one-job file whose job starts on line 2, so the
 // fields start on line 3.
 func job(fields string) string {
@@ -315,7 +433,7 @@ func TestParseErrors(t *testing.T) {
 		{"empty file", "", []string{"cronfence.yaml: empty file"}},
 		{"comment only", "# nothing\n", []string{"cronfence.yaml: empty file"}},
 		{"not a mapping", "- a\n", []string{"cronfence.yaml:1: must be a mapping"}},
-		{"yaml syntax", "jobs:\n  - name: a\n   bad: [\n", []string{"cronfence.yaml:1: YAML: did not find expected '-' indicator"}},
+		{"yaml syntax", "jobs:\n  - name: a\n   bad: [\n", []string{"cronfence.yaml:3: YAML: did not find expected '-' indicator"}},
 		{"yaml tab", "jobs: []\n\tsqlite: x\n", []string{"cronfence.yaml:2: YAML: found character that cannot start any token"}},
 		{"two documents", "jobs: []\n---\njobs: []\n", []string{"more than one YAML document"}},
 		{"unknown top-level", "jobz: []\n", []string{"cronfence.yaml:1: jobz: unknown field; expected one of database, sqlite, tokens, defaults, jobs"}},
@@ -337,6 +455,9 @@ func TestParseErrors(t *testing.T) {
 		{"Local zone", job(cmd + sched + "    time_zone: Local\n"), []string{`cronfence.yaml:5: jobs[0].time_zone: "Local" differs between machines`}},
 		{"bad default zone", "defaults:\n  time_zone: Nowhere\n" + job(cmd+sched), []string{"cronfence.yaml:2: defaults.time_zone: \"Nowhere\" is not a time zone"}},
 		{"CRON_TZ in spec", job(cmd + "    schedule: \"CRON_TZ=Nowhere 0 * * * *\"\n"), []string{"cronfence.yaml:4: jobs[0].schedule: time zone \"Nowhere\""}},
+		{"schedule never fires", job(cmd + "    schedule: \"0 0 31 2 *\"\n"), []string{`cronfence.yaml:4: jobs[0].schedule: spec "0 0 31 2 *": never fires: day 31 never falls in February`}},
+		{"default schedule never fires", "defaults:\n  schedule: \"0 0 30 2 *\"\n" + job(cmd), []string{`cronfence.yaml:2: defaults.schedule: spec "0 0 30 2 *": never fires: day 30 never falls in February`}},
+		{"schedule never fires in its zone", job(cmd + "    schedule: \"* 2 8-14 3 */7\"\n    time_zone: America/New_York\n"), []string{`cronfence.yaml:4: jobs[0].schedule: spec "* 2 8-14 3 */7": never fires: no time it names from now on exists in America/New_York`}},
 
 		{"negative timeout", job(cmd + sched + "    timeout: -5s\n"), []string{`cronfence.yaml:5: jobs[0].timeout: "-5s" must not be negative`}},
 		{"negative catch-up", job(cmd + sched + "    catch_up_window: -1h\n"), []string{`cronfence.yaml:5: jobs[0].catch_up_window: "-1h" must not be negative`}},
@@ -384,8 +505,8 @@ func TestParseErrors(t *testing.T) {
 		{"unterminated variable", "database: ${NOPE\n", []string{`cronfence.yaml:1: database: unterminated ${ in "${NOPE"`}},
 		{"bad variable name", "database: ${1X}\n", []string{`cronfence.yaml:1: database: ${1X}: "1X" is not a variable name`}},
 
-		{"bad database scheme", "database: mysql://x/y\n", []string{`cronfence.yaml:1: database: scheme "mysql": must be postgres:// or postgresql://`}},
-		{"bad database scheme on line 2", "# a comment\ndatabase: mysql://x/y\n", []string{`cronfence.yaml:2: database: scheme "mysql"`}},
+		{"bad database scheme", "database: ftp://x/y\n", []string{`cronfence.yaml:1: database: scheme "ftp": must be postgres:// or postgresql:// (PostgreSQL), or mysql:// or mariadb:// (MySQL, MariaDB)`}},
+		{"bad database scheme on line 2", "# a comment\ndatabase: sqlite://x/y\n", []string{`cronfence.yaml:2: database: scheme "sqlite"`}},
 		{"database and sqlite", "database: postgres://x/y\nsqlite: a.db\n", []string{"cronfence.yaml:2: sqlite: set database or sqlite, not both"}},
 		{"empty sqlite", "sqlite: ''\n", []string{"cronfence.yaml:1: sqlite: must not be empty"}},
 

@@ -25,6 +25,14 @@ type decoder struct {
 	dir    string
 	lookup func(string) (string, bool)
 	errs   []*Error
+	// reads is what the command reads; unset are the variables not set,
+	// reported by requireUnset for the values it reads.
+	reads Reads
+	unset []unsetVar
+	// job is the index of the job being decoded, -1 outside jobs:, and
+	// jobNames the names of those decoded.
+	job      int
+	jobNames []string
 
 	// bounds are the durations the retention must exceed (checkRetention),
 	// and retentionAt is history.retention as written.
@@ -122,6 +130,7 @@ func (d *decoder) file(data []byte) *File {
 	f.Tokens = d.tokens(tokens)
 	f.Jobs = d.jobs(jobs, defaults)
 	d.checkRetention(f.History)
+	d.requireUnset()
 	return f
 }
 
@@ -135,18 +144,72 @@ func (d *decoder) yamlError(err error, data []byte) {
 	}
 	msg := err.Error()
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		d.errorf(line, "", "YAML: %s", m[2])
+		d.errorf(brokenLine(data, msg), "", "YAML: %s", m[2])
 		return
 	}
-	d.errorf(problemLine(data), "", "YAML: %s", strings.TrimPrefix(msg, "yaml: "))
+	line := badCharLine(data)
+	if line == 0 {
+		line = brokenLine(data, msg)
+	}
+	d.errorf(line, "", "YAML: %s", strings.TrimPrefix(msg, "yaml: "))
 }
 
-// problemLine is the line of a YAML error that gives none: yaml.v3 leaves
-// the line out of a problem on line 1, and its reader's errors (control
-// characters, bad UTF-8) carry only an offset. It is the line of the first
-// character YAML does not allow, else 1.
-func problemLine(data []byte) int {
+// brokenLine is the line where data stops being the YAML whose decoding
+// failed with msg. yaml.v3's "line N" is that of the collection the
+// problem was found in (for a parser error, counted from 0), not that of
+// the problem: a key indented one space too few on line 40 is "line 2",
+// the start of jobs:. The problem's line is the first whose prefix of
+// data fails as the whole does: a document cut at a line end is still
+// YAML up to the problem (its open collections end with it), and the
+// problem found on a line is found again in any longer prefix. Found by
+// bisection, so a file is parsed a few times more, once it is broken.
+func brokenLine(data []byte, msg string) int {
+	var ends []int // the offset after each line
+	for i, b := range data {
+		if b == '\n' {
+			ends = append(ends, i+1)
+		}
+	}
+	if len(ends) == 0 || ends[len(ends)-1] != len(data) {
+		ends = append(ends, len(data))
+	}
+	fails := func(lines int) bool {
+		err := yamlProblem(data[:ends[lines-1]])
+		return err != nil && err.Error() == msg
+	}
+	lo, hi := 1, len(ends) // fails(hi) holds: the whole is data
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		if fails(mid) {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return lo
+}
+
+// yamlProblem returns the error reading data as one YAML document gives,
+// as file reads it, or nil.
+func yamlProblem(data []byte) error {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc, extra yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		return err
+	}
+	if err := dec.Decode(&extra); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	return nil
+}
+
+// badCharLine is the line of the first character YAML does not allow, 0
+// when there is none: yaml.v3's reader reports control characters and bad
+// UTF-8 with an offset at most, and no line.
+func badCharLine(data []byte) int {
 	for i := 0; i < len(data); {
 		r, size := utf8.DecodeRune(data[i:])
 		allowed := r == '\t' || r == '\n' || r == '\r' || (r >= 0x20 && r <= 0x7E) || r == 0x85 ||
@@ -156,21 +219,25 @@ func problemLine(data []byte) int {
 		}
 		i += size
 	}
-	return 1
+	return 0
 }
 
-// database checks the URL s given on line.
+// databaseSchemes are the URL schemes --database takes: PostgreSQL's and
+// MySQL's (store/mysql.IsURL).
+var databaseSchemes = []string{"postgres", "postgresql", "mysql", "mariadb"}
+
+// database checks the URL s given on line by the rule --database follows.
 func (d *decoder) database(s string, line int) {
 	if !strings.Contains(s, "://") {
-		return // a key=value connection string; the driver checks it
+		return // a PostgreSQL key=value connection string; the driver checks it
 	}
 	u, err := url.Parse(s)
 	if err != nil {
 		d.errorf(line, "database", "not a URL: %s", errors.Unwrap(err))
 		return
 	}
-	if u.Scheme != "postgres" && u.Scheme != "postgresql" {
-		d.errorf(line, "database", "scheme %q: must be postgres:// or postgresql://", u.Scheme)
+	if !slices.Contains(databaseSchemes, u.Scheme) {
+		d.errorf(line, "database", "scheme %q: must be postgres:// or postgresql:// (PostgreSQL), or mysql:// or mariadb:// (MySQL, MariaDB)", u.Scheme)
 	}
 }
 
@@ -262,7 +329,9 @@ func kind(n *yaml.Node) string {
 	return strconv.Quote(truncate(n.Value))
 }
 
-// scalar returns n's text with variables expanded.
+// scalar returns n's text with variables expanded, or "" and false when a
+// variable cannot be: an unset one is kept aside for requireUnset, which
+// knows what the command reads.
 func (d *decoder) scalar(n *yaml.Node, path string) (string, bool) {
 	if n.Kind != yaml.ScalarNode {
 		d.errorf(n.Line, path, "must be a single value, got %s", kind(n))
@@ -270,9 +339,37 @@ func (d *decoder) scalar(n *yaml.Node, path string) (string, bool) {
 	}
 	s, problems := expand(n.Value, d.lookup)
 	for _, p := range problems {
-		d.errorf(n.Line, path, "%s", p)
+		if p.unset {
+			d.unset = append(d.unset, unsetVar{err: &Error{File: d.name, Line: n.Line, Path: path, Msg: p.msg}, job: d.job})
+			continue
+		}
+		d.errorf(n.Line, path, "%s", p.msg)
 	}
-	return s, len(problems) == 0
+	if len(problems) > 0 {
+		return "", false
+	}
+	return s, true
+}
+
+// unsetVar is a variable that is not set, in the value at err.Path, of
+// the job at index job of jobs: (-1 for none).
+type unsetVar struct {
+	err *Error
+	job int
+}
+
+// requireUnset reports the unset variables of the values the command
+// reads (d.reads); the others leave their values empty.
+func (d *decoder) requireUnset() {
+	for _, u := range d.unset {
+		job := ""
+		if u.job >= 0 && u.job < len(d.jobNames) {
+			job = d.jobNames[u.job]
+		}
+		if d.reads.reads(u.err.Path, job) && len(d.errs) < maxErrors {
+			d.errs = append(d.errs, u.err)
+		}
+	}
 }
 
 // str decodes a string. Numbers and booleans are refused, so a value YAML
@@ -634,7 +731,10 @@ func (d *decoder) jobs(n *yaml.Node, defaults fields) []Job {
 	}
 	var out []Job
 	names := map[string]string{}
+	d.jobNames = make([]string, len(n.Content))
+	defer func() { d.job = -1 }()
 	for i, jn := range n.Content {
+		d.job = i
 		path := fmt.Sprintf("jobs[%d]", i)
 		var own fields
 		var name, shell opt[string]
@@ -661,6 +761,7 @@ func (d *decoder) jobs(n *yaml.Node, defaults fields) []Job {
 					}
 				}
 				name = set(s, ok, v, kp)
+				d.jobNames[i] = s
 			case "shell":
 				shellSeen = true
 				s, ok := d.str(v, kp)
@@ -783,10 +884,17 @@ func (d *decoder) resolve(own, def fields, path string, line int) Job {
 	return j
 }
 
-// reported says whether a problem was reported for path.
+// reported says whether a problem was reported for path, or its value
+// holds a variable that is not set (reported or not, as the command reads
+// it or not).
 func (d *decoder) reported(path string) bool {
 	for _, e := range d.errs {
 		if e.Path == path {
+			return true
+		}
+	}
+	for _, u := range d.unset {
+		if u.err.Path == path {
 			return true
 		}
 	}

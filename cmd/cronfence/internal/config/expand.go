@@ -5,15 +5,23 @@ import (
 	"strings"
 )
 
+// problem is one thing wrong in a string's variables.
+type problem struct {
+	msg string
+	// unset: a variable that is not set, an error only for a command that
+	// reads the value (Reads); the others are errors in any case.
+	unset bool
+}
+
 // expand replaces ${VAR} and ${VAR:-default} in s from lookup and $${ with a
 // literal ${. $VAR without braces and a lone $ are left alone. It returns
 // every problem found in s.
-func expand(s string, lookup func(string) (string, bool)) (string, []string) {
+func expand(s string, lookup func(string) (string, bool)) (string, []problem) {
 	if !strings.Contains(s, "${") {
 		return s, nil
 	}
 	var b strings.Builder
-	var problems []string
+	var problems []problem
 	for {
 		i := strings.Index(s, "${")
 		if i < 0 {
@@ -30,14 +38,14 @@ func expand(s string, lookup func(string) (string, bool)) (string, []string) {
 		rest := s[i+2:]
 		end := strings.IndexByte(rest, '}')
 		if end < 0 {
-			problems = append(problems, fmt.Sprintf("unterminated ${ in %q", truncate(s[i:])))
+			problems = append(problems, problem{msg: fmt.Sprintf("unterminated ${ in %q", truncate(s[i:]))})
 			break
 		}
 		ref := rest[:end]
 		s = rest[end+1:]
 		name, def, hasDef := strings.Cut(ref, ":-")
 		if !validVarName(name) {
-			problems = append(problems, fmt.Sprintf("${%s}: %q is not a variable name (letters, digits and _, not starting with a digit)", truncate(ref), truncate(name)))
+			problems = append(problems, problem{msg: fmt.Sprintf("${%s}: %q is not a variable name (letters, digits and _, not starting with a digit)", truncate(ref), truncate(name))})
 			continue
 		}
 		v, ok := lookup(name)
@@ -45,7 +53,7 @@ func expand(s string, lookup func(string) (string, bool)) (string, []string) {
 		case hasDef && v == "":
 			b.WriteString(def)
 		case !ok:
-			problems = append(problems, fmt.Sprintf("environment variable %s is not set (write ${%s:-default} for a default)", name, name))
+			problems = append(problems, problem{msg: fmt.Sprintf("environment variable %s is not set (write ${%s:-default} for a default)", name, name), unset: true})
 		default:
 			b.WriteString(v)
 		}

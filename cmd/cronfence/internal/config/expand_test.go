@@ -30,11 +30,11 @@ func TestExpand(t *testing.T) {
 		got, problems := expand(tc.in, lookup)
 		switch {
 		case tc.problem != "":
-			if len(problems) != 1 || !strings.Contains(problems[0], tc.problem) {
-				t.Errorf("expand(%q) problems = %q, want %q", tc.in, problems, tc.problem)
+			if len(problems) != 1 || !strings.Contains(problems[0].msg, tc.problem) || problems[0].unset != strings.Contains(tc.problem, "not set") {
+				t.Errorf("expand(%q) problems = %+v, want %q", tc.in, problems, tc.problem)
 			}
 		case len(problems) > 0:
-			t.Errorf("expand(%q) problems = %q", tc.in, problems)
+			t.Errorf("expand(%q) problems = %+v", tc.in, problems)
 		case got != tc.want:
 			t.Errorf("expand(%q) = %q, want %q", tc.in, got, tc.want)
 		}

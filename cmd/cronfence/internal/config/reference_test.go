@@ -64,7 +64,7 @@ func TestReferenceExampleParses(t *testing.T) {
 	if !ok || !closed {
 		t.Fatal("docs/config.md has no ```yaml block under ## Example")
 	}
-	f, err := parse([]byte(example), "/etc/cronfence/cronfence.yaml", func(name string) (string, bool) { return name, true })
+	f, err := parse([]byte(example), "/etc/cronfence/cronfence.yaml", func(name string) (string, bool) { return name, true }, Everything)
 	if err != nil {
 		t.Fatalf("the example does not load:\n%v", err)
 	}
