@@ -62,8 +62,8 @@ const (
 	// DefaultClockOffsetAlert is how far a replica's clock may be from the
 	// database clock before a clock_offset alert.
 	DefaultClockOffsetAlert = 2 * time.Second
-	// DefaultOrphanWindow is how recent a run of a job no live replica
-	// registers must be for an orphan_job alert.
+	// DefaultOrphanWindow is how long after its last heartbeat a replica
+	// that died makes orphans of its jobs (see AlertThresholds.OrphanWindow).
 	DefaultOrphanWindow = 24 * time.Hour
 )
 
@@ -203,13 +203,16 @@ type AlertThresholds struct {
 	// the check. Defaults to DefaultClockOffsetAlert (2s).
 	ClockOffset time.Duration
 	// ReplicaStale: a replica whose last heartbeat is older than this is
-	// not live: its jobs count neither for drift nor against orphans, and
-	// its clock is not judged. Defaults to three heartbeat periods.
+	// not live: its jobs count neither for drift nor as registered (a job
+	// only it registers is an orphan), and its clock is not judged.
+	// Defaults to three heartbeat periods.
 	ReplicaStale time.Duration
-	// OrphanWindow: a job no live replica registers raises orphan_job while
-	// its latest run started within this window (or while its pause
-	// override is set). Negative judges overrides only. Defaults to
-	// DefaultOrphanWindow (24h).
+	// OrphanWindow: a job that a replica which died registered (its
+	// registry row left behind, its heartbeat lapsed) and no live replica
+	// registers raises orphan_job for this long after that replica's last
+	// heartbeat. A job whose replicas stopped cleanly is retired and raises
+	// nothing. Negative disables the check. Defaults to DefaultOrphanWindow
+	// (24h).
 	OrphanWindow time.Duration
 }
 

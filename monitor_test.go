@@ -420,9 +420,24 @@ func TestAlertConfigDriftRaisedOnceAndResolved(t *testing.T) {
 	})
 }
 
-// A job that only a replica now stopped registers, with recent runs, is an
-// orphan until a replica registers it again.
-func TestAlertOrphanJobRaisedOnceAndResolved(t *testing.T) {
+// keepsRow is a replica's store that leaves its registry row behind at
+// Stop, as a process that died (kill -9, a lost host) leaves it: the row
+// stays with its jobs, its heartbeat aging.
+type keepsRow struct{ store.Store }
+
+func (keepsRow) ReplicaRemove(context.Context, string) error { return nil }
+
+// startDying starts a replica that leaves its registry row behind when it
+// stops (see keepsRow).
+func (m *monitored) startDying(name string, jobs ...Job) *Scheduler {
+	m.t.Helper()
+	return m.startWith(Config{Owner: name, Clock: offsetClock{m.db, 0}, Retention: -1, Observer: m.log.observer(name),
+		Store: keepsRow{m.open(m.t)}}, jobs...)
+}
+
+// A job whose only replica died (its registry row left behind, its
+// heartbeat lapsed) is an orphan until a replica registers it again.
+func TestAlertOrphanJobRaisedWhenItsOnlyReplicaDied(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
 		m := newMonitored(t, c)
 		noop := func(ctx context.Context, run *Run) error { return nil }
@@ -430,15 +445,89 @@ func TestAlertOrphanJobRaisedOnceAndResolved(t *testing.T) {
 		extra := Job{Name: "extra", Schedule: "@every 1m", Handler: noop}
 		m.start("replica-0", nil, syncJob)
 		m.start("replica-1", nil, syncJob)
-		old := m.start("replica-2", nil, syncJob, extra)
+		dead := m.startDying("replica-2", syncJob, extra)
 		m.advance(90*time.Second, time.Second) // extra runs at 12:01
-		m.stop(old)
+		m.stop(dead)
 		key := alertKey{store.AlertOrphanJob, "extra"}
 		m.advanceUntil("orphan_job raised", time.Minute, time.Second, func() bool { return m.raised(key) })
-		m.wantRows(key, true)
+		if a := m.wantRows(key, true); !strings.Contains(a.Details["replicas"], "replica-2") || !strings.Contains(a.Message, "replica-2") {
+			t.Errorf("orphan_job %q %v: want the dead replica named", a.Message, a.Details)
+		}
 
 		m.start("replica-3", nil, syncJob, extra)
 		m.wantResolvedOnce(key, time.Minute)
+	})
+}
+
+// A rolling deploy that drops one job and renames another: each old
+// replica stops cleanly and a new one starts without them. Those jobs are
+// retired, not orphaned: no alert at all, and their history stays.
+func TestAlertOrphanJobNotRaisedForARetiredJob(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		m := newMonitored(t, c)
+		noop := func(ctx context.Context, run *Run) error { return nil }
+		syncJob := Job{Name: "sync", Schedule: "@every 1m", Handler: noop}
+		dropped := Job{Name: "extra", Schedule: "@every 1m", Handler: noop}
+		report := Job{Name: "report", Schedule: "@every 1m", Handler: noop}
+		renamed := Job{Name: "report-v2", Schedule: "@every 1m", Handler: noop}
+		old := []*Scheduler{m.start("replica-0", nil, syncJob, dropped, report), m.start("replica-1", nil, syncJob, dropped, report)}
+		m.advance(90*time.Second, time.Second) // extra and report run at 12:01
+		for i, s := range old {
+			m.stop(s)
+			m.start(fmt.Sprintf("replica-%d-v2", i), nil, syncJob, renamed)
+			m.advance(20*time.Second, time.Second)
+		}
+		m.advance(3*time.Minute, time.Second)
+		m.log.wantOnly(t, nil)
+		if rows, err := m.mon.AlertList(context.Background(), store.AlertListParams{}); err != nil || len(rows) != 0 {
+			t.Fatalf("alerts after the deploy: %+v, %v; want none", rows, err)
+		}
+		for _, job := range []string{"extra", "report"} {
+			if runs, err := c.open(t).RunList(context.Background(), store.RunListParams{Job: job}); err != nil || len(runs) == 0 {
+				t.Errorf("the history of retired job %s: %d runs, %v; want it kept", job, len(runs), err)
+			}
+		}
+	})
+}
+
+// Slots run by LockSlot (cronfence lock --schedule), paused or not, and the
+// jobs of another application's replicas sharing the schema, are nobody's
+// orphans: no replica of this application registers them, and none ever
+// should.
+func TestAlertOrphanJobNotRaisedForLockSlotsOrAnotherApp(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		m := newMonitored(t, c)
+		noop := func(ctx context.Context, run *Run) error { return nil }
+		m.start("app-a-0", nil, Job{Name: "sync", Schedule: "@every 1m", Handler: noop})
+		other := m.start("app-b-0", nil, Job{Name: "billing", Schedule: "@every 1m", Handler: noop})
+		st := c.open(t)
+		lockLine := func(name string) {
+			t.Helper()
+			l := SlotLock{Name: name, Schedule: "@every 1m", Owner: "cron-host:1:" + name, Clock: offsetClock{c.db, 0}, EarlyGrace: -1, Logger: quiet}
+			if _, err := LockSlot(context.Background(), st, l, func(ctx context.Context, run *Run) error { return nil }); err != nil {
+				t.Fatalf("LockSlot %s: %v", name, err)
+			}
+		}
+		off := false
+		if _, err := st.JobStateSet(context.Background(), store.JobStateSetParams{Job: "paused-backup", Enabled: &off, By: "ops"}); err != nil {
+			t.Fatal(err)
+		}
+		for range 4 {
+			m.advance(time.Minute, time.Second)
+			lockLine("backup")
+			lockLine("paused-backup")
+		}
+		// The other application is deployed anew: its replica stops
+		// cleanly and comes back with its job renamed.
+		m.stop(other)
+		m.start("app-b-1", nil, Job{Name: "billing-v2", Schedule: "@every 1m", Handler: noop})
+		m.advance(3*time.Minute, time.Second)
+		lockLine("backup")
+		m.advance(time.Minute, time.Second)
+		m.log.wantOnly(t, nil)
+		if runs, err := st.RunList(context.Background(), store.RunListParams{Job: "backup"}); err != nil || len(runs) < 4 {
+			t.Fatalf("backup's lock runs: %d, %v; want one a minute", len(runs), err)
+		}
 	})
 }
 

@@ -28,8 +28,8 @@ type Thresholds struct {
 	// ReplicaStale: a replica whose last heartbeat is older than this is not
 	// live.
 	ReplicaStale time.Duration
-	// OrphanWindow: a job's run history counts as the job being "in the
-	// database" while its latest run started within this window.
+	// OrphanWindow: a replica that died (its registry row left behind)
+	// makes orphans of its jobs for this long after its last heartbeat.
 	OrphanWindow time.Duration
 	// Retention is how long slots are kept (Config.Retention); zero when
 	// they are never pruned. A slot older than this may have been pruned,
@@ -75,8 +75,8 @@ type Snapshot struct {
 	Registry *Registry
 	// States are the jobs' pause overrides (store.JobStateList).
 	States []store.JobState
-	// Recent are the newest run rows of all jobs, newest first, for the
-	// orphan check.
+	// Recent are the newest run rows of all jobs, newest first: the orphan
+	// check names an orphan's latest run from them.
 	Recent []store.Run
 	// Jobs are, per job the live replicas register, what the monitor read
 	// for it (see JobData).

@@ -72,7 +72,8 @@ func TestDeadlineMissed(t *testing.T) {
 		{name: "no deadline", now: at("12:04:00"),
 			replicas: []store.Replica{replica("a", at("11:00:00"), job("report", "*/5 * * * *"))}},
 		{name: "only a stale replica registers it", now: at("12:04:00"),
-			replicas: []store.Replica{heartbeat(replica("a", at("11:00:00"), every5), at("12:00:00"))}},
+			replicas: []store.Replica{heartbeat(replica("a", at("11:00:00"), every5), at("12:00:00"))},
+			want:     []got{{store.AlertOrphanJob, "report", nil}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -49,55 +49,72 @@ func checkDrift(j *Job) (Alert, bool) {
 	}, true
 }
 
-// checkOrphans raises orphan_job for each job the database knows but no
-// live replica registers: one whose pause override is set (an operator
-// steers a job nobody runs), or whose latest run among recent started
-// within window (a job that ran lately and stopped being registered). Run
-// history alone stops counting after window, so a job removed on purpose
-// stops alerting on its own; an override must be unset.
+// checkOrphans raises orphan_job for each job that a replica which died
+// registered and no live replica registers. A replica that stops cleanly
+// removes its registry row, so the rows that stay behind, their heartbeat
+// older than the staleness threshold, are of replicas that died (killed,
+// host lost), froze or lost the database: their jobs run nowhere now. A job
+// that no recorded replica registers is retired (dropped or renamed by a
+// deploy whose replicas stopped cleanly), or was never a replica's (a
+// cronfence lock line, another application's job): it raises nothing,
+// whatever its runs or pause override. A dead replica's row counts for
+// window after its last heartbeat (zero: orphan_job is off).
 func checkOrphans(reg *Registry, states []store.JobState, recent []store.Run, window time.Duration) []Alert {
-	type seen struct {
-		run      store.Run
-		override string
+	if window <= 0 {
+		return nil
 	}
-	found := map[string]*seen{}
-	get := func(job string) *seen {
-		if found[job] == nil {
-			found[job] = &seen{}
-		}
-		return found[job]
+	type dead struct {
+		owner     string
+		heartbeat time.Time
 	}
-	for _, st := range states {
-		if st.EnabledOverride != nil && reg.Jobs[st.Job] == nil {
-			get(st.Job).override = fmt.Sprintf("enabled=%t by %s at %s", *st.EnabledOverride, st.OverrideBy, ts(st.OverrideAt))
-		}
-	}
-	for _, r := range recent { // newest first: the first row of a job is its latest
-		if reg.Jobs[r.Job] != nil || window <= 0 || reg.Now.Sub(r.StartedAt) > window {
+	found := map[string][]dead{}
+	for _, rep := range reg.Replicas {
+		if reg.IsLive(rep.Owner) || reg.Now.Sub(rep.HeartbeatAt) > window {
 			continue
 		}
-		if s := get(r.Job); s.run.ID == 0 {
-			s.run = r
+		for _, j := range rep.Jobs {
+			if reg.Jobs[j.Name] == nil {
+				found[j.Name] = append(found[j.Name], dead{rep.Owner, rep.HeartbeatAt})
+			}
+		}
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	lastRun := map[string]store.Run{}
+	for _, r := range recent { // newest first: the first row of a job is its latest
+		if _, ok := lastRun[r.Job]; !ok && found[r.Job] != nil {
+			lastRun[r.Job] = r
+		}
+	}
+	override := map[string]string{}
+	for _, st := range states {
+		if st.EnabledOverride != nil && found[st.Job] != nil {
+			override[st.Job] = fmt.Sprintf("enabled=%t by %s at %s", *st.EnabledOverride, st.OverrideBy, ts(st.OverrideAt))
 		}
 	}
 	var out []Alert
-	for job, s := range found {
-		details := map[string]string{}
-		var why []string
-		if s.override != "" {
-			details["override"] = s.override
-			why = append(why, "its pause override is set ("+s.override+")")
+	for job, reps := range found {
+		slices.SortFunc(reps, func(a, b dead) int { return strings.Compare(a.owner, b.owner) })
+		var names []string
+		latest := reps[0].heartbeat
+		for _, r := range reps {
+			names = append(names, fmt.Sprintf("%s (last heartbeat %s)", r.owner, ts(r.heartbeat)))
+			if r.heartbeat.After(latest) {
+				latest = r.heartbeat
+			}
 		}
-		if s.run.ID != 0 {
-			details["last_run"] = ts(s.run.StartedAt)
-			details["last_run_owner"] = s.run.Owner
-			why = append(why, fmt.Sprintf("it last ran at %s on %s", ts(s.run.StartedAt), s.run.Owner))
+		details := map[string]string{"replicas": strings.Join(names, ", "), "last_heartbeat": ts(latest)}
+		msg := fmt.Sprintf("job %q is registered by no live replica: %s registered it and stopped without a clean stop (its heartbeat lapsed)",
+			job, strings.Join(names, ", "))
+		if r, ok := lastRun[job]; ok {
+			details["last_run"], details["last_run_owner"] = ts(r.StartedAt), r.Owner
+			msg += fmt.Sprintf("; it last ran at %s on %s", ts(r.StartedAt), r.Owner)
 		}
-		out = append(out, Alert{
-			Kind: store.AlertOrphanJob, Subject: job, Details: details,
-			Message: fmt.Sprintf("job %q is in the database but no live replica registers it: %s",
-				job, strings.Join(why, "; ")),
-		})
+		if o, ok := override[job]; ok {
+			details["override"] = o
+		}
+		out = append(out, Alert{Kind: store.AlertOrphanJob, Subject: job, Details: details, Message: msg})
 	}
 	return out
 }

@@ -52,38 +52,60 @@ func TestRegistryPrefersNewestSettings(t *testing.T) {
 	}
 }
 
+// A job is an orphan when a replica that died (its row left behind, its
+// heartbeat lapsed) registered it and no live replica does. A job no
+// recorded replica registers was retired (its replicas stopped cleanly) or
+// was never a replica's (a lock line, another application): nothing.
 func TestOrphanJob(t *testing.T) {
 	t.Parallel()
 	now := at("12:00:00")
 	yes := true
-	live := []store.Replica{replica("a", at("09:00:00"), job("sync", "* * * * *"))}
-	ran := func(job string, ago time.Duration) store.Run {
-		return store.Run{ID: int64(1000 - ago/time.Second), Job: job, Owner: "gone", StartedAt: now.Add(-ago), FinishedAt: now.Add(-ago)}
+	syncJob, old := job("sync", "* * * * *"), job("old", "* * * * *")
+	live := replica("a", at("09:00:00"), syncJob)
+	died := func(owner string, ago time.Duration, jobs ...store.ReplicaJob) store.Replica {
+		return heartbeat(replica(owner, at("09:00:00"), jobs...), now.Add(-ago))
+	}
+	ran := func(job, owner string, ago time.Duration) store.Run {
+		return store.Run{ID: int64(1000 - ago/time.Second), Job: job, Owner: owner, StartedAt: now.Add(-ago), FinishedAt: now.Add(-ago)}
 	}
 	for _, tc := range []struct {
 		name     string
 		replicas []store.Replica
 		states   []store.JobState
 		recent   []store.Run
+		window   time.Duration
 		want     []got
 	}{
-		{name: "registered jobs are no orphans", replicas: live, recent: []store.Run{ran("sync", time.Minute)},
-			states: []store.JobState{{Job: "sync", EnabledOverride: &yes}}},
-		{name: "ran lately, nobody registers it", replicas: live, recent: []store.Run{ran("sync", time.Minute), ran("old", time.Hour), ran("old", 2*time.Hour)},
-			want: []got{{store.AlertOrphanJob, "old", map[string]string{"last_run": now.Add(-time.Hour).Format(time.RFC3339), "last_run_owner": "gone"}}}},
-		{name: "ran long ago", replicas: live, recent: []store.Run{ran("old", 25*time.Hour)}},
-		{name: "an override without a run", replicas: live, states: []store.JobState{{Job: "paused", EnabledOverride: &yes, OverrideBy: "ops"}},
-			want: []got{{store.AlertOrphanJob, "paused", nil}}},
-		{name: "an unset override is nothing", replicas: live, states: []store.JobState{{Job: "paused", OverrideBy: "ops"}}},
-		{name: "registered only by a stale replica", replicas: []store.Replica{heartbeat(replica("a", at("09:00:00"), job("sync", "* * * * *")), now.Add(-time.Minute))},
-			recent: []store.Run{ran("sync", 2*time.Minute)},
-			want:   []got{{store.AlertOrphanJob, "sync", nil}}},
+		{name: "registered jobs are no orphans", replicas: []store.Replica{live, died("b", time.Hour, syncJob)},
+			recent: []store.Run{ran("sync", "b", time.Hour)}, states: []store.JobState{{Job: "sync", EnabledOverride: &yes}}},
+		{name: "its only replica died", replicas: []store.Replica{live, died("b", time.Minute, syncJob, old)},
+			recent: []store.Run{ran("sync", "a", time.Minute), ran("old", "b", 2*time.Minute), ran("old", "b", 3*time.Minute)},
+			want: []got{{store.AlertOrphanJob, "old", map[string]string{
+				"replicas": "b (last heartbeat 2026-03-01T11:59:00Z)", "last_heartbeat": "2026-03-01T11:59:00Z",
+				"last_run": "2026-03-01T11:58:00Z", "last_run_owner": "b",
+			}}}},
+		{name: "every replica died", replicas: []store.Replica{died("c", time.Minute, syncJob), died("b", 2*time.Minute, syncJob)},
+			states: []store.JobState{{Job: "sync", EnabledOverride: &yes, OverrideBy: "ops", OverrideAt: at("10:00:00")}},
+			want: []got{{store.AlertOrphanJob, "sync", map[string]string{
+				"replicas":       "b (last heartbeat 2026-03-01T11:58:00Z), c (last heartbeat 2026-03-01T11:59:00Z)",
+				"last_heartbeat": "2026-03-01T11:59:00Z", "override": "enabled=true by ops at 2026-03-01T10:00:00Z",
+			}}}},
+		{name: "died longer ago than the window", replicas: []store.Replica{live, died("b", 25*time.Hour, old)}},
+		{name: "orphan_job off", replicas: []store.Replica{live, died("b", time.Minute, old)}, window: -1},
+		{name: "retired: ran lately, no replica registers it", replicas: []store.Replica{live},
+			recent: []store.Run{ran("sync", "a", time.Minute), ran("old", "gone", time.Hour)}},
+		{name: "a lock line, paused", replicas: []store.Replica{live}, recent: []store.Run{ran("backup", "cron-host:1:x", time.Minute)},
+			states: []store.JobState{{Job: "backup", EnabledOverride: new(bool), OverrideBy: "ops"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			s := snapshot(now, tc.replicas, nil)
 			s.States, s.Recent = tc.states, tc.recent
-			check(t, s, th, tc.want...)
+			thr := th
+			if tc.window != 0 {
+				thr.OrphanWindow = max(tc.window, 0)
+			}
+			check(t, s, thr, tc.want...)
 		})
 	}
 }

@@ -88,9 +88,9 @@ type Monitor struct {
 	// HeartbeatEvery when not given (times DefaultHeartbeatEvery when the
 	// heartbeat is off).
 	ReplicaStale time.Duration
-	// OrphanWindow: a job no live replica registers raises orphan_job
-	// while its latest run started within this window (or while its pause
-	// override is set). DefaultOrphanWindow (24h) when not given.
+	// OrphanWindow: a job that only replicas which died registered raises
+	// orphan_job for this long after their last heartbeat.
+	// DefaultOrphanWindow (24h) when not given.
 	OrphanWindow time.Duration
 	// Line is the line of the monitor: key, 0 when the file sets none.
 	Line int
