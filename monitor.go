@@ -350,7 +350,7 @@ func (s *Scheduler) reconcileAlerts(ctx context.Context, now time.Time, res abse
 	for _, a := range res.Alerts {
 		want[a.Key()] = true
 		if cur, ok := opened[a.Key()]; ok && cur.Message == a.Message && maps.Equal(cur.Details, a.Details) &&
-			now.Sub(cur.LastSeenAt) < alertRefreshEvery {
+			cur.Fingerprint == absence.Fingerprint(a.Kind, a.Details) && now.Sub(cur.LastSeenAt) < alertRefreshEvery {
 			continue
 		}
 		s.raiseAlert(ctx, store.AlertRaiseParams{
@@ -365,21 +365,30 @@ func (s *Scheduler) reconcileAlerts(ctx context.Context, now time.Time, res abse
 	}
 }
 
-// raiseAlert raises (or refreshes) an alert; only the replica whose call
-// opened it logs it and tells its Observer. A failure is logged, unless
+// raiseAlert raises (or refreshes) an alert, with its fingerprint; only
+// the replica whose call opened it, or ended its acknowledgement (it
+// changed), logs it and tells its Observer. A failure is logged, unless
 // ctx ended (the pass's bound, or the loop stopping).
 func (s *Scheduler) raiseAlert(ctx context.Context, p store.AlertRaiseParams) {
-	alert, raised, err := s.store.AlertRaise(ctx, p)
+	p.Fingerprint = absence.Fingerprint(p.Kind, p.Details)
+	res, err := s.store.AlertRaise(ctx, p)
 	if err != nil {
 		if ctx.Err() == nil {
 			s.log.Warn("cronfence: could not raise an alert", "kind", p.Kind, "subject", p.Subject, "error", err)
 		}
 		return
 	}
-	if raised {
+	alert := res.Alert
+	switch {
+	case res.Raised:
 		s.log.Warn("cronfence: alert raised: "+alert.Message, "kind", alert.Kind, "subject", alert.Subject,
 			"alert_id", alert.ID, "details", alert.Details)
-		s.emitAlert(alert, true)
+		s.observe(AlertEvent{Alert: alert, Raised: true})
+	case !res.EndedAck.IsZero():
+		s.log.Warn("cronfence: alert raised again: it changed since it was acknowledged: "+alert.Message, "kind", alert.Kind,
+			"subject", alert.Subject, "alert_id", alert.ID, "details", alert.Details,
+			"acknowledged_by", res.EndedAck.By, "acknowledged_at", res.EndedAck.At)
+		s.observe(AlertEvent{Alert: alert, Raised: true, EndedAck: res.EndedAck})
 	}
 }
 
@@ -396,14 +405,8 @@ func (s *Scheduler) resolveAlert(ctx context.Context, kind store.AlertKind, subj
 	if resolved {
 		s.log.Info("cronfence: alert resolved", "kind", kind, "subject", subject, "alert_id", alert.ID,
 			"raised_at", alert.RaisedAt, "message", alert.Message)
-		s.emitAlert(alert, false)
+		s.observe(AlertEvent{Alert: alert})
 	}
-}
-
-// emitAlert tells the Observer of an alert this replica raised or
-// resolved: the one place AlertEvents come from.
-func (s *Scheduler) emitAlert(a store.Alert, raised bool) {
-	s.observe(AlertEvent{Alert: a, Raised: raised})
 }
 
 // absence converts the thresholds, with defaults applied, to the checks':

@@ -37,10 +37,11 @@ type alertLog struct {
 	mu       sync.Mutex
 	raised   map[alertKey][]string // the replicas that reported raising it
 	resolved map[alertKey][]string
+	again    map[alertKey][]store.AlertAck // the acknowledgements ended by a change, as reported
 }
 
 func newAlertLog() *alertLog {
-	return &alertLog{raised: map[alertKey][]string{}, resolved: map[alertKey][]string{}}
+	return &alertLog{raised: map[alertKey][]string{}, resolved: map[alertKey][]string{}, again: map[alertKey][]store.AlertAck{}}
 }
 
 // observer is the Observer of replica owner.
@@ -53,9 +54,12 @@ func (l *alertLog) observer(owner string) Observer {
 		k := alertKey{ev.Alert.Kind, ev.Alert.Subject}
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		if ev.Raised {
+		switch {
+		case ev.Raised && !ev.EndedAck.IsZero():
+			l.again[k] = append(l.again[k], ev.EndedAck)
+		case ev.Raised:
 			l.raised[k] = append(l.raised[k], owner)
-		} else {
+		default:
 			l.resolved[k] = append(l.resolved[k], owner)
 		}
 	})
@@ -417,6 +421,61 @@ func TestAlertConfigDriftRaisedOnceAndResolved(t *testing.T) {
 
 		m.stop(odd)
 		m.wantResolvedOnce(key, 2*time.Minute)
+	})
+}
+
+// An acknowledged alert stays silent while it only changes in measure,
+// and is raised again, once across the replicas, when it reports another
+// problem: here config_drift, acknowledged during a rolling deploy, stays
+// silent while a drifting replica restarts with its settings, and comes
+// back when a third version appears.
+func TestAlertAcknowledgedStaysSilentUntilItChanges(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		m := newMonitored(t, c)
+		noop := func(ctx context.Context, run *Run) error { return nil }
+		v := func(every string) Job { return Job{Name: "sync", Schedule: "@every " + every, Handler: noop} }
+		m.start("replica-0", nil, v("1m"))
+		odd := m.start("replica-1", nil, v("2m"))
+		key := alertKey{store.AlertConfigDrift, "sync"}
+		m.advanceUntil("config_drift raised", time.Minute, time.Second, func() bool { return m.raised(key) })
+		a := m.wantRows(key, true)
+		acked, err := m.mon.AlertAcknowledge(context.Background(), store.AlertAcknowledgeParams{
+			Kind: key.kind, Subject: key.subject, ID: a.ID, By: "ops", Note: "rolling out every 2m"})
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		// The odd replica restarts with the same settings: the alert's
+		// details move on (another owner), its fingerprint does not.
+		m.stop(odd)
+		m.start("replica-2", nil, v("2m"))
+		m.advance(2*time.Minute, time.Second)
+		if got := m.wantRows(key, true); !got.Acknowledged() || got.Ack != acked.Ack || got.Details["replica-2"] == "" {
+			t.Fatalf("after the restart: %+v; want the alert refreshed with replica-2, still acknowledged by ops", got)
+		}
+		m.log.wantOnly(t, map[alertKey][2]int{key: {1, 0}})
+		if n := len(m.log.again[key]); n != 0 {
+			t.Fatalf("raised again %d times while the alert stayed the same", n)
+		}
+
+		// A third version: another problem than the one acknowledged.
+		m.start("replica-3", nil, v("3m"))
+		m.advanceUntil("config_drift raised again", time.Minute, time.Second, func() bool {
+			m.log.mu.Lock()
+			defer m.log.mu.Unlock()
+			return len(m.log.again[key]) > 0
+		})
+		m.advance(time.Minute, time.Second)
+		if got := m.wantRows(key, true); got.Acknowledged() || got.ID != a.ID {
+			t.Fatalf("after a third version: %+v; want alert %d open, no longer acknowledged", got, a.ID)
+		}
+		m.log.mu.Lock()
+		again := m.log.again[key]
+		m.log.mu.Unlock()
+		if len(again) != 1 || again[0] != acked.Ack {
+			t.Fatalf("raised again with ended acknowledgements %+v, want once, with %+v", again, acked.Ack)
+		}
+		m.log.wantOnly(t, map[alertKey][2]int{key: {1, 0}})
 	})
 }
 

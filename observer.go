@@ -117,9 +117,17 @@ type ClockOffsetEvent struct {
 // AlertEvent: an absence check raised (Raised) or resolved an alert. Only
 // the replica whose check changed the alert's state is told, so each alert
 // is delivered once across replicas.
+//
+// An alert an operator acknowledged is not raised again while it stays
+// the same; when it changes (store.AlertRaiseParams.Fingerprint), the
+// acknowledgement ends and the alert is raised again: Raised, with
+// EndedAck the acknowledgement that ended, told once across replicas too.
 type AlertEvent struct {
 	Alert  store.Alert
 	Raised bool // false: resolved
+	// EndedAck is, on an alert raised again because it changed since it
+	// was acknowledged, that acknowledgement; zero otherwise.
+	EndedAck store.AlertAck
 }
 
 func (ClaimEvent) event()        {}

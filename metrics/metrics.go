@@ -154,9 +154,12 @@ func (c *Collector) Observe(e cronfence.Event) {
 	case cronfence.ClockOffsetEvent:
 		c.clockOffset.Set(e.Offset.Seconds())
 	case cronfence.AlertEvent:
-		if e.Raised {
+		switch {
+		case e.Raised && !e.EndedAck.IsZero():
+			// Raised again (changed since acknowledged): raised once already.
+		case e.Raised:
 			c.alertsRaised.WithLabelValues(string(e.Alert.Kind)).Inc()
-		} else {
+		default:
 			c.alertsCleared.WithLabelValues(string(e.Alert.Kind)).Inc()
 		}
 	}

@@ -234,10 +234,16 @@ func (w *instrumented) ReplicaRemove(ctx context.Context, owner string) error {
 	return w.Store.ReplicaRemove(ctx, owner)
 }
 
-func (w *instrumented) AlertRaise(ctx context.Context, p store.AlertRaiseParams) (store.Alert, bool, error) {
+func (w *instrumented) AlertRaise(ctx context.Context, p store.AlertRaiseParams) (store.AlertRaiseResult, error) {
 	ctx, done := w.op(ctx, "AlertRaise")
 	defer done()
 	return w.Store.AlertRaise(ctx, p)
+}
+
+func (w *instrumented) AlertAcknowledge(ctx context.Context, p store.AlertAcknowledgeParams) (store.Alert, error) {
+	ctx, done := w.op(ctx, "AlertAcknowledge")
+	defer done()
+	return w.Store.AlertAcknowledge(ctx, p)
 }
 
 func (w *instrumented) AlertResolve(ctx context.Context, kind store.AlertKind, subject string) (store.Alert, bool, error) {

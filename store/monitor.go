@@ -42,10 +42,23 @@ type Monitor interface {
 	ReplicaRemove(ctx context.Context, owner string) error
 
 	// AlertRaise opens an alert of (Kind, Subject) unless one is already
-	// open, in one atomic statement: raised is true for exactly one caller
-	// however many replicas race. When one is open, its Message, Details
-	// and LastSeenAt are refreshed and raised is false.
-	AlertRaise(ctx context.Context, p AlertRaiseParams) (alert Alert, raised bool, err error)
+	// open, in one atomic statement: Raised is true for exactly one caller
+	// however many replicas race. When one is open, its Message, Details,
+	// Fingerprint and LastSeenAt are refreshed and Raised is false; if it
+	// was acknowledged and p.Fingerprint differs from its Fingerprint, the
+	// alert changed: its acknowledgement ends in the same statement, and
+	// the one caller that ended it gets it as EndedAck.
+	AlertRaise(ctx context.Context, p AlertRaiseParams) (AlertRaiseResult, error)
+
+	// AlertAcknowledge records an operator's acknowledgement of the open
+	// alert of (p.Kind, p.Subject), and of that alert only when p.ID is not
+	// zero: by p.By, with p.Note, at the database clock. It replaces an
+	// earlier acknowledgement of the same alert. The acknowledgement holds
+	// until the alert changes (AlertRaise with another Fingerprint) or
+	// closes: a raise after the resolve opens a new alert, not
+	// acknowledged. With no such open alert it writes nothing and returns an
+	// error wrapping ErrNotFound.
+	AlertAcknowledge(ctx context.Context, p AlertAcknowledgeParams) (Alert, error)
 
 	// AlertResolve closes the open alert of (kind, subject), setting
 	// ResolvedAt to the database clock: resolved is true for exactly one
@@ -220,10 +233,54 @@ type Alert struct {
 	RaisedAt   time.Time
 	LastSeenAt time.Time
 	ResolvedAt time.Time // zero while open
+	// Fingerprint is what the alert reports without its measures (see
+	// AlertRaiseParams.Fingerprint); empty from a raiser that gives none.
+	Fingerprint string
+	// Ack is the operator's acknowledgement in force: zero when none, or
+	// when the alert changed since. A resolved alert keeps the one it had.
+	Ack AlertAck
 }
 
 // Open reports whether the alert is still open.
 func (a Alert) Open() bool { return a.ResolvedAt.IsZero() }
+
+// Acknowledged reports whether the alert is open and acknowledged: an
+// operator knows of it, and until it changes it is not counted as
+// alerting nor notified again.
+func (a Alert) Acknowledged() bool { return a.Open() && !a.Ack.IsZero() }
+
+// AlertAck is an operator's acknowledgement of an alert.
+type AlertAck struct {
+	By   string    // who acknowledged it
+	At   time.Time // when, by the database clock
+	Note string    // why, or what is being done; may be empty
+}
+
+// IsZero reports whether there is no acknowledgement.
+func (a AlertAck) IsZero() bool { return a.At.IsZero() }
+
+// AlertRaiseResult is what Monitor.AlertRaise returns.
+type AlertRaiseResult struct {
+	// Alert is the open alert as stored after the call.
+	Alert Alert
+	// Raised: this call opened the alert.
+	Raised bool
+	// EndedAck is the acknowledgement this call ended, because the alert
+	// changed (its Fingerprint); zero when it ended none.
+	EndedAck AlertAck
+}
+
+// AlertAcknowledgeParams are the arguments of Monitor.AlertAcknowledge.
+type AlertAcknowledgeParams struct {
+	Kind    AlertKind // required
+	Subject string    // required
+	// ID, when not zero, is the open alert the caller saw: an alert of
+	// (Kind, Subject) raised since then (the first resolved, the cause
+	// back) is not acknowledged in its place.
+	ID   int64
+	By   string // who; required, a name (see ValidateName)
+	Note string // at most MaxNoteLength bytes
+}
 
 // AlertRaiseParams are the arguments of Monitor.AlertRaise. See
 // AlertRaiseParams.Validate for the bounds.
@@ -244,6 +301,14 @@ type AlertRaiseParams struct {
 	// RaisedBy is the owner whose check raised it. Required. A refresh
 	// keeps the first raiser's.
 	RaisedBy string
+	// Fingerprint is what the alert reports without its measures: the
+	// facts whose change makes it another problem for an operator who
+	// acknowledged it (a new holder of a stuck lease, a drift to yet other
+	// settings), not those that move while it stays the same (how long,
+	// how many). A refresh with another Fingerprint ends the alert's
+	// acknowledgement. At most MaxNameLength bytes of UTF-8; empty is a
+	// fingerprint like any other.
+	Fingerprint string
 }
 
 // AlertListParams are the arguments of Monitor.AlertList.

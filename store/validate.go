@@ -280,7 +280,8 @@ func ValidateRenewBatch(items []LeaseRenewParams) error {
 	return nil
 }
 
-// MaxNoteLength bounds the note of a job state override, in bytes.
+// MaxNoteLength bounds the note of a job state override or of an alert's
+// acknowledgement, in bytes.
 const MaxNoteLength = 1000
 
 // Validate checks the arguments of JobStateSet.
@@ -606,6 +607,9 @@ func (p AlertRaiseParams) Validate() error {
 	if err := validText("alert message", p.Message, MaxAlertMessageBytes); err != nil {
 		return err
 	}
+	if err := validText("alert fingerprint", p.Fingerprint, MaxNameLength); err != nil {
+		return err
+	}
 	if len(p.Details) > MaxAlertDetails {
 		return invalid("alert details must have at most %d entries, got %d", MaxAlertDetails, len(p.Details))
 	}
@@ -623,6 +627,20 @@ func (p AlertRaiseParams) Validate() error {
 		return invalid("alert details must be at most %d bytes of keys and values, got %d", MaxAlertDetailsBytes, size)
 	}
 	return nil
+}
+
+// Validate checks the arguments of AlertAcknowledge.
+func (p AlertAcknowledgeParams) Validate() error {
+	if err := ValidateAlertRef(p.Kind, p.Subject); err != nil {
+		return err
+	}
+	if p.ID < 0 {
+		return invalid("alert ID must not be negative, got %d", p.ID)
+	}
+	if err := ValidateName("who (By)", p.By); err != nil {
+		return err
+	}
+	return validText("note", p.Note, MaxNoteLength)
 }
 
 // ValidateAlertRef checks the arguments of AlertResolve.

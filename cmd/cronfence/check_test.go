@@ -61,7 +61,7 @@ func monitorPass(t *testing.T, st store.Store, owner string) {
 
 func raise(t *testing.T, m store.Monitor, kind store.AlertKind, subject, msg string) {
 	t.Helper()
-	if _, _, err := m.AlertRaise(context.Background(), store.AlertRaiseParams{Kind: kind, Subject: subject, Message: msg, RaisedBy: "test"}); err != nil {
+	if _, err := m.AlertRaise(context.Background(), store.AlertRaiseParams{Kind: kind, Subject: subject, Message: msg, RaisedBy: "test"}); err != nil {
 		t.Fatal(err)
 	}
 }

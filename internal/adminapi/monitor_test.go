@@ -97,13 +97,13 @@ func TestAlertsEndpoint(t *testing.T) {
 			ctx := context.Background()
 			st := open(t)
 			b := serveStore(t, st, nil, "nightly")
-			_, raised, err := st.AlertRaise(ctx, store.AlertRaiseParams{Kind: store.AlertDeadlineMissed, Subject: "nightly",
+			res, err := st.AlertRaise(ctx, store.AlertRaiseParams{Kind: store.AlertDeadlineMissed, Subject: "nightly",
 				Message: "slot 2026-11-30T02:00:00Z not completed by its deadline", Details: map[string]string{"slot": "2026-11-30T02:00:00Z"}, RaisedBy: "r1"})
 			must(t, err)
-			if !raised {
+			if !res.Raised {
 				t.Fatal("first AlertRaise did not raise")
 			}
-			_, _, err = st.AlertRaise(ctx, store.AlertRaiseParams{Kind: store.AlertSkipStreak, Subject: "nightly", Message: "5 skips in a row", RaisedBy: "r2"})
+			_, err = st.AlertRaise(ctx, store.AlertRaiseParams{Kind: store.AlertSkipStreak, Subject: "nightly", Message: "5 skips in a row", RaisedBy: "r2"})
 			must(t, err)
 			_, resolved, err := st.AlertResolve(ctx, store.AlertSkipStreak, "nightly")
 			must(t, err)

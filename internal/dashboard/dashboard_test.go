@@ -193,7 +193,7 @@ func TestPagesShowState(t *testing.T) {
 	must(t, err)
 	_, err = b.sched.SetEnabled(ctx, "nightly", new(false), "ops", "disk full <again>")
 	must(t, err)
-	_, _, err = b.store.AlertRaise(ctx, store.AlertRaiseParams{Kind: store.AlertSkipStreak, Subject: "nightly",
+	_, err = b.store.AlertRaise(ctx, store.AlertRaiseParams{Kind: store.AlertSkipStreak, Subject: "nightly",
 		Message: "4 skips in a row", RaisedBy: "replica-2", Details: map[string]string{"streak": "4"}})
 	must(t, err)
 	_, err = b.store.ReplicaHeartbeat(ctx, store.Replica{Owner: "replica-2", Host: "host-b", PID: 42, Version: "v9.9", Timers: true,

@@ -156,19 +156,25 @@ func (s *Store) ReplicaRemove(ctx context.Context, owner string) error {
 	return nil
 }
 
-const alertColumns = `id, kind, subject, message, details, raised_by, raised_at, last_seen_at, resolved_at`
+const alertColumns = `id, kind, subject, message, details, raised_by, raised_at, last_seen_at, resolved_at,
+	fingerprint, acknowledged_by, acknowledged_at, acknowledged_note`
 
 func scanAlert(row interface{ Scan(...any) error }) (store.Alert, error) {
 	var (
-		a             store.Alert
-		kind, details string
-		resolved      sql.NullTime
+		a               store.Alert
+		kind, details   string
+		resolved, ackAt sql.NullTime
+		ackBy, ackNote  sql.NullString
 	)
-	if err := row.Scan(&a.ID, &kind, &a.Subject, &a.Message, &details, &a.RaisedBy, &a.RaisedAt, &a.LastSeenAt, &resolved); err != nil {
+	if err := row.Scan(&a.ID, &kind, &a.Subject, &a.Message, &details, &a.RaisedBy, &a.RaisedAt, &a.LastSeenAt, &resolved,
+		&a.Fingerprint, &ackBy, &ackAt, &ackNote); err != nil {
 		return store.Alert{}, err
 	}
 	a.Kind = store.AlertKind(kind)
 	a.RaisedAt, a.LastSeenAt, a.ResolvedAt = a.RaisedAt.UTC(), a.LastSeenAt.UTC(), fromNull(resolved)
+	if ackBy.Valid && ackAt.Valid {
+		a.Ack = store.AlertAck{By: ackBy.String, At: ackAt.Time.UTC(), Note: ackNote.String}
+	}
 	if err := json.Unmarshal([]byte(details), &a.Details); err != nil {
 		return store.Alert{}, fmt.Errorf("alert %d: details: %w", a.ID, err)
 	}
@@ -178,25 +184,28 @@ func scanAlert(row interface{ Scan(...any) error }) (store.Alert, error) {
 	return a, nil
 }
 
-// AlertRaise opens or refreshes the alert of (p.Kind, p.Subject); see
-// store.Monitor. The open alert's row is locked and refreshed, or, when
-// there is none, a row inserted: of raisers racing to insert one, the
-// first commits and the others find its row a duplicate (the unique key of
-// open alerts) and run again, refreshing it.
-func (s *Store) AlertRaise(ctx context.Context, p store.AlertRaiseParams) (alert store.Alert, raised bool, err error) {
+// AlertRaise opens or refreshes the alert of (p.Kind, p.Subject), ending
+// its acknowledgement when p.Fingerprint changes it; see store.Monitor. The
+// open alert's row is locked and refreshed, or, when there is none, a row
+// inserted: of raisers racing to insert one, the first commits and the
+// others find its row a duplicate (the unique key of open alerts) and run
+// again, refreshing it. The lock also makes one raiser the one that ends an
+// acknowledgement: the next reads the row it left.
+func (s *Store) AlertRaise(ctx context.Context, p store.AlertRaiseParams) (res store.AlertRaiseResult, err error) {
 	if err := p.Validate(); err != nil {
-		return store.Alert{}, false, err
+		return store.AlertRaiseResult{}, err
 	}
 	if s.closed.Load() {
-		return store.Alert{}, false, closedError("raise alert")
+		return store.AlertRaiseResult{}, closedError("raise alert")
 	}
 	details := []byte("{}")
 	if len(p.Details) > 0 {
 		if details, err = json.Marshal(p.Details); err != nil {
-			return store.Alert{}, false, fmt.Errorf("mysql: raise alert %s %q: %w", p.Kind, p.Subject, err)
+			return store.AlertRaiseResult{}, fmt.Errorf("mysql: raise alert %s %q: %w", p.Kind, p.Subject, err)
 		}
 	}
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		res = store.AlertRaiseResult{}
 		open, err := scanAlert(tx.QueryRowContext(ctx, `SELECT `+alertColumns+` FROM `+s.t("alerts")+`
 			WHERE kind = ? AND subject = ? AND open_key = 1 FOR UPDATE`, string(p.Kind), p.Subject))
 		found := err == nil
@@ -208,42 +217,82 @@ func (s *Store) AlertRaise(ctx context.Context, p store.AlertRaiseParams) (alert
 			return err
 		}
 		if found {
-			if _, err := tx.ExecContext(ctx, `UPDATE `+s.t("alerts")+` SET message = ?, details = ?, last_seen_at = ? WHERE id = ?`,
-				p.Message, string(details), now, open.ID); err != nil {
+			if open.Fingerprint != p.Fingerprint {
+				res.EndedAck, open.Ack = open.Ack, store.AlertAck{}
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE `+s.t("alerts")+` SET message = ?, details = ?, last_seen_at = ?, fingerprint = ?,
+				acknowledged_by = ?, acknowledged_at = ?, acknowledged_note = ? WHERE id = ?`,
+				p.Message, string(details), now, p.Fingerprint, nullString(open.Ack.By), nullTime(open.Ack.At), open.Ack.Note, open.ID); err != nil {
 				return err
 			}
-			open.Message, open.Details, open.LastSeenAt = p.Message, p.Details, now
+			open.Message, open.Details, open.LastSeenAt, open.Fingerprint = p.Message, p.Details, now, p.Fingerprint
 			if len(open.Details) == 0 {
 				open.Details = nil
 			}
-			alert, raised = open, false
+			res.Alert = open
 			return nil
 		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO `+s.t("alerts")+` (kind, subject, message, details, raised_by, raised_at, last_seen_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			string(p.Kind), p.Subject, p.Message, string(details), p.RaisedBy, now, now)
+		ins, err := tx.ExecContext(ctx, `INSERT INTO `+s.t("alerts")+` (kind, subject, message, details, raised_by, raised_at, last_seen_at, fingerprint)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			string(p.Kind), p.Subject, p.Message, string(details), p.RaisedBy, now, now, p.Fingerprint)
 		if mysqlCode(err) == errDupKey {
 			return errRaced
 		}
 		if err != nil {
 			return err
 		}
-		id, err := res.LastInsertId()
+		id, err := ins.LastInsertId()
 		if err != nil {
 			return err
 		}
-		alert = store.Alert{ID: id, Kind: p.Kind, Subject: p.Subject, Message: p.Message, Details: p.Details,
-			RaisedBy: p.RaisedBy, RaisedAt: now, LastSeenAt: now}
-		if len(alert.Details) == 0 {
-			alert.Details = nil
+		res.Alert = store.Alert{ID: id, Kind: p.Kind, Subject: p.Subject, Message: p.Message, Details: p.Details,
+			RaisedBy: p.RaisedBy, RaisedAt: now, LastSeenAt: now, Fingerprint: p.Fingerprint}
+		if len(res.Alert.Details) == 0 {
+			res.Alert.Details = nil
 		}
-		raised = true
+		res.Raised = true
 		return nil
 	})
 	if err != nil {
-		return store.Alert{}, false, s.errorf(err, "raise alert %s %q", p.Kind, p.Subject)
+		return store.AlertRaiseResult{}, s.errorf(err, "raise alert %s %q", p.Kind, p.Subject)
 	}
-	return alert, raised, nil
+	return res, nil
+}
+
+// AlertAcknowledge records an acknowledgement of the open alert of
+// (p.Kind, p.Subject); see store.Monitor. The open row is locked, so a
+// raise racing it either ends the acknowledgement after it or refreshes
+// the alert before it.
+func (s *Store) AlertAcknowledge(ctx context.Context, p store.AlertAcknowledgeParams) (alert store.Alert, err error) {
+	if err := p.Validate(); err != nil {
+		return store.Alert{}, err
+	}
+	if s.closed.Load() {
+		return store.Alert{}, closedError("acknowledge alert")
+	}
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		alert = store.Alert{}
+		open, err := scanAlert(tx.QueryRowContext(ctx, `SELECT `+alertColumns+` FROM `+s.t("alerts")+`
+			WHERE kind = ? AND subject = ? AND open_key = 1 AND (? = 0 OR id = ?) FOR UPDATE`, string(p.Kind), p.Subject, p.ID, p.ID))
+		if err != nil {
+			return err // none open: sql.ErrNoRows, ErrNotFound to the caller
+		}
+		now, err := s.now(ctx, tx, time.Time{})
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE `+s.t("alerts")+` SET acknowledged_by = ?, acknowledged_at = ?, acknowledged_note = ? WHERE id = ?`,
+			p.By, now, p.Note, open.ID); err != nil {
+			return err
+		}
+		open.Ack = store.AlertAck{By: p.By, At: now, Note: p.Note}
+		alert = open
+		return nil
+	})
+	if err != nil {
+		return store.Alert{}, s.errorf(err, "acknowledge alert %s %q", p.Kind, p.Subject)
+	}
+	return alert, nil
 }
 
 // AlertResolve closes the open alert of (kind, subject); see store.Monitor.
@@ -415,3 +464,6 @@ func (s *Store) MonitorSnapshot(ctx context.Context, p store.MonitorSnapshotPara
 	}
 	return snap, nil
 }
+
+// nullString is s, NULL when empty.
+func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }

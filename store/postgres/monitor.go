@@ -73,33 +73,59 @@ func (s *Store) ReplicaRemove(ctx context.Context, owner string) error {
 	return nil
 }
 
-// AlertRaise opens or refreshes the alert of (p.Kind, p.Subject). See
-// store.Monitor.
-func (s *Store) AlertRaise(ctx context.Context, p store.AlertRaiseParams) (store.Alert, bool, error) {
+// AlertRaise opens or refreshes the alert of (p.Kind, p.Subject), ending
+// its acknowledgement when p.Fingerprint changes it. See store.Monitor.
+func (s *Store) AlertRaise(ctx context.Context, p store.AlertRaiseParams) (store.AlertRaiseResult, error) {
 	if err := p.Validate(); err != nil {
-		return store.Alert{}, false, err
+		return store.AlertRaiseResult{}, err
 	}
 	if err := s.usable(); err != nil {
-		return store.Alert{}, false, err
+		return store.AlertRaiseResult{}, err
 	}
 	details, err := detailsJSON(p.Details)
 	if err != nil {
-		return store.Alert{}, false, fmt.Errorf("postgres: raise alert %s %q: %w", p.Kind, p.Subject, err)
+		return store.AlertRaiseResult{}, fmt.Errorf("postgres: raise alert %s %q: %w", p.Kind, p.Subject, err)
 	}
 	var (
-		raised bool
-		sa     scannedAlert
+		res   store.AlertRaiseResult
+		sa    scannedAlert
+		ended scannedAck
 	)
-	err = s.pool.QueryRow(ctx, s.q.alertRaise, string(p.Kind), p.Subject, p.Message, details, p.RaisedBy, s.nowArg(time.Time{})).
-		Scan(append([]any{&raised}, sa.dest()...)...)
+	dest := append(append([]any{&res.Raised}, sa.dest()...), ended.dest()...)
+	err = s.pool.QueryRow(ctx, s.q.alertRaise, string(p.Kind), p.Subject, p.Message, details, p.RaisedBy, p.Fingerprint,
+		s.nowArg(time.Time{})).Scan(dest...)
 	if err != nil {
-		return store.Alert{}, false, s.translate(fmt.Sprintf("raise alert %s %q", p.Kind, p.Subject), err)
+		return store.AlertRaiseResult{}, s.translate(fmt.Sprintf("raise alert %s %q", p.Kind, p.Subject), err)
 	}
-	a, err := sa.alert()
+	if res.Alert, err = sa.alert(); err != nil {
+		return store.AlertRaiseResult{}, fmt.Errorf("postgres: raise alert %s %q: %w", p.Kind, p.Subject, err)
+	}
+	res.EndedAck = ended.ack()
+	return res, nil
+}
+
+// AlertAcknowledge records an acknowledgement of the open alert of
+// (p.Kind, p.Subject). See store.Monitor.
+func (s *Store) AlertAcknowledge(ctx context.Context, p store.AlertAcknowledgeParams) (store.Alert, error) {
+	if err := p.Validate(); err != nil {
+		return store.Alert{}, err
+	}
+	if err := s.usable(); err != nil {
+		return store.Alert{}, err
+	}
+	what := fmt.Sprintf("acknowledge alert %s %q", p.Kind, p.Subject)
+	rows, err := s.pool.Query(ctx, s.q.alertAcknowledge, string(p.Kind), p.Subject, p.ID, p.By, p.Note, s.nowArg(time.Time{}))
 	if err != nil {
-		return store.Alert{}, false, fmt.Errorf("postgres: raise alert %s %q: %w", p.Kind, p.Subject, err)
+		return store.Alert{}, s.translate(what, err)
 	}
-	return a, raised, nil
+	alerts, err := collectAlerts(rows)
+	if err != nil {
+		return store.Alert{}, s.translate(what, err)
+	}
+	if len(alerts) == 0 {
+		return store.Alert{}, fmt.Errorf("postgres: %s: %w", what, store.ErrNotFound)
+	}
+	return alerts[0], nil
 }
 
 // AlertResolve closes the open alert of (kind, subject). See store.Monitor.
@@ -236,11 +262,13 @@ type scannedAlert struct {
 	kind     string
 	details  string
 	resolved *time.Time
+	ack      scannedAck
 }
 
 func (sa *scannedAlert) dest() []any {
 	a := &sa.a
-	return []any{&a.ID, &sa.kind, &a.Subject, &a.Message, &sa.details, &a.RaisedBy, &a.RaisedAt, &a.LastSeenAt, &sa.resolved}
+	return append([]any{&a.ID, &sa.kind, &a.Subject, &a.Message, &sa.details, &a.RaisedBy, &a.RaisedAt, &a.LastSeenAt, &sa.resolved,
+		&a.Fingerprint}, sa.ack.dest()...)
 }
 
 func (sa *scannedAlert) alert() (store.Alert, error) {
@@ -250,6 +278,7 @@ func (sa *scannedAlert) alert() (store.Alert, error) {
 	if sa.resolved != nil {
 		a.ResolvedAt = sa.resolved.UTC()
 	}
+	a.Ack = sa.ack.ack()
 	if err := json.Unmarshal([]byte(sa.details), &a.Details); err != nil {
 		return store.Alert{}, fmt.Errorf("alert %d: details: %w", a.ID, err)
 	}
@@ -257,6 +286,27 @@ func (sa *scannedAlert) alert() (store.Alert, error) {
 		a.Details = nil
 	}
 	return a, nil
+}
+
+// scannedAck receives an acknowledgement: by, at and note, the first two
+// NULL when there is none.
+type scannedAck struct {
+	by   *string
+	at   *time.Time
+	note *string
+}
+
+func (sa *scannedAck) dest() []any { return []any{&sa.by, &sa.at, &sa.note} }
+
+func (sa *scannedAck) ack() store.AlertAck {
+	if sa.by == nil || sa.at == nil {
+		return store.AlertAck{}
+	}
+	a := store.AlertAck{By: *sa.by, At: sa.at.UTC()}
+	if sa.note != nil {
+		a.Note = *sa.note
+	}
+	return a
 }
 
 func collectAlerts(rows pgx.Rows) ([]store.Alert, error) {

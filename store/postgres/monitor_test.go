@@ -44,8 +44,8 @@ func TestMigrateVersion1To2(t *testing.T) {
 	if got, err := s.LeaseGet(ctx(t), l.Name); err != nil || got.Generation != l.Generation {
 		t.Fatalf("the version 1 lease after migrating = %+v, %v; want %+v", got, err, l)
 	}
-	if _, raised, err := s.AlertRaise(ctx(t), store.AlertRaiseParams{Kind: store.AlertSlowRun, Subject: "x", RaisedBy: "o"}); err != nil || !raised {
-		t.Fatalf("AlertRaise after Migrate = %v, %v", raised, err)
+	if res, err := s.AlertRaise(ctx(t), store.AlertRaiseParams{Kind: store.AlertSlowRun, Subject: "x", RaisedBy: "o"}); err != nil || !res.Raised {
+		t.Fatalf("AlertRaise after Migrate = %+v, %v", res, err)
 	}
 	if _, err := s.ReplicaHeartbeat(ctx(t), store.Replica{Owner: "o", Host: "h"}); err != nil {
 		t.Fatalf("ReplicaHeartbeat after Migrate: %v", err)
@@ -75,5 +75,32 @@ func TestMonitorSnapshotDigestsJobs(t *testing.T) {
 	}
 	if r := second.Replicas[0]; !r.JobsUnchanged || r.Jobs != nil || r.JobsHash != first.Replicas[0].JobsHash {
 		t.Fatalf("snapshot naming the digest held: replica = %+v; want its jobs left out, said unchanged", r)
+	}
+}
+
+// TestMigrateVersion9To10: an alert open at version 9 (no acknowledgement)
+// stays through the down file of 10 and back up, with no fingerprint and
+// no acknowledgement, and can then be acknowledged.
+func TestMigrateVersion9To10(t *testing.T) {
+	t.Parallel()
+	s, schema := newStore(t)
+	if _, err := s.AlertRaise(ctx(t), store.AlertRaiseParams{Kind: store.AlertSlowRun, Subject: "report", Message: "slow", RaisedBy: "o", Fingerprint: "f"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MigrateDown(ctx(t), 9); err != nil {
+		t.Fatalf("MigrateDown(9): %v", err)
+	}
+	if db, bin, err := s.SchemaVersion(ctx(t)); err != nil || db != 9 || bin < 10 {
+		t.Fatalf("SchemaVersion after MigrateDown(9) = %d, %d, %v; want 9, 10 or more", db, bin, err)
+	}
+	if err := openOn(t, schema).Migrate(ctx(t)); err != nil {
+		t.Fatalf("Migrate from version 9: %v", err)
+	}
+	list, err := s.AlertList(ctx(t), store.AlertListParams{})
+	if err != nil || len(list) != 1 || list[0].Message != "slow" || list[0].Fingerprint != "" || !list[0].Ack.IsZero() {
+		t.Fatalf("the version 9 alert after migrating = %+v, %v; want it kept, no fingerprint, not acknowledged", list, err)
+	}
+	if a, err := s.AlertAcknowledge(ctx(t), store.AlertAcknowledgeParams{Kind: store.AlertSlowRun, Subject: "report", By: "ops"}); err != nil || !a.Acknowledged() {
+		t.Fatalf("AlertAcknowledge after Migrate = %+v, %v", a, err)
 	}
 }

@@ -45,7 +45,8 @@ type queries struct {
 	claimJSON, claimDeclaredJSON                                                        namedStatement
 	runInsert, runList, runListJob, runListPerJob, pruneStep, jobStateSet, jobStateList string
 	replicaHeartbeat, replicaBeat, replicaList, replicaRemove                           string
-	alertRaise, alertResolve, alertList, alertListOpen, leaseList, monitorSnapshot      string
+	alertRaise, alertResolve, alertAcknowledge, alertList, alertListOpen                string
+	leaseList, monitorSnapshot                                                          string
 }
 
 // byName maps each statement's file name (without .sql) to its field.
@@ -60,7 +61,7 @@ func (q *queries) byName() map[string]*string {
 		"jobStateSet": &q.jobStateSet, "jobStateList": &q.jobStateList,
 		"runInsert": &q.runInsert, "runList": &q.runList, "runListJob": &q.runListJob, "runListPerJob": &q.runListPerJob, "pruneStep": &q.pruneStep,
 		"replicaHeartbeat": &q.replicaHeartbeat, "replicaBeat": &q.replicaBeat, "replicaList": &q.replicaList, "replicaRemove": &q.replicaRemove,
-		"alertRaise": &q.alertRaise, "alertResolve": &q.alertResolve, "alertList": &q.alertList, "alertListOpen": &q.alertListOpen, "monitorSnapshot": &q.monitorSnapshot,
+		"alertRaise": &q.alertRaise, "alertResolve": &q.alertResolve, "alertAcknowledge": &q.alertAcknowledge, "alertList": &q.alertList, "alertListOpen": &q.alertListOpen, "monitorSnapshot": &q.monitorSnapshot,
 	}
 }
 

@@ -244,7 +244,7 @@ func TestCallsBeforeMigrate(t *testing.T) {
 			return s.ReplicaRemove(ctx, "o")
 		},
 		"AlertRaise": func() error {
-			_, _, err := s.AlertRaise(ctx, store.AlertRaiseParams{Kind: store.AlertSlowRun, Subject: "j", RaisedBy: "o"})
+			_, err := s.AlertRaise(ctx, store.AlertRaiseParams{Kind: store.AlertSlowRun, Subject: "j", RaisedBy: "o"})
 			return err
 		},
 		"AlertResolve": func() error {
@@ -253,6 +253,10 @@ func TestCallsBeforeMigrate(t *testing.T) {
 		},
 		"AlertList": func() error {
 			_, err := s.AlertList(ctx, store.AlertListParams{})
+			return err
+		},
+		"AlertAcknowledge": func() error {
+			_, err := s.AlertAcknowledge(ctx, store.AlertAcknowledgeParams{Kind: store.AlertSlowRun, Subject: "j", By: "o"})
 			return err
 		},
 	}

@@ -148,20 +148,28 @@ func (s *Store) ReplicaRemove(ctx context.Context, owner string) error {
 	return nil
 }
 
-const alertColumns = `id, kind, subject, message, details, raised_by, raised_at, last_seen_at, resolved_at`
+const alertColumns = `id, kind, subject, message, details, raised_by, raised_at, last_seen_at, resolved_at,
+	fingerprint, acknowledged_by, acknowledged_at, acknowledged_note`
 
 func scanAlert(row interface{ Scan(...any) error }) (store.Alert, error) {
 	var (
 		a                store.Alert
 		kind, details    string
 		raised, lastSeen int64
-		resolved         sql.NullInt64
+		resolved, ackAt  sql.NullInt64
+		ackBy            sql.NullString
 	)
-	if err := row.Scan(&a.ID, &kind, &a.Subject, &a.Message, &details, &a.RaisedBy, &raised, &lastSeen, &resolved); err != nil {
+	if err := row.Scan(&a.ID, &kind, &a.Subject, &a.Message, &details, &a.RaisedBy, &raised, &lastSeen, &resolved,
+		&a.Fingerprint, &ackBy, &ackAt, &a.Ack.Note); err != nil {
 		return store.Alert{}, err
 	}
 	a.Kind = store.AlertKind(kind)
 	a.RaisedAt, a.LastSeenAt, a.ResolvedAt = fromMicros(raised), fromMicros(lastSeen), fromNullMicros(resolved)
+	if ackBy.Valid && ackAt.Valid {
+		a.Ack.By, a.Ack.At = ackBy.String, fromMicros(ackAt.Int64)
+	} else {
+		a.Ack = store.AlertAck{}
+	}
 	if err := json.Unmarshal([]byte(details), &a.Details); err != nil {
 		return store.Alert{}, fmt.Errorf("alert %d: details: %w", a.ID, err)
 	}
@@ -171,48 +179,83 @@ func scanAlert(row interface{ Scan(...any) error }) (store.Alert, error) {
 	return a, nil
 }
 
-// AlertRaise opens or refreshes the alert of (p.Kind, p.Subject); see
-// store.Monitor. The immediate transaction holds the file's write lock, so
-// the probe for an open alert and the upsert are one step against every
-// other writer: the probe says whether the upsert inserts.
-func (s *Store) AlertRaise(ctx context.Context, p store.AlertRaiseParams) (alert store.Alert, raised bool, err error) {
+// AlertRaise opens or refreshes the alert of (p.Kind, p.Subject), ending
+// its acknowledgement when p.Fingerprint changes it; see store.Monitor. The
+// immediate transaction holds the file's write lock, so the probe for an
+// open alert and the upsert are one step against every other writer: the
+// probe says whether the upsert inserts, and which acknowledgement it ends.
+func (s *Store) AlertRaise(ctx context.Context, p store.AlertRaiseParams) (res store.AlertRaiseResult, err error) {
 	if err := p.Validate(); err != nil {
-		return store.Alert{}, false, err
+		return store.AlertRaiseResult{}, err
 	}
 	if s.closed.Load() {
-		return store.Alert{}, false, closedError("raise alert")
+		return store.AlertRaiseResult{}, closedError("raise alert")
 	}
 	details := []byte("{}")
 	if len(p.Details) > 0 {
 		if details, err = json.Marshal(p.Details); err != nil {
-			return store.Alert{}, false, fmt.Errorf("sqlite: raise alert %s %q: %w", p.Kind, p.Subject, err)
+			return store.AlertRaiseResult{}, fmt.Errorf("sqlite: raise alert %s %q: %w", p.Kind, p.Subject, err)
 		}
 	}
 	now := micros(s.now(time.Time{}))
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
-		var open int
-		if err := tx.QueryRowContext(ctx,
-			`SELECT count(*) FROM cronfence_alerts WHERE kind = ? AND subject = ? AND resolved_at IS NULL`,
-			string(p.Kind), p.Subject).Scan(&open); err != nil {
+		res = store.AlertRaiseResult{}
+		open, err := scanAlert(tx.QueryRowContext(ctx,
+			`SELECT `+alertColumns+` FROM cronfence_alerts WHERE kind = ? AND subject = ? AND resolved_at IS NULL`,
+			string(p.Kind), p.Subject))
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			res.Raised = true
+		case err != nil:
 			return err
+		case !open.Ack.IsZero() && open.Fingerprint != p.Fingerprint:
+			res.EndedAck = open.Ack
 		}
-		raised = open == 0
-		alert, err = scanAlert(tx.QueryRowContext(ctx, `
-			INSERT INTO cronfence_alerts (kind, subject, message, details, raised_by, raised_at, last_seen_at)
-			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)
+		res.Alert, err = scanAlert(tx.QueryRowContext(ctx, `
+			INSERT INTO cronfence_alerts (kind, subject, message, details, raised_by, raised_at, last_seen_at, fingerprint)
+			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7)
 			ON CONFLICT (kind, subject) WHERE resolved_at IS NULL DO UPDATE SET
-				message      = excluded.message,
-				details      = excluded.details,
-				last_seen_at = excluded.last_seen_at
+				message           = excluded.message,
+				details           = excluded.details,
+				last_seen_at      = excluded.last_seen_at,
+				fingerprint       = excluded.fingerprint,
+				acknowledged_by   = CASE WHEN fingerprint = excluded.fingerprint THEN acknowledged_by END,
+				acknowledged_at   = CASE WHEN fingerprint = excluded.fingerprint THEN acknowledged_at END,
+				acknowledged_note = CASE WHEN fingerprint = excluded.fingerprint THEN acknowledged_note ELSE '' END
 			RETURNING `+alertColumns,
-			string(p.Kind), p.Subject, p.Message, string(details), p.RaisedBy, now,
+			string(p.Kind), p.Subject, p.Message, string(details), p.RaisedBy, now, p.Fingerprint,
 		))
 		return err
 	})
 	if err != nil {
-		return store.Alert{}, false, s.errorf(err, "raise alert %s %q", p.Kind, p.Subject)
+		return store.AlertRaiseResult{}, s.errorf(err, "raise alert %s %q", p.Kind, p.Subject)
 	}
-	return alert, raised, nil
+	return res, nil
+}
+
+// AlertAcknowledge records an acknowledgement of the open alert of
+// (p.Kind, p.Subject); see store.Monitor.
+func (s *Store) AlertAcknowledge(ctx context.Context, p store.AlertAcknowledgeParams) (alert store.Alert, err error) {
+	if err := p.Validate(); err != nil {
+		return store.Alert{}, err
+	}
+	if s.closed.Load() {
+		return store.Alert{}, closedError("acknowledge alert")
+	}
+	now := micros(s.now(time.Time{}))
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		alert, err = scanAlert(tx.QueryRowContext(ctx, `
+			UPDATE cronfence_alerts SET acknowledged_by = ?, acknowledged_at = ?, acknowledged_note = ?
+			WHERE kind = ? AND subject = ? AND resolved_at IS NULL AND (? = 0 OR id = ?)
+			RETURNING `+alertColumns,
+			p.By, now, p.Note, string(p.Kind), p.Subject, p.ID, p.ID,
+		))
+		return err // none open: sql.ErrNoRows, ErrNotFound to the caller
+	})
+	if err != nil {
+		return store.Alert{}, s.errorf(err, "acknowledge alert %s %q", p.Kind, p.Subject)
+	}
+	return alert, nil
 }
 
 // AlertResolve closes the open alert of (kind, subject); see store.Monitor.

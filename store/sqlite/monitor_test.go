@@ -32,7 +32,7 @@ func TestMigrateVersion1To2(t *testing.T) {
 	if _, err := old.DB().ExecContext(ctx, `INSERT INTO cronfence_leases VALUES ('job:x', 'o', 7, 1, 1, 1)`); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := old.AlertRaise(ctx, store.AlertRaiseParams{Kind: store.AlertSlowRun, Subject: "x", RaisedBy: "o"}); !errors.Is(err, store.ErrSchemaOutdated) {
+	if _, err := old.AlertRaise(ctx, store.AlertRaiseParams{Kind: store.AlertSlowRun, Subject: "x", RaisedBy: "o"}); !errors.Is(err, store.ErrSchemaOutdated) {
 		t.Fatalf("AlertRaise at version 1 = %v, want ErrSchemaOutdated", err)
 	}
 
@@ -46,10 +46,48 @@ func TestMigrateVersion1To2(t *testing.T) {
 	if l, err := s.LeaseGet(ctx, "job:x"); err != nil || l.Generation != 7 {
 		t.Fatalf("the version 1 lease after migrating = %+v, %v; want generation 7", l, err)
 	}
-	if _, raised, err := old.AlertRaise(ctx, store.AlertRaiseParams{Kind: store.AlertSlowRun, Subject: "x", RaisedBy: "o"}); err != nil || !raised {
-		t.Fatalf("AlertRaise after Migrate = %v, %v", raised, err)
+	if res, err := old.AlertRaise(ctx, store.AlertRaiseParams{Kind: store.AlertSlowRun, Subject: "x", RaisedBy: "o"}); err != nil || !res.Raised {
+		t.Fatalf("AlertRaise after Migrate = %+v, %v", res, err)
 	}
 	if _, err := s.ReplicaHeartbeat(ctx, store.Replica{Owner: "o", Host: "h", Jobs: []store.ReplicaJob{{Name: "x", LeaseTTL: time.Minute}}}); err != nil {
 		t.Fatalf("ReplicaHeartbeat after Migrate: %v", err)
+	}
+}
+
+// TestMigrateVersion4To5: a file at version 4 with an alert open migrates
+// to version 5: the alert stays, with no fingerprint and no
+// acknowledgement, and can then be acknowledged.
+func TestMigrateVersion4To5(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := newFile(t)
+	old := openStore(t, path, nil)
+	ms, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		done, err := old.migrateOne(ctx, ms[:4])
+		if err != nil {
+			t.Fatalf("applying versions 1 to 4: %v", err)
+		}
+		if done {
+			break
+		}
+	}
+	if _, err := old.DB().ExecContext(ctx, `INSERT INTO cronfence_alerts (kind, subject, message, details, raised_by, raised_at, last_seen_at)
+		VALUES ('slow_run', 'report', 'slow', '{}', 'o', 1, 1)`); err != nil {
+		t.Fatal(err)
+	}
+	s := openStore(t, path, nil)
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatalf("Migrate from version 4: %v", err)
+	}
+	list, err := s.AlertList(ctx, store.AlertListParams{})
+	if err != nil || len(list) != 1 || list[0].Message != "slow" || list[0].Fingerprint != "" || !list[0].Ack.IsZero() {
+		t.Fatalf("the version 4 alert after migrating = %+v, %v; want it kept, no fingerprint, not acknowledged", list, err)
+	}
+	if a, err := s.AlertAcknowledge(ctx, store.AlertAcknowledgeParams{Kind: store.AlertSlowRun, Subject: "report", By: "ops"}); err != nil || !a.Acknowledged() {
+		t.Fatalf("AlertAcknowledge after Migrate = %+v, %v", a, err)
 	}
 }

@@ -125,12 +125,16 @@ func monitorSnapshotIsEachList(t *testing.T, b Bundle) {
 		mustFinish(t, b.Store, p)
 	}
 	for _, subject := range []string{"report", "cleanup", odd} {
-		if _, _, err := m.AlertRaise(ctx(t), store.AlertRaiseParams{Kind: store.AlertSlowRun, Subject: subject, Message: odd,
-			Details: map[string]string{"k": odd}, RaisedBy: "replica-a"}); err != nil {
+		if _, err := m.AlertRaise(ctx(t), store.AlertRaiseParams{Kind: store.AlertSlowRun, Subject: subject, Message: odd,
+			Details: map[string]string{"k": odd}, RaisedBy: "replica-a", Fingerprint: odd}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if _, _, err := m.AlertResolve(ctx(t), store.AlertSlowRun, "cleanup"); err != nil {
+		t.Fatal(err)
+	}
+	// The open alert the snapshot reads is acknowledged, with a note.
+	if _, err := m.AlertAcknowledge(ctx(t), store.AlertAcknowledgeParams{Kind: store.AlertSlowRun, Subject: odd, By: "ana", Note: odd}); err != nil {
 		t.Fatal(err)
 	}
 	mustAcquire(t, b.Store, store.LeaseAcquireParams{Name: "job:held", Owner: "replica-b", TTL: ttl, Now: now})

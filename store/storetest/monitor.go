@@ -20,6 +20,8 @@ var monitorTests = []namedTest{
 	{name: "AlertRaiseRefreshesOpenAlert", fn: alertRaiseRefreshes},
 	{name: "AlertResolveThenRaiseOpensNewAlert", fn: alertResolveThenRaise},
 	{name: "AlertListFilters", fn: alertListFilters},
+	{name: "AlertAcknowledgeHoldsUntilTheAlertChanges", fn: alertAckHoldsUntilChange},
+	{name: "AlertAcknowledgeNeedsTheOpenAlert", fn: alertAckNeedsOpenAlert},
 	{name: "LeaseListHeldByPrefix", fn: leaseListHeld},
 	{name: "MonitorSnapshotIsEachList", fn: monitorSnapshotIsEachList},
 	{name: "MonitorSnapshotLeavesOutKnownJobs", fn: monitorSnapshotLeavesOutKnownJobs},
@@ -27,6 +29,7 @@ var monitorTests = []namedTest{
 	{name: "BadInputRejectedWithoutWriting", fn: monitorBadInput},
 	{name: "Closed", fn: monitorClosed},
 	{name: "AlertRaisedAndResolvedOnceAcrossReplicas", serial: true, fn: alertRace},
+	{name: "AlertAcknowledgementEndedOnceAcrossReplicas", serial: true, fn: alertAckEndRace},
 }
 
 func monitorOf(t *testing.T, s store.Store) store.Monitor {
@@ -180,14 +183,17 @@ func replicaListOrderAndRemove(t *testing.T, b Bundle) {
 
 func raise(t *testing.T, m store.Monitor, p store.AlertRaiseParams) (store.Alert, bool) {
 	t.Helper()
-	a, raised, err := m.AlertRaise(ctx(t), p)
+	res, err := m.AlertRaise(ctx(t), p)
 	if err != nil {
 		t.Fatalf("AlertRaise(%s, %q): %v", p.Kind, p.Subject, err)
 	}
-	if a.ID <= 0 || a.Kind != p.Kind || a.Subject != p.Subject || !a.Open() {
+	if a := res.Alert; a.ID <= 0 || a.Kind != p.Kind || a.Subject != p.Subject || !a.Open() || a.Fingerprint != p.Fingerprint {
 		t.Fatalf("AlertRaise(%s, %q) returned %+v", p.Kind, p.Subject, a)
 	}
-	return a, raised
+	if !res.EndedAck.IsZero() {
+		t.Fatalf("AlertRaise(%s, %q) ended acknowledgement %+v of an alert never acknowledged", p.Kind, p.Subject, res.EndedAck)
+	}
+	return res.Alert, res.Raised
 }
 
 func alertRaiseRefreshes(t *testing.T, b Bundle) {
@@ -364,7 +370,13 @@ func monitorBadInput(t *testing.T, b Bundle) {
 		p := good
 		p.Details = map[string]string{"k": "v"}
 		mut(&p)
-		_, _, err := m.AlertRaise(ctx(t), p)
+		_, err := m.AlertRaise(ctx(t), p)
+		return err
+	}
+	ackErr := func(mut func(*store.AlertAcknowledgeParams)) error {
+		p := store.AlertAcknowledgeParams{Kind: store.AlertSlowRun, Subject: "j", By: "ops"}
+		mut(&p)
+		_, err := m.AlertAcknowledge(ctx(t), p)
 		return err
 	}
 	manyDetails := map[string]string{}
@@ -409,6 +421,14 @@ func monitorBadInput(t *testing.T, b Bundle) {
 		{"oversized details", raiseErr(func(p *store.AlertRaiseParams) { p.Details = bigDetails }), "details"},
 		{"empty details key", raiseErr(func(p *store.AlertRaiseParams) { p.Details = map[string]string{"": "v"} }), "details"},
 		{"NUL in details value", raiseErr(func(p *store.AlertRaiseParams) { p.Details = map[string]string{"k": "\x00"} }), "NUL"},
+		{"over-long fingerprint", raiseErr(func(p *store.AlertRaiseParams) { p.Fingerprint = long }), "fingerprint"},
+		{"invalid UTF-8 fingerprint", raiseErr(func(p *store.AlertRaiseParams) { p.Fingerprint = "\xff" }), "UTF-8"},
+		{"acknowledge empty kind", ackErr(func(p *store.AlertAcknowledgeParams) { p.Kind = "" }), "kind"},
+		{"acknowledge empty subject", ackErr(func(p *store.AlertAcknowledgeParams) { p.Subject = "" }), "subject"},
+		{"acknowledge by nobody", ackErr(func(p *store.AlertAcknowledgeParams) { p.By = "" }), "By"},
+		{"acknowledge negative id", ackErr(func(p *store.AlertAcknowledgeParams) { p.ID = -1 }), "ID"},
+		{"acknowledge over-long note", ackErr(func(p *store.AlertAcknowledgeParams) { p.Note = strings.Repeat("n", store.MaxNoteLength+1) }), "note"},
+		{"acknowledge NUL in note", ackErr(func(p *store.AlertAcknowledgeParams) { p.Note = "\x00" }), "NUL"},
 		{"resolve empty kind", func() error { _, _, err := m.AlertResolve(ctx(t), "", "j"); return err }(), "kind"},
 		{"resolve empty subject", func() error { _, _, err := m.AlertResolve(ctx(t), store.AlertSlowRun, ""); return err }(), "subject"},
 		{"list negative limit", func() error { _, err := m.AlertList(ctx(t), store.AlertListParams{Limit: -1}); return err }(), "limit"},
@@ -463,11 +483,15 @@ func monitorClosed(t *testing.T, b Bundle) {
 		"ReplicaHeartbeat": func() error { _, err := m.ReplicaHeartbeat(ctx(t), store.Replica{Owner: "o"}); return err }(),
 		"ReplicaList":      func() error { _, err := m.ReplicaList(ctx(t)); return err }(),
 		"ReplicaRemove":    m.ReplicaRemove(ctx(t), "o"),
-		"AlertRaise":       func() error { _, _, err := m.AlertRaise(ctx(t), p); return err }(),
-		"AlertResolve":     func() error { _, _, err := m.AlertResolve(ctx(t), p.Kind, p.Subject); return err }(),
-		"AlertList":        func() error { _, err := m.AlertList(ctx(t), store.AlertListParams{}); return err }(),
-		"LeaseList":        func() error { _, err := m.LeaseList(ctx(t), store.LeaseListParams{}); return err }(),
-		"MonitorSnapshot":  func() error { _, err := m.MonitorSnapshot(ctx(t), store.MonitorSnapshotParams{}); return err }(),
+		"AlertRaise":       func() error { _, err := m.AlertRaise(ctx(t), p); return err }(),
+		"AlertAcknowledge": func() error {
+			_, err := m.AlertAcknowledge(ctx(t), store.AlertAcknowledgeParams{Kind: p.Kind, Subject: p.Subject, By: "ops"})
+			return err
+		}(),
+		"AlertResolve":    func() error { _, _, err := m.AlertResolve(ctx(t), p.Kind, p.Subject); return err }(),
+		"AlertList":       func() error { _, err := m.AlertList(ctx(t), store.AlertListParams{}); return err }(),
+		"LeaseList":       func() error { _, err := m.LeaseList(ctx(t), store.LeaseListParams{}); return err }(),
+		"MonitorSnapshot": func() error { _, err := m.MonitorSnapshot(ctx(t), store.MonitorSnapshotParams{}); return err }(),
 	} {
 		wantErrIs(t, name+" after Close", err, store.ErrClosed)
 	}
@@ -492,9 +516,9 @@ func alertRace(t *testing.T, b Bundle) {
 			err   error
 		}
 		raises := race(stores, func(i int, s store.Store) result {
-			a, ok, err := monitorOf(t, s).AlertRaise(ctx(t), store.AlertRaiseParams{
+			res, err := monitorOf(t, s).AlertRaise(ctx(t), store.AlertRaiseParams{
 				Kind: store.AlertConfigDrift, Subject: "fechamento", Message: fmt.Sprintf("seen by %d", i), RaisedBy: fmt.Sprintf("replica-%02d", i)})
-			return result{a, ok, err}
+			return result{res.Alert, res.Raised, err}
 		})
 		raised, id := 0, int64(0)
 		for i, r := range raises {
@@ -546,6 +570,158 @@ func alertRace(t *testing.T, b Bundle) {
 	for _, a := range all {
 		if a.Open() {
 			t.Fatalf("alert %+v still open after its round", a)
+		}
+	}
+}
+
+// An acknowledgement holds while the alert is refreshed with its
+// fingerprint, whatever its message and details; a refresh with another
+// fingerprint ends it (once, told to that caller). The resolved alert
+// keeps the acknowledgement it had; the cause back is a new alert, not
+// acknowledged.
+func alertAckHoldsUntilChange(t *testing.T, b Bundle) {
+	m := monitorOf(t, b.Store)
+	p := store.AlertRaiseParams{Kind: store.AlertLeaseStuck, Subject: "fechamento", Message: "held 10m", RaisedBy: "replica-a",
+		Details: map[string]string{"held": "10m", "owner": "a"}, Fingerprint: "owner=a generation=7"}
+	first, _ := raise(t, m, p)
+	after(t, b.Store, first.LastSeenAt)
+	acked, err := monitorOf(t, b.Open(t)).AlertAcknowledge(ctx(t), store.AlertAcknowledgeParams{
+		Kind: p.Kind, Subject: p.Subject, ID: first.ID, By: "ana", Note: "a long backfill, on purpose"})
+	if err != nil {
+		t.Fatalf("AlertAcknowledge: %v", err)
+	}
+	if acked.ID != first.ID || acked.Ack.By != "ana" || acked.Ack.Note != "a long backfill, on purpose" ||
+		!acked.Ack.At.After(first.LastSeenAt) || acked.Ack.At.Location() != time.UTC || !acked.Acknowledged() {
+		t.Fatalf("acknowledged alert = %+v; want alert %d acknowledged by ana, with the note, at the store's clock after %s", acked, first.ID, first.LastSeenAt)
+	}
+	listed := func() store.Alert {
+		t.Helper()
+		list, err := m.AlertList(ctx(t), store.AlertListParams{Kind: p.Kind, Subject: p.Subject})
+		if err != nil || len(list) == 0 {
+			t.Fatalf("AlertList = %+v, %v", list, err)
+		}
+		return list[0]
+	}
+	if got := listed(); !reflect.DeepEqual(got.Ack, acked.Ack) || got.Fingerprint != p.Fingerprint {
+		t.Fatalf("listed %+v; want the acknowledgement %+v and fingerprint %q", got, acked.Ack, p.Fingerprint)
+	}
+
+	// The same problem, measured again: the acknowledgement holds.
+	p.Message, p.Details = "held 20m", map[string]string{"held": "20m", "owner": "a"}
+	res, err := m.AlertRaise(ctx(t), p)
+	if err != nil || res.Raised || !res.EndedAck.IsZero() || !reflect.DeepEqual(res.Alert.Ack, acked.Ack) || res.Alert.Message != p.Message {
+		t.Fatalf("refresh with the same fingerprint = %+v, %v; want the acknowledgement kept, none ended", res, err)
+	}
+	if got := listed(); !reflect.DeepEqual(got.Ack, acked.Ack) {
+		t.Fatalf("after a refresh with the same fingerprint, listed ack %+v, want %+v", got.Ack, acked.Ack)
+	}
+
+	// Another problem under the same alert: it ends, and says whose.
+	p.Fingerprint = "owner=b generation=8"
+	res, err = monitorOf(t, b.Open(t)).AlertRaise(ctx(t), p)
+	if err != nil || res.Raised || !reflect.DeepEqual(res.EndedAck, acked.Ack) || !res.Alert.Ack.IsZero() ||
+		res.Alert.Acknowledged() || res.Alert.ID != first.ID || res.Alert.Fingerprint != p.Fingerprint {
+		t.Fatalf("refresh with another fingerprint = %+v, %v; want acknowledgement %+v ended, alert %d no longer acknowledged", res, err, acked.Ack, first.ID)
+	}
+	if got := listed(); !got.Ack.IsZero() || got.Fingerprint != p.Fingerprint {
+		t.Fatalf("after the alert changed, listed %+v; want no acknowledgement", got)
+	}
+	res, err = m.AlertRaise(ctx(t), p)
+	if err != nil || !res.EndedAck.IsZero() {
+		t.Fatalf("the next refresh = %+v, %v; want no acknowledgement ended (it ended already)", res, err)
+	}
+
+	// Acknowledged again, then resolved: the closed row keeps it.
+	again, err := m.AlertAcknowledge(ctx(t), store.AlertAcknowledgeParams{Kind: p.Kind, Subject: p.Subject, By: "bruno"})
+	if err != nil || again.Ack.By != "bruno" || again.Ack.Note != "" {
+		t.Fatalf("second acknowledgement = %+v, %v", again, err)
+	}
+	closed, ok, err := m.AlertResolve(ctx(t), p.Kind, p.Subject)
+	if err != nil || !ok || !reflect.DeepEqual(closed.Ack, again.Ack) || closed.Acknowledged() {
+		t.Fatalf("resolved = %+v, %v, %v; want the acknowledgement kept on the closed alert, not counted as acknowledged", closed, ok, err)
+	}
+	// The cause comes back: a new alert, which nobody acknowledged.
+	back, raised := raise(t, m, p)
+	if !raised || back.ID == first.ID || !back.Ack.IsZero() {
+		t.Fatalf("raised again = %+v, %v; want a new alert, not acknowledged", back, raised)
+	}
+	if list, err := m.AlertList(ctx(t), store.AlertListParams{Kind: p.Kind}); err != nil || len(list) != 2 ||
+		!list[0].Ack.IsZero() || list[1].Ack.By != "bruno" {
+		t.Fatalf("AlertList = %+v, %v; want the new alert unacknowledged, the resolved one acknowledged by bruno", list, err)
+	}
+}
+
+// An acknowledgement needs an open alert of (kind, subject), and the one
+// named by ID when it is given; otherwise ErrNotFound, nothing written.
+func alertAckNeedsOpenAlert(t *testing.T, b Bundle) {
+	m := monitorOf(t, b.Store)
+	ack := func(kind store.AlertKind, subject string, id int64) error {
+		_, err := m.AlertAcknowledge(ctx(t), store.AlertAcknowledgeParams{Kind: kind, Subject: subject, ID: id, By: "ops"})
+		return err
+	}
+	wantErrIs(t, "acknowledging an alert never raised", ack(store.AlertFailing, "report", 0), store.ErrNotFound)
+	gone, _ := raise(t, m, store.AlertRaiseParams{Kind: store.AlertFailing, Subject: "report", RaisedBy: "r"})
+	if _, ok, err := m.AlertResolve(ctx(t), store.AlertFailing, "report"); err != nil || !ok {
+		t.Fatalf("AlertResolve = %v, %v", ok, err)
+	}
+	wantErrIs(t, "acknowledging a resolved alert", ack(store.AlertFailing, "report", 0), store.ErrNotFound)
+	open, _ := raise(t, m, store.AlertRaiseParams{Kind: store.AlertFailing, Subject: "report", RaisedBy: "r"})
+	wantErrIs(t, "acknowledging the open alert under the resolved one's ID", ack(store.AlertFailing, "report", gone.ID), store.ErrNotFound)
+	wantErrIs(t, "acknowledging another kind", ack(store.AlertSlowRun, "report", 0), store.ErrNotFound)
+	wantErrIs(t, "acknowledging another subject", ack(store.AlertFailing, "other", 0), store.ErrNotFound)
+	list, err := m.AlertList(ctx(t), store.AlertListParams{})
+	if err != nil || len(list) != 2 {
+		t.Fatalf("AlertList = %+v, %v", list, err)
+	}
+	for _, a := range list {
+		if !a.Ack.IsZero() {
+			t.Fatalf("a refused acknowledgement wrote %+v", a)
+		}
+	}
+	if err := ack(store.AlertFailing, "report", open.ID); err != nil {
+		t.Fatalf("acknowledging the open alert by its ID: %v", err)
+	}
+}
+
+// Contenders refresh an acknowledged alert with a new fingerprint at once:
+// exactly one ends the acknowledgement, and every one sees it ended.
+func alertAckEndRace(t *testing.T, b Bundle) {
+	stores := openContenders(t, b)
+	m := monitorOf(t, b.Store)
+	p := store.AlertRaiseParams{Kind: store.AlertConfigDrift, Subject: "fechamento", RaisedBy: "replica-a", Fingerprint: "v0"}
+	first, _ := raise(t, m, p)
+	const rounds = 5
+	for round := range rounds {
+		ack, err := m.AlertAcknowledge(ctx(t), store.AlertAcknowledgeParams{Kind: p.Kind, Subject: p.Subject, ID: first.ID, By: fmt.Sprintf("ops-%d", round)})
+		if err != nil {
+			t.Fatalf("round %d: AlertAcknowledge: %v", round, err)
+		}
+		type result struct {
+			res store.AlertRaiseResult
+			err error
+		}
+		results := race(stores, func(i int, s store.Store) result {
+			res, err := monitorOf(t, s).AlertRaise(ctx(t), store.AlertRaiseParams{Kind: p.Kind, Subject: p.Subject,
+				Message: fmt.Sprintf("seen by %d", i), RaisedBy: fmt.Sprintf("replica-%02d", i), Fingerprint: fmt.Sprintf("v%d", round+1)})
+			return result{res, err}
+		})
+		ended := 0
+		for i, r := range results {
+			if r.err != nil {
+				t.Fatalf("round %d, contender %d: AlertRaise: %v", round, i, r.err)
+			}
+			if r.res.Raised || r.res.Alert.ID != first.ID || !r.res.Alert.Ack.IsZero() {
+				t.Fatalf("round %d, contender %d: %+v; want alert %d refreshed, not acknowledged", round, i, r.res, first.ID)
+			}
+			if !r.res.EndedAck.IsZero() {
+				ended++
+				if !reflect.DeepEqual(r.res.EndedAck, ack.Ack) {
+					t.Fatalf("round %d: ended %+v, want %+v", round, r.res.EndedAck, ack.Ack)
+				}
+			}
+		}
+		if ended != 1 {
+			t.Fatalf("round %d: %d contenders ended the acknowledgement, want exactly 1", round, ended)
 		}
 	}
 }

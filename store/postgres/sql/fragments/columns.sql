@@ -8,4 +8,4 @@
 {{define "runColumns"}}id, job, slot, manual, catch_up, owner, generation, lease_name, attempt, started_at, finished_at, success, skipped, reason, error, logs{{end}}
 {{define "replicaColumnsBeforeJobs"}}owner, host, pid, version, started_at, heartbeat_at, clock_offset_ns, timers{{end}}
 {{define "replicaColumns"}}{{template "replicaColumnsBeforeJobs"}}, jobs::text{{end}}
-{{define "alertColumns"}}id, kind, subject, message, details::text, raised_by, raised_at, last_seen_at, resolved_at{{end}}
+{{define "alertColumns"}}id, kind, subject, message, details::text, raised_by, raised_at, last_seen_at, resolved_at, fingerprint, acknowledged_by, acknowledged_at, acknowledged_note{{end}}

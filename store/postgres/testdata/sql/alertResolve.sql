@@ -2,4 +2,4 @@
 UPDATE "cronfence".alerts
    SET resolved_at = coalesce($3::timestamptz, now())
  WHERE kind = $1 AND subject = $2 AND resolved_at IS NULL
-RETURNING id, kind, subject, message, details::text, raised_by, raised_at, last_seen_at, resolved_at;
+RETURNING id, kind, subject, message, details::text, raised_by, raised_at, last_seen_at, resolved_at, fingerprint, acknowledged_by, acknowledged_at, acknowledged_note;

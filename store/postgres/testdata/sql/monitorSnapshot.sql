@@ -13,7 +13,7 @@ SELECT c.now,
           FROM "cronfence".job_state),
        (SELECT coalesce(json_agg(json_build_array(id, job, slot, manual, catch_up, owner, generation, lease_name, attempt, started_at, finished_at, success, skipped, reason, error, logs) ORDER BY id DESC), '[]')::text
           FROM (SELECT * FROM "cronfence".runs ORDER BY id DESC LIMIT $2) r),
-       (SELECT coalesce(json_agg(json_build_array(id, kind, subject, message, details::text, raised_by, raised_at, last_seen_at, resolved_at) ORDER BY id DESC), '[]')::text
+       (SELECT coalesce(json_agg(json_build_array(id, kind, subject, message, details::text, raised_by, raised_at, last_seen_at, resolved_at, fingerprint, acknowledged_by, acknowledged_at, acknowledged_note) ORDER BY id DESC), '[]')::text
           FROM (SELECT * FROM "cronfence".alerts WHERE resolved_at IS NULL ORDER BY id DESC LIMIT $3) a),
        (SELECT coalesce(json_agg(json_build_array(name, owner, generation, acquired_at, renewed_at, expires_at) ORDER BY name COLLATE "C"), '[]')::text
           FROM (SELECT * FROM "cronfence".leases

@@ -1,0 +1,92 @@
+package mysql
+
+import (
+	"database/sql"
+	"testing"
+
+	driver "github.com/go-sql-driver/mysql"
+
+	"github.com/cronfence/cronfence/store"
+)
+
+// TestMigrateVersion1To2: a database left at version 1 by an older binary,
+// with an alert open, migrates to version 2: the alert stays, with no
+// fingerprint and no acknowledgement, and can be acknowledged. The up file
+// run again (a run cut off after its ALTER, before its version was
+// recorded) changes nothing; the down file removes the columns and the up
+// file puts them back.
+func TestMigrateVersion1To2(t *testing.T) {
+	t.Parallel()
+	url := newDatabase(t)
+	old := openStore(t, url, nil)
+	ms, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := old.migrate(bg(), ms[:1]); err != nil {
+		t.Fatalf("applying version 1 alone: %v", err)
+	}
+	if _, err := old.DB().Exec(old.q(`INSERT INTO {{prefix}}alerts (kind, subject, message, details, raised_by, raised_at, last_seen_at)
+		VALUES ('slow_run', 'report', 'slow', '{}', 'o', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))`)); err != nil {
+		t.Fatal(err)
+	}
+
+	s := openStore(t, url, nil)
+	if err := s.Migrate(bg()); err != nil {
+		t.Fatalf("Migrate from version 1: %v", err)
+	}
+	if db, bin, err := s.SchemaVersion(bg()); err != nil || db != 2 || bin < 2 {
+		t.Fatalf("SchemaVersion after Migrate = %d, %d, %v; want 2", db, bin, err)
+	}
+	list, err := s.AlertList(bg(), store.AlertListParams{})
+	if err != nil || len(list) != 1 || list[0].Fingerprint != "" || !list[0].Ack.IsZero() || list[0].Message != "slow" {
+		t.Fatalf("the version 1 alert after migrating = %+v, %v; want it kept, no fingerprint, not acknowledged", list, err)
+	}
+	if a, err := s.AlertAcknowledge(bg(), store.AlertAcknowledgeParams{Kind: store.AlertSlowRun, Subject: "report", By: "ops"}); err != nil || a.Ack.By != "ops" {
+		t.Fatalf("AlertAcknowledge after Migrate = %+v, %v", a, err)
+	}
+
+	run := func(file, text string) {
+		t.Helper()
+		connector, err := driver.NewConnector(s.migrateConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		db := sql.OpenDB(connector)
+		defer db.Close()
+		if _, err := db.Exec(s.q(text)); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+	}
+	v2 := ms[1]
+	down, err := migrationFiles.ReadFile("migrations/" + v2.Base + ".down.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	columns := func() int {
+		t.Helper()
+		var n int
+		if err := s.DB().QueryRow(`SELECT count(*) FROM information_schema.columns
+			WHERE table_schema = DATABASE() AND table_name = ? AND column_name IN ('fingerprint', 'acknowledged_by', 'acknowledged_at', 'acknowledged_note')`,
+			s.t("alerts")).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	run(v2.Base+".up.sql again", v2.Up)
+	if n := columns(); n != 4 {
+		t.Fatalf("after the up file ran twice: %d of the 4 columns", n)
+	}
+	if a, err := s.AlertList(bg(), store.AlertListParams{}); err != nil || a[0].Ack.By != "ops" {
+		t.Fatalf("after the up file ran twice, the alert = %+v, %v; want its acknowledgement kept", a, err)
+	}
+	run(v2.Base+".down.sql", string(down))
+	if n := columns(); n != 0 {
+		t.Fatalf("after the down file: %d of the 4 columns left", n)
+	}
+	run(v2.Base+".down.sql again", string(down))
+	run(v2.Base+".up.sql after the down file", v2.Up)
+	if n := columns(); n != 4 {
+		t.Fatalf("after down and up: %d of the 4 columns", n)
+	}
+}
