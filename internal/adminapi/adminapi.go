@@ -12,6 +12,7 @@
 //	POST /api/admin/cron/{job}/run     manual run: 202, or 409 CRON_JOB_ALREADY_EXECUTING
 //	GET  /api/admin/cron/{job}/logs    ?limit=N (default 50, at most 1000), newest first
 //	GET  /api/admin/cron/alerts        ?open=true, ?kind=, ?subject=, ?limit=N (default 50, at most 1000), newest first
+//	POST /api/admin/cron/alerts/{kind}/{subject}/ack  {"note": "…", "alertId": N}: acknowledge the open alert
 //	GET  /api/admin/cron/replicas      the replica registry, each with "live"
 //	GET  /healthz                      200 "ok" while the process serves
 //	GET  /readyz                       200 when the store answers and its schema is current
@@ -35,7 +36,8 @@ import (
 
 // Roles a Token may have.
 const (
-	// RoleAdmin may read and change: pause, resume, trigger.
+	// RoleAdmin may read and change: pause, resume, trigger, acknowledge
+	// an alert.
 	RoleAdmin = "admin"
 	// RoleRead may only read.
 	RoleRead = "read"
@@ -120,10 +122,12 @@ func New(sched *cronfence.Scheduler, tokens []Token, opts *Options) http.Handler
 
 // route is a matched admin path.
 type route struct {
-	kind  string // "list", "job", "run", "runGet", "logs", "alerts", "replicas"
-	job   string
-	runID string // of "runGet"
-	allow string // the methods the path accepts
+	kind    string // "list", "job", "run", "runGet", "logs", "alerts", "alertAck", "replicas"
+	job     string
+	runID   string // of "runGet"
+	alert   string // the kind of "alertAck"
+	subject string // of "alertAck"
+	allow   string // the methods the path accepts
 }
 
 // Segments under Prefix that name an endpoint rather than a job.
@@ -166,6 +170,15 @@ func match(escaped, method string) (route, bool) {
 		}
 	}
 	switch {
+	case len(parts) == 4 && parts[0] == alertsSegment && parts[3] == "ack":
+		// No job path has four segments: this is the alert's, whatever
+		// job is named "alerts".
+		kind, err1 := url.PathUnescape(parts[1])
+		subject, err2 := url.PathUnescape(parts[2])
+		if err1 != nil || err2 != nil || kind == "" || subject == "" {
+			return route{}, false
+		}
+		return route{kind: "alertAck", alert: kind, subject: subject, allow: "POST"}, true
 	case len(parts) == 1:
 		return route{kind: "job", job: name, allow: "GET, HEAD, PUT"}, true
 	case len(parts) == 2 && parts[1] == "run":
@@ -243,6 +256,8 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.logs(w, r, rt.job)
 	case "alerts":
 		a.alerts(w, r)
+	case "alertAck":
+		a.alertAck(w, r, tok.Name, rt.alert, rt.subject)
 	case "replicas":
 		a.replicas(w, r)
 	}

@@ -102,3 +102,9 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) err
 
 // JobPath is the API's path of one job.
 func JobPath(job string) string { return Prefix + "/" + url.PathEscape(job) }
+
+// AlertAckPath is the path that acknowledges the open alert of (kind,
+// subject), each escaped.
+func AlertAckPath(kind, subject string) string {
+	return Prefix + "/" + alertsSegment + "/" + url.PathEscape(kind) + "/" + url.PathEscape(subject) + "/ack"
+}

@@ -27,18 +27,32 @@ const (
 )
 
 // Alert is one alert as the API answers it. "details" is never null;
-// "resolvedAt" is null while the alert is open.
+// "resolvedAt" is null while the alert is open. "ack" is the operator's
+// acknowledgement, null when none (a resolved alert keeps the one it had);
+// "acknowledged" says the alert is open and acknowledged: until it changes,
+// `cronfence check` does not count it and the webhook does not send it
+// again.
 type Alert struct {
-	ID         int64             `json:"id"`
-	Kind       string            `json:"kind"`
-	Subject    string            `json:"subject"`
-	Message    string            `json:"message"`
-	Details    map[string]string `json:"details"`
-	RaisedBy   string            `json:"raisedBy"`
-	RaisedAt   *string           `json:"raisedAt"`
-	LastSeenAt *string           `json:"lastSeenAt"`
-	ResolvedAt *string           `json:"resolvedAt"`
-	Open       bool              `json:"open"`
+	ID           int64             `json:"id"`
+	Kind         string            `json:"kind"`
+	Subject      string            `json:"subject"`
+	Message      string            `json:"message"`
+	Details      map[string]string `json:"details"`
+	RaisedBy     string            `json:"raisedBy"`
+	RaisedAt     *string           `json:"raisedAt"`
+	LastSeenAt   *string           `json:"lastSeenAt"`
+	ResolvedAt   *string           `json:"resolvedAt"`
+	Open         bool              `json:"open"`
+	Acknowledged bool              `json:"acknowledged"`
+	Ack          *AlertAck         `json:"ack"`
+}
+
+// AlertAck is an operator's acknowledgement of an alert: who (the admin
+// token's name, or the CLI's --by), when (the database clock) and why.
+type AlertAck struct {
+	By   string  `json:"by"`
+	At   *string `json:"at"`
+	Note string  `json:"note"`
 }
 
 // AlertOf is the API view of an alert row.
@@ -46,7 +60,10 @@ func AlertOf(a store.Alert) Alert {
 	v := Alert{
 		ID: a.ID, Kind: string(a.Kind), Subject: a.Subject, Message: a.Message, Details: a.Details,
 		RaisedBy: a.RaisedBy, RaisedAt: timeOrNil(a.RaisedAt), LastSeenAt: timeOrNil(a.LastSeenAt),
-		ResolvedAt: timeOrNil(a.ResolvedAt), Open: a.Open(),
+		ResolvedAt: timeOrNil(a.ResolvedAt), Open: a.Open(), Acknowledged: a.Acknowledged(),
+	}
+	if !a.Ack.IsZero() {
+		v.Ack = &AlertAck{By: a.Ack.By, At: timeOrNil(a.Ack.At), Note: a.Ack.Note}
 	}
 	if v.Details == nil {
 		v.Details = map[string]string{}
@@ -235,6 +252,41 @@ func (a *api) alerts(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"alerts": list})
+}
+
+// alertAckBody is the body of POST …/alerts/{kind}/{subject}/ack; it may
+// be left out.
+type alertAckBody struct {
+	Note string `json:"note"`
+	// AlertID, when not zero, is the open alert the caller saw: a later
+	// one of the same kind and subject is not acknowledged in its place.
+	AlertID int64 `json:"alertId"`
+}
+
+// alertAck answers POST /api/admin/cron/alerts/{kind}/{subject}/ack: the
+// open alert of (kind, subject), acknowledged by the token's holder, or
+// 404 ALERT_NOT_FOUND when there is none (never raised, resolved, or not
+// the alertId given).
+func (a *api) alertAck(w http.ResponseWriter, r *http.Request, by, kind, subject string) {
+	var body alertAckBody
+	if r.ContentLength != 0 && !a.decodeBody(w, r, &body) {
+		return
+	}
+	p := store.AlertAcknowledgeParams{Kind: store.AlertKind(kind), Subject: subject, ID: body.AlertID, By: by, Note: body.Note}
+	al, err := a.sched.Store().AlertAcknowledge(r.Context(), p)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		what := fmt.Sprintf("no open alert %s of %q", kind, subject)
+		if body.AlertID != 0 {
+			what += fmt.Sprintf(" with id %d", body.AlertID)
+		}
+		writeError(w, http.StatusNotFound, "ALERT_NOT_FOUND", what+" (resolved, or never raised)",
+			map[string]any{"kind": kind, "subject": subject, "alertId": body.AlertID})
+	case err != nil:
+		a.storeError(w, r, "acknowledge the alert", err)
+	default:
+		writeJSON(w, http.StatusOK, AlertOf(al))
+	}
 }
 
 // replicas answers GET /api/admin/cron/replicas.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -160,6 +161,82 @@ func TestAlertsEndpoint(t *testing.T) {
 
 			must(t, st.Close())
 			b.wantErr(t, "GET", "/api/admin/cron/alerts", readSecret, "", 503, "STORE_UNAVAILABLE")
+		})
+	}
+}
+
+// ackedJSON is one alert's acknowledgement on the wire, spelled out.
+type ackedJSON struct {
+	ID           int64 `json:"id"`
+	Open         bool  `json:"open"`
+	Acknowledged bool  `json:"acknowledged"`
+	Ack          *struct {
+		By   string  `json:"by"`
+		At   *string `json:"at"`
+		Note string  `json:"note"`
+	} `json:"ack"`
+}
+
+// An admin token acknowledges the open alert of a kind and subject, as its
+// holder, with a note; a read-only token is refused and changes nothing;
+// an alert that is not open (or not the one named) is 404.
+func TestAlertAcknowledgeEndpoint(t *testing.T) {
+	t.Parallel()
+	for kind, open := range openStores(t) {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			st := open(t)
+			b := serveStore(t, st, nil, "nightly")
+			res, err := st.AlertRaise(ctx, store.AlertRaiseParams{Kind: store.AlertFailing, Subject: "a/job", Message: "failing", RaisedBy: "r1"})
+			must(t, err)
+			path := adminapi.AlertAckPath("failing", "a/job")
+			if path != "/api/admin/cron/alerts/failing/a%2Fjob/ack" {
+				t.Fatalf("AlertAckPath = %q", path)
+			}
+
+			b.wantErr(t, "POST", path, readSecret, `{"note": "mine"}`, 403, "FORBIDDEN")
+			b.wantErr(t, "POST", path, "", "", 401, "UNAUTHORIZED")
+			if list, err := st.AlertList(ctx, store.AlertListParams{}); err != nil || !list[0].Ack.IsZero() {
+				t.Fatalf("after refused acknowledgements: %+v, %v; want none recorded", list, err)
+			}
+			b.wantErr(t, "POST", path, adminSecret, `{"alertId": `+strconv.FormatInt(res.Alert.ID+1, 10)+`}`, 404, "ALERT_NOT_FOUND")
+			b.wantErr(t, "POST", adminapi.AlertAckPath("slow_run", "a/job"), adminSecret, "", 404, "ALERT_NOT_FOUND")
+			b.wantErr(t, "POST", adminapi.AlertAckPath("Not-A-Kind", "a/job"), adminSecret, "", 400, "INVALID_ARGUMENT")
+			b.wantErr(t, "POST", path, adminSecret, `{"note": "`+strings.Repeat("n", store.MaxNoteLength+1)+`"}`, 400, "INVALID_ARGUMENT")
+			b.wantErr(t, "POST", path, adminSecret, `{"by": "someone else"}`, 400, "MALFORMED_BODY")
+			resp := b.wantErr(t, "GET", path, adminSecret, "", 405, "METHOD_NOT_ALLOWED")
+			if resp.Header.Get("Allow") != "POST" {
+				t.Fatalf("GET ack: Allow %q", resp.Header.Get("Allow"))
+			}
+
+			var got ackedJSON
+			if resp := b.do(t, "POST", path, adminSecret, `{"note": "the disk is being replaced", "alertId": `+strconv.FormatInt(res.Alert.ID, 10)+`}`, &got); resp.StatusCode != 200 {
+				t.Fatalf("POST ack: %d %+v", resp.StatusCode, got)
+			}
+			if got.ID != res.Alert.ID || !got.Open || !got.Acknowledged || got.Ack == nil || got.Ack.By != "ops" ||
+				got.Ack.Note != "the disk is being replaced" || got.Ack.At == nil {
+				t.Fatalf("acknowledged alert: %+v; want it acknowledged by the token's holder, ops, with the note", got)
+			}
+			// Without a body, no note: the acknowledgement is replaced.
+			if resp := b.do(t, "POST", path, adminSecret, "", &got); resp.StatusCode != 200 || got.Ack == nil || got.Ack.Note != "" {
+				t.Fatalf("POST ack without a body: %d %+v", resp.StatusCode, got)
+			}
+			var list struct {
+				Alerts []ackedJSON `json:"alerts"`
+			}
+			b.do(t, "GET", "/api/admin/cron/alerts?open=true", readSecret, "", &list)
+			if len(list.Alerts) != 1 || !list.Alerts[0].Acknowledged || list.Alerts[0].Ack == nil || list.Alerts[0].Ack.By != "ops" {
+				t.Fatalf("listed: %+v; want the alert shown acknowledged by ops", list.Alerts)
+			}
+			if _, _, err := st.AlertResolve(ctx, store.AlertFailing, "a/job"); err != nil {
+				t.Fatal(err)
+			}
+			b.wantErr(t, "POST", path, adminSecret, "", 404, "ALERT_NOT_FOUND")
+			b.do(t, "GET", "/api/admin/cron/alerts", readSecret, "", &list)
+			if len(list.Alerts) != 1 || list.Alerts[0].Acknowledged || list.Alerts[0].Ack == nil {
+				t.Fatalf("resolved: %+v; want it not counted as acknowledged, its acknowledgement kept", list.Alerts)
+			}
 		})
 	}
 }

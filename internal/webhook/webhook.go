@@ -11,6 +11,11 @@
 // alert twice (an attempt that timed out after the receiver acted on it):
 // the delivery id, in the payload and the X-Cronfence-Delivery header,
 // lets it ignore the repeat.
+//
+// An alert an operator acknowledged is not delivered again while it stays
+// the same (the scheduler raises it once); when it changes, the scheduler
+// raises it again, and it is delivered as "raised" under a delivery id of
+// its own, with the acknowledgement that ended ("endedAck").
 package webhook
 
 import (
@@ -29,6 +34,7 @@ import (
 	"time"
 
 	"github.com/cronfence/cronfence"
+	"github.com/cronfence/cronfence/store"
 )
 
 // Defaults of Config.
@@ -83,7 +89,9 @@ type Config struct {
 // Payload is the JSON body of one delivery.
 type Payload struct {
 	// DeliveryID is the same for every attempt of one delivery:
-	// "alert-<id>-raised" or "alert-<id>-resolved".
+	// "alert-<id>-raised" or "alert-<id>-resolved", and for an alert
+	// raised again because it changed since it was acknowledged,
+	// "alert-<id>-raised-<when, Unix microseconds>".
 	DeliveryID string `json:"deliveryId"`
 	// State is "raised" or "resolved".
 	State   string            `json:"state"`
@@ -97,11 +105,31 @@ type Payload struct {
 	RaisedAt   time.Time  `json:"raisedAt"`
 	LastSeenAt time.Time  `json:"lastSeenAt"`
 	ResolvedAt *time.Time `json:"resolvedAt,omitempty"`
+	// Ack is the alert's acknowledgement, when it has one (a resolved
+	// alert that was acknowledged).
+	Ack *Ack `json:"ack,omitempty"`
+	// EndedAck, on a "raised" delivery, is the acknowledgement the alert
+	// had until it changed: it is raised again.
+	EndedAck *Ack `json:"endedAck,omitempty"`
 	// Replica is the replica sending this delivery (whose check changed
 	// the alert's state).
 	Replica string `json:"replica"`
 	// ObservedAt is when this replica queued the delivery, by its clock.
 	ObservedAt time.Time `json:"observedAt"`
+}
+
+// Ack is an operator's acknowledgement of an alert.
+type Ack struct {
+	By   string    `json:"by"`
+	At   time.Time `json:"at"`
+	Note string    `json:"note,omitempty"`
+}
+
+func ackOf(a store.AlertAck) *Ack {
+	if a.IsZero() {
+		return nil
+	}
+	return &Ack{By: a.By, At: a.At, Note: a.Note}
 }
 
 // Stats count deliveries since the Sender was made.
@@ -223,7 +251,13 @@ func (s *Sender) payload(e cronfence.AlertEvent) Payload {
 		DeliveryID: "alert-" + strconv.FormatInt(a.ID, 10) + "-" + state,
 		State:      state, Kind: string(a.Kind), Subject: a.Subject, Message: a.Message, Details: a.Details,
 		AlertID: a.ID, RaisedBy: a.RaisedBy, RaisedAt: a.RaisedAt, LastSeenAt: a.LastSeenAt,
+		Ack: ackOf(a.Ack), EndedAck: ackOf(e.EndedAck),
 		Replica: s.cfg.Replica, ObservedAt: time.Now().UTC(),
+	}
+	if p.EndedAck != nil {
+		// Raised again: a delivery of its own, the refresh that changed
+		// the alert (its LastSeenAt) telling it from the first.
+		p.DeliveryID += "-" + strconv.FormatInt(a.LastSeenAt.UnixMicro(), 10)
 	}
 	if !a.ResolvedAt.IsZero() {
 		t := a.ResolvedAt

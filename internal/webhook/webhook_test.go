@@ -351,3 +351,43 @@ func TestTooManyRequestsAndRequestTimeoutAreRetried(t *testing.T) {
 		}
 	}
 }
+
+// An alert raised again because it changed since it was acknowledged is a
+// delivery of its own (a receiver that drops repeats by delivery id keeps
+// it), "raised", naming the acknowledgement that ended; the resolve of an
+// acknowledged alert carries its acknowledgement.
+func TestRaisedAgainAfterItsAcknowledgementIsADeliveryOfItsOwn(t *testing.T) {
+	t.Parallel()
+	rc := newReceiver(t, func(int, http.ResponseWriter, *http.Request) {})
+	s := newSender(t, webhook.Config{URL: rc.srv.URL})
+	ack := store.AlertAck{By: "ops", At: raisedAt.Add(time.Minute), Note: "known"}
+	first := alert(9)
+	changed := alert(9)
+	changed.LastSeenAt = raisedAt.Add(5 * time.Minute)
+	resolved := changed
+	resolved.ResolvedAt, resolved.Ack = raisedAt.Add(9*time.Minute), ack
+	s.Observe(cronfence.AlertEvent{Alert: first, Raised: true})
+	s.Observe(cronfence.AlertEvent{Alert: changed, Raised: true, EndedAck: ack})
+	s.Observe(cronfence.AlertEvent{Alert: resolved})
+	waitStats(t, s, "three deliveries", func(st webhook.Stats) bool { return st.Delivered == 3 })
+	got := rc.requests()
+	ids := map[string]bool{}
+	for _, r := range got {
+		ids[r.payload.DeliveryID] = true
+	}
+	if len(ids) != 3 {
+		t.Fatalf("delivery ids %v, want three distinct", ids)
+	}
+	again := got[1].payload
+	wantAck := &webhook.Ack{By: "ops", At: ack.At, Note: "known"}
+	if again.State != "raised" || again.DeliveryID != fmt.Sprintf("alert-9-raised-%d", changed.LastSeenAt.UnixMicro()) ||
+		!cmp.Equal(again.EndedAck, wantAck) || again.Ack != nil {
+		t.Fatalf("raised again: %+v; want state raised, a delivery id of its own and the ended acknowledgement", again)
+	}
+	if p := got[0].payload; p.EndedAck != nil || p.Ack != nil {
+		t.Fatalf("first raise carries %+v / %+v, want no acknowledgement", p.EndedAck, p.Ack)
+	}
+	if p := got[2].payload; p.State != "resolved" || !cmp.Equal(p.Ack, wantAck) || p.EndedAck != nil {
+		t.Fatalf("resolve: %+v; want its acknowledgement", p)
+	}
+}
