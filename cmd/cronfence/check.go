@@ -20,8 +20,8 @@ import (
 
 // Exit statuses of `check`.
 const (
-	checkHealthy  = 0 // no open alert, and someone is watching
-	checkAlerting = 1 // at least one open alert
+	checkHealthy  = 0 // no open alert but acknowledged ones, and someone is watching
+	checkAlerting = 1 // at least one open alert nobody acknowledged
 	checkUnknown  = 2 // cannot tell: see checkCmd.Help
 )
 
@@ -37,6 +37,8 @@ type checkCmd struct {
 func (c *checkCmd) Help() string {
 	return "Prints the open alerts, one a line (kind, subject, raised at, message), and exits " +
 		"0 when healthy (no open alert), 1 when alerting, 2 when it cannot tell. " +
+		"An alert an operator acknowledged (cronfence alerts ack) is not printed nor counted until it changes; " +
+		"stderr says how many there are. " +
 		"Cannot tell means: the database (or --server) does not answer within --timeout or refuses us; " +
 		"its schema is not at this binary's version (not migrated, outdated, or migrated by a newer cronfence); " +
 		"the store keeps no alerts; no replica has sent a heartbeat within --stale-after; or no replica has run " +
@@ -47,7 +49,7 @@ func (c *checkCmd) Help() string {
 
 // checkState is what check found.
 type checkState struct {
-	alerts  []adminapi.Alert       // open alerts, newest first
+	alerts  []adminapi.Alert       // open alerts, newest first, acknowledged ones included
 	live    int                    // replicas with a recent heartbeat
 	total   int                    // replicas in the registry
 	now     time.Time              // the database clock
@@ -122,8 +124,20 @@ func (c *checkCmd) Run(a *app) error {
 		}
 		err = cannotTell("no answer within --timeout %s: %w", c.Timeout, err)
 	}
+	// An acknowledged alert is known to an operator: until it changes
+	// (then the checks end its acknowledgement), it is not alerting.
+	alerting, acked := 0, 0
 	for _, al := range st.alerts {
+		if al.Acknowledged {
+			acked++
+			continue
+		}
+		alerting++
 		fmt.Fprintf(a.stdout, "%s\t%s\t%s\t%s\n", al.Kind, flat.Replace(al.Subject), short(al.RaisedAt), oneLine(al.Message))
+	}
+	ackedText := ""
+	if acked > 0 {
+		ackedText = fmt.Sprintf(" (%d acknowledged: cronfence alerts)", acked)
 	}
 	switch {
 	case err != nil:
@@ -132,10 +146,10 @@ func (c *checkCmd) Run(a *app) error {
 		return &exitError{code: checkUnknown, err: fmt.Errorf("check: %w", err)}
 	case st.verdict(c.StaleAfter) != nil:
 		return &exitError{code: checkUnknown, err: fmt.Errorf("check: cannot tell: %w", st.verdict(c.StaleAfter))}
-	case len(st.alerts) > 0:
-		return &exitError{code: checkAlerting, err: fmt.Errorf("check: alerting: %d open alert(s), %d live replica(s)", len(st.alerts), st.live)}
+	case alerting > 0:
+		return &exitError{code: checkAlerting, err: fmt.Errorf("check: alerting: %d open alert(s)%s, %d live replica(s)", alerting, ackedText, st.live)}
 	}
-	fmt.Fprintf(a.stderr, "cronfence: check: healthy: no open alert, %d live replica(s)\n", st.live)
+	fmt.Fprintf(a.stderr, "cronfence: check: healthy: no open alert%s, %d live replica(s)\n", ackedText, st.live)
 	return nil
 }
 

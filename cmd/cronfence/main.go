@@ -44,6 +44,7 @@ type cli struct {
 	Trigger triggerCmd `cmd:"" help:"Run a job now: directly (--config FILE; waits, exit 1 when the run fails) or through --server; exit 3 when a run holds its lease."`
 	Logs    logsCmd    `cmd:"" help:"Show a job's runs, newest first."`
 	Check   checkCmd   `cmd:"" help:"Print the open alerts; exit 0 healthy, 1 alerting, 2 cannot tell (for cron monitors, Nagios, Kubernetes probes)."`
+	Alerts  alertsCmd  `cmd:"" help:"List the alerts (open, or --all), or acknowledge one: alerts ack KIND SUBJECT --note WHY."`
 	Ver     versionCmd `cmd:"" name:"version" help:"Print the version: the module version, and the commit it was built from."`
 }
 
