@@ -33,8 +33,8 @@ const actionHeader = "X-Cronfence-Action"
 // how long a key copied out of a page stays usable.
 const actionKeyFor = 12 * time.Hour
 
-// maxActBody bounds /act's body: a job name, an action, a note of at most
-// 1,000 characters and the key.
+// maxActBody bounds /act's body: a job name (or an alert's kind and
+// subject), an action, a note of at most 1,000 characters and the key.
 const maxActBody = 8 << 10
 
 func actionMessage(name string, expires int64) []byte {
@@ -100,9 +100,14 @@ func sameOrigin(r *http.Request) bool {
 
 type actBody struct {
 	Job    string `json:"job"`
-	Action string `json:"action"` // pause, resume, unset or trigger
+	Action string `json:"action"` // pause, resume, unset, trigger or acknowledge
 	Note   string `json:"note"`
 	Key    string `json:"key"`
+	// Kind, Subject and AlertID name the alert to acknowledge: the open
+	// alert the page showed, not a later one of the same kind and subject.
+	Kind    string `json:"kind"`
+	Subject string `json:"subject"`
+	AlertID int64  `json:"alertId"`
 }
 
 func actError(w http.ResponseWriter, status int, code, msg string) {
@@ -145,8 +150,11 @@ func (d *dashboard) act(w http.ResponseWriter, r *http.Request) {
 		payload["enabled"] = nil
 	case "trigger":
 		method, path, payload = http.MethodPost, path+"/run", nil
+	case "acknowledge":
+		method, path = http.MethodPost, adminapi.AlertAckPath(body.Kind, body.Subject)
+		payload["alertId"] = body.AlertID
 	default:
-		actError(w, http.StatusBadRequest, "MALFORMED_BODY", "action must be pause, resume, unset or trigger, got "+strconv.Quote(body.Action))
+		actError(w, http.StatusBadRequest, "MALFORMED_BODY", "action must be pause, resume, unset, trigger or acknowledge, got "+strconv.Quote(body.Action))
 		return
 	}
 	var buf bytes.Buffer

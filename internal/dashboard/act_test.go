@@ -6,8 +6,11 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/cronfence/cronfence/store"
 )
 
 // keyOf reads the action key out of a page opened with set's credentials.
@@ -131,4 +134,54 @@ func respelled(key string) string {
 	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 	last := strings.IndexByte(alphabet, key[len(key)-1])
 	return key[:len(key)-1] + string(alphabet[last|0x03]) // 32 bytes: the last character's two low bits are unused
+}
+
+// The acknowledge button: the alerts table of an admin's page offers it on
+// an open alert nobody acknowledged, and its action acknowledges that
+// alert (by its id) as the page's token, with the note; the row then shows
+// who, and no button. A read-only page offers none.
+func TestActAcknowledgesTheAlertThePageShows(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	res, err := b.store.AlertRaise(ctx, store.AlertRaiseParams{Kind: store.AlertFailing, Subject: "nightly", Message: "3 slots failed", RaisedBy: "r"})
+	must(t, err)
+	button := `data-step="ask"`
+	if _, page := b.get(t, "GET", "/alerts", basic(readSecret)); strings.Contains(page, button) {
+		t.Fatal("a read-only page offers the acknowledge button")
+	}
+	_, page := b.get(t, "GET", "/", basic(adminSecret))
+	if !strings.Contains(page, button) || !strings.Contains(page, `data-alert-id="`+strconv.FormatInt(res.Alert.ID, 10)+`"`) {
+		t.Fatal("an admin's page offers no acknowledge button on the open alert")
+	}
+	act := func(id int64) (int, map[string]any) {
+		t.Helper()
+		body, _ := json.Marshal(map[string]any{"action": "acknowledge", "kind": "failing", "subject": "nightly", "alertId": id,
+			"note": "on it", "key": keyOf(t, b, basic(adminSecret))})
+		req, err := http.NewRequest("POST", b.srv.URL+"/act", strings.NewReader(string(body)))
+		must(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Cronfence-Action", "1")
+		resp, err := b.srv.Client().Do(req)
+		must(t, err)
+		defer resp.Body.Close()
+		var out map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&out)
+		return resp.StatusCode, out
+	}
+	if code, out := act(res.Alert.ID + 1); code != 404 || out["code"] != "ALERT_NOT_FOUND" {
+		t.Fatalf("acknowledging another alert id: %d %v, want 404 ALERT_NOT_FOUND", code, out)
+	}
+	if code, out := act(res.Alert.ID); code != 200 || out["acknowledged"] != true {
+		t.Fatalf("acknowledge: %d %v", code, out)
+	}
+	list, err := b.store.AlertList(ctx, store.AlertListParams{})
+	must(t, err)
+	if a := list[0]; !a.Acknowledged() || a.Ack.By != "ops" || a.Ack.Note != "on it" {
+		t.Fatalf("after the action: %+v; want it acknowledged by ops, with the note", a)
+	}
+	_, page = b.get(t, "GET", "/alerts", basic(adminSecret))
+	if strings.Contains(page, button) || !strings.Contains(page, "by <strong>ops</strong>") || !strings.Contains(page, "acknowledged") {
+		t.Fatal("the acknowledged alert's row does not show who acknowledged it, or still offers the button")
+	}
 }

@@ -88,6 +88,27 @@ type alertView struct {
 	LastSeen stamp
 	Resolved stamp
 	Open     bool
+	// Ack is the operator's acknowledgement, nil when none; Acknowledged
+	// says it is in force (the alert is open).
+	Ack          *ackView
+	Acknowledged bool
+	// CanAck: the page's token may acknowledge it (an admin's, on an open
+	// alert nobody acknowledged): show the button.
+	CanAck bool
+}
+
+type ackView struct {
+	By   string
+	At   stamp
+	Note string
+}
+
+// allowAck shows the acknowledge button on the open alerts nobody
+// acknowledged, on a page whose token may act.
+func allowAck(alerts []alertView, admin bool) {
+	for i := range alerts {
+		alerts[i].CanAck = admin && alerts[i].Open && alerts[i].Ack == nil
+	}
 }
 
 type replicaView struct {
@@ -225,11 +246,15 @@ func (d *dashboard) alertViews(list []adminapi.Alert, now time.Time) []alertView
 	for _, a := range list {
 		tz, isJob := jobs[a.Subject]
 		loc := zone(tz)
-		out = append(out, alertView{
+		v := alertView{
 			ID: a.ID, Kind: a.Kind, Subject: a.Subject, IsJob: isJob, Message: a.Message, Details: a.Details,
 			RaisedBy: a.RaisedBy, Raised: parseAt(a.RaisedAt, loc, now), LastSeen: parseAt(a.LastSeenAt, loc, now),
-			Resolved: parseAt(a.ResolvedAt, loc, now), Open: a.Open,
-		})
+			Resolved: parseAt(a.ResolvedAt, loc, now), Open: a.Open, Acknowledged: a.Acknowledged,
+		}
+		if k := a.Ack; k != nil {
+			v.Ack = &ackView{By: k.By, At: parseAt(k.At, loc, now), Note: k.Note}
+		}
+		out = append(out, v)
 	}
 	return out
 }
@@ -280,6 +305,7 @@ func (d *dashboard) overview(w http.ResponseWriter, r *http.Request, id adminapi
 		return
 	}
 	p := overviewPage{Chrome: d.chromeFor(r, "Jobs", id, now), MonitorView: mv}
+	allowAck(p.Alerts, p.Admin)
 	for i, j := range jobs {
 		v := jobOf(j, now)
 		v.Admin = p.Admin
@@ -374,6 +400,7 @@ func (d *dashboard) job(w http.ResponseWriter, r *http.Request, id adminapi.Iden
 		return
 	}
 	p := jobPage{Chrome: d.chromeFor(r, name, id, now), Job: jobOf(jobs[0], now), Limit: limit, MonitorView: mv}
+	allowAck(p.Alerts, p.Admin)
 	loc := zone(jobs[0].TimeZone)
 	views := make([]adminapi.Run, len(runs))
 	for i, run := range runs {
@@ -428,5 +455,6 @@ func (d *dashboard) alerts(w http.ResponseWriter, r *http.Request, id adminapi.I
 		return
 	}
 	p.Alerts = d.alertViews(list, now)
+	allowAck(p.Alerts, p.Admin)
 	d.render(w, http.StatusOK, "alerts.html", p)
 }

@@ -10,6 +10,7 @@
   var REFRESH_EVERY = 10000; // ms
   var lastFlash = 0;
   var busy = false;
+  var confirming = false; // an acknowledgement waits for its confirmation
 
   function byId(id) { return document.getElementById(id); }
 
@@ -75,12 +76,67 @@
     location.reload();
   }
 
+  // acknowledge posts an acknowledgement of the alert a row shows: of
+  // that alert (its id), not a later one of the same kind and subject.
+  async function acknowledge(row) {
+    var kind = row.dataset.kind, subject = row.dataset.subject;
+    var what = kind + " of " + subject;
+    var note = byId("note");
+    var req = {
+      method: "POST",
+      headers: { "Content-Type": "application/json", "X-Cronfence-Action": "1" },
+      credentials: "same-origin",
+      body: JSON.stringify({ action: "acknowledge", kind: kind, subject: subject, alertId: Number(row.dataset.alertId),
+        note: note ? note.value : "", key: document.body.dataset.key || "" })
+    };
+    busy = true;
+    flash("pending", "acknowledge " + what + "…");
+    var resp, body = null;
+    try {
+      resp = await fetch(location.origin + document.body.dataset.act, req);
+      try { body = await resp.json(); } catch (e) { body = null; }
+    } catch (e) {
+      busy = false;
+      flash("error", "acknowledge " + what + ": the server did not answer (" + e.message + ").");
+      return;
+    }
+    busy = false;
+    if (resp.status === 404 && body && body.code === "ALERT_NOT_FOUND") {
+      flash("error", "Not acknowledged: " + what + " is no longer open (resolved, or raised again since). Reload for the alerts now.");
+      return;
+    }
+    if (!resp.ok) {
+      flash("error", "acknowledge " + what + " failed: " + resp.status + " " + ((body && body.message) || resp.statusText));
+      return;
+    }
+    var text = "Acknowledged " + what + " as " + ((body && body.ack && body.ack.by) || "you") +
+      ": silenced until it changes or is resolved.";
+    try { sessionStorage.setItem(FLASH, text); } catch (e) { /* shown without reload below */ }
+    location.reload();
+  }
+
+  // askAck is an acknowledge button's two steps: the first asks, the second
+  // (Confirm) acknowledges, Cancel puts the button back.
+  function askAck(group, step) {
+    var ask = group.querySelector('[data-step="ask"]');
+    var confirm = group.querySelector('[data-step="confirm"]');
+    var cancel = group.querySelector('[data-step="cancel"]');
+    confirming = step === "ask";
+    ask.hidden = confirming;
+    confirm.hidden = cancel.hidden = !confirming;
+    if (step === "confirm") {
+      confirm.hidden = cancel.hidden = true;
+      acknowledge(group.closest("tr.alert"));
+    }
+  }
+
   // refresh reloads the page for fresh state, unless the operator is
-  // busy with it: typing a note, an action under way, a message just shown.
+  // busy with it: typing a note, an action under way or to confirm, a
+  // message just shown.
   function refresh() {
     var note = byId("note");
     var typing = note && (document.activeElement === note || note.value !== "");
-    if (!busy && !typing && Date.now() - lastFlash > REFRESH_EVERY && !document.hidden) {
+    if (!busy && !confirming && !typing && Date.now() - lastFlash > REFRESH_EVERY && !document.hidden) {
       location.reload();
       return;
     }
@@ -102,6 +158,14 @@
         var b = ev.target.closest("button[data-action]");
         if (!b) { return; }
         act(this.dataset.job, b.dataset.action);
+      });
+    }
+    var acks = document.querySelectorAll("tr.alert .ack-actions");
+    for (var j = 0; j < acks.length; j++) {
+      acks[j].hidden = false;
+      acks[j].addEventListener("click", function (ev) {
+        var b = ev.target.closest("button[data-step]");
+        if (b) { askAck(this, b.dataset.step); }
       });
     }
     if (document.body.dataset.refresh !== "off") { setTimeout(refresh, REFRESH_EVERY); }
