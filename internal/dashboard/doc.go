@@ -11,8 +11,8 @@
 // or admin; the user name is ignored), so a browser asks for it natively,
 // and also a bearer token for scripts.
 //
-// Writes never go through the dashboard: its pause, resume, unset and
-// trigger buttons call the REST API with fetch() and an
+// Writes never go through the dashboard: its pause, resume, unset,
+// trigger and acknowledge buttons call the REST API with fetch() and an
 // "Authorization: Bearer" header built from a token the operator types,
 // kept in the tab's sessionStorage. The REST API accepts only bearer
 // tokens, never Basic credentials nor cookies, because a browser attaches
