@@ -68,7 +68,7 @@ func (s *Scheduler) execute(spec runSpec) {
 	notStarted := waitUntil(ctx, spec.startAt)
 	if job.Timeout > 0 {
 		var stop func()
-		ctx, stop = s.withTimeout(ctx, job.Timeout, fmt.Errorf("cronfence: job %q timed out after %s", job.Name, job.Timeout))
+		ctx, stop = s.withTimeout(ctx, job.Timeout, &TimeoutError{Job: job.Name, Timeout: job.Timeout})
 		defer stop()
 	}
 
