@@ -47,15 +47,17 @@ func (s *Scheduler) resumeInBackground(ctx context.Context) {
 // a retry whose backoff has passed (retry.go). One query finds them; they
 // are claimed, the latest per job, in one more round trip.
 func (s *Scheduler) resumeInterrupted(ctx context.Context) {
+	const failed = "cronfence: could not look for interrupted runs"
 	listCtx, cancel := s.bounded(ctx)
 	dead, err := s.store.SlotListInterrupted(listCtx)
 	cancel()
 	if err != nil {
 		if ctx.Err() == nil { // else stopping: nothing to warn about
-			s.log.Warn("cronfence: could not look for interrupted runs", "error", err)
+			s.warnRepeated(failed, "error", err)
 		}
 		return
 	}
+	s.failures.over(failed)
 	if len(dead) == 0 {
 		return
 	}

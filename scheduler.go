@@ -35,6 +35,7 @@ type Scheduler struct {
 	release                   func()
 	keeper                    *leasekeeper.Keeper
 	outage                    outage          // the store's reachability as the claims see it (outage.go)
+	failures                  failureLog      // the failures an outage repeats, logged once and then once a minute (failurelog.go)
 	deposed                   map[string]bool // jobs whose deposed-writer alert this replica raised or refreshed (giveup.go)
 	nextPrune, nextClockCheck time.Time
 	nextResume                time.Time
