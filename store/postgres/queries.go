@@ -42,10 +42,10 @@ type queries struct {
 	slotClaimJSON, slotClaimDeclaredJSON, claimCommitted string
 	// claimJSON and claimDeclaredJSON are those two with the names they are
 	// prepared under on a connection, derived once.
-	claimJSON, claimDeclaredJSON                                                        namedStatement
-	runInsert, runList, runListJob, runListPerJob, pruneStep, jobStateSet, jobStateList string
-	replicaHeartbeat, replicaBeat, replicaList, replicaRemove                           string
-	alertRaise, alertResolve, alertList, alertListOpen, leaseList, monitorSnapshot      string
+	claimJSON, claimDeclaredJSON                                                                        namedStatement
+	runInsert, runInterrupted, runList, runListJob, runListPerJob, pruneStep, jobStateSet, jobStateList string
+	replicaHeartbeat, replicaBeat, replicaList, replicaRemove                                           string
+	alertRaise, alertResolve, alertList, alertListOpen, leaseList, monitorSnapshot                      string
 }
 
 // byName maps each statement's file name (without .sql) to its field.
@@ -58,7 +58,7 @@ func (q *queries) byName() map[string]*string {
 		"slotGet": &q.slotGet, "slotListInterrupted": &q.slotListInterrupted, "slotListRunning": &q.slotListRunning, "slotAbandon": &q.slotAbandon,
 		"slotComplete": &q.slotComplete, "slotSkip": &q.slotSkip, "jobRegister": &q.jobRegister,
 		"jobStateSet": &q.jobStateSet, "jobStateList": &q.jobStateList,
-		"runInsert": &q.runInsert, "runList": &q.runList, "runListJob": &q.runListJob, "runListPerJob": &q.runListPerJob, "pruneStep": &q.pruneStep,
+		"runInsert": &q.runInsert, "runInterrupted": &q.runInterrupted, "runList": &q.runList, "runListJob": &q.runListJob, "runListPerJob": &q.runListPerJob, "pruneStep": &q.pruneStep,
 		"replicaHeartbeat": &q.replicaHeartbeat, "replicaBeat": &q.replicaBeat, "replicaList": &q.replicaList, "replicaRemove": &q.replicaRemove,
 		"alertRaise": &q.alertRaise, "alertResolve": &q.alertResolve, "alertList": &q.alertList, "alertListOpen": &q.alertListOpen, "monitorSnapshot": &q.monitorSnapshot,
 	}
