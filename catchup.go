@@ -35,6 +35,7 @@ func (s *Scheduler) runCatchUp(ctx context.Context, now time.Time, candidates ma
 		batch = append(batch, &entry{job: r, slot: slot.UTC(), origin: OriginCatchUp})
 	}
 	s.mu.Unlock()
+	s.recordDeadAmong(ctx, batch)
 	// A claim that cannot reach the store leaves the slots missed again
 	// (storeDown), for the pass after the store is back.
 	s.claim(ctx, batch)

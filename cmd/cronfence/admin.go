@@ -91,6 +91,8 @@ func resultText(r adminapi.Run) string {
 		return "running"
 	case r.Success:
 		return "ok"
+	case r.Result.Reason == store.ReasonInterrupted && r.Error != nil:
+		return *r.Error // "interrupted on attempt 1 of 3: …", found dead by a replica
 	case r.Error != nil:
 		return "FAILED: " + *r.Error
 	default:
