@@ -103,7 +103,7 @@ func Example_useIt() {
 		log.Fatal(err)
 	}
 	for _, r := range runs {
-		fmt.Printf("run: manual %v, attempt %d, success %v %s\n", r.Manual, r.Attempt, r.Success, r.Error)
+		fmt.Printf("run: manual %v, attempt %d, success %v\n", r.Manual, r.Attempt, r.Success)
 	}
 	// Output:
 	// committed: daily-close/manual-1/store-42 42
