@@ -35,6 +35,7 @@ func (s *Scheduler) runCatchUp(ctx context.Context, now time.Time, candidates ma
 		batch = append(batch, &entry{job: r, slot: slot.UTC(), origin: OriginCatchUp})
 	}
 	s.mu.Unlock()
+	s.recordDeadAmong(ctx, batch)
 	// A claim that cannot reach the store leaves the slots missed again
 	// (storeDown), for the pass after the store is back.
 	s.claim(ctx, batch)
@@ -48,16 +49,20 @@ func (s *Scheduler) runCatchUp(ctx context.Context, now time.Time, candidates ma
 func (s *Scheduler) registerJobs(ctx context.Context, names []string) {
 	ctx, cancel := s.bounded(ctx)
 	defer cancel()
+	const failed = "cronfence: could not record the jobs' registration; catch-up at start-up passes over them until it is"
 	regs, err := s.store.JobRegister(ctx, store.JobRegisterParams{Jobs: names})
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if err != nil {
 		if ctx.Err() == nil {
-			s.log.Warn("cronfence: could not record the jobs' registration; catch-up at start-up passes over them until it is", "jobs", len(names), "error", err)
+			s.warnRepeated(failed, "jobs", len(names), "error", err)
 		}
+		s.mu.Lock()
 		s.unregistered = append(s.unregistered, names...)
+		s.mu.Unlock()
 		return
 	}
+	s.failures.over(failed)
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, reg := range regs {
 		// Only catch-up reads it, and only of jobs with a window: the
 		// others keep none.

@@ -163,7 +163,7 @@ type Config struct {
 	// then counts as down once it passes, as a refused connection does:
 	// RunWhenStoreDown jobs run with a warning, the other slots are left
 	// to catch-up, and the first failure and the recovery are logged once
-	// each. It must leave room for the largest claim this replica makes
+	// each (a failure that goes on, once a minute). It must leave room for the largest claim this replica makes
 	// (thousands of jobs due at one instant take seconds). The end of a
 	// run has its own bound (a third of the lease TTL) and is retried; a
 	// lease renewal is bounded by the lease's expiry; a prune, which runs

@@ -3,6 +3,7 @@ package cronfence
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/cronfence/cronfence/store"
 )
@@ -43,5 +44,16 @@ func (e *AlreadyExecutingError) Error() string {
 
 // Is makes errors.Is(err, ErrAlreadyExecuting) true.
 func (e *AlreadyExecutingError) Is(target error) bool { return target == ErrAlreadyExecuting }
+
+// TimeoutError is the cause (context.Cause) of a run's context when the
+// job's Timeout passed: the handler's context is cancelled with it.
+type TimeoutError struct {
+	Job     string
+	Timeout time.Duration
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("cronfence: job %q timed out after %s", e.Job, e.Timeout)
+}
 
 func unknownJob(name string) error { return fmt.Errorf("%w: %q", ErrUnknownJob, name) }

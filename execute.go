@@ -68,7 +68,7 @@ func (s *Scheduler) execute(spec runSpec) {
 	notStarted := waitUntil(ctx, spec.startAt)
 	if job.Timeout > 0 {
 		var stop func()
-		ctx, stop = s.withTimeout(ctx, job.Timeout, fmt.Errorf("cronfence: job %q timed out after %s", job.Name, job.Timeout))
+		ctx, stop = s.withTimeout(ctx, job.Timeout, &TimeoutError{Job: job.Name, Timeout: job.Timeout})
 		defer stop()
 	}
 
@@ -178,10 +178,12 @@ func (s *Scheduler) finish(spec runSpec, hold *leasekeeper.Hold, runErr error, l
 		ctx, cancel := s.bounded(context.Background())
 		defer cancel()
 		row.Job, row.Slot, row.Owner, row.StartedAt, row.FinishedAt = job.Name, spec.slot, s.cfg.Owner, time.Time{}, time.Time{}
+		const failed = "cronfence: could not record a run made without a lease"
 		if _, err := s.store.RunInsert(ctx, row); err != nil {
-			s.log.Warn("cronfence: could not record a run made without a lease", "job", job.Name, "error", err)
+			s.warnRepeated(failed, "job", job.Name, "error", err)
 			return outcome, false, time.Time{}
 		}
+		s.failures.over(failed)
 		return outcome, true, time.Time{}
 	}
 	p := store.SlotFinishParams{

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -325,16 +326,22 @@ func testFailover(t *testing.T, survivorRunning bool) {
 	if l.Owner != owner || l.Generation != run.generation {
 		t.Errorf("lease after the resumed run = %+v, want owner %s generation %d", l, owner, run.generation)
 	}
-	// The killed run never finished, so the resumed run is the only row.
+	// The killed run never finished: the survivor recorded it as it found
+	// it dead (whether resumed by its scan or claimed back by catch-up),
+	// before the resumed run's own row.
 	rows, err := st.RunList(ctx, store.RunListParams{Job: failoverJobName})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 1 {
-		t.Fatalf("run rows = %+v, want one: the resumed run", rows)
+	if len(rows) != 2 {
+		t.Fatalf("run rows = %+v, want two: the killed run, interrupted, and the resumed run", rows)
 	}
 	if r := rows[0]; !r.Slot.Equal(slot) || r.Attempt != 2 || !r.Success || r.CatchUp == survivorRunning || r.Owner != owner || r.Generation != run.generation {
 		t.Errorf("run row = %+v, want slot %s attempt 2, successful (catch-up %v) by %s at generation %d", r, slot, !survivorRunning, owner, run.generation)
+	}
+	if r := rows[1]; !r.Slot.Equal(slot) || r.Attempt != 1 || r.Success || r.Reason != store.ReasonInterrupted || r.Owner != started.Owner ||
+		r.Generation != started.Generation || !strings.HasSuffix(r.Error, "("+store.DeadOwnerGone+")") {
+		t.Errorf("run row = %+v, want slot %s attempt 1 by %s at generation %d, interrupted: its owner's process was gone", r, slot, started.Owner, started.Generation)
 	}
 	select {
 	case r := <-runs:

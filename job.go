@@ -63,8 +63,9 @@ type Job struct {
 	TimeZone string
 	// Handler does the work.
 	Handler Handler
-	// Timeout cancels a run's context after this long. Zero means no
-	// timeout (the lease still guards the run).
+	// Timeout cancels a run's context after this long, with a
+	// *TimeoutError as its cause (context.Cause). Zero means no timeout
+	// (the lease still guards the run).
 	Timeout time.Duration
 	// LeaseTTL is the run's lease TTL, renewed every third. Defaults to
 	// DefaultLeaseTTL (90s).

@@ -129,12 +129,14 @@ func (s *Scheduler) monitorPass(ctx context.Context) {
 		s.releaseMonitorLease(ctx)
 		return
 	}
+	const failed = "cronfence: absence checks skipped: could not read their snapshot"
 	if err != nil {
 		if ctx.Err() == nil {
-			s.log.Warn("cronfence: absence checks skipped: could not read their snapshot", "error", err)
+			s.warnRepeated(failed, "error", err)
 		}
 		return
 	}
+	s.failures.over(failed)
 	s.reconcileAlerts(ctx, now, absence.Evaluate(snap, th), open)
 }
 
@@ -145,14 +147,16 @@ func (s *Scheduler) monitorLeaseHeld(ctx context.Context) (time.Time, bool) {
 	m := &s.monitor
 	ttl := 2 * s.cfg.CheckEvery
 	if m.lease.Generation != 0 {
+		const failed = "cronfence: could not renew the monitor lease"
 		l, err := s.store.LeaseRenew(ctx, store.LeaseRenewParams{LeaseRef: m.lease.Ref(), TTL: ttl})
 		if err == nil {
+			s.failures.over(failed)
 			m.lease = l
 			return l.RenewedAt, true
 		}
 		if !errors.Is(err, store.ErrLeaseLost) {
 			if ctx.Err() == nil {
-				s.log.Warn("cronfence: could not renew the monitor lease", "error", err)
+				s.warnRepeated(failed, "error", err)
 			}
 			return time.Time{}, false
 		}

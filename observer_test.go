@@ -377,8 +377,13 @@ func TestObserverSeesInterruptedAndResumed(t *testing.T) {
 		t.Cleanup(func() { _ = bs.Stop(context.Background()) })
 		c.settleHolding(1)
 		ctx, cancel := context.WithCancel(context.Background())
-		cancel() // the deploy's deadline has passed: cancel the handler now
-		if err := a.Stop(ctx); err != nil {
+		stopped := make(chan error, 1)
+		go func() { stopped <- a.Stop(ctx) }()
+		<-a.loopDone
+		c.waitForTimers(3) // b's loop, a's lease renewal and a's grace
+		// The deploy's deadline passes during the grace: cancel the handler now.
+		cancel()
+		if err := <-stopped; err != nil {
 			t.Fatal(err)
 		}
 		for i, r := range c.replicas {

@@ -21,6 +21,8 @@ const offsetReads = 3
 // statements so on a machine whose heartbeats were too slow to serve).
 const offsetReadSlack = time.Millisecond
 
+const msgClockRead = "cronfence: could not read the database clock"
+
 // measureOffset measures this clock against the database clock and warns
 // when they are more than ClockOffsetWarning apart.
 //
@@ -49,7 +51,7 @@ func (s *Scheduler) measureOffset(ctx context.Context) {
 		db, err := s.store.Now(ctx)
 		if err != nil {
 			if i == 0 {
-				s.log.Warn("cronfence: could not read the database clock", "error", err)
+				s.warnRepeated(msgClockRead, "error", err)
 				return
 			}
 			break // the reads so far will do
@@ -63,6 +65,7 @@ func (s *Scheduler) measureOffset(ctx context.Context) {
 			break
 		}
 	}
+	s.failures.over(msgClockRead)
 	s.storeUp()
 	// Only a full measurement sets the yardstick: a read taken as good
 	// enough would otherwise let it creep up by the slack each time.

@@ -1,6 +1,9 @@
 package cronfence
 
-import "time"
+import (
+	"log/slog"
+	"time"
+)
 
 // The store's reachability as the claims see it: down on a failed claim,
 // up again (and catch-up scheduled) at the next round trip that reaches it.
@@ -58,14 +61,14 @@ func (o *outage) takeMissed() (missed map[string]time.Time, ok bool) {
 // counts as down until a round trip reaches it again (see outage.failed).
 func (s *Scheduler) storeDown(err error, batch []*entry) {
 	s.mu.Lock()
-	wasDown, failOpen := s.outage.failed(batch)
+	_, failOpen := s.outage.failed(batch)
 	s.mu.Unlock()
-	if !wasDown {
-		s.log.Error("cronfence: the store is unreachable; slots are left to catch-up", "error", err, "origin", batch[0].origin)
-	}
+	// Once as the outage starts, then once a minute while it lasts.
+	s.failures.failed(s.log, s.cfg.Clock.Now(), slog.LevelError, "cronfence: the store is unreachable; slots are left to catch-up",
+		"error", err, "origin", batch[0].origin)
 	for _, e := range failOpen {
 		if !e.job.Disabled {
-			s.log.Warn("cronfence: running without a lease because the store is unreachable (RunWhenStoreDown)",
+			s.warnRepeated("cronfence: running without a lease because the store is unreachable (RunWhenStoreDown)",
 				"job", e.job.Name, "slot", e.slot)
 			s.start(runSpec{job: e.job, slot: e.slot, attempt: 1, origin: OriginFailOpen})
 		}
@@ -86,6 +89,7 @@ func (s *Scheduler) storeUp() {
 	defer s.mu.Unlock()
 	if s.outage.reached() {
 		s.log.Info("cronfence: the store is reachable again; catching up")
+		s.failures.reset()
 		s.poke()
 	}
 }

@@ -3,6 +3,9 @@ package cronfence
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -91,4 +94,85 @@ func TestOneFailedClaimIsRetried(t *testing.T) {
 		l.wantEachOnce(t, "tick", start.Add(time.Second), start.Add(7*time.Second), time.Second)
 		c.wantNeverDown()
 	})
+}
+
+// A database outage is logged once when it starts, then at most once a
+// minute while it lasts, and its end once, for every message it would
+// repeat (the clock probe, the claims, the heartbeat, the resume scan,
+// the absence checks, the fail-open runs' records, ...): docs/scheduler.md
+// promises the failure is logged once, and an operator must not find a
+// line a second. Here a replica's connections go through a proxy that
+// refuses them for three minutes (the shared server is not touched).
+func TestStoreOutageIsLoggedOnceThenAtMostEveryMinute(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: needs PostgreSQL")
+	}
+	t.Parallel()
+	c, _, throughProxy, proxy := proxiedCluster(t)
+	logs := &lineCounter{n: map[string]int{}}
+	jobs := []Job{
+		{Name: "tick", Schedule: "* * * * * *", Handler: nopHandler},
+		{Name: "open", Schedule: "* * * * * *", RunWhenStoreDown: true, Handler: nopHandler},
+		{Name: "hourly", Schedule: "@hourly", CatchUpWindow: time.Hour, Handler: nopHandler},
+	}
+	c.startWith(Config{Owner: "a", Clock: offsetClock{c.db, 0}, Store: throughProxy, Logger: slog.New(logs)}, jobs...)
+	c.advance(20*time.Second, time.Second) // a heartbeat, an absence check and a prune behind it
+
+	logs.reset()
+	proxy.Cut()
+	const outage = 3 * time.Minute
+	c.advance(outage, time.Second)
+	during := logs.reset()
+	proxy.Restore()
+	c.advance(30*time.Second, time.Second)
+	after := logs.reset()
+
+	// Once at the start and once a minute after: four lines in three
+	// minutes at most, of each message. A run's own end is a line per run.
+	limit := 1 + int(outage/time.Minute)
+	for msg, n := range during {
+		if n > limit && msg != "cronfence: run ended" {
+			t.Errorf("%q logged %d times in a %s outage, want at most %d (once, then once a minute)", msg, n, outage, limit)
+		}
+	}
+	if during["cronfence: the store is unreachable; slots are left to catch-up"] == 0 {
+		t.Errorf("the outage was not logged; lines: %v", during)
+	}
+	if n := after["cronfence: the store is reachable again; catching up"]; n != 1 {
+		t.Errorf("the recovery was logged %d times, want once; lines after: %v", n, after)
+	}
+	for msg, n := range during {
+		if strings.HasPrefix(msg, "cronfence: ") {
+			t.Logf("%3d× %s", n, msg)
+		}
+	}
+}
+
+// lineCounter is a slog handler that counts records by message.
+type lineCounter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (l *lineCounter) Enabled(_ context.Context, level slog.Level) bool {
+	return level >= slog.LevelInfo
+}
+
+func (l *lineCounter) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.n[r.Message]++
+	return nil
+}
+
+func (l *lineCounter) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *lineCounter) WithGroup(string) slog.Handler      { return l }
+
+// reset returns the counts so far and starts again from zero.
+func (l *lineCounter) reset() map[string]int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := l.n
+	l.n = map[string]int{}
+	return n
 }

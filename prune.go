@@ -97,12 +97,14 @@ func (s *Scheduler) renewPruneLease(ctx context.Context, l store.Lease) (store.L
 func (s *Scheduler) takeLease(ctx context.Context, name string, ttl time.Duration) (store.Lease, bool) {
 	ctx, cancel := s.bounded(ctx)
 	defer cancel()
+	failed := "cronfence: could not take the lease " + name
 	l, ok, err := s.store.LeaseAcquire(ctx, store.LeaseAcquireParams{Name: name, Owner: s.cfg.Owner, TTL: ttl, LiveKey: s.liveKey})
 	if err != nil {
 		if ctx.Err() == nil {
-			s.log.Warn("cronfence: could not take a lease", "lease", name, "error", err)
+			s.warnRepeated(failed, "error", err)
 		}
 		return store.Lease{}, false
 	}
+	s.failures.over(failed)
 	return l, ok
 }

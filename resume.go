@@ -47,15 +47,17 @@ func (s *Scheduler) resumeInBackground(ctx context.Context) {
 // a retry whose backoff has passed (retry.go). One query finds them; they
 // are claimed, the latest per job, in one more round trip.
 func (s *Scheduler) resumeInterrupted(ctx context.Context) {
+	const failed = "cronfence: could not look for interrupted runs"
 	listCtx, cancel := s.bounded(ctx)
 	dead, err := s.store.SlotListInterrupted(listCtx)
 	cancel()
 	if err != nil {
 		if ctx.Err() == nil { // else stopping: nothing to warn about
-			s.log.Warn("cronfence: could not look for interrupted runs", "error", err)
+			s.warnRepeated(failed, "error", err)
 		}
 		return
 	}
+	s.failures.over(failed)
 	if len(dead) == 0 {
 		return
 	}
@@ -67,7 +69,7 @@ func (s *Scheduler) resumeInterrupted(ctx context.Context) {
 	// A failed slot open to a retry is retried once due (retryDue).
 	s.forgetClosedRetries(now)
 	latest := map[string]store.Slot{}
-	var spent []abandoned
+	var spent []deadSlot
 	var retries []*entry
 	interrupted := false
 	for _, sl := range dead {
@@ -83,7 +85,7 @@ func (s *Scheduler) resumeInterrupted(ctx context.Context) {
 		}
 		interrupted = true
 		if sl.Attempts >= r.MaxAttempts {
-			spent = append(spent, abandoned{r, sl})
+			spent = append(spent, deadSlot{r, sl})
 			continue
 		}
 		if cur, ok := latest[sl.Job]; !ok || sl.Slot.After(cur.Slot) {
@@ -91,8 +93,10 @@ func (s *Scheduler) resumeInterrupted(ctx context.Context) {
 		}
 	}
 	batch := make([]*entry, 0, len(latest)+len(retries))
+	resumed := make([]deadSlot, 0, len(latest))
 	for name, sl := range latest {
 		batch = append(batch, &entry{job: s.jobs[name], slot: sl.Slot, origin: OriginResume})
+		resumed = append(resumed, deadSlot{s.jobs[name], sl})
 	}
 	batch = append(batch, retries...)
 	s.mu.Unlock()
@@ -105,11 +109,76 @@ func (s *Scheduler) resumeInterrupted(ctx context.Context) {
 	for _, a := range spent {
 		s.abandon(ctx, a.job, a.slot)
 	}
+	s.recordInterrupted(ctx, resumed)
 	s.claim(ctx, batch)
 }
 
-// abandoned is a dead slot of a registered job with no attempt left.
-type abandoned struct {
+// recordInterrupted records the dead attempts of the slots about to be
+// resumed, each as its holding's run row (interrupted, its owner, start
+// and end, and how it was found dead), so an attempt killed mid-run stays
+// in the history; of several replicas that find it, one writes it
+// (store.Store.RunInterrupted). Before the claim, so the row comes before
+// the next attempt's. One round trip; a failure is logged and holds no
+// resume up. Its output lines are not kept: a run's lines reach the store
+// only with its end, which a dead run never recorded.
+func (s *Scheduler) recordInterrupted(ctx context.Context, dead []deadSlot) {
+	if len(dead) == 0 {
+		return
+	}
+	items := make([]store.RunInterruptedParams, len(dead))
+	for i, d := range dead {
+		sl := d.slot
+		items[i] = store.RunInterruptedParams{
+			Job: sl.Job, Slot: sl.Slot, LeaseName: sl.LeaseName, Owner: sl.Owner, Generation: sl.Generation,
+			Error: fmt.Sprintf("interrupted on attempt %d of %d: the run by %s at generation %d never recorded its end; %s found it dead",
+				sl.Attempts, d.job.MaxAttempts, sl.Owner, sl.Generation, s.cfg.Owner),
+			Log: "No output kept: a run's lines reach the database with its end, which this run never recorded",
+		}
+	}
+	const failed = "cronfence: could not record the interrupted runs of the slots it resumes"
+	bctx, cancel := s.bounded(ctx)
+	defer cancel()
+	if _, err := s.store.RunInterrupted(bctx, items); err != nil {
+		if ctx.Err() == nil {
+			s.warnRepeated(failed, "slots", len(items), "first_job", items[0].Job, "error", err)
+		}
+		return
+	}
+	s.failures.over(failed)
+}
+
+// recordDeadAmong records the dead attempts of the slots a catch-up is
+// about to claim, as recordInterrupted does for a resume: a replica killed
+// mid-run and started again claims its slot back by catch-up, attempt + 1,
+// before any resume scan. One round trip (the scan for interrupted runs),
+// and one more when some of the slots have a dead run. Catch-up is rare:
+// at start-up and after an outage.
+func (s *Scheduler) recordDeadAmong(ctx context.Context, batch []*entry) {
+	if len(batch) == 0 {
+		return
+	}
+	listCtx, cancel := s.bounded(ctx)
+	dead, err := s.store.SlotListInterrupted(listCtx)
+	cancel()
+	if err != nil || len(dead) == 0 {
+		return // the claim that follows meets the same store, and says so
+	}
+	wanted := make(map[slotKey]*registered, len(batch))
+	for _, e := range batch {
+		wanted[slotKey{e.job.Name, e.slot.UnixNano()}] = e.job
+	}
+	var found []deadSlot
+	for _, sl := range dead {
+		if r := wanted[slotKey{sl.Job, sl.Slot.UnixNano()}]; r != nil && sl.Status == store.SlotRunning {
+			found = append(found, deadSlot{r, sl})
+		}
+	}
+	s.recordInterrupted(ctx, found)
+}
+
+// deadSlot is a dead slot of a registered job: with no attempt left
+// (abandon), or one to resume (recordInterrupted).
+type deadSlot struct {
 	job  *registered
 	slot store.Slot
 }

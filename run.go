@@ -26,7 +26,10 @@ type Run struct {
 	Owner   string // this replica
 
 	// Logger logs to the scheduler's logger and into the run's row (the
-	// newest lines, bounded), where operators see them with the run.
+	// newest lines, bounded), where operators see them with the run. The
+	// row gets every level; the scheduler's logger filters by its own, so
+	// a detail logged at DEBUG is kept with the run and out of the
+	// process's log unless that logs debug.
 	Logger *slog.Logger
 
 	lease   *Lease

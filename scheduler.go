@@ -35,6 +35,7 @@ type Scheduler struct {
 	release                   func()
 	keeper                    *leasekeeper.Keeper
 	outage                    outage          // the store's reachability as the claims see it (outage.go)
+	failures                  failureLog      // the failures an outage repeats, logged once and then once a minute (failurelog.go)
 	deposed                   map[string]bool // jobs whose deposed-writer alert this replica raised or refreshed (giveup.go)
 	nextPrune, nextClockCheck time.Time
 	nextResume                time.Time
@@ -189,8 +190,17 @@ func (s *Scheduler) Start(ctx context.Context) error {
 }
 
 // Stop stops firing, lets running handlers finish within the shutdown
-// grace (or until ctx ends), then cancels them; every run still ends with
-// its lease released, so another replica takes the next slot at once.
+// grace (Config.ShutdownGrace), then cancels their contexts and waits for
+// them to return; every run still ends with its lease released, so another
+// replica takes the next slot at once.
+//
+// ctx is a deadline for the grace only if it is live when Stop is called:
+// when it ends during the grace (a deploy's own deadline, a second
+// signal), the handlers still running are cancelled at once. A ctx that
+// has already ended when Stop is called is not a deadline: it is taken
+// for the context the program ran under, cancelled by the signal that
+// stops it (as in defer sched.Stop(ctx)), and the handlers get their
+// whole grace. Either way Stop returns only once every handler returned.
 func (s *Scheduler) Stop(ctx context.Context) error {
 	s.mu.Lock()
 	if !s.started || s.stopped {
@@ -202,6 +212,10 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 	s.loopCancel()
 	<-s.loopDone
 
+	deadline := ctx.Done()
+	if ctx.Err() != nil {
+		deadline = nil // ended before Stop: not a deadline (see above)
+	}
 	done := make(chan struct{})
 	go func() { s.runs.Wait(); close(done) }()
 	grace := s.cfg.Clock.NewTimer(s.cfg.ShutdownGrace)
@@ -209,7 +223,8 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 	case <-done:
 	case <-grace.C():
 		s.log.Warn("cronfence: shutdown grace passed; cancelling running handlers", "grace", s.cfg.ShutdownGrace)
-	case <-ctx.Done():
+	case <-deadline:
+		s.log.Warn("cronfence: the context given to Stop ended during the shutdown grace; cancelling running handlers", "cause", context.Cause(ctx))
 	}
 	grace.Stop()
 	s.runsCancel()

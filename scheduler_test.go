@@ -299,11 +299,14 @@ func TestShutdownReleasesLeaseAndHandsOver(t *testing.T) {
 		c.waitForTimers(1) // the loop's, after its first tick
 		c.db.Advance(time.Minute)
 		run := <-b.started
-		// The deploy's deadline passes before the handler gives up by
-		// itself: Stop cancels it, and it still finishes and releases.
+		// The deploy's deadline passes during the grace, before the
+		// handler gives up by itself: Stop cancels it, and it still
+		// finishes and releases.
 		ctx, cancel := context.WithCancel(context.Background())
 		stopped := make(chan error)
 		go func() { stopped <- s.Stop(ctx) }()
+		<-s.loopDone
+		c.waitForTimers(2) // the lease's renewal and the grace
 		cancel()
 		if err := <-stopped; err != nil {
 			t.Fatal(err)
@@ -493,6 +496,55 @@ func TestShutdownGraceCancelsStuckHandler(t *testing.T) {
 		resumed := <-b2.started
 		if !resumed.Slot.Equal(run.Slot) || resumed.Attempt != 2 {
 			t.Fatalf("resumed run = %+v; want slot %s attempt 2", resumed, run.Slot)
+		}
+	})
+}
+
+// A program that stops on SIGTERM cancels the context it ran under and
+// then calls Stop, often with that same context (defer sched.Stop(ctx)).
+// A context already ended when Stop is called is not a deadline for it:
+// the running handler keeps its context for the shutdown grace and
+// finishes, and its run is recorded as a success, not cut short.
+func TestStopWithACancelledContextGivesRunningHandlersTheGrace(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		b := newBlocker()
+		s := c.startWith(Config{Owner: "leaving", Clock: offsetClock{c.db, 0}, Retention: -1, ShutdownGrace: 30 * time.Second},
+			Job{Name: "long", Schedule: "* * * * *", Handler: b.handler})
+		c.db.Advance(time.Minute)
+		run := <-b.started
+		c.settleHolding(1)
+
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel() // SIGTERM arrived: the program's context is done
+		stopped := make(chan error, 1)
+		go func() { stopped <- s.Stop(ctx) }()
+		<-s.loopDone // firing has stopped; Stop now waits for the handler
+		timers := make(chan error, 1)
+		wait, done := context.WithTimeout(context.Background(), 30*time.Second)
+		defer done()
+		go func() { timers <- c.db.WaitForTimers(wait, 2) }() // the lease's renewal and the grace
+		select {
+		case err := <-stopped:
+			runs, _ := s.store.RunList(context.Background(), store.RunListParams{Job: "long"})
+			t.Fatalf("Stop(an ended context) returned (%v) at once, cancelling the running handler instead of giving it the grace; run rows: %+v", err, runs)
+		case err := <-timers:
+			if err != nil {
+				t.Fatalf("Stop set no grace timer: %v", err)
+			}
+		}
+		c.db.Advance(29 * time.Second) // inside the grace
+		select {
+		case err := <-stopped:
+			t.Fatalf("Stop(an ended context) returned (%v) while the handler ran, inside the grace", err)
+		default:
+		}
+		close(b.release) // the handler finishes by itself
+		if err := <-stopped; err != nil {
+			t.Fatal(err)
+		}
+		runs, err := s.store.RunList(context.Background(), store.RunListParams{Job: "long"})
+		if err != nil || len(runs) != 1 || !runs[0].Success || runs[0].Generation != run.Generation {
+			t.Fatalf("run rows = %+v, %v; want the one run, successful: Stop with an ended context cancelled it instead of giving it the grace", runs, err)
 		}
 	})
 }

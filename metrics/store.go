@@ -174,6 +174,12 @@ func (w *instrumented) SlotAbandon(ctx context.Context, p store.SlotAbandonParam
 	return w.Store.SlotAbandon(ctx, p)
 }
 
+func (w *instrumented) RunInterrupted(ctx context.Context, items []store.RunInterruptedParams) ([]store.Run, error) {
+	ctx, done := w.op(ctx, "RunInterrupted")
+	defer done()
+	return w.Store.RunInterrupted(ctx, items)
+}
+
 func (w *instrumented) SlotSkip(ctx context.Context, items []store.SlotSkipParams) ([]store.Run, error) {
 	ctx, done := w.op(ctx, "SlotSkip")
 	defer done()

@@ -158,12 +158,36 @@ type Store interface {
 	// claim it again, so without this it would stay running for good. Only the dead claim
 	// (p.Owner at p.Generation) is ended, and only while it is still dead,
 	// so exactly one of several replicas abandons it and an owner that
-	// finishes first wins. The run row (attempt and start taken from the
-	// slot, failed, p.Error and p.Logs) is written only when the slot was
-	// marked: SlotUpdated says whether it was. LeaseReleased is always
-	// false (the lease is dead already and is left as it is); Buffered is
-	// as SlotFinish's, the job's slot that waited for this run.
+	// finishes first wins. The dead holding's run row is written only when
+	// the slot was marked (SlotUpdated says whether it was), as
+	// RunInterrupted writes it: interrupted, attempt and start taken from
+	// the slot, p.Error followed by how the run was found dead, p.Logs,
+	// and its end; a holding has one run row, so when it has one already
+	// that row is kept and returned. LeaseReleased is always false (the
+	// lease is dead already and is left as it is); Buffered is as
+	// SlotFinish's, the job's slot that waited for this run.
 	SlotAbandon(ctx context.Context, p SlotAbandonParams) (SlotFinishResult, error)
+
+	// RunInterrupted records, in one round trip, attempts whose run died
+	// without recording its end (its process was killed, or it lost its
+	// lease and could not tell), as SlotListInterrupted listed their
+	// slots: a replica calls it for the slots it is about to resume. For
+	// each item whose slot is still running under that holding (lease
+	// name, owner, generation) and whose run is still dead, as
+	// SlotListInterrupted judges it, it writes the holding's run row: not
+	// a success, Reason ReasonInterrupted, the owner, attempt and start of
+	// the slot row, the item's Error and Log, the error followed by how
+	// the store found the run dead (DeadLeaseExpired, DeadOwnerGone,
+	// DeadLeaseTaken; see InterruptedError), and as its end the lease's
+	// expiry when it expired, otherwise the database clock. A holding has
+	// one run row: of several replicas recording it at once one writes it,
+	// and a row the holding has already is kept (its owner's own end,
+	// when it came first). It returns each recorded item's row, the one
+	// written or the one kept, in the items' order; items not recorded
+	// (alive again, or their slot no longer running under that holding)
+	// are left out, and so may be one whose row another call wrote at the
+	// same instant.
+	RunInterrupted(ctx context.Context, items []RunInterruptedParams) ([]Run, error)
 
 	// SlotSkip records, in one round trip (more only while it gives way to
 	// a claim writing some of the same slots, or is retried after a
@@ -543,6 +567,50 @@ type SlotAbandonParams struct {
 	Now   time.Time // pins the clock for this call; zero means the database clock
 }
 
+// RunInterruptedParams are the arguments of Store.RunInterrupted, for one
+// dead holding: the running slot as SlotListInterrupted listed it, and
+// what its run row says. Items of one call name distinct holdings and
+// share Now.
+type RunInterruptedParams struct {
+	Job        string
+	Slot       time.Time
+	LeaseName  string
+	Owner      string // the dead run's owner
+	Generation int64  // and its generation
+	// Error is the run row's error, to which the store adds how it found
+	// the run dead (InterruptedError).
+	Error string
+	Log   string    // the run row's log line, or none
+	Now   time.Time // pins the clock for this call; zero means the database clock
+}
+
+// ReasonInterrupted is the Reason of the run row of an attempt whose run
+// died without recording its end, written by the replica that found it
+// dead (Store.RunInterrupted, Store.SlotAbandon): not a success, and not
+// a skip.
+const ReasonInterrupted = "interrupted"
+
+// How a store found a run dead, as the error of its interrupted run row
+// says it (InterruptedError).
+const (
+	// DeadLeaseExpired: its lease expired, not renewed; the row's end is
+	// the expiry.
+	DeadLeaseExpired = "its lease expired without being renewed"
+	// DeadOwnerGone: its owner's process is gone (where the store can
+	// tell: PostgreSQL's liveness lock, freed with the owner's session),
+	// its lease not expired yet.
+	DeadOwnerGone = "its owner's process was gone"
+	// DeadLeaseTaken: a later holding has its lease (taken after it
+	// expired, or once its owner was gone).
+	DeadLeaseTaken = "a later holder had taken its lease"
+)
+
+// InterruptedError is the error of an interrupted run row: the caller's
+// error and how the store found the run dead (DeadLeaseExpired, …).
+func InterruptedError(err, how string) string {
+	return err + " (" + how + ")"
+}
+
 // SlotFinishResult is what Store.SlotFinish returns.
 type SlotFinishResult struct {
 	SlotUpdated bool // false when the slot was no longer this owner's; Run then records the takeover, not success
@@ -611,7 +679,7 @@ type Run struct {
 	FinishedAt time.Time
 	Success    bool
 	Skipped    bool
-	Reason     string // why a run was skipped, e.g. "already_executing"
+	Reason     string // why a run was skipped, e.g. "already_executing"; ReasonInterrupted for an attempt found dead
 	Error      string
 	Logs       []string // bounded by MaxRunLogLines and MaxRunLogBytes
 }

@@ -373,12 +373,85 @@ func (p SlotAbandonParams) Validate() error {
 }
 
 // Run is the run row SlotAbandon writes for p, given the slot's attempts
-// and start, finished at now.
-func (p SlotAbandonParams) Run(attempts int, started, now time.Time) Run {
+// and start, how the run was found dead (see DeadHolding) and its end.
+func (p SlotAbandonParams) Run(attempts int, started time.Time, how string, ended time.Time) Run {
+	return interruptedRun(p.Job, p.Slot, LeaseRef{Name: p.LeaseName, Owner: p.Owner, Generation: p.Generation},
+		attempts, started, InterruptedError(p.Error, how), p.Logs, ended)
+}
+
+// Run is the run row RunInterrupted writes for p, given the slot's
+// attempts and start, how the run was found dead (see DeadHolding) and
+// its end.
+func (p RunInterruptedParams) Run(attempts int, started time.Time, how string, ended time.Time) Run {
+	var logs []string
+	if p.Log != "" {
+		logs = []string{p.Log}
+	}
+	return interruptedRun(p.Job, p.Slot, LeaseRef{Name: p.LeaseName, Owner: p.Owner, Generation: p.Generation},
+		attempts, started, InterruptedError(p.Error, how), logs, ended)
+}
+
+func interruptedRun(job string, slot time.Time, holding LeaseRef, attempts int, started time.Time, err string, logs []string, ended time.Time) Run {
 	return Run{
-		Job: p.Job, Slot: p.Slot, Owner: p.Owner, Generation: p.Generation, Attempt: attempts,
-		StartedAt: started, FinishedAt: now, Error: p.Error, Logs: p.Logs,
+		Job: job, Slot: slot, Owner: holding.Owner, Generation: holding.Generation, LeaseName: holding.Name, Attempt: attempts,
+		StartedAt: started, FinishedAt: latest(ended, started), Reason: ReasonInterrupted, Error: err, Logs: logs,
 	}.Bounded()
+}
+
+// DeadHolding judges the holding (lease name, generation) of a running
+// slot as SlotListInterrupted does, from its lease row l as read (zero
+// when there is none) and, where the store can tell, whether the lease
+// owner's process is gone: dead or not, how it was found dead
+// (DeadLeaseExpired, DeadOwnerGone, DeadLeaseTaken), and the end its
+// interrupted run row gets: the lease's expiry when it expired, else now.
+func DeadHolding(generation int64, l Lease, ownerGone bool, now time.Time) (dead bool, how string, ended time.Time) {
+	switch {
+	case l.Name == "" || l.Generation != generation:
+		return true, DeadLeaseTaken, now
+	case !l.ExpiresAt.After(now):
+		return true, DeadLeaseExpired, l.ExpiresAt
+	case ownerGone:
+		return true, DeadOwnerGone, now
+	}
+	return false, "", time.Time{}
+}
+
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// Validate checks p before RunInterrupted.
+func (p RunInterruptedParams) Validate() error {
+	if err := ValidateName("job", p.Job); err != nil {
+		return err
+	}
+	if p.Slot.IsZero() {
+		return invalid("an interrupted run needs its slot: a manual run has none to resume")
+	}
+	return validateRef(LeaseRef{Name: p.LeaseName, Owner: p.Owner, Generation: p.Generation})
+}
+
+// ValidateInterruptedBatch checks the items of RunInterrupted: each valid,
+// each a holding of its own, Now shared.
+func ValidateInterruptedBatch(items []RunInterruptedParams) error {
+	holdings := make(map[LeaseRef]int, len(items))
+	for i, p := range items {
+		if err := p.Validate(); err != nil {
+			return fmt.Errorf("item %d: %w", i, err)
+		}
+		h := LeaseRef{Name: p.LeaseName, Generation: p.Generation}
+		if j, dup := holdings[h]; dup {
+			return invalid("items %d and %d name the same holding (lease %q, generation %d)", j, i, p.LeaseName, p.Generation)
+		}
+		holdings[h] = i
+		if !p.Now.Equal(items[0].Now) {
+			return invalid("item %d: Now must be the same for every item of a batch", i)
+		}
+	}
+	return nil
 }
 
 // Validate checks a run row before RunInsert.

@@ -91,6 +91,8 @@ func resultText(r adminapi.Run) string {
 		return "running"
 	case r.Success:
 		return "ok"
+	case r.Result.Reason == store.ReasonInterrupted && r.Error != nil:
+		return *r.Error // "interrupted on attempt 1 of 3: …", found dead by a replica
 	case r.Error != nil:
 		return "FAILED: " + *r.Error
 	default:
@@ -612,7 +614,10 @@ func (c *triggerCmd) direct(a *app) error {
 	// Warnings and the run's error on stderr; the command's output lines
 	// (logged at info) go to the run row only.
 	logger := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	s, err := cronfence.New(cronfence.Config{Store: db.Store, Observer: observer, Logger: logger, DisableTimers: true})
+	// Stop comes only when the run ended or the user interrupted trigger:
+	// then the run is cancelled at once (the command still gets
+	// --kill-grace between SIGTERM and SIGKILL), with no shutdown grace.
+	s, err := cronfence.New(cronfence.Config{Store: db.Store, Observer: observer, Logger: logger, DisableTimers: true, ShutdownGrace: time.Nanosecond})
 	if err != nil {
 		return err
 	}
@@ -639,9 +644,7 @@ func (c *triggerCmd) direct(a *app) error {
 		_ = s.Stop(context.Background()) // the run has ended: releases the liveness lock
 	case <-a.ctx.Done():
 		fmt.Fprintf(a.stderr, "cronfence: trigger %q: interrupted; cancelling the run\n", c.Job)
-		cancelled, cancel := context.WithCancel(context.Background())
-		cancel()
-		_ = s.Stop(cancelled) // cancels the run at once and waits for its end
+		_ = s.Stop(context.Background()) // cancels the run at once (no grace: see New above) and waits for its end
 		end = <-ended
 	}
 	recorded := ""

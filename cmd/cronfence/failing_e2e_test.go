@@ -39,7 +39,7 @@ jobs:
 
 	raised := waitDelivery(t, hook, "failing", "raised", 60*time.Second, ps)
 	if raised.Subject != "export" || raised.Details["threshold"] != "2" || raised.Details["attempts"] != "2" ||
-		!strings.HasSuffix(raised.Details["last_error"], "exited with status 3") {
+		raised.Details["last_error"] != "exit status 3" {
 		t.Errorf("failing delivery = %+v; want export, threshold 2, 2 attempts, the command's exit status", raised)
 	}
 	code, out, errOut := runCLI(t, dir, "check", "--config", cfg)

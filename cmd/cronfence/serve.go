@@ -11,6 +11,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cronfence/cronfence"
@@ -285,9 +286,41 @@ func commandHandler(j config.Job, killGrace time.Duration) cronfence.Handler {
 				run.Logger.Info(line)
 			},
 		})
-		if res.Err != nil {
-			return fmt.Errorf("job %q: %w", j.Name, res.Err)
+		if res.Err == nil {
+			return nil
 		}
-		return nil
+		// The run's error says how the command ended; what it was goes
+		// into the run's own log lines (at DEBUG in serve's log): a
+		// script can be pages long, and the error lands in log lines,
+		// the API and one-line tables.
+		run.Logger.Debug("the command that failed: " + commandText(j))
+		var timedOut *cronfence.TimeoutError
+		if res.Cancelled && errors.As(context.Cause(ctx), &timedOut) {
+			return &killedError{msg: fmt.Sprintf("killed after timeout %s", timedOut.Timeout), cause: res.Err}
+		}
+		return res.Err
 	}
 }
+
+// commandText is a job's command as the run's log shows it.
+func commandText(j config.Job) string {
+	if j.Shell != "" {
+		return "sh -c " + strconv.Quote(j.Shell)
+	}
+	quoted := make([]string, len(j.Command))
+	for i, arg := range j.Command {
+		quoted[i] = strconv.Quote(arg)
+	}
+	return strings.Join(quoted, " ")
+}
+
+// killedError is a command stopped by its job's timeout: it reads as that,
+// and wraps how the command ended (with the timeout as the cause), so the
+// scheduler finds the cause in it and does not add it again.
+type killedError struct {
+	msg   string
+	cause error
+}
+
+func (e *killedError) Error() string { return e.msg }
+func (e *killedError) Unwrap() error { return e.cause }

@@ -174,8 +174,8 @@ jobs:
 	if failed == nil {
 		t.Fatalf("no finished run of the failing job; stderr:\n%s", p.stderr.String())
 	}
-	if failed.Success || !strings.Contains(failed.Error, "exited with status 3") {
-		t.Errorf("failing run: success %v, error %q; want a failure naming status 3", failed.Success, failed.Error)
+	if failed.Success || failed.Error != "exit status 3" {
+		t.Errorf("failing run: success %v, error %q; want a failure saying exit status 3", failed.Success, failed.Error)
 	}
 	if !slices.ContainsFunc(failed.Logs, func(l string) bool { return strings.HasSuffix(l, "to-stdout") }) ||
 		!slices.ContainsFunc(failed.Logs, func(l string) bool { return strings.HasSuffix(l, "to-stderr") }) {

@@ -355,16 +355,19 @@ func checkPauses(ev *evidence, faults []fault, r *report) {
 // checkUnfinished: a claimed slot ends completed, skipped or failed. A slot
 // still running (or buffered) after the settle phase is a run nobody
 // finished or resumed. A failed slot is counted; it is a violation only when
-// it left no effect and no run row saying why it failed.
+// it left no effect and no run row of its final attempt (the slot row's
+// generation) saying why it failed: an earlier attempt's row (one a replica
+// wrote as it found that attempt dead, say) does not say why the last one
+// failed.
 func checkUnfinished(ev *evidence, win window, r *report) {
 	effects := map[slotKey]bool{}
 	for _, e := range ev.ledger {
 		effects[keyOf(e.Job, e.Slot)] = true
 	}
-	reasons := map[slotKey]string{}
+	reasons := map[genKey]string{}
 	for _, run := range ev.runs {
 		if why := strings.TrimSpace(run.Error + " " + run.Reason); !run.Success && why != "" {
-			reasons[keyOf(run.Job, run.Slot)] = why
+			reasons[genKey{keyOf(run.Job, run.Slot), run.Generation}] = why
 		}
 	}
 	for _, s := range ev.slots {
@@ -379,7 +382,7 @@ func checkUnfinished(ev *evidence, win window, r *report) {
 				s.Status, s.Job, s.Slot.UTC().Format(time.RFC3339), s.Generation, s.Attempts)
 		case "failed":
 			r.Failed++
-			why, ok := reasons[k]
+			why, ok := reasons[genKey{k, s.Generation}]
 			switch {
 			case !effects[k] && !ok:
 				r.violate("slot failed without its effect and without a recorded reason: %s slot %s generation %d attempt %d",

@@ -372,6 +372,36 @@ func TestCheckerReportsUnfinishedSlots(t *testing.T) {
 	if rep.Failed != 1 || len(rep.Violations) != 1 || !strings.Contains(rep.Violations[0], "slot failed without its effect and without a recorded reason: medium slot 2026-11-30T06:00:06Z") {
 		t.Fatalf("a silently failed slot: failed %d, violations %q", rep.Failed, rep.Violations)
 	}
+	// An earlier attempt's row does not say why the last one failed: a
+	// replica's record of attempt 1, found dead, beside a last attempt
+	// that failed with no row of its own, is a silent loss all the same.
+	ev, win = cleanEvidence()
+	for i := range ev.slots {
+		if ev.slots[i].Job == "medium" && ev.slots[i].Slot.Equal(at(6)) {
+			ev.slots[i].Status, ev.slots[i].Generation, ev.slots[i].Attempts = "failed", 700, 2
+		}
+	}
+	setRun(ev, "medium", at(6), false, "interrupted on attempt 1 of 3: the run by r1 at generation 5 never recorded its end")
+	dropEffect(ev, "medium", at(6))
+	rep = check(ev, nil, win, 3)
+	if rep.Failed != 1 || len(rep.Violations) != 1 || !strings.Contains(rep.Violations[0], "slot failed without its effect and without a recorded reason: medium slot 2026-11-30T06:00:06Z generation 700") {
+		t.Fatalf("a last attempt failed silently after an interrupted one: failed %d, violations %q", rep.Failed, rep.Violations)
+	}
+	// A slot whose attempt 1 was found dead (its row: interrupted, not a
+	// success) and whose attempt 2 completed it: one slot, completed once,
+	// nothing to report.
+	ev, win = cleanEvidence()
+	for i := range ev.runs {
+		if ev.runs[i].Job == "medium" && ev.runs[i].Slot.Equal(at(6)) {
+			dead := ev.runs[i]
+			dead.Generation, dead.Owner, dead.Success, dead.Reason = 650, "r1", false, "interrupted"
+			dead.Error = "interrupted on attempt 1 of 3: the run by r1 at generation 650 never recorded its end (its lease expired without being renewed)"
+			ev.runs = append(ev.runs, dead)
+		}
+	}
+	if rep = check(ev, nil, win, 3); len(rep.Violations) > 0 || rep.Failed != 0 || rep.TakenOverRuns != 0 {
+		t.Fatalf("a slot completed by attempt 2 after attempt 1 was found dead: violations %q, failed %d, taken over %d", rep.Violations, rep.Failed, rep.TakenOverRuns)
+	}
 	// Failed after its effect committed (a later attempt refused), under
 	// fence() alone, where the effect commits before the slot's completion:
 	// counted. (With complete() it is a violation: TestCheckerReportsEachViolation.)

@@ -73,14 +73,14 @@ func checkFailing(j *Job, d JobData, limit int) (Alert, bool) {
 			"last_error":  lastError,
 			"owner":       newest.Owner,
 		},
-		Message: fmt.Sprintf("job %q: its last %s slots ended failed (the latest, %s, after %d attempts: %s)",
-			j.Name, count, ts(newest.Slot), newest.Attempt, lastError),
+		Message: fmt.Sprintf("job %q: its last %s ended failed (the latest, %s, after %s: %s)",
+			j.Name, lastSlots(count), ts(newest.Slot), plural(newest.Attempt, "attempt"), lastError),
 	}, true
 }
 
 // cutMiddle bounds s to about n bytes by cutting out its middle, marked
 // "…", without splitting a character: an error's head names what failed
-// and its tail how (a command's "exited with status 3" comes last).
+// and its tail how (a command's "exit status 3" comes last).
 func cutMiddle(s string, n int) string {
 	if len(s) <= n {
 		return s
@@ -93,4 +93,22 @@ func cutMiddle(s string, n int) string {
 		tail++
 	}
 	return s[:head] + "…" + s[tail:]
+}
+
+// lastSlots is "its last …" of a streak of count slots: "slot" for one,
+// else "3 slots", "3+ slots".
+func lastSlots(count string) string {
+	if count == "1" {
+		return "slot"
+	}
+	return count + " slots"
+}
+
+// plural is n and noun, in the plural unless n is one: "1 attempt", "3
+// attempts".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }

@@ -71,7 +71,7 @@ func holdLimit(j *Job, runs []store.Run, ttl time.Duration) (time.Duration, stri
 	}
 	var longest time.Duration
 	for _, r := range runs {
-		if !r.Skipped && !r.FinishedAt.IsZero() {
+		if ranFor(r) {
 			longest = max(longest, r.FinishedAt.Sub(r.StartedAt))
 		}
 	}

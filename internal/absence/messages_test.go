@@ -39,3 +39,23 @@ func TestMessages(t *testing.T) {
 		}
 	}
 }
+
+// A count of one reads in the singular: a job whose slots have one
+// attempt each (the default) failed "after 1 attempt", and with a
+// threshold of one it is "its last slot" that failed.
+func TestFailingMessageCountsInTheSingular(t *testing.T) {
+	t.Parallel()
+	runs := attemptRuns("x1", "ok1")
+	for i := range runs {
+		runs[i].Job = "export"
+	}
+	s := snapshot(at("12:10:00"), []store.Replica{replica("a", at("09:00:00"), job("export", "* * * * *", func(j *store.ReplicaJob) { j.MaxAttempts = 1 }))},
+		map[string]absence.JobData{"export": {Runs: runs}})
+	thr := th
+	thr.Failing = 1
+	want := `job "export": its last slot ended failed (the latest, 2026-03-01T12:09:00Z, after 1 attempt: exit status 1 on 2026-03-01T12:09:00Z)`
+	res := absence.Evaluate(s, thr)
+	if len(res.Alerts) != 1 || res.Alerts[0].Message != want {
+		t.Fatalf("alerts %+v\nwant one saying %s", res.Alerts, want)
+	}
+}

@@ -100,6 +100,12 @@ func TestSlowRun(t *testing.T) {
 		{name: "skips and manual runs are not judged", sched: "*/10 * * * *",
 			runs: []store.Run{{ID: 9, Job: "sync", Slot: at("12:10:00"), Skipped: true}, {ID: 8, Job: "sync", Manual: true, StartedAt: at("12:05:00"), FinishedAt: at("12:09:00")}, run("12:00:00", 6*time.Minute)},
 			want: []got{slow("10m0s")}},
+		// An attempt found dead: its row ends when its lease expired (the
+		// TTL after its last renewal), not when its work did. The run
+		// before it decides.
+		{name: "an interrupted attempt is not judged", sched: "*/10 * * * *",
+			runs: []store.Run{{ID: 9, Job: "sync", Slot: at("12:10:00"), StartedAt: at("12:10:00"), FinishedAt: at("12:16:30"), Reason: store.ReasonInterrupted},
+				run("12:00:00", time.Minute)}},
 		// An uneven schedule: the interval is the gap to the next slot
 		// after the run's own.
 		{name: "uneven: short gap after 12:00", sched: "0,5,30 12 * * *", runs: []store.Run{run("12:00:00", 3*time.Minute)}, want: []got{slow("5m0s")}},

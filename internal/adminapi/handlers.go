@@ -57,7 +57,8 @@ func timeOrNil(t time.Time) *string {
 
 // RunResult is a run row's "result". It is always an object, also for a run
 // that was not skipped ({"skipped": false, "reason": ""}), so clients never
-// test for null.
+// test for null. "reason" is a skip's, or "interrupted" for an attempt a
+// replica found dead (not a success; "error" says how it was found).
 type RunResult struct {
 	Skipped bool   `json:"skipped"`
 	Reason  string `json:"reason"`

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -67,7 +68,7 @@ func (s *Store) RunInsert(ctx context.Context, run store.Run) (store.Run, error)
 // row. The insert waits for a concurrent insert of the same holding and
 // then finds it a duplicate.
 func (s *Store) insertRun(ctx context.Context, tx *sql.Tx, run store.Run, now time.Time) (store.Run, error) {
-	stored, _, err := s.writeRun(ctx, tx, run, now, "")
+	stored, _, err := s.writeRun(ctx, tx, run, now, "", false)
 	return stored, err
 }
 
@@ -75,12 +76,21 @@ func (s *Store) insertRun(ctx context.Context, tx *sql.Tx, run store.Run, now ti
 // the job's earliest buffered slot (zero when none): what a run's end
 // reports.
 func (s *Store) insertRunBuffered(ctx context.Context, tx *sql.Tx, run store.Run, now time.Time) (store.Run, time.Time, error) {
-	return s.writeRun(ctx, tx, run, now, run.Job)
+	return s.writeRun(ctx, tx, run, now, run.Job, false)
 }
 
-// writeRun is insertRun, and insertRunBuffered when bufferedOf names the
-// job.
-func (s *Store) writeRun(ctx context.Context, tx *sql.Tx, run store.Run, now time.Time, bufferedOf string) (store.Run, time.Time, error) {
+// finishRunBuffered is insertRunBuffered for a holding's own end
+// (SlotFinish): a finish retried after its answer was lost writes nothing
+// and returns the first row, but a row another replica wrote for the
+// holding as it found the run dead (store.ReasonInterrupted) stands in
+// for the end until it comes, and is replaced by it, keeping its id.
+func (s *Store) finishRunBuffered(ctx context.Context, tx *sql.Tx, run store.Run, now time.Time) (store.Run, time.Time, error) {
+	return s.writeRun(ctx, tx, run, now, run.Job, true)
+}
+
+// writeRun is insertRun, insertRunBuffered when bufferedOf names the job,
+// and finishRunBuffered with ownEnd.
+func (s *Store) writeRun(ctx context.Context, tx *sql.Tx, run store.Run, now time.Time, bufferedOf string, ownEnd bool) (store.Run, time.Time, error) {
 	run, logs, err := runRow(run, now)
 	if err != nil {
 		return store.Run{}, time.Time{}, err
@@ -91,9 +101,17 @@ func (s *Store) writeRun(ctx context.Context, tx *sql.Tx, run store.Run, now tim
 			run.StartedAt, run.FinishedAt, run.Success, run.Skipped, run.Reason, run.Error, logs, bufferedOf},
 		func(_ int, rows *sql.Rows) error { return rows.Scan(&run.ID, &buffered) })
 	if mysqlCode(err) == errDupKey && run.LeaseName != "" {
-		// The holding's row is there already: return it.
+		// The holding's row is there already: return it, or replace it.
 		stored, err := scanRun(tx.QueryRowContext(ctx, `SELECT `+runColumns+` FROM `+s.t("runs")+` WHERE holding_name = ? AND generation = ?`,
 			run.LeaseName, run.Generation))
+		if err == nil && ownEnd && stored.Reason == store.ReasonInterrupted {
+			run.ID = stored.ID
+			stored = run
+			_, err = tx.ExecContext(ctx, `UPDATE `+s.t("runs")+` SET job = ?, slot = ?, manual = ?, catch_up = ?, owner = ?, attempt = ?,
+				started_at = ?, finished_at = ?, success = ?, skipped = ?, reason = ?, error = ?, logs = ? WHERE id = ?`,
+				run.Job, nullTime(run.Slot), run.Manual, run.CatchUp, run.Owner, run.Attempt,
+				run.StartedAt, run.FinishedAt, run.Success, run.Skipped, run.Reason, run.Error, logs, run.ID)
+		}
 		if err != nil || bufferedOf == "" {
 			return stored, time.Time{}, err
 		}
@@ -231,4 +249,68 @@ func queryRuns(ctx context.Context, q querier, query string, args []any) ([]stor
 		runs = append(runs, r)
 	}
 	return runs, rows.Err()
+}
+
+// RunInterrupted records dead holdings' attempts as interrupted run rows,
+// in one transaction. See store.Store. It locks no slot or lease row:
+// the holding's run row is the only thing written, and a concurrent
+// insert of the same holding's row waits for this one and finds it a
+// duplicate.
+func (s *Store) RunInterrupted(ctx context.Context, items []store.RunInterruptedParams) ([]store.Run, error) {
+	if err := store.ValidateInterruptedBatch(items); err != nil {
+		return nil, err
+	}
+	if s.closed.Load() {
+		return nil, closedError("record interrupted runs")
+	}
+	if len(items) == 0 {
+		return nil, nil
+	}
+	var runs []store.Run
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		runs = runs[:0]
+		now, err := s.now(ctx, tx, items[0].Now)
+		if err != nil {
+			return err
+		}
+		for _, p := range items {
+			p.Slot = normalize(p.Slot)
+			var (
+				attempts int
+				started  time.Time
+				lease    store.Lease
+				gone     bool
+			)
+			err := tx.QueryRowContext(ctx, `
+				SELECT s.attempts, s.started_at, COALESCE(l.name, ''), COALESCE(l.generation, 0),
+				       COALESCE(l.expires_at, s.started_at),
+				       COALESCE(l.live_key IS NOT NULL AND IS_FREE_LOCK(CONCAT('cronfence.live.', l.live_key)) = 1, FALSE)
+				  FROM `+s.t("slots")+` s
+				  LEFT JOIN `+s.t("leases")+` l ON l.name = s.lease_name
+				 WHERE s.job = ? AND s.slot = ? AND s.status = 'running'
+				   AND s.lease_name = ? AND s.owner = ? AND s.generation = ?`,
+				p.Job, p.Slot, p.LeaseName, p.Owner, p.Generation,
+			).Scan(&attempts, &started, &lease.Name, &lease.Generation, &lease.ExpiresAt, &gone)
+			if errors.Is(err, sql.ErrNoRows) {
+				continue // ended, or resumed: no longer this holding's
+			}
+			if err != nil {
+				return err
+			}
+			dead, how, ended := store.DeadHolding(p.Generation, lease, gone, now)
+			if !dead {
+				continue
+			}
+			run, err := s.insertRun(ctx, tx, p.Run(attempts, started.UTC(), how, ended.UTC()), now)
+			if err != nil {
+				return err
+			}
+			runs = append(runs, run)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, s.errorf(err, "record %d interrupted run(s), first of job %q", len(items), items[0].Job)
+	}
+	return runs, nil
 }

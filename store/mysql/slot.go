@@ -795,9 +795,10 @@ func (s *Store) finishSome(ctx context.Context, tx *sql.Tx, items []store.SlotFi
 
 // writeRuns writes the run rows runs[i] for i in chunk, each with the
 // job's buffered slot, in one round trip, into results[i]. A holding that
-// has its row already (a finish retried after its answer was lost) fails
-// the query at its insert; the chunk is then written item by item, each
-// such holding's row returned as it is.
+// has its row already (a finish retried after its answer was lost, or a
+// replica recorded it interrupted) fails the query at its insert; the
+// chunk is then written item by item, each such holding's row returned as
+// it is or replaced (finishRunBuffered).
 func (s *Store) writeRuns(ctx context.Context, tx *sql.Tx, runs []store.Run, at []time.Time, chunk []int, results []store.SlotFinishResult) error {
 	var (
 		q     strings.Builder
@@ -831,7 +832,7 @@ func (s *Store) writeRuns(ctx context.Context, tx *sql.Tx, runs []store.Run, at 
 	}
 	for _, i := range chunk {
 		var err error
-		if results[i].Run, results[i].Buffered, err = s.insertRunBuffered(ctx, tx, runs[i], at[i]); err != nil {
+		if results[i].Run, results[i].Buffered, err = s.finishRunBuffered(ctx, tx, runs[i], at[i]); err != nil {
 			return err
 		}
 	}
@@ -944,7 +945,11 @@ func (s *Store) SlotAbandon(ctx context.Context, p store.SlotAbandonParams) (res
 			return err
 		}
 		res.SlotUpdated = true
-		res.Run, res.Buffered, err = s.insertRunBuffered(ctx, tx, p.Run(attempts, started.UTC(), now), now)
+		how, ended, err := s.deadHow(ctx, tx, p.LeaseName, p.Generation, now)
+		if err != nil {
+			return err
+		}
+		res.Run, res.Buffered, err = s.insertRunBuffered(ctx, tx, p.Run(attempts, started.UTC(), how, ended), now)
 		return err
 	})
 	if err != nil {
@@ -968,4 +973,20 @@ func prefixed(prefix, columns string) string {
 		parts[i] = prefix + strings.TrimSpace(c)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// deadHow says how the holding (name, generation), dead, was found so
+// (store.DeadHolding), and the end its interrupted run row gets.
+func (s *Store) deadHow(ctx context.Context, tx *sql.Tx, name string, generation int64, now time.Time) (string, time.Time, error) {
+	var lease store.Lease
+	var gone bool
+	err := tx.QueryRowContext(ctx, `
+		SELECT name, generation, expires_at,
+		       COALESCE(live_key IS NOT NULL AND IS_FREE_LOCK(CONCAT('cronfence.live.', live_key)) = 1, FALSE)
+		  FROM `+s.t("leases")+` WHERE name = ?`, name).Scan(&lease.Name, &lease.Generation, &lease.ExpiresAt, &gone)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return "", time.Time{}, err
+	}
+	_, how, ended := store.DeadHolding(generation, lease, gone, now)
+	return how, ended.UTC(), nil
 }

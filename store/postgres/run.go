@@ -33,6 +33,54 @@ func (s *Store) RunInsert(ctx context.Context, run store.Run) (store.Run, error)
 	return sr.run(), nil
 }
 
+// RunInterrupted records dead holdings' attempts as interrupted run rows,
+// in one statement (sql/runInterrupted.sql). See store.Store.
+func (s *Store) RunInterrupted(ctx context.Context, items []store.RunInterruptedParams) ([]store.Run, error) {
+	if err := store.ValidateInterruptedBatch(items); err != nil {
+		return nil, err
+	}
+	if err := s.usable(); err != nil {
+		return nil, err
+	}
+	if len(items) == 0 {
+		return nil, nil
+	}
+	n := len(items)
+	var (
+		jobs, leaseNames, owners   = make([]string, n), make([]string, n), make([]string, n)
+		expired, gone, taken, logs = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		slots                      = make([]time.Time, n)
+		generations                = make([]int64, n)
+	)
+	for i, p := range items {
+		jobs[i], slots[i], leaseNames[i], owners[i], generations[i] = p.Job, slotTime(p.Slot), p.LeaseName, p.Owner, p.Generation
+		// The row as each way of finding the run dead would have it; the
+		// statement picks one.
+		row := p.Run(0, time.Time{}, store.DeadLeaseExpired, time.Time{})
+		expired[i] = row.Error
+		gone[i] = p.Run(0, time.Time{}, store.DeadOwnerGone, time.Time{}).Error
+		taken[i] = p.Run(0, time.Time{}, store.DeadLeaseTaken, time.Time{}).Error
+		if len(row.Logs) > 0 {
+			logs[i] = row.Logs[0]
+		}
+	}
+	what := fmt.Sprintf("record %d interrupted run(s), first of job %q", n, items[0].Job)
+	rows, err := s.pool.Query(ctx, s.q.runInterrupted,
+		jobs, slots, leaseNames, owners, generations, expired, gone, taken, logs, store.ReasonInterrupted, s.nowArg(items[0].Now))
+	if err != nil {
+		return nil, s.translate(what, err)
+	}
+	runs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Run, error) {
+		var sr scannedRun
+		err := row.Scan(sr.dest()...)
+		return sr.run(), err
+	})
+	if err != nil {
+		return nil, s.translate(what, err)
+	}
+	return runs, nil
+}
+
 // RunList returns run rows, newest first. See store.Store.
 func (s *Store) RunList(ctx context.Context, p store.RunListParams) ([]store.Run, error) {
 	if err := p.Validate(); err != nil {

@@ -571,13 +571,16 @@ func (s *Store) SlotAbandon(ctx context.Context, p store.SlotAbandonParams) (sto
 	if err := s.usable(); err != nil {
 		return store.SlotFinishResult{}, err
 	}
-	bounded := store.Run{Error: p.Error, Logs: p.Logs}.Bounded() // the rest comes from the slot row
+	// The row as each way of finding the run dead would have it; the
+	// statement picks one. The rest comes from the slot row.
+	expired, gone, taken := p.Run(0, time.Time{}, store.DeadLeaseExpired, time.Time{}),
+		p.Run(0, time.Time{}, store.DeadOwnerGone, time.Time{}), p.Run(0, time.Time{}, store.DeadLeaseTaken, time.Time{})
 	var res store.SlotFinishResult
 	var sr scannedRun
 	var buffered *time.Time
 	err := s.pool.QueryRow(ctx, s.q.slotAbandon,
 		p.Job, slotTime(p.Slot), p.LeaseName, p.Owner, p.Generation, p.MaxAttempts, s.nowArg(p.Now),
-		bounded.Error, logsArg(bounded.Logs), p.Grace.Microseconds(),
+		logsArg(expired.Logs), p.Grace.Microseconds(), store.ReasonInterrupted, expired.Error, gone.Error, taken.Error,
 	).Scan(append([]any{&buffered}, sr.dest()...)...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return res, nil // alive again, finished, or attempts left: not ours to end

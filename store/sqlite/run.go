@@ -59,11 +59,23 @@ func (s *Store) RunInsert(ctx context.Context, run store.Run) (store.Run, error)
 }
 
 // insertRun writes run, already validated and bounded, and returns it as
-// stored, with the time defaults of RunInsert. Shared with SlotFinish. A
-// holding (lease name, generation) has one run row: for one that has it
-// already (a finish retried after its answer was lost) it writes nothing
-// and returns that row.
+// stored, with the time defaults of RunInsert. A holding (lease name,
+// generation) has one run row: for one that has it already it writes
+// nothing and returns that row.
 func insertRun(ctx context.Context, q querier, run store.Run, now time.Time) (store.Run, error) {
+	return writeRun(ctx, q, run, now, false)
+}
+
+// finishRun is insertRun for a holding's own end (SlotFinish): a finish
+// retried after its answer was lost writes nothing and returns the first
+// row, but a row another replica wrote for the holding as it found the run
+// dead (store.ReasonInterrupted) stands in for the end until it comes, and
+// is replaced by it, keeping its id.
+func finishRun(ctx context.Context, q querier, run store.Run, now time.Time) (store.Run, error) {
+	return writeRun(ctx, q, run, now, true)
+}
+
+func writeRun(ctx context.Context, q querier, run store.Run, now time.Time, ownEnd bool) (store.Run, error) {
 	run.Slot = normalize(run.Slot)
 	run.StartedAt, run.FinishedAt = normalize(run.StartedAt), normalize(run.FinishedAt)
 	if run.FinishedAt.IsZero() {
@@ -82,11 +94,19 @@ func insertRun(ctx context.Context, q querier, run store.Run, now time.Time) (st
 			return store.Run{}, err
 		}
 	}
+	conflict := `DO NOTHING`
+	if ownEnd {
+		conflict = `DO UPDATE SET job = excluded.job, slot = excluded.slot, manual = excluded.manual,
+			catch_up = excluded.catch_up, owner = excluded.owner, attempt = excluded.attempt,
+			started_at = excluded.started_at, finished_at = excluded.finished_at, success = excluded.success,
+			skipped = excluded.skipped, reason = excluded.reason, error = excluded.error, logs = excluded.logs
+			WHERE cronfence_runs.reason = '` + store.ReasonInterrupted + `'`
+	}
 	err := q.QueryRowContext(ctx, `
 		INSERT INTO cronfence_runs (job, slot, manual, catch_up, owner, generation, lease_name, attempt,
 			started_at, finished_at, success, skipped, reason, error, logs)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (lease_name, generation) WHERE lease_name <> '' DO NOTHING
+		ON CONFLICT (lease_name, generation) WHERE lease_name <> '' `+conflict+`
 		RETURNING id`,
 		run.Job, nullMicros(run.Slot), run.Manual, run.CatchUp, run.Owner, run.Generation, run.LeaseName, run.Attempt,
 		micros(run.StartedAt), micros(run.FinishedAt), run.Success, run.Skipped, run.Reason, run.Error, string(logs),
@@ -183,4 +203,62 @@ func listRuns(ctx context.Context, q querier, query string, args []any) ([]store
 		runs = append(runs, r)
 	}
 	return runs, rows.Err()
+}
+
+// RunInterrupted records dead holdings' attempts as interrupted run rows,
+// in one immediate transaction. See store.Store.
+func (s *Store) RunInterrupted(ctx context.Context, items []store.RunInterruptedParams) ([]store.Run, error) {
+	if err := store.ValidateInterruptedBatch(items); err != nil {
+		return nil, err
+	}
+	if s.closed.Load() {
+		return nil, closedError("record interrupted runs")
+	}
+	if len(items) == 0 {
+		return nil, nil
+	}
+	now := s.now(items[0].Now)
+	var runs []store.Run
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		runs = runs[:0]
+		for _, p := range items {
+			p.Slot = normalize(p.Slot)
+			var (
+				attempts     int
+				started      int64
+				lease        store.Lease
+				name         sql.NullString
+				gen, expires sql.NullInt64
+			)
+			err := tx.QueryRowContext(ctx, `
+				SELECT s.attempts, s.started_at, l.name, l.generation, l.expires_at
+				  FROM cronfence_slots s
+				  LEFT JOIN cronfence_leases l ON l.name = s.lease_name
+				 WHERE s.job = ? AND s.slot = ? AND s.status = 'running'
+				   AND s.lease_name = ? AND s.owner = ? AND s.generation = ?`,
+				p.Job, micros(p.Slot), p.LeaseName, p.Owner, p.Generation,
+			).Scan(&attempts, &started, &name, &gen, &expires)
+			if errors.Is(err, sql.ErrNoRows) {
+				continue // ended, or resumed: no longer this holding's
+			}
+			if err != nil {
+				return err
+			}
+			lease.Name, lease.Generation, lease.ExpiresAt = name.String, gen.Int64, fromNullMicros(expires)
+			dead, how, ended := store.DeadHolding(p.Generation, lease, false, now)
+			if !dead {
+				continue
+			}
+			run, err := insertRun(ctx, tx, p.Run(attempts, fromMicros(started), how, ended), now)
+			if err != nil {
+				return err
+			}
+			runs = append(runs, run)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, s.errorf(err, "record %d interrupted run(s), first of job %q", len(items), items[0].Job)
+	}
+	return runs, nil
 }

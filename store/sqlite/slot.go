@@ -462,7 +462,7 @@ func finishIn(ctx context.Context, tx *sql.Tx, p store.SlotFinishParams, run sto
 	if run.FinishedAt.IsZero() {
 		run.FinishedAt = now // the slot's finish, whatever the start
 	}
-	if res.Run, err = insertRun(ctx, tx, run, now); err != nil {
+	if res.Run, err = finishRun(ctx, tx, run, now); err != nil {
 		return res, err
 	}
 	res.Buffered, err = earliestBuffered(ctx, tx, p.Job)
@@ -562,7 +562,12 @@ func (s *Store) SlotAbandon(ctx context.Context, p store.SlotAbandonParams) (res
 			return err
 		}
 		res.SlotUpdated = true
-		if res.Run, err = insertRun(ctx, tx, p.Run(attempts, fromMicros(started), now), now); err != nil {
+		lease, err := leaseRow(ctx, tx, p.LeaseName)
+		if err != nil {
+			return err
+		}
+		_, how, ended := store.DeadHolding(p.Generation, lease, false, now)
+		if res.Run, err = insertRun(ctx, tx, p.Run(attempts, fromMicros(started), how, ended), now); err != nil {
 			return err
 		}
 		res.Buffered, err = earliestBuffered(ctx, tx, p.Job)
@@ -589,4 +594,13 @@ func prefixed(prefix, columns string) string {
 		parts[i] = prefix + strings.TrimSpace(c)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// leaseRow is the named lease's row, or a zero Lease when it has none.
+func leaseRow(ctx context.Context, q querier, name string) (store.Lease, error) {
+	l, err := getLease(ctx, q, name)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Lease{}, nil
+	}
+	return l, err
 }

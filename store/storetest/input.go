@@ -149,6 +149,10 @@ func closedStore(t *testing.T, b Bundle) {
 			_, err := s.SlotAbandon(ctx(t), store.SlotAbandonParams{Job: "j", Slot: now, LeaseName: "l", Owner: "o", Generation: 1, MaxAttempts: 1})
 			return err
 		}(),
+		"RunInterrupted": func() error {
+			_, err := s.RunInterrupted(ctx(t), []store.RunInterruptedParams{{Job: "j", Slot: now, LeaseName: "l", Owner: "o", Generation: 1}})
+			return err
+		}(),
 		"RunInsert": func() error { _, err := s.RunInsert(ctx(t), store.Run{Job: "j"}); return err }(),
 		"RunList":   func() error { _, err := s.RunList(ctx(t), store.RunListParams{}); return err }(),
 		"Prune":     func() error { _, err := s.Prune(ctx(t), store.PruneParams{Before: now}); return err }(),

@@ -553,9 +553,12 @@ var slotTests = []namedTest{
 			}
 		}
 		res := abandon(b.Store, dead, 1, dead.Lease.Generation, time.Minute)
+		// The dead holding's interrupted row: its end the lease's expiry,
+		// its error saying the lease expired.
 		want := store.Run{
-			ID: res.Run.ID, Job: "dead", Slot: dead.Slot.Slot, Owner: "a", Generation: dead.Lease.Generation, Attempt: 1,
-			StartedAt: dead.Slot.StartedAt, FinishedAt: now, Error: "interrupted on its last attempt", Logs: []string{"abandoned by b"},
+			ID: res.Run.ID, Job: "dead", Slot: dead.Slot.Slot, Owner: "a", Generation: dead.Lease.Generation, LeaseName: "job:dead", Attempt: 1,
+			StartedAt: dead.Slot.StartedAt, FinishedAt: dead.Lease.ExpiresAt, Reason: store.ReasonInterrupted,
+			Error: "interrupted on its last attempt (" + store.DeadLeaseExpired + ")", Logs: []string{"abandoned by b"},
 		}
 		if !res.SlotUpdated || res.LeaseReleased || !res.Buffered.IsZero() {
 			t.Fatalf("abandon = %+v; want the slot updated, nothing released or buffered", res)
@@ -571,18 +574,37 @@ var slotTests = []namedTest{
 			t.Fatalf("interrupted after the abandon: %+v, %v; want none", got, err)
 		}
 		// Once only: another replica's abandon finds nothing to end, and the
-		// dead owner's late finish does not undo it.
+		// dead owner's late finish does not undo it; its own account of the
+		// run replaces the row that stood in for it, not a success.
 		if again := abandon(b.Open(t), dead, 1, dead.Lease.Generation, 0); again.SlotUpdated {
 			t.Fatalf("a second abandon = %+v; want nothing", again)
 		}
-		if late := mustFinish(t, b.Store, finishParams(dead, store.SlotCompleted, now)); late.SlotUpdated {
-			t.Fatalf("the dead owner's late finish = %+v; want the slot left failed", late)
+		if late := mustFinish(t, b.Store, finishParams(dead, store.SlotCompleted, now)); late.SlotUpdated || late.Run.ID != res.Run.ID ||
+			late.Run.Success || late.Run.Reason != "" || late.Run.Logs[0] != "done" {
+			t.Fatalf("the dead owner's late finish = %+v; want the slot left failed and its own row, not a success, in the abandon's", late)
 		}
 		if sl, _ := b.Store.SlotGet(ctx(t), "dead", dead.Slot.Slot); sl.Status != store.SlotFailed {
 			t.Fatalf("after the late finish the slot is %s, want failed", sl.Status)
 		}
-		if rs := runs("dead"); len(rs) != 2 || rs[1].ID != res.Run.ID || rs[0].Success {
-			t.Fatalf("run rows = %+v; want the abandon's and the late finish's, not a success", rs)
+		if rs := runs("dead"); len(rs) != 1 || rs[0].ID != res.Run.ID || rs[0].Success {
+			t.Fatalf("run rows = %+v; want one, not a success", rs)
+		}
+		// A later holder took the lease of "taken": that is how it was found
+		// dead, at now; and a holding that has its run row already keeps it.
+		if rs := runs("taken"); len(rs) != 1 || rs[0].Reason != store.ReasonInterrupted || rs[0].LeaseName != "job:taken" ||
+			rs[0].Error != "interrupted on its last attempt ("+store.DeadLeaseTaken+")" || !rs[0].FinishedAt.Equal(now) {
+			t.Fatalf("taken's run rows = %+v; want its interrupted row, found taken over, ended now", rs)
+		}
+		kept := claim("kept", now.Add(-time.Hour))
+		if _, err := b.Store.RunInsert(ctx(t), store.Run{Job: "kept", Slot: kept.Slot.Slot, Owner: "a", LeaseName: "job:kept",
+			Generation: kept.Lease.Generation, Attempt: 1, Error: "its own end, recorded but not on its slot"}); err != nil {
+			t.Fatal(err)
+		}
+		if res := abandon(b.Store, kept, 1, kept.Lease.Generation, 0); !res.SlotUpdated || res.Run.Error != "its own end, recorded but not on its slot" {
+			t.Fatalf("abandon of a holding with a run row = %+v; want the slot ended and that row kept", res)
+		}
+		if rs := runs("kept"); len(rs) != 1 {
+			t.Fatalf("kept's run rows = %+v; want one", rs)
 		}
 
 		for name, p := range map[string]store.SlotAbandonParams{

@@ -67,6 +67,7 @@ func Run(t *testing.T, newBundle func(t *testing.T) Bundle) {
 		{"Batch", batchTests},
 		{"FinishBatch", finishBatchTests},
 		{"Run", runTests},
+		{"Interrupted", interruptedTests},
 		{"RunListPerJob", runListPerJobTests},
 		{"Prune", pruneTests},
 		{"Input", inputTests},

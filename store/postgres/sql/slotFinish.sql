@@ -1,7 +1,8 @@
 -- slotFinish.sql ends a run in one round trip: slot marked and lease
 -- released, both only for the claim's owner and generation, and the run row
 -- written whatever they did, once per holding (a retry returns the row the
--- first attempt wrote). When a slot was given but not marked (the
+-- first attempt wrote; a row a replica wrote as it found the run dead is
+-- replaced: see fragments/ownEnd.sql). When a slot was given but not marked (the
 -- generation no longer held it: it was taken over), the run row records
 -- that, not the handler's verdict: success false, and $18 (the error,
 -- prefixed with the takeover; see store.TakenOverError) as its error.
@@ -50,15 +51,14 @@ fate AS (
                           OR ($6 = 'running' AND NOT EXISTS (SELECT 1 FROM s))) AS not_completed
 ),
 r AS (
-    INSERT INTO {{schema}}.runs (job, slot, manual, catch_up, owner, generation, lease_name, attempt,
+    INSERT INTO {{schema}}.runs AS x (job, slot, manual, catch_up, owner, generation, lease_name, attempt,
                                  started_at, finished_at, success, skipped, reason, error, logs)
     SELECT $1, $2, $8, $9, $4, $5, $3, $10,
            coalesce($11::timestamptz, (SELECT started_at FROM s), c.now),
            coalesce($12::timestamptz, c.now), $13 AND NOT fate.taken_over AND NOT fate.not_completed, $14, $15,
            CASE WHEN fate.not_completed THEN $19::text WHEN fate.taken_over THEN $18::text ELSE $16 END, $17
       FROM c CROSS JOIN fate
-    -- A holding has one run row: a retried finish returns the first.
-    ON CONFLICT (lease_name, generation) WHERE lease_name <> '' DO NOTHING
+    {{template "ownEnd"}}
     RETURNING {{template "runColumns"}}
 ),
 -- The listeners stop watching the run (see notice.go), unless its slot is

@@ -80,7 +80,7 @@ fate AS (
       LEFT JOIN s ON s.ord = i.ord
 ),
 r AS (
-    INSERT INTO {{schema}}.runs (job, slot, manual, catch_up, owner, generation, lease_name, attempt,
+    INSERT INTO {{schema}}.runs AS x (job, slot, manual, catch_up, owner, generation, lease_name, attempt,
                                  started_at, finished_at, success, skipped, reason, error, logs)
     SELECT i.job, i.slot, i.manual, i.catch_up, i.owner, i.generation, i.lease_name, i.attempt,
            coalesce(i.started_at, f.started_at, i.now),
@@ -90,8 +90,7 @@ r AS (
       FROM i
       JOIN fate f ON f.ord = i.ord
      ORDER BY i.ord
-    -- A holding has one run row: an item sent again returns the first.
-    ON CONFLICT (lease_name, generation) WHERE lease_name <> '' DO NOTHING
+    {{template "ownEnd"}}
     RETURNING {{template "runColumns"}}
 ),
 -- As slotFinish.sql: the listeners stop watching each run, unless its

@@ -110,9 +110,12 @@ type Result struct {
 	// signal n (as a shell reports it); -1 when it never started.
 	ExitCode int
 
-	// Err is nil when the command exited with status 0 before ctx ended. Otherwise it says why: the command could not start,
-	// exited non-zero or was killed by a signal, joined with the context's
-	// cause when the run was cancelled.
+	// Err is nil when the command exited with status 0 before ctx ended.
+	// Otherwise it says why, on one line: the command could not start
+	// (naming the program, not a shell script), "exit status 3", "killed
+	// by signal 9 (killed)", preceded by "cancelled: " and the context's
+	// cause (wrapped) when the run was cancelled. A started command's
+	// error does not say what the command was.
 	Err error
 
 	// Output holds the last lines of the combined stdout and stderr, at
@@ -122,6 +125,10 @@ type Result struct {
 
 	// Signaled is true when the command was killed by a signal.
 	Signaled bool
+
+	// Cancelled is true when ctx ended before the command exited: the
+	// command was signalled (SIGTERM, then SIGKILL after KillGrace).
+	Cancelled bool
 }
 
 // Run runs spec's command in a process group of its own and waits for it.
@@ -143,7 +150,7 @@ func Run(ctx context.Context, spec Spec) Result {
 		maxOut = DefaultMaxOutput
 	}
 	if err := ctx.Err(); err != nil {
-		return Result{ExitCode: exitNotStarted, Err: fmt.Errorf("command: %s not started: %w", describe(spec), context.Cause(ctx))}
+		return Result{ExitCode: exitNotStarted, Err: fmt.Errorf("command: %s not started: %w", describe(spec), context.Cause(ctx)), Cancelled: true}
 	}
 
 	var (
@@ -197,26 +204,46 @@ func Run(ctx context.Context, spec Spec) Result {
 			<-drain
 		}
 	}
-	res := Result{ExitCode: o.code, Output: tail.lines()}
-	var errs []error
-	switch {
-	case o.signal != 0:
+	res := Result{ExitCode: o.code, Output: tail.lines(), Cancelled: o.cancelled}
+	if o.signal != 0 {
 		res.Signaled = true
 		res.ExitCode = 128 + int(o.signal)
-		errs = append(errs, fmt.Errorf("command: %s killed by signal %s", describe(spec), o.signal))
+	}
+	res.Err = o.err(ctx)
+	return res
+}
+
+// err is how the command ended, on one line, when not with status 0 before
+// ctx ended: what the command was (a script can be pages long) is left to
+// the caller, which knows where its detail belongs.
+func (o outcome) err(ctx context.Context) error {
+	var how []string
+	var wrapped []error
+	switch {
+	case o.signal != 0:
+		how = append(how, fmt.Sprintf("killed by signal %d (%s)", int(o.signal), o.signal))
 	case o.code != 0:
-		errs = append(errs, fmt.Errorf("command: %s exited with status %d", describe(spec), o.code))
+		how = append(how, fmt.Sprintf("exit status %d", o.code))
 	case o.waitErr != nil:
-		errs = append(errs, fmt.Errorf("command: %s: %w", describe(spec), o.waitErr))
+		how = append(how, "waiting for it: %w")
+		wrapped = append(wrapped, o.waitErr)
 	}
 	if o.note != nil {
-		errs = append(errs, o.note)
+		how = append(how, "%w")
+		wrapped = append(wrapped, o.note)
 	}
 	if o.cancelled {
-		errs = append(errs, fmt.Errorf("command: %s cancelled: %w", describe(spec), context.Cause(ctx)))
+		how = append([]string{"cancelled: %w"}, how...)
+		wrapped = append([]error{context.Cause(ctx)}, wrapped...)
 	}
-	res.Err = errors.Join(errs...)
-	return res
+	if len(how) == 0 {
+		return nil
+	}
+	args := make([]any, len(wrapped))
+	for i, e := range wrapped {
+		args[i] = e
+	}
+	return fmt.Errorf(strings.Join(how, "; "), args...)
 }
 
 // outcome is how a started (or not started) command ended, whichever way
@@ -337,10 +364,12 @@ func build(spec Spec) (*exec.Cmd, error) {
 	return cmd, nil
 }
 
-// describe names the command in errors.
+// describe names the command in the errors of a command that did not
+// start or lost its supervisor: the program, or "sh -c" without its
+// script, which can be pages long.
 func describe(spec Spec) string {
 	if spec.Shell != "" {
-		return fmt.Sprintf("sh -c %q", spec.Shell)
+		return "sh -c"
 	}
 	return fmt.Sprintf("%q", spec.Argv[0])
 }

@@ -324,6 +324,28 @@ func TestRunCancelCause(t *testing.T) {
 	})
 }
 
+// A run's error says how the command ended, not what the command was: a
+// shell job's script can be pages long, and the error goes into log
+// lines, the API and one-line tables.
+func TestRunErrorSaysHowTheCommandEndedNotWhatItWas(t *testing.T) {
+	t.Parallel()
+	script := "echo working\n# " + strings.Repeat("the rest of a long script; ", 20) + "\n"
+	forEachMode(t, func(t *testing.T, supervisor []string) {
+		res := Run(context.Background(), Spec{Supervisor: supervisor, Shell: script + "exit 3"})
+		if res.Err == nil || res.Err.Error() != "exit status 3" {
+			t.Errorf("a script that exits 3: error %q, want %q", res.Err, "exit status 3")
+		}
+		timedOut := errors.New("timed out after 50ms")
+		ctx, cancel := context.WithCancelCause(context.Background())
+		time.AfterFunc(50*time.Millisecond, func() { cancel(timedOut) })
+		res = Run(ctx, Spec{Supervisor: supervisor, Shell: script + "sleep 100"})
+		if res.Err == nil || !errors.Is(res.Err, timedOut) || strings.Contains(res.Err.Error(), "long script") ||
+			!strings.Contains(res.Err.Error(), "killed by signal 15 (terminated)") || strings.Contains(res.Err.Error(), "\n") {
+			t.Errorf("a cancelled script: error %q, want one line with the cause and the signal, without the script", res.Err)
+		}
+	})
+}
+
 // waitForPID waits for a shell to write a pid into path.
 func waitForPID(t *testing.T, path string) int {
 	t.Helper()

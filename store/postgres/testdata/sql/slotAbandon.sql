@@ -12,26 +12,45 @@ s AS (
        AND NOT EXISTS (SELECT 1 FROM "cronfence".leases l
                         WHERE l.name = $3
                           AND CASE WHEN l.generation = $5
-                                   THEN l.expires_at > c.now - $10::bigint * interval '1 microsecond'
+                                   THEN l.expires_at > c.now - $9::bigint * interval '1 microsecond'
                                         AND (l.live_key IS NULL OR NOT pg_try_advisory_xact_lock(l.live_key))
-                                   ELSE l.acquired_at > c.now - $10::bigint * interval '1 microsecond'
+                                   ELSE l.acquired_at > c.now - $9::bigint * interval '1 microsecond'
                               END)
     RETURNING t.attempts, t.started_at
 ),
+-- How it was found dead, and its end: the lease's expiry when it expired.
+found AS (
+    SELECT CASE WHEN l.generation IS DISTINCT FROM $5 THEN $13
+                WHEN l.expires_at <= c.now THEN $11
+                ELSE $12 END AS error,
+           CASE WHEN l.generation = $5 AND l.expires_at <= c.now THEN l.expires_at ELSE c.now END AS ended
+      FROM c
+      LEFT JOIN "cronfence".leases l ON l.name = $3
+),
 r AS (
-    INSERT INTO "cronfence".runs (job, slot, manual, catch_up, owner, generation, attempt,
+    INSERT INTO "cronfence".runs (job, slot, manual, catch_up, owner, generation, lease_name, attempt,
                                  started_at, finished_at, success, skipped, reason, error, logs)
-    SELECT $1, $2, false, false, $4, $5, s.attempts, s.started_at, c.now, false, false, '', $8, $9
-      FROM s CROSS JOIN c
+    SELECT $1, $2, false, false, $4, $5, $3, s.attempts, s.started_at, greatest(found.ended, s.started_at),
+           false, false, $10, found.error, $8
+      FROM s CROSS JOIN found
+    ON CONFLICT (lease_name, generation) WHERE lease_name <> '' DO NOTHING
     RETURNING id, job, slot, manual, catch_up, owner, generation, lease_name, attempt, started_at, finished_at, success, skipped, reason, error, logs
+),
+row AS (
+    SELECT * FROM r
+    UNION ALL
+    SELECT id, job, slot, manual, catch_up, owner, generation, lease_name, attempt, started_at, finished_at, success, skipped, reason, error, logs FROM "cronfence".runs
+     -- lease_name <> '': runs_holding_idx's predicate.
+     WHERE lease_name = $3 AND generation = $5 AND lease_name <> ''
+       AND EXISTS (SELECT 1 FROM s) AND NOT EXISTS (SELECT 1 FROM r)
 ),
 notice AS MATERIALIZED (
     SELECT pg_notify('cronfence_9ab364fb1d6f55fe', string_agg(line, E'\n' ORDER BY ord))
   FROM (SELECT ord, line, sum(octet_length(line) + 1) OVER (ORDER BY ord) / 5000 AS chunk
           FROM (SELECT n.ord, json_build_array(n.kind, n.job, (extract(epoch FROM n.slot) * 1000000)::bigint, n.owner)::text AS line
-                  FROM (SELECT 1 AS ord, 'e' AS kind, r.job, r.slot, r.owner FROM r) n) lines) chunks
+                  FROM (SELECT 1 AS ord, 'e' AS kind, $1::text AS job, $2::timestamptz AS slot, $4::text AS owner FROM s) n) lines) chunks
  GROUP BY chunk
 )
-SELECT (SELECT min(b.slot) FROM "cronfence".slots b WHERE b.job = $1 AND b.status = 'buffered'), r.*
-  FROM r
+SELECT (SELECT min(b.slot) FROM "cronfence".slots b WHERE b.job = $1 AND b.status = 'buffered'), row.*
+  FROM row
  CROSS JOIN (SELECT count(*) FROM notice) told;

@@ -37,15 +37,19 @@ fate AS (
                           OR ($6 = 'running' AND NOT EXISTS (SELECT 1 FROM s))) AS not_completed
 ),
 r AS (
-    INSERT INTO "cronfence".runs (job, slot, manual, catch_up, owner, generation, lease_name, attempt,
+    INSERT INTO "cronfence".runs AS x (job, slot, manual, catch_up, owner, generation, lease_name, attempt,
                                  started_at, finished_at, success, skipped, reason, error, logs)
     SELECT $1, $2, $8, $9, $4, $5, $3, $10,
            coalesce($11::timestamptz, (SELECT started_at FROM s), c.now),
            coalesce($12::timestamptz, c.now), $13 AND NOT fate.taken_over AND NOT fate.not_completed, $14, $15,
            CASE WHEN fate.not_completed THEN $19::text WHEN fate.taken_over THEN $18::text ELSE $16 END, $17
       FROM c CROSS JOIN fate
-    -- A holding has one run row: a retried finish returns the first.
-    ON CONFLICT (lease_name, generation) WHERE lease_name <> '' DO NOTHING
+    ON CONFLICT (lease_name, generation) WHERE lease_name <> '' DO UPDATE
+       SET job = excluded.job, slot = excluded.slot, manual = excluded.manual, catch_up = excluded.catch_up,
+           owner = excluded.owner, attempt = excluded.attempt, started_at = excluded.started_at,
+           finished_at = excluded.finished_at, success = excluded.success, skipped = excluded.skipped,
+           reason = excluded.reason, error = excluded.error, logs = excluded.logs
+     WHERE x.reason = 'interrupted'
     RETURNING id, job, slot, manual, catch_up, owner, generation, lease_name, attempt, started_at, finished_at, success, skipped, reason, error, logs
 ),
 -- The listeners stop watching the run (see notice.go), unless its slot is

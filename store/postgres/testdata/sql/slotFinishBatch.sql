@@ -49,7 +49,7 @@ fate AS (
       LEFT JOIN s ON s.ord = i.ord
 ),
 r AS (
-    INSERT INTO "cronfence".runs (job, slot, manual, catch_up, owner, generation, lease_name, attempt,
+    INSERT INTO "cronfence".runs AS x (job, slot, manual, catch_up, owner, generation, lease_name, attempt,
                                  started_at, finished_at, success, skipped, reason, error, logs)
     SELECT i.job, i.slot, i.manual, i.catch_up, i.owner, i.generation, i.lease_name, i.attempt,
            coalesce(i.started_at, f.started_at, i.now),
@@ -59,8 +59,12 @@ r AS (
       FROM i
       JOIN fate f ON f.ord = i.ord
      ORDER BY i.ord
-    -- A holding has one run row: an item sent again returns the first.
-    ON CONFLICT (lease_name, generation) WHERE lease_name <> '' DO NOTHING
+    ON CONFLICT (lease_name, generation) WHERE lease_name <> '' DO UPDATE
+       SET job = excluded.job, slot = excluded.slot, manual = excluded.manual, catch_up = excluded.catch_up,
+           owner = excluded.owner, attempt = excluded.attempt, started_at = excluded.started_at,
+           finished_at = excluded.finished_at, success = excluded.success, skipped = excluded.skipped,
+           reason = excluded.reason, error = excluded.error, logs = excluded.logs
+     WHERE x.reason = 'interrupted'
     RETURNING id, job, slot, manual, catch_up, owner, generation, lease_name, attempt, started_at, finished_at, success, skipped, reason, error, logs
 ),
 -- As slotFinish.sql: the listeners stop watching each run, unless its
