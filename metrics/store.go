@@ -198,6 +198,12 @@ func (w *instrumented) RunInsert(ctx context.Context, run store.Run) (store.Run,
 	return w.Store.RunInsert(ctx, run)
 }
 
+func (w *instrumented) RunGet(ctx context.Context, leaseName string, generation int64) (store.Run, error) {
+	ctx, done := w.op(ctx, "RunGet")
+	defer done()
+	return w.Store.RunGet(ctx, leaseName, generation)
+}
+
 func (w *instrumented) RunList(ctx context.Context, p store.RunListParams) ([]store.Run, error) {
 	ctx, done := w.op(ctx, "RunList")
 	defer done()

@@ -214,6 +214,12 @@ type Store interface {
 	// RunList returns run rows, newest first.
 	RunList(ctx context.Context, p RunListParams) ([]Run, error)
 
+	// RunGet returns the run row of one holding (lease name, generation),
+	// the row its end wrote, or ErrNotFound when it has none (yet): a run
+	// asked for by the holding it was started under, however many rows
+	// came after it.
+	RunGet(ctx context.Context, leaseName string, generation int64) (Run, error)
+
 	// RunListPerJob returns each job's newest runs (at most p.Limit,
 	// newest first), in the jobs' order, in one round trip: what the
 	// absence checks read of every job at every pass. A job with no run

@@ -500,6 +500,18 @@ func (p RunListParams) Validate() error {
 	return nil
 }
 
+// ValidateHolding checks the arguments of RunGet: a lease name and a
+// generation, which starts at 1.
+func ValidateHolding(leaseName string, generation int64) error {
+	if err := ValidateName("lease name", leaseName); err != nil {
+		return err
+	}
+	if generation < 1 {
+		return invalid("generation must be at least 1, got %d", generation)
+	}
+	return nil
+}
+
 // EffectiveLimit is the limit RunList applies.
 func (p RunListParams) EffectiveLimit() int {
 	if p.Limit == 0 {

@@ -154,6 +154,26 @@ func insertRunSQL(s *Store) string {
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 }
 
+// RunGet returns the run row of a holding, through the unique key on
+// (holding_name, generation). See store.Store.
+func (s *Store) RunGet(ctx context.Context, leaseName string, generation int64) (store.Run, error) {
+	if err := store.ValidateHolding(leaseName, generation); err != nil {
+		return store.Run{}, err
+	}
+	if s.closed.Load() {
+		return store.Run{}, closedError("get run")
+	}
+	if err := s.checkSchema(ctx, s.db); err != nil {
+		return store.Run{}, s.errorf(err, "get the run of lease %q at generation %d", leaseName, generation)
+	}
+	run, err := scanRun(s.db.QueryRowContext(ctx,
+		`SELECT `+runColumns+` FROM `+s.t("runs")+` WHERE holding_name = ? AND generation = ?`, leaseName, generation))
+	if err != nil {
+		return store.Run{}, s.errorf(err, "get the run of lease %q at generation %d", leaseName, generation)
+	}
+	return run, nil
+}
+
 // RunList returns run rows newest first (by id), optionally of one job and
 // below p.BeforeID, at most p.EffectiveLimit() of them. The query holds only
 // the conditions in use, so the server walks runs_job_id (or the primary

@@ -42,12 +42,12 @@ type queries struct {
 	slotClaimJSON, slotClaimDeclaredJSON, claimCommitted string
 	// claimJSON and claimDeclaredJSON are those two with the names they are
 	// prepared under on a connection, derived once.
-	claimJSON, claimDeclaredJSON                                             namedStatement
-	runInsert, runInterrupted, runList, runListJob, runListPerJob, pruneStep string
-	jobStateSet, jobStateList                                                string
-	replicaHeartbeat, replicaBeat, replicaList, replicaRemove                string
-	alertRaise, alertResolve, alertAcknowledge, alertList, alertListOpen     string
-	leaseList, monitorSnapshot                                               string
+	claimJSON, claimDeclaredJSON                                                     namedStatement
+	runInsert, runInterrupted, runGet, runList, runListJob, runListPerJob, pruneStep string
+	jobStateSet, jobStateList                                                        string
+	replicaHeartbeat, replicaBeat, replicaList, replicaRemove                        string
+	alertRaise, alertResolve, alertAcknowledge, alertList, alertListOpen             string
+	leaseList, monitorSnapshot                                                       string
 }
 
 // byName maps each statement's file name (without .sql) to its field.
@@ -60,7 +60,7 @@ func (q *queries) byName() map[string]*string {
 		"slotGet": &q.slotGet, "slotListInterrupted": &q.slotListInterrupted, "slotListRunning": &q.slotListRunning, "slotAbandon": &q.slotAbandon,
 		"slotComplete": &q.slotComplete, "slotSkip": &q.slotSkip, "jobRegister": &q.jobRegister,
 		"jobStateSet": &q.jobStateSet, "jobStateList": &q.jobStateList,
-		"runInsert": &q.runInsert, "runInterrupted": &q.runInterrupted, "runList": &q.runList, "runListJob": &q.runListJob, "runListPerJob": &q.runListPerJob, "pruneStep": &q.pruneStep,
+		"runInsert": &q.runInsert, "runInterrupted": &q.runInterrupted, "runGet": &q.runGet, "runList": &q.runList, "runListJob": &q.runListJob, "runListPerJob": &q.runListPerJob, "pruneStep": &q.pruneStep,
 		"replicaHeartbeat": &q.replicaHeartbeat, "replicaBeat": &q.replicaBeat, "replicaList": &q.replicaList, "replicaRemove": &q.replicaRemove,
 		"alertRaise": &q.alertRaise, "alertResolve": &q.alertResolve, "alertAcknowledge": &q.alertAcknowledge, "alertList": &q.alertList, "alertListOpen": &q.alertListOpen, "monitorSnapshot": &q.monitorSnapshot,
 	}

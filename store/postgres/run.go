@@ -81,6 +81,21 @@ func (s *Store) RunInterrupted(ctx context.Context, items []store.RunInterrupted
 	return runs, nil
 }
 
+// RunGet returns the run row of a holding. See store.Store.
+func (s *Store) RunGet(ctx context.Context, leaseName string, generation int64) (store.Run, error) {
+	if err := store.ValidateHolding(leaseName, generation); err != nil {
+		return store.Run{}, err
+	}
+	if err := s.usable(); err != nil {
+		return store.Run{}, err
+	}
+	var sr scannedRun
+	if err := s.pool.QueryRow(ctx, s.q.runGet, leaseName, generation).Scan(sr.dest()...); err != nil {
+		return store.Run{}, s.translate(fmt.Sprintf("get the run of lease %q at generation %d", leaseName, generation), err)
+	}
+	return sr.run(), nil
+}
+
 // RunList returns run rows, newest first. See store.Store.
 func (s *Store) RunList(ctx context.Context, p store.RunListParams) ([]store.Run, error) {
 	if err := p.Validate(); err != nil {

@@ -123,6 +123,26 @@ func writeRun(ctx context.Context, q querier, run store.Run, now time.Time, ownE
 	return run, nil
 }
 
+// RunGet returns the run row of a holding, through the unique index on
+// (lease_name, generation). See store.Store.
+func (s *Store) RunGet(ctx context.Context, leaseName string, generation int64) (store.Run, error) {
+	if err := store.ValidateHolding(leaseName, generation); err != nil {
+		return store.Run{}, err
+	}
+	if s.closed.Load() {
+		return store.Run{}, closedError("get run")
+	}
+	if err := s.checkSchema(ctx, s.db); err != nil {
+		return store.Run{}, s.errorf(err, "get the run of lease %q at generation %d", leaseName, generation)
+	}
+	run, err := scanRun(s.db.QueryRowContext(ctx,
+		`SELECT `+runColumns+` FROM cronfence_runs WHERE lease_name = ? AND generation = ? AND lease_name <> ''`, leaseName, generation))
+	if err != nil {
+		return store.Run{}, s.errorf(err, "get the run of lease %q at generation %d", leaseName, generation)
+	}
+	return run, nil
+}
+
 // RunList returns run rows newest first (by id), optionally of one job and
 // below p.BeforeID, at most p.EffectiveLimit() of them. The query is built
 // from only the conditions in use so SQLite can walk cronfence_runs_job_id

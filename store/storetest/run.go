@@ -83,6 +83,45 @@ var runTests = []namedTest{
 			t.Fatalf("unfiltered list = %d rows, %v; want 10", len(all), err)
 		}
 	}},
+	{name: "GetByHolding", fn: func(t *testing.T, b Bundle) {
+		now := dbNow(t, b.Store)
+		l := mustAcquire(t, b.Store, store.LeaseAcquireParams{Name: "job:report", Owner: "a", TTL: ttl, Now: now})
+		if _, err := b.Store.RunGet(ctx(t), l.Name, l.Generation); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("RunGet of a holding whose end is not recorded: %v, want ErrNotFound", err)
+		}
+		res := mustFinish(t, b.Store, store.SlotFinishParams{Job: "report", LeaseName: l.Name, Owner: l.Owner, Generation: l.Generation,
+			Status: store.SlotCompleted, Now: now.Add(time.Second), Run: store.Run{Manual: true, Attempt: 1, Success: true, Logs: []string{"done"}}})
+		// Rows after it, of its job and others, skips without a holding
+		// among them: it is found by its holding all the same.
+		for i := range 5 {
+			for _, job := range []string{"report", "other"} {
+				if _, err := b.Store.RunInsert(ctx(t), store.Run{Job: job, Success: true, Skipped: true, StartedAt: now.Add(time.Duration(i+2) * time.Second)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		got, err := b.Store.RunGet(ctx(t), l.Name, l.Generation)
+		if err != nil {
+			t.Fatalf("RunGet: %v", err)
+		}
+		if diff := cmp.Diff(res.Run, got); diff != "" {
+			t.Fatalf("RunGet (-the row the finish wrote +got):\n%s", diff)
+		}
+		if _, err := b.Store.RunGet(ctx(t), l.Name, l.Generation+1); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("RunGet of another generation: %v, want ErrNotFound", err)
+		}
+		if _, err := b.Store.RunGet(ctx(t), "job:other", l.Generation); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("RunGet of another lease: %v, want ErrNotFound", err)
+		}
+		for _, bad := range []struct {
+			name string
+			gen  int64
+		}{{"", 1}, {"job:report", 0}, {"job:report", -1}, {"bad\x00name", 1}} {
+			if _, err := b.Store.RunGet(ctx(t), bad.name, bad.gen); !errors.Is(err, store.ErrInvalidArgument) {
+				t.Errorf("RunGet(%q, %d): %v, want ErrInvalidArgument", bad.name, bad.gen, err)
+			}
+		}
+	}},
 	{name: "LogsBounded", fn: func(t *testing.T, b Bundle) {
 		logs := make([]string, store.MaxRunLogLines+100)
 		for i := range logs {
