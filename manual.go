@@ -3,6 +3,7 @@ package cronfence
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/cronfence/cronfence/store"
@@ -61,8 +62,23 @@ func (s *Scheduler) Trigger(ctx context.Context, name string) (ManualRun, error)
 		s.observe(SkipEvent{Job: name, Reason: string(store.ClaimHeld), Holder: lease.Owner, Origin: OriginManual})
 		return ManualRun{}, &AlreadyExecutingError{Job: name, Holder: lease, Skip: skip}
 	}
-	s.start(runSpec{job: r, lease: lease, attempt: 1, origin: OriginManual, sent: sent})
-	return ManualRun{Job: name, Owner: s.cfg.Owner, Lease: lease.Name, Generation: lease.Generation, StartedAt: lease.AcquiredAt}, nil
+	mr := ManualRun{Job: name, Owner: s.cfg.Owner, Lease: lease.Name, Generation: lease.Generation, StartedAt: lease.AcquiredAt}
+	s.manual.add(mr)
+	s.beside(func() {
+		defer s.manual.remove(mr)
+		s.execute(runSpec{job: r, lease: lease, attempt: 1, origin: OriginManual, sent: sent})
+	})
+	return mr, nil
+}
+
+// ManualRunning returns the manual run this replica started (Trigger)
+// under the holding (lease, generation) while it has not ended: its
+// handler runs, or its end is being recorded, which is retried while the
+// store does not answer and may land after the lease expired or another
+// replica took it. Once it returns false for a run this replica started,
+// that run's row is written, or its end was given up (Stop).
+func (s *Scheduler) ManualRunning(lease string, generation int64) (ManualRun, bool) {
+	return s.manual.get(lease, generation)
 }
 
 // SetEnabled overrides the job's declared enabled value on every replica:
@@ -83,4 +99,38 @@ func (s *Scheduler) SetEnabled(ctx context.Context, name string, enabled *bool, 
 		return store.JobState{}, fmt.Errorf("cronfence: set enabled of %q: %w", name, err)
 	}
 	return js, nil
+}
+
+// manualRuns are the manual runs a replica started that have not ended.
+type manualRuns struct {
+	mu   sync.Mutex
+	runs map[holding]ManualRun
+}
+
+// holding names a run by the lease it holds and its generation.
+type holding struct {
+	lease      string
+	generation int64
+}
+
+func (m *manualRuns) add(r ManualRun) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.runs == nil {
+		m.runs = map[holding]ManualRun{}
+	}
+	m.runs[holding{r.Lease, r.Generation}] = r
+}
+
+func (m *manualRuns) remove(r ManualRun) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.runs, holding{r.Lease, r.Generation})
+}
+
+func (m *manualRuns) get(lease string, generation int64) (ManualRun, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.runs[holding{lease, generation}]
+	return r, ok
 }

@@ -50,6 +50,7 @@ type Scheduler struct {
 	// passOver), until that entry fires or is dropped (a fallback whose
 	// slot another replica claimed).
 	passedOver map[slotKey]time.Time
+	manual     manualRuns // the manual runs started here that have not ended (manual.go)
 
 	wake       chan struct{}
 	loopCancel context.CancelFunc

@@ -9,7 +9,8 @@
 //	GET  /api/admin/cron               every job (see Job)
 //	GET  /api/admin/cron/{job}         one job
 //	PUT  /api/admin/cron/{job}         {"enabled": true|false|null, "note": "…"}
-//	POST /api/admin/cron/{job}/run     manual run: 202, or 409 CRON_JOB_ALREADY_EXECUTING
+//	POST /api/admin/cron/{job}/run     manual run: 202 with its runId, or 409 CRON_JOB_ALREADY_EXECUTING
+//	GET  /api/admin/cron/{job}/runs/{runId}  the manual run: running, then finished with its row
 //	GET  /api/admin/cron/{job}/logs    ?limit=N (default 50, at most 1000), newest first
 //	GET  /api/admin/cron/alerts        ?open=true, ?kind=, ?subject=, ?limit=N (default 50, at most 1000), newest first
 //	POST /api/admin/cron/alerts/{kind}/{subject}/ack  {"note": "…", "alertId": N}: acknowledge the open alert

@@ -442,14 +442,16 @@ func parseRunID(id string) (lease string, generation int64, ok bool) {
 	return string(raw), g, true
 }
 
-// runLookback is how many of a job's newest run rows GET …/runs/{id}
-// searches for the run's row.
-const runLookback = 1000
-
 // getRun answers one run by the id POST …/run gave: "finished" with its
-// row, "running" while its lease is held at its generation (no row yet),
-// else 404 (it never was, its end was not recorded, or its row is older
-// than the job's runLookback newest).
+// row once its end is recorded, "running" until then (its lease is held
+// at its generation, or this replica, which started it, has not ended it
+// yet), else 404: it never was, its replica stopped before recording its
+// end, or its row was pruned.
+//
+// The lease is read before the row: a run's row is written together with
+// the release of its lease, so a run whose end lands between the two reads
+// is seen held and then finished; read the other way round, it would be
+// seen neither as a row nor as a held lease.
 func (a *api) getRun(w http.ResponseWriter, r *http.Request, name, id string) {
 	if _, ok := a.findJob(name); !ok {
 		unknownJob(w, name)
@@ -461,34 +463,45 @@ func (a *api) getRun(w http.ResponseWriter, r *http.Request, name, id string) {
 		return
 	}
 	st := a.sched.Store()
-	runs, err := st.RunList(r.Context(), store.RunListParams{Job: name, Limit: runLookback})
-	if err != nil {
-		a.storeError(w, r, "list runs", err)
-		return
-	}
-	for _, run := range runs {
-		if run.LeaseName == lease && run.Generation == gen {
-			writeJSON(w, http.StatusOK, map[string]any{"jobId": name, "runId": id, "state": "finished", "run": RunOf(run)})
-			return
-		}
-	}
+	// Before any read: a run that ends after this still has its row
+	// written before the row is read below.
+	mine, ending := a.sched.ManualRunning(lease, gen)
 	l, err := st.LeaseGet(r.Context(), lease)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		l = store.Lease{}
+	case err != nil:
 		a.storeError(w, r, "read lease", err)
 		return
 	}
-	if err == nil && l.Generation == gen {
+	held := false
+	if l.Generation == gen {
 		now, err := st.Now(r.Context())
 		if err != nil {
 			a.storeError(w, r, "read the database clock", err)
 			return
 		}
-		if l.ExpiresAt.After(now) {
-			writeJSON(w, http.StatusOK, map[string]any{"jobId": name, "runId": id, "state": "running", "run": nil, "holder": holderOf(l)})
-			return
-		}
+		held = l.ExpiresAt.After(now)
 	}
-	writeError(w, http.StatusNotFound, "RUN_NOT_FOUND",
-		fmt.Sprintf("no run %s of job %q: it never started, it ended without its end being recorded, or its row is older than the job's %d newest", id, name, runLookback),
-		map[string]string{"jobId": name, "runId": id})
+	run, err := st.RunGet(r.Context(), lease, gen)
+	switch {
+	case err == nil:
+		writeJSON(w, http.StatusOK, map[string]any{"jobId": name, "runId": id, "state": "finished", "run": RunOf(run)})
+	case !errors.Is(err, store.ErrNotFound):
+		a.storeError(w, r, "read the run", err)
+	case held:
+		writeJSON(w, http.StatusOK, map[string]any{"jobId": name, "runId": id, "state": "running", "run": nil, "holder": holderOf(l)})
+	case ending:
+		// Its end is being recorded, its lease lapsed meanwhile or taken
+		// at a newer generation: the holder is still this run.
+		h := Holder{Owner: mine.Owner, Generation: mine.Generation, AcquiredAt: timeOrNil(mine.StartedAt)}
+		if l.Generation == gen {
+			h.ExpiresAt = timeOrNil(l.ExpiresAt)
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"jobId": name, "runId": id, "state": "running", "run": nil, "holder": h})
+	default:
+		writeError(w, http.StatusNotFound, "RUN_NOT_FOUND",
+			fmt.Sprintf("no run %s of job %q: it never started, its replica stopped before recording its end, or its row was pruned", id, name),
+			map[string]string{"jobId": name, "runId": id})
+	}
 }
