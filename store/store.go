@@ -211,7 +211,12 @@ type Store interface {
 	// FinishedAt to StartedAt (a skip takes no time).
 	RunInsert(ctx context.Context, run Run) (Run, error)
 
-	// RunList returns run rows, newest first.
+	// RunList returns run rows newest first: by when they started, the
+	// latest first, and the rows of one instant by id, the highest first
+	// (a total order, so paging with RunListParams.Before neither repeats
+	// nor skips a row). A run's row is written when it ends, so this is
+	// not the order they were written in: the skips of slots that came
+	// due while a run ran come before its row.
 	RunList(ctx context.Context, p RunListParams) ([]Run, error)
 
 	// RunGet returns the run row of one holding (lease name, generation),
@@ -692,10 +697,25 @@ type Run struct {
 
 // RunListParams are the arguments of Store.RunList.
 type RunListParams struct {
-	Job      string // empty for all jobs
-	Limit    int    // at most MaxRunListLimit; 0 means DefaultRunListLimit
-	BeforeID int64  // page on: only rows with a smaller id; 0 for the newest
+	Job   string // empty for all jobs
+	Limit int    // at most MaxRunListLimit; 0 means DefaultRunListLimit
+	// Before pages on: only the rows that come after it in RunList's
+	// order (started earlier, or at the same instant with a smaller id).
+	// The previous page's last row's Cursor(); zero for the newest.
+	Before RunCursor
 }
+
+// RunCursor is a place in RunList's order: a row's start and id.
+type RunCursor struct {
+	StartedAt time.Time
+	ID        int64
+}
+
+// IsZero reports whether c is the zero cursor: the start of the list.
+func (c RunCursor) IsZero() bool { return c.StartedAt.IsZero() && c.ID == 0 }
+
+// Cursor is r's place in RunList's order, to page on after it.
+func (r Run) Cursor() RunCursor { return RunCursor{StartedAt: r.StartedAt, ID: r.ID} }
 
 // RunListPerJobParams are the arguments of Store.RunListPerJob.
 type RunListPerJobParams struct {

@@ -494,8 +494,8 @@ func (p RunListParams) Validate() error {
 	if p.Limit < 0 || p.Limit > MaxRunListLimit {
 		return invalid("limit must be between 0 and %d, got %d", MaxRunListLimit, p.Limit)
 	}
-	if p.BeforeID < 0 {
-		return invalid("BeforeID must not be negative, got %d", p.BeforeID)
+	if c := p.Before; !c.IsZero() && (c.StartedAt.IsZero() || c.ID < 1) {
+		return invalid("Before must be a row's cursor (its start and id, at least 1) or zero, got %s and %d", c.StartedAt.Format(time.RFC3339Nano), c.ID)
 	}
 	return nil
 }

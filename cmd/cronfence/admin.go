@@ -11,6 +11,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -359,7 +360,7 @@ type logsCmd struct {
 	serverFlags
 	Job    string        `arg:"" help:"Job name."`
 	Config string        `name:"config" type:"path" placeholder:"FILE" help:"The serve config file, for direct mode: its database as serve resolves it (--database, else its database:, else its sqlite: file, by default cronfence.db beside it; --sqlite does not apply), and the jobs it declares are the known ones."`
-	Limit  int           `name:"limit" short:"n" default:"20" help:"How many runs, newest first (with --follow: the last ones, oldest first)."`
+	Limit  int           `name:"limit" short:"n" default:"20" help:"How many runs, newest first by start (with --follow: the last ones, oldest first, then each run as it ends)."`
 	JSON   bool          `name:"json" help:"Print one JSON object a line, in the REST API's shape."`
 	Follow bool          `name:"follow" short:"f" help:"Go on printing each new run as it ends, with its log lines, until interrupted (SIGINT, SIGTERM)."`
 	Every  time.Duration `name:"every" default:"1s" help:"With --follow: how often to look for new runs."`
@@ -427,15 +428,18 @@ func (c *logsCmd) lister(a *app) (list func(limit int) ([]adminapi.Run, error), 
 }
 
 // follow prints runs (newest first) oldest first, then every c.Every the
-// runs that ended since, until the command is interrupted.
+// runs that ended since, in the order they ended, until the command is
+// interrupted. A run's row is written when it ends, and ids grow in the
+// order rows are written: the rows with an id above the highest printed
+// are the runs that ended since, whenever they started.
 func (c *logsCmd) follow(a *app, list func(int) ([]adminapi.Run, error), runs []adminapi.Run) error {
 	slices.Reverse(runs)
 	if err := c.print(a, runs, true); err != nil {
 		return err
 	}
 	var last int64
-	if len(runs) > 0 {
-		last = runs[len(runs)-1].ID
+	for _, r := range runs {
+		last = max(last, r.ID)
 	}
 	timer := time.NewTimer(c.Every)
 	defer timer.Stop()
@@ -458,7 +462,7 @@ func (c *logsCmd) follow(a *app, list func(int) ([]adminapi.Run, error), runs []
 				fresh = append(fresh, r)
 			}
 		}
-		slices.Reverse(fresh)
+		slices.SortFunc(fresh, func(a, b adminapi.Run) int { return cmp.Compare(a.ID, b.ID) })
 		if len(fresh) == followPage && last > 0 {
 			fmt.Fprintf(a.stderr, "cronfence: more than %d runs ended since the last look; the older ones are not shown\n", followPage)
 		}

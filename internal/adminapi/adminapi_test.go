@@ -429,9 +429,10 @@ func TestTriggerConflictAndLogs(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	done, skipped := logs.Logs[0], logs.Logs[1]
+	// Newest first by start: the refusal came while the run ran.
+	skipped, done := logs.Logs[0], logs.Logs[1]
 	if skipped.ID != skip.ID || done.ID <= skip.ID {
-		t.Fatalf("not newest first: %+v", logs.Logs)
+		t.Fatalf("not newest started first: %+v", logs.Logs)
 	}
 	if done.JobID != "slow" || !done.Success || done.Result == nil || done.Result.Skipped || done.Result.Reason != "" ||
 		!done.Manual || done.Slot != nil || done.Owner != "replica-1" || done.Generation != int64(run["generation"].(float64)) ||
@@ -440,15 +441,16 @@ func TestTriggerConflictAndLogs(t *testing.T) {
 	}
 	var limited struct{ Logs []runJSON }
 	b.do(t, "GET", "/api/admin/cron/slow/logs?limit=1", readSecret, "", &limited)
-	if len(limited.Logs) != 1 || limited.Logs[0].ID != done.ID {
+	if len(limited.Logs) != 1 || limited.Logs[0].ID != skip.ID {
 		t.Fatalf("limit=1: %+v", limited)
 	}
 	for _, q := range []string{"0", "-1", "1001", "x", ""} {
 		b.wantErr(t, "GET", "/api/admin/cron/slow/logs?limit="+q, readSecret, "", 400, "INVALID_LIMIT")
 	}
-	// The job now shows its last run and a lease no longer active.
+	// The job now shows its last run, the newest started (as the logs'
+	// first row), and a lease no longer active.
 	b.do(t, "GET", "/api/admin/cron/slow", readSecret, "", &j)
-	if j.LastRun == nil || j.LastRun.ID != done.ID || j.Lease == nil || j.Lease.Active {
+	if j.LastRun == nil || j.LastRun.ID != skip.ID || j.Lease == nil || j.Lease.Active {
 		t.Fatalf("after the run: lastRun %+v lease %+v", j.LastRun, j.Lease)
 	}
 }

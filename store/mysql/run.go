@@ -174,10 +174,10 @@ func (s *Store) RunGet(ctx context.Context, leaseName string, generation int64) 
 	return run, nil
 }
 
-// RunList returns run rows newest first (by id), optionally of one job and
-// below p.BeforeID, at most p.EffectiveLimit() of them. The query holds only
-// the conditions in use, so the server walks runs_job_id (or the primary
-// key) backwards and stops at the limit.
+// RunList returns run rows newest start first (see store.Store), optionally
+// of one job and past the cursor p.Before, at most p.EffectiveLimit() of
+// them. The query holds only the conditions in use, so the server walks
+// runs_job_started (migration 3) backwards and stops at the limit.
 func (s *Store) RunList(ctx context.Context, p store.RunListParams) ([]store.Run, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -203,14 +203,17 @@ func (s *Store) listRuns(ctx context.Context, q querier, p store.RunListParams) 
 	if p.Job != "" {
 		where, args = append(where, "job = ?"), append(args, p.Job)
 	}
-	if p.BeforeID > 0 {
-		where, args = append(where, "id < ?"), append(args, p.BeforeID)
+	if c := p.Before; !c.IsZero() {
+		// Spelled out rather than as a row comparison, which not every
+		// server turns into a range of the index.
+		at := normalize(c.StartedAt)
+		where, args = append(where, "(started_at < ? OR (started_at = ? AND id < ?))"), append(args, at, at, c.ID)
 	}
 	query := `SELECT ` + runColumns + ` FROM ` + s.t("runs")
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	query += ` ORDER BY id DESC LIMIT ?`
+	query += ` ORDER BY started_at DESC, id DESC LIMIT ?`
 	args = append(args, p.EffectiveLimit())
 	return queryRuns(ctx, q, query, args)
 }

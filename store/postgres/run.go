@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/cronfence/cronfence/store"
 	"github.com/cronfence/cronfence/store/internal/prunesteps"
@@ -104,16 +105,18 @@ func (s *Store) RunList(ctx context.Context, p store.RunListParams) ([]store.Run
 	if err := s.usable(); err != nil {
 		return nil, err
 	}
-	before := p.BeforeID
-	if before == 0 {
-		before = math.MaxInt64
+	// The newest first: before every start, 'infinity'.
+	before := pgtype.Timestamptz{InfinityModifier: pgtype.Infinity, Valid: true}
+	beforeID := int64(math.MaxInt64)
+	if !p.Before.IsZero() {
+		before, beforeID = pgtype.Timestamptz{Time: p.Before.StartedAt, Valid: true}, p.Before.ID
 	}
 	var rows pgx.Rows
 	var err error
 	if p.Job == "" {
-		rows, err = s.pool.Query(ctx, s.q.runList, before, p.EffectiveLimit())
+		rows, err = s.pool.Query(ctx, s.q.runList, before, beforeID, p.EffectiveLimit())
 	} else {
-		rows, err = s.pool.Query(ctx, s.q.runListJob, p.Job, before, p.EffectiveLimit())
+		rows, err = s.pool.Query(ctx, s.q.runListJob, p.Job, before, beforeID, p.EffectiveLimit())
 	}
 	if err != nil {
 		return nil, s.translate("list runs", err)

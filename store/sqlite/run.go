@@ -143,10 +143,11 @@ func (s *Store) RunGet(ctx context.Context, leaseName string, generation int64) 
 	return run, nil
 }
 
-// RunList returns run rows newest first (by id), optionally of one job and
-// below p.BeforeID, at most p.EffectiveLimit() of them. The query is built
-// from only the conditions in use so SQLite can walk cronfence_runs_job_id
-// (or the primary key) backwards and stop at the limit.
+// RunList returns run rows newest start first (see store.Store), optionally
+// of one job and past the cursor p.Before, at most p.EffectiveLimit() of
+// them. The query is built from only the conditions in use so SQLite can
+// walk cronfence_runs_job_started (migration 6) backwards and stop at the
+// limit.
 func (s *Store) RunList(ctx context.Context, p store.RunListParams) ([]store.Run, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -164,14 +165,14 @@ func (s *Store) RunList(ctx context.Context, p store.RunListParams) ([]store.Run
 	if p.Job != "" {
 		where, args = append(where, "job = ?"), append(args, p.Job)
 	}
-	if p.BeforeID > 0 {
-		where, args = append(where, "id < ?"), append(args, p.BeforeID)
+	if c := p.Before; !c.IsZero() {
+		where, args = append(where, "(started_at, id) < (?, ?)"), append(args, micros(normalize(c.StartedAt)), c.ID)
 	}
 	query := `SELECT ` + runColumns + ` FROM cronfence_runs`
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	query += ` ORDER BY id DESC LIMIT ?`
+	query += ` ORDER BY started_at DESC, id DESC LIMIT ?`
 	args = append(args, p.EffectiveLimit())
 
 	runs, err := listRuns(ctx, s.db, query, args)

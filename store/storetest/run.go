@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -63,7 +64,7 @@ var runTests = []namedTest{
 		if err != nil {
 			t.Fatal(err)
 		}
-		page2, err := b.Store.RunList(ctx(t), store.RunListParams{Job: "a", Limit: 3, BeforeID: page1[len(page1)-1].ID})
+		page2, err := b.Store.RunList(ctx(t), store.RunListParams{Job: "a", Limit: 3, Before: page1[len(page1)-1].Cursor()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,6 +82,80 @@ var runTests = []namedTest{
 		all, err := b.Store.RunList(ctx(t), store.RunListParams{})
 		if err != nil || len(all) != 10 {
 			t.Fatalf("unfiltered list = %d rows, %v; want 10", len(all), err)
+		}
+	}},
+	{name: "ListNewestStartedFirst", fn: func(t *testing.T, b Bundle) {
+		now := dbNow(t, b.Store)
+		// Written in an order their starts do not follow, as a run's row
+		// is written when it ends, after the skips recorded while it ran;
+		// two of them start at one instant.
+		starts := []int{5, 1, 3, 3, 0, 4, 2}
+		ids := map[int64]int{}
+		for i, s := range starts {
+			for _, job := range []string{"a", "b"} {
+				r, err := b.Store.RunInsert(ctx(t), store.Run{Job: job, Success: true, Attempt: i + 1, StartedAt: now.Add(time.Duration(s) * time.Second)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if job == "a" {
+					ids[r.ID] = s
+				}
+			}
+		}
+		runs, err := b.Store.RunList(ctx(t), store.RunListParams{Job: "a"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for i, r := range runs {
+			got = append(got, fmt.Sprintf("%d@%d", ids[r.ID], r.ID))
+			if i > 0 && !(r.StartedAt.Before(runs[i-1].StartedAt) || r.StartedAt.Equal(runs[i-1].StartedAt) && r.ID < runs[i-1].ID) {
+				t.Fatalf("runs (start second@id) %v: want newest start first, of one start the higher id first", got)
+			}
+		}
+		if len(runs) != len(starts) {
+			t.Fatalf("runs %v: want %d", got, len(starts))
+		}
+		// Paged two at a time from each page's last row, across the two
+		// rows of one start too: the same rows in the same order.
+		var paged []store.Run
+		p := store.RunListParams{Job: "a", Limit: 2}
+		for range len(starts) {
+			page, err := b.Store.RunList(ctx(t), p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(page) == 0 {
+				break
+			}
+			paged = append(paged, page...)
+			p.Before = page[len(page)-1].Cursor()
+		}
+		if diff := cmp.Diff(runs, paged); diff != "" {
+			t.Fatalf("paged two at a time (-one page +pages):\n%s", diff)
+		}
+		// Every job's: the rows after a's third, of both jobs.
+		all, err := b.Store.RunList(ctx(t), store.RunListParams{})
+		if err != nil || len(all) != 2*len(starts) {
+			t.Fatalf("every job's runs: %d, %v; want %d", len(all), err, 2*len(starts))
+		}
+		for i := 1; i < len(all); i++ {
+			if r, prev := all[i], all[i-1]; !(r.StartedAt.Before(prev.StartedAt) || r.StartedAt.Equal(prev.StartedAt) && r.ID < prev.ID) {
+				t.Fatalf("every job's runs: row %d %+v after %+v, out of order", i, r, prev)
+			}
+		}
+		third := slices.IndexFunc(all, func(r store.Run) bool { return r.ID == runs[2].ID })
+		after, err := b.Store.RunList(ctx(t), store.RunListParams{Before: runs[2].Cursor()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(all[third+1:], after); diff != "" {
+			t.Fatalf("every job's runs after a's third (-want +got):\n%s", diff)
+		}
+		for _, bad := range []store.RunCursor{{ID: 3}, {StartedAt: now}, {StartedAt: now, ID: -1}} {
+			if _, err := b.Store.RunList(ctx(t), store.RunListParams{Before: bad}); !errors.Is(err, store.ErrInvalidArgument) {
+				t.Errorf("RunList before %+v: %v, want ErrInvalidArgument", bad, err)
+			}
 		}
 	}},
 	{name: "GetByHolding", fn: func(t *testing.T, b Bundle) {
