@@ -732,9 +732,22 @@ func (c *jobsCmd) Run(a *app) error {
 			lease = fmt.Sprintf("%s gen %d %s %s", orDash(l.Holder), l.Generation, state, short(l.ExpiresAt))
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.Name, j.Schedule, j.TimeZone, enabledText(j.Enabled),
-			ov, short(j.Next), last, result, lease)
+			ov, nextText(j), last, result, lease)
 	}
 	return tw.Flush()
+}
+
+// nextText is a job's next slot for the table: "paused" or "disabled" for
+// a job that will not run (the API gives it no next slot).
+func nextText(j adminapi.Job) string {
+	switch {
+	case j.Enabled:
+		return short(j.Next)
+	case j.Override != nil && j.Override.Enabled != nil:
+		return "paused"
+	default:
+		return "disabled"
+	}
 }
 
 func (c *jobsCmd) direct(a *app) ([]adminapi.Job, error) {

@@ -346,15 +346,13 @@ func TestPauseResumeUnset(t *testing.T) {
 	if len(list.Jobs) != 2 || list.Jobs[0].Name != "quiet" || list.Jobs[1].Name != "slow" {
 		t.Fatalf("list: %+v", list)
 	}
+	// Neither runs: no next slot (TestNoNextSlotForAJobThatWillNotRun).
 	q, s := list.Jobs[0], list.Jobs[1]
-	if q.Enabled || q.TimeZone != "UTC" || q.Schedule != "@hourly" || q.Overlap != "skip" || q.Next == nil || q.LastRun != nil || q.Lease != nil {
+	if q.Enabled || q.TimeZone != "UTC" || q.Schedule != "@hourly" || q.Overlap != "skip" || q.Next != nil || q.LastRun != nil || q.Lease != nil {
 		t.Fatalf("quiet: %+v", q)
 	}
-	if s.Enabled || s.TimeZone != "Europe/Lisbon" || s.Next == nil {
+	if s.Enabled || s.TimeZone != "Europe/Lisbon" || s.Next != nil {
 		t.Fatalf("slow: %+v", s)
-	}
-	if _, err := time.Parse(time.RFC3339, *s.Next); err != nil {
-		t.Fatalf("next %q: %v", *s.Next, err)
 	}
 }
 

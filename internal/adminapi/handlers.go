@@ -123,7 +123,8 @@ type Lease struct {
 
 // Job is one job as GET answers it. "override" is null when no
 // override row exists; "enabled" is the effective value (the override's
-// when set, else the declared one). "lastRun" and "lease" may be null.
+// when set, else the declared one). "next" is the next slot, null while
+// the job is not enabled. "lastRun" and "lease" may be null.
 type Job struct {
 	Name            string    `json:"name"`
 	Schedule        string    `json:"schedule"`
@@ -147,15 +148,17 @@ func baseView(info cronfence.JobInfo, st *store.JobState) Job {
 		Name: j.Name, Schedule: j.Schedule, TimeZone: tz, Overlap: string(j.Overlap),
 		DeclaredEnabled: !j.Disabled, Enabled: !j.Disabled,
 	}
-	if !info.Next.IsZero() {
-		s := info.Next.Format(time.RFC3339)
-		v.Next = &s
-	}
 	if st != nil {
 		v.Override = &Override{Enabled: st.EnabledOverride, By: st.OverrideBy, At: timeOrNil(st.OverrideAt), Note: st.Note}
 		if st.EnabledOverride != nil {
 			v.Enabled = *st.EnabledOverride
 		}
+	}
+	// A paused or disabled job runs no slot: it has no next one to show
+	// (its slots are settled skipped as they come due).
+	if v.Enabled && !info.Next.IsZero() {
+		s := info.Next.Format(time.RFC3339)
+		v.Next = &s
 	}
 	return v
 }

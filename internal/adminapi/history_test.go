@@ -47,3 +47,41 @@ func TestLogsAreNewestStartedFirst(t *testing.T) {
 		t.Fatalf("the run, which started first, is listed last: %+v", logs.Logs)
 	}
 }
+
+// A job that will not run has no next slot: one declared disabled, and one
+// paused, until it is resumed. An enabled job has one.
+func TestNoNextSlotForAJobThatWillNotRun(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	next := func() map[string]*string {
+		var list struct{ Jobs []jobJSON }
+		if resp := b.do(t, "GET", "/api/admin/cron", readSecret, "", &list); resp.StatusCode != 200 {
+			t.Fatalf("GET /api/admin/cron: %d", resp.StatusCode)
+		}
+		m := map[string]*string{}
+		for _, j := range list.Jobs {
+			m[j.Name] = j.Next
+			var one jobJSON
+			b.do(t, "GET", "/api/admin/cron/"+j.Name, readSecret, "", &one)
+			if (one.Next == nil) != (j.Next == nil) {
+				t.Fatalf("%s: next %v in the list, %v alone", j.Name, j.Next, one.Next)
+			}
+		}
+		return m
+	}
+	if n := next(); n["slow"] == nil || n["quiet"] != nil {
+		t.Fatalf("next: slow %v, quiet (declared disabled) %v; want a slot for slow only", n["slow"], n["quiet"])
+	}
+	var put jobJSON
+	b.do(t, "PUT", "/api/admin/cron/slow", adminSecret, `{"enabled": false}`, &put)
+	if put.Next != nil {
+		t.Fatalf("PUT pausing slow answers next %v, want null", *put.Next)
+	}
+	if n := next(); n["slow"] != nil {
+		t.Fatalf("next of paused slow: %v, want null", *n["slow"])
+	}
+	b.do(t, "PUT", "/api/admin/cron/quiet", adminSecret, `{"enabled": true}`, &put)
+	if n := next(); n["quiet"] == nil {
+		t.Fatalf("next of quiet, resumed: null, want its slot")
+	}
+}
