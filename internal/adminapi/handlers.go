@@ -265,8 +265,13 @@ func (a *api) decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 	// read as JSON; no Content-Type at all is taken for JSON.
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
-			writeError(w, http.StatusUnsupportedMediaType, "UNSUPPORTED_MEDIA_TYPE",
-				fmt.Sprintf("Content-Type %q is not supported: send the body as application/json", ct), nil)
+			msg := fmt.Sprintf("the body must be JSON, sent with the header \"Content-Type: application/json\"; got Content-Type %q", ct)
+			if mt == "application/x-www-form-urlencoded" {
+				// What curl -d sends unless told otherwise: the first
+				// request most people try.
+				msg += " (what curl -d sends: add -H 'Content-Type: application/json')"
+			}
+			writeError(w, http.StatusUnsupportedMediaType, "UNSUPPORTED_MEDIA_TYPE", msg, map[string]string{"contentType": "application/json"})
 			return false
 		}
 	}

@@ -1,6 +1,9 @@
 package adminapi_test
 
 import (
+	"encoding/json"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 )
@@ -83,5 +86,36 @@ func TestNoNextSlotForAJobThatWillNotRun(t *testing.T) {
 	b.do(t, "PUT", "/api/admin/cron/quiet", adminSecret, `{"enabled": true}`, &put)
 	if n := next(); n["quiet"] == nil {
 		t.Fatalf("next of quiet, resumed: null, want its slot")
+	}
+}
+
+// A body sent as another type than JSON is refused 415 with a message that
+// says which Content-Type to send; the first curl -d, which sends a form,
+// is told how to send JSON instead. POST …/run has no body and needs no
+// Content-Type.
+func TestUnsupportedMediaTypeSaysWhatToSend(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	for _, ct := range []string{"application/x-www-form-urlencoded", "text/plain"} {
+		req, err := http.NewRequest("PUT", b.srv.URL+"/api/admin/cron/slow", strings.NewReader(`{"enabled": false}`))
+		must(t, err)
+		req.Header.Set("Authorization", "Bearer "+adminSecret)
+		req.Header.Set("Content-Type", ct)
+		resp, err := b.srv.Client().Do(req)
+		must(t, err)
+		var e apiErr
+		err = json.NewDecoder(resp.Body).Decode(&e)
+		resp.Body.Close()
+		must(t, err)
+		if resp.StatusCode != 415 || e.Code != "UNSUPPORTED_MEDIA_TYPE" || !strings.Contains(e.Message, "Content-Type: application/json") ||
+			!strings.Contains(e.Message, ct) {
+			t.Errorf("PUT as %s: %d %+v; want 415 naming the header to send and the type sent", ct, resp.StatusCode, e)
+		}
+		if form := ct == "application/x-www-form-urlencoded"; form != strings.Contains(e.Message, "curl -d") {
+			t.Errorf("PUT as %s: message %q; want curl -d named for a form only", ct, e.Message)
+		}
+	}
+	if resp := b.do(t, "POST", "/api/admin/cron/slow/run", adminSecret, "", nil); resp.StatusCode != 202 {
+		t.Fatalf("POST run without a body or Content-Type: %d", resp.StatusCode)
 	}
 }
