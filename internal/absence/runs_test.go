@@ -9,8 +9,8 @@ import (
 )
 
 // runs builds run rows, newest first, from a compact form: "s" a skip,
-// "ok" a run of 10s, "m" a manual run; slots a minute apart, the newest at
-// 12:09.
+// "p" a slot skipped while the job was paused, "ok" a run of 10s, "m" a
+// manual run; slots a minute apart, the newest at 12:09.
 func runs(kinds ...string) []store.Run {
 	out := make([]store.Run, len(kinds))
 	for i, k := range kinds {
@@ -20,6 +20,9 @@ func runs(kinds ...string) []store.Run {
 		case "s":
 			r.Skipped, r.Reason, r.FinishedAt = true, "already_executing", slot
 			r.Logs = []string{"skipped: lease job:sync held by b at generation 3"}
+		case "p":
+			r.Skipped, r.Reason, r.FinishedAt = true, string(store.ClaimPaused), slot
+			r.Logs = []string{store.PausedSkipLine(true)}
 		case "m":
 			r.Manual, r.Slot = true, time.Time{}
 		}
@@ -45,6 +48,10 @@ func TestSkipStreak(t *testing.T) {
 		{name: "broken by a run", runs: runs("s", "s", "ok", "s", "s", "s"), limit: 3},
 		{name: "ended by a run", runs: runs("ok", "s", "s", "s", "s", "s"), limit: 3},
 		{name: "manual runs neither make nor break a streak", runs: runs("s", "m", "s", "m", "s", "s", "ok"), limit: 3, want: []got{streak("4")}},
+		// A paused job skips every slot by design: it did not outgrow
+		// its interval.
+		{name: "slots skipped while paused are no streak", runs: runs("p", "p", "p", "p", "p", "ok"), limit: 3},
+		{name: "slots skipped while paused neither make nor break a streak", runs: runs("s", "p", "s", "p", "p", "s", "s", "ok"), limit: 3, want: []got{streak("4")}},
 		{name: "every run read is a skip", runs: runs("s", "s", "s", "s"), limit: 3, want: []got{streak("4+")}},
 		{name: "off", runs: runs("s", "s", "s", "s", "s"), limit: 0},
 	} {
@@ -65,7 +72,7 @@ func fillFirstSlot(want []got, rs []store.Run) []got {
 	for _, w := range want {
 		var first time.Time
 		for _, r := range rs {
-			if r.Manual {
+			if r.Manual || r.Reason == string(store.ClaimPaused) {
 				continue
 			}
 			if !r.Skipped {

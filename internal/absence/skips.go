@@ -10,15 +10,16 @@ import (
 // checkSkipStreak raises skip_streak when the job's newest scheduled runs
 // are more than limit skips in a row: slot after slot came due while a run
 // still held the lease, so the job outgrew its interval. Manual runs are
-// not slots and neither make nor break a streak. It resolves when the
-// newest scheduled run is not a skip. A limit of zero turns it off.
+// not slots, and the slots skipped while the job was paused are skipped by
+// design: neither makes nor breaks a streak. It resolves when the newest
+// scheduled run is not a skip. A limit of zero turns it off.
 func checkSkipStreak(j *Job, d JobData, limit int) (Alert, bool) {
 	if limit <= 0 {
 		return Alert{}, false
 	}
 	var streak []store.Run // newest first
 	for _, r := range d.Runs {
-		if r.Manual {
+		if r.Manual || r.Skipped && r.Reason == string(store.ClaimPaused) {
 			continue
 		}
 		if !r.Skipped {
