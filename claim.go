@@ -283,6 +283,10 @@ func (s *Scheduler) claimed(ctx context.Context, e *entry, r store.SlotClaimResu
 		// measured (this clock drifted or was stepped). Try it again
 		// shortly.
 		s.retryLater(e, 0)
+	case r.Refusal == store.ClaimPaused && r.Recorded == store.SlotSkipped:
+		// Once across replicas: only the claim that settled the slot
+		// recorded it.
+		s.log.Info("cronfence: slot skipped: the job is paused", "job", e.job.Name, "slot", e.slot)
 	case r.Recorded == store.SlotSkipped:
 		s.log.Info("cronfence: slot skipped: the previous run has not finished", "job", e.job.Name, "slot", e.slot,
 			"holder", r.Lease.Owner, "generation", r.Lease.Generation)

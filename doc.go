@@ -43,7 +43,9 @@
 //     before the job was first registered; history is not replayed.
 //   - G6: pause and resume (SetEnabled) reach every replica at its next
 //     fire and survive restarts; a slot that comes due while its job is
-//     paused is settled as skipped and never runs, even after the resume.
+//     paused is settled as skipped and never runs, even after the resume;
+//     it is recorded as a skipped run with reason "paused", once across
+//     replicas.
 //   - G7: overlap is visible: a slot that comes due while a run holds the
 //     job's lease is recorded as a skipped run naming the holder, once
 //     across replicas; Trigger meets ErrAlreadyExecuting. A slot whose

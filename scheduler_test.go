@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -147,8 +149,8 @@ func TestPauseReachesEveryReplicaAndSurvivesRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, r := range runs {
-			if r.Slot.After(paused) {
-				t.Fatalf("a paused slot left a run row: %+v", r)
+			if r.Slot.After(paused) && (!r.Skipped || r.Reason != string(store.ClaimPaused)) {
+				t.Fatalf("a paused slot left a run row other than its skip: %+v", r)
 			}
 		}
 		// nil restores the declared value (enabled).
@@ -161,6 +163,60 @@ func TestPauseReachesEveryReplicaAndSurvivesRestart(t *testing.T) {
 		for s := resumed.Add(time.Second); !s.After(resumed.Add(3 * time.Second)); s = s.Add(time.Second) {
 			if n := l.ran("tick", s); n != 1 {
 				t.Fatalf("after resume slot %s ran %d times", s, n)
+			}
+		}
+	})
+}
+
+// Each slot due while its job is paused is settled skipped and shows in the
+// job's history as a skip with reason paused, recorded once across the
+// replicas that claimed it, and logged once, at INFO, naming the job and
+// the slot; a job declared disabled likewise. Before, nothing showed: the
+// dashboard drew the slot as missed.
+func TestAPausedSlotIsRecordedAndLoggedOnce(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		var out syncBuffer
+		log := slog.New(slog.NewJSONHandler(&out, nil))
+		tick := Job{Name: "tick", Schedule: "* * * * * *", Handler: func(context.Context, *Run) error { return nil }}
+		off := Job{Name: "off", Schedule: "* * * * * *", Disabled: true, Handler: func(context.Context, *Run) error { return nil }}
+		a := c.startWith(Config{Owner: "a", Clock: offsetClock{c.db, 0}, Retention: -1, Logger: log}, tick, off)
+		c.startWith(Config{Owner: "b", Clock: offsetClock{c.db, 0}, Retention: -1, Logger: log}, tick, off)
+		if _, err := a.SetEnabled(context.Background(), "tick", ptr(false), "ana", "maintenance"); err != nil {
+			t.Fatal(err)
+		}
+		first := c.db.Now().Truncate(time.Second).Add(time.Second)
+		c.advance(3*time.Second, time.Second)
+		var slots []string
+		for s := first; !s.After(first.Add(2 * time.Second)); s = s.Add(time.Second) {
+			slots = append(slots, s.Format(time.RFC3339))
+		}
+		for job, line := range map[string]string{"tick": store.PausedSkipLine(true), "off": store.PausedSkipLine(false)} {
+			runs, err := a.Store().RunList(context.Background(), store.RunListParams{Job: job})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, r := range runs {
+				if !r.Skipped || r.Reason != string(store.ClaimPaused) || len(r.Logs) != 1 || r.Logs[0] != line {
+					t.Fatalf("%s: run row %+v; want only skips with reason paused, logged %q", job, r, line)
+				}
+				got = append([]string{r.Slot.Format(time.RFC3339)}, got...)
+			}
+			if strings.Join(got, " ") != strings.Join(slots, " ") {
+				t.Fatalf("%s: skips of slots %v, want one of each slot due while paused %v", job, got, slots)
+			}
+			var logged []string
+			for _, l := range jsonLines(t, &out, "cronfence: slot skipped: the job is paused") {
+				if l["job"] == job {
+					if l["level"] != "INFO" {
+						t.Fatalf("%s: %v, want INFO", job, l)
+					}
+					logged = append(logged, l["slot"].(string))
+				}
+			}
+			slices.Sort(logged)
+			if strings.Join(logged, " ") != strings.Join(slots, " ") {
+				t.Fatalf("%s: logged paused slots %v across both replicas, want each once: %v", job, logged, slots)
 			}
 		}
 	})

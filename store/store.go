@@ -91,11 +91,13 @@ type Store interface {
 	// table must not stop every job.
 	//
 	// A due slot of a paused job is refused with ClaimPaused and, in the same
-	// statement, settled: when it has no row yet it is recorded skipped (no
-	// run row), so a claim that arrives after the resume (a replica whose
-	// clock runs behind, a retry, catch-up) is refused with ClaimSkipped
-	// instead of running a slot that came due during the pause. An existing
-	// row is left as it is.
+	// statement, settled: when it has no row yet it is recorded skipped,
+	// with a skip run row of reason "paused" (ClaimPaused) as an overlap
+	// has one, written once across replicas, so a claim that arrives after
+	// the resume (a replica whose clock runs behind, a retry, catch-up) is
+	// refused with ClaimSkipped instead of running a slot that came due
+	// during the pause, and the slot's history says why it did not run. An
+	// existing row is left as it is.
 	//
 	// When the lease is held by another run (an overlap: the previous slot's
 	// run or a manual run), the slot is recorded once across replicas
@@ -367,7 +369,7 @@ type SlotClaimParams struct {
 	// DeclaredDisabled is a job declared with enabled = false. The job's
 	// override (JobStateSet), when set, decides instead. A disabled job is
 	// refused with ClaimPaused; a due slot of it that has no row yet is
-	// recorded skipped, and nothing else is written (no lease, no run row).
+	// recorded skipped, with its skip run row, and no lease is taken.
 	DeclaredDisabled bool
 	// Overlap is what to record when the lease is held by another run.
 	// Empty means OverlapSkip.
@@ -443,13 +445,13 @@ type SlotClaimResult struct {
 	// Lease is the lease taken when Claimed; with ClaimHeld it is the holder
 	// as last seen.
 	Lease Lease
-	// Recorded is the slot's new status when this call recorded an overlap
-	// (SlotSkipped or SlotBuffered); empty otherwise, also when a ClaimPaused
-	// refusal settled the slot as skipped. Exactly one replica records each
-	// overlapped slot.
+	// Recorded is the slot's new status when this call recorded it: an
+	// overlap (SlotSkipped or SlotBuffered, with ClaimHeld), or a due slot
+	// of a paused job settled (SlotSkipped, with ClaimPaused); empty
+	// otherwise. Exactly one replica records each such slot.
 	Recorded SlotStatus
 	// SkipRun is the skip run row this call wrote, when Recorded is
-	// SlotSkipped.
+	// SlotSkipped: its Reason is the refusal (already_executing or paused).
 	SkipRun Run
 	// PauseStateUnread reports that the job's pause override could not be
 	// read (its table is missing or damaged: renamed, dropped), so the

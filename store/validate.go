@@ -854,6 +854,17 @@ func (r Replica) Validate() error {
 	return nil
 }
 
+// PausedSkipLine is the one log line of the skip run row a claim writes for
+// a slot that came due while its job was paused (overridden: by
+// JobStateSet) or declared disabled, worded as the PostgreSQL store's
+// claim statement words it in SQL.
+func PausedSkipLine(overridden bool) string {
+	if overridden {
+		return "Skipped: the job is paused"
+	}
+	return "Skipped: the job is declared disabled"
+}
+
 // OverlapSkipLine is the one log line of the skip run row a claim writes for
 // a slot that came due while holder held its lease, worded as the
 // PostgreSQL store's claim statement words it in SQL. "another owner"

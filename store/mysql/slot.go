@@ -222,11 +222,13 @@ func (s *Store) claimIn(ctx context.Context, tx *sql.Tx, items []store.SlotClaim
 		slot := normalize(p.Slot)
 		existing, found := r.slots[keyOf(p.Job, slot)]
 		enabled := !p.DeclaredDisabled
-		if o, ok := r.overrides[p.Job]; ok {
+		o, overridden := r.overrides[p.Job]
+		if overridden {
 			enabled = o
 		}
 		cur, leaseFound := r.leases[p.LeaseName]
-		c := claim{p: p, slot: slot, now: now, existing: existing, found: found, enabled: enabled, lease: cur, leaseFound: leaseFound}
+		c := claim{p: p, slot: slot, now: now, existing: existing, found: found, enabled: enabled, overridden: overridden,
+			lease: cur, leaseFound: leaseFound}
 		res, err := s.claimSlot(ctx, tx, c, &w)
 		if err != nil {
 			return itemError{i, err}
@@ -400,6 +402,7 @@ type claim struct {
 	existing   store.Slot
 	found      bool // existing is the slot's row
 	enabled    bool // by the override, else the declared value
+	overridden bool // the override decided enabled
 	lease      lockedLease
 	leaseFound bool // lease is p.LeaseName's row, locked
 }
@@ -427,13 +430,28 @@ func (s *Store) claimSlot(ctx context.Context, tx *sql.Tx, c claim, w *claimWrit
 		return refuse(store.ClaimNotDue, store.Lease{})
 	}
 	if !c.enabled {
-		if !c.found {
-			if err := s.insertSlot(ctx, tx, store.Slot{Job: p.Job, Slot: c.slot, Status: store.SlotSkipped, Owner: p.Owner,
-				LeaseName: p.LeaseName, StartedAt: c.now, FinishedAt: c.now}); err != nil {
-				return store.SlotClaimResult{}, err
-			}
+		res, _ := refuse(store.ClaimPaused, store.Lease{})
+		if c.found {
+			return res, nil
 		}
-		return refuse(store.ClaimPaused, store.Lease{})
+		// Settled skipped, and the skip recorded as a run row with reason
+		// paused, as an overlap's is: the slot's history says why nothing
+		// ran.
+		if err := s.insertSlot(ctx, tx, store.Slot{Job: p.Job, Slot: c.slot, Status: store.SlotSkipped, Owner: p.Owner,
+			LeaseName: p.LeaseName, StartedAt: c.now, FinishedAt: c.now}); err != nil {
+			return store.SlotClaimResult{}, err
+		}
+		var err error
+		res.SkipRun, err = s.insertRun(ctx, tx, store.Run{
+			Job: p.Job, Slot: c.slot, CatchUp: p.CatchUp, Owner: p.Owner,
+			StartedAt: c.now, FinishedAt: c.now, Success: true, Skipped: true,
+			Reason: string(store.ClaimPaused), Logs: []string{store.PausedSkipLine(c.overridden)},
+		}.Bounded(), c.now)
+		if err != nil {
+			return store.SlotClaimResult{}, err
+		}
+		res.Recorded = store.SlotSkipped
+		return res, nil
 	}
 	if c.found {
 		switch c.existing.Status {

@@ -335,6 +335,9 @@ func (row claimRow) result(p store.SlotClaimParams, clock time.Time) (r store.Sl
 		if r.Refusal == store.ClaimHeld || r.Refusal == store.ClaimLeaseBusy {
 			r.Lease = row.holder.lease() // for lease_busy, the deposed writer's
 		}
+		if row.skipID != nil { // a paused slot this statement settled
+			r.Recorded, r.SkipRun = store.SlotSkipped, row.skipRun(p, slot, store.ClaimPaused)
+		}
 	case lease.generation == nil:
 		// The gate let the item through but another run holds the lease.
 		r = store.SlotClaimResult{Refusal: store.ClaimHeld, Slot: row.prev.slot(p.Job, slot), Lease: row.holder.lease()}
@@ -342,11 +345,7 @@ func (row claimRow) result(p store.SlotClaimParams, clock time.Time) (r store.Sl
 			r.Recorded = store.SlotStatus(*row.recorded)
 		}
 		if row.skipID != nil {
-			r.SkipRun = store.Run{
-				ID: *row.skipID, Job: p.Job, Slot: slot, CatchUp: p.CatchUp, Owner: p.Owner,
-				StartedAt: row.skipAt.UTC(), FinishedAt: row.skipAt.UTC(), Success: true, Skipped: true,
-				Reason: string(store.ClaimHeld), Logs: row.skipLogs,
-			}
+			r.SkipRun = row.skipRun(p, slot, store.ClaimHeld)
 		}
 		stale = row.holder.generation == nil && row.recorded == nil
 	default:
@@ -354,6 +353,16 @@ func (row claimRow) result(p store.SlotClaimParams, clock time.Time) (r store.Sl
 		stale = true
 	}
 	return r, stale
+}
+
+// skipRun is the skip run row the statement wrote for the item p (its
+// slot, slot), for the reason why.
+func (row claimRow) skipRun(p store.SlotClaimParams, slot time.Time, why store.ClaimRefusal) store.Run {
+	return store.Run{
+		ID: *row.skipID, Job: p.Job, Slot: slot, CatchUp: p.CatchUp, Owner: p.Owner,
+		StartedAt: row.skipAt.UTC(), FinishedAt: row.skipAt.UTC(), Success: true, Skipped: true,
+		Reason: string(why), Logs: row.skipLogs,
+	}
 }
 
 // isSchemaError reports a statement refused because what it names does not

@@ -141,19 +141,21 @@ func claimSlot(ctx context.Context, tx *sql.Tx, p store.SlotClaimParams, slot, n
 	if slot.After(now) {
 		return refuse(store.ClaimNotDue, store.Lease{})
 	}
-	enabled, unread, err := jobEnabled(ctx, tx, p.Job, !p.DeclaredDisabled)
+	enabled, overridden, unread, err := jobEnabled(ctx, tx, p.Job, !p.DeclaredDisabled)
 	if err != nil {
 		return store.SlotClaimResult{}, err
 	}
 	// Whatever the answer, it says whether the declared value decided.
 	defer func() { res.PauseStateUnread = unread }()
 	if !enabled {
+		res, _ := refuse(store.ClaimPaused, store.Lease{})
 		if !found {
-			if err := settlePaused(ctx, tx, p, slot, now); err != nil {
+			if res.SkipRun, err = settlePaused(ctx, tx, p, slot, now, overridden); err != nil {
 				return store.SlotClaimResult{}, err
 			}
+			res.Recorded = store.SlotSkipped
 		}
-		return refuse(store.ClaimPaused, store.Lease{})
+		return res, nil
 	}
 	if found {
 		switch existing.Status {
@@ -214,25 +216,26 @@ func claimSlot(ctx context.Context, tx *sql.Tx, p store.SlotClaimParams, slot, n
 }
 
 // jobEnabled reads the job's override; with none set (no row, or NULL) the
-// declared value decides. When the overrides cannot be read at all (their
-// table is missing or damaged: renamed, dropped, a column gone), the
-// declared value decides too and unread says so: a broken pause table
-// fails open rather than stopping every job. The failed read leaves the
-// transaction usable: SQLite fails that statement only.
-func jobEnabled(ctx context.Context, q querier, job string, declared bool) (enabled, unread bool, err error) {
+// declared value decides, and overridden is false. When the overrides
+// cannot be read at all (their table is missing or damaged: renamed,
+// dropped, a column gone), the declared value decides too and unread says
+// so: a broken pause table fails open rather than stopping every job. The
+// failed read leaves the transaction usable: SQLite fails that statement
+// only.
+func jobEnabled(ctx context.Context, q querier, job string, declared bool) (enabled, overridden, unread bool, err error) {
 	var override sql.NullBool
 	err = q.QueryRowContext(ctx, `SELECT enabled_override FROM cronfence_job_state WHERE job = ?`, job).Scan(&override)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return declared, false, nil
+		return declared, false, false, nil
 	case isMissingSchema(err):
-		return declared, true, nil
+		return declared, false, true, nil
 	case err != nil:
-		return false, false, err
+		return false, false, false, err
 	case override.Valid:
-		return override.Bool, false, nil
+		return override.Bool, true, false, nil
 	}
-	return declared, false, nil
+	return declared, false, false, nil
 }
 
 // isMissingSchema reports a statement refused because a table or column it
@@ -250,17 +253,24 @@ func isMissingSchema(err error) bool {
 // skipped (owned by p.Owner at generation 0, attempts 0), so it is final: a
 // claim that arrives after the resume (from a replica whose clock runs
 // behind, a not_due retry, a catch-up) is refused skipped instead of running
-// a slot that came due during the pause. No run row is written: the job's
-// pause is what operators see, and a paused every-second job would
-// otherwise write a row a second.
-func settlePaused(ctx context.Context, tx *sql.Tx, p store.SlotClaimParams, slot, now time.Time) error {
-	_, err := tx.ExecContext(ctx, `
+// a slot that came due during the pause. The skip is recorded as a run row
+// with reason paused, as an overlap's is, so the slot's history says why
+// nothing ran; overridden says whether the pause is an override or the
+// job's declared value. It returns that row. The caller holds the write
+// lock and has found no row: the insert cannot conflict.
+func settlePaused(ctx context.Context, tx *sql.Tx, p store.SlotClaimParams, slot, now time.Time, overridden bool) (store.Run, error) {
+	if _, err := tx.ExecContext(ctx, `
 		INSERT INTO cronfence_slots (job, slot, status, owner, lease_name, generation, attempts, started_at, finished_at)
-		VALUES (?, ?, 'skipped', ?, ?, 0, 0, ?, ?)
-		ON CONFLICT (job, slot) DO NOTHING`,
+		VALUES (?, ?, 'skipped', ?, ?, 0, 0, ?, ?)`,
 		p.Job, micros(slot), p.Owner, p.LeaseName, micros(now), micros(now),
-	)
-	return err
+	); err != nil {
+		return store.Run{}, err
+	}
+	return insertRun(ctx, tx, store.Run{
+		Job: p.Job, Slot: slot, CatchUp: p.CatchUp, Owner: p.Owner,
+		StartedAt: now, FinishedAt: now, Success: true, Skipped: true,
+		Reason: string(store.ClaimPaused), Logs: []string{store.PausedSkipLine(overridden)},
+	}.Bounded(), now)
 }
 
 // recordOverlap answers a claim whose gate passed but whose lease is held by

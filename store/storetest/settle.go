@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/cronfence/cronfence/store"
 )
@@ -21,15 +22,23 @@ var settleTests = []namedTest{
 		slot := now.Add(-time.Second)
 		setEnabled(t, b.Store, false)
 		r := wantRefusal(t, b.Store, claimParams(slot, "a", now), store.ClaimPaused)
-		if r.Recorded != "" || r.SkipRun.ID != 0 || r.Lease != (store.Lease{}) {
-			t.Fatalf("paused refusal = %+v; want no overlap recorded, no skip row, no lease", r)
+		// Settled skipped, and the skip recorded as a run row with reason
+		// paused, in the same statement, as an overlap's skip is: the
+		// slot's history says why nothing ran.
+		wantSkip := store.Run{ID: r.SkipRun.ID, Job: "report", Slot: slot, Owner: "a", StartedAt: now, FinishedAt: now,
+			Success: true, Skipped: true, Reason: string(store.ClaimPaused), Logs: []string{store.PausedSkipLine(true)}}
+		if r.Recorded != store.SlotSkipped || r.SkipRun.ID == 0 || r.Lease != (store.Lease{}) || !cmp.Equal(wantSkip, r.SkipRun) {
+			t.Fatalf("paused refusal = %+v; want the slot recorded skipped, a skip row with reason paused (-want +got):\n%s, no lease",
+				r, cmp.Diff(wantSkip, r.SkipRun))
 		}
 		want := store.Slot{Job: "report", Slot: slot, Status: store.SlotSkipped, Owner: "a", LeaseName: "job:report", StartedAt: now, FinishedAt: now}
 		if got := mustGetSlot(t, b.Store, slot); !cmp.Equal(want, got) {
 			t.Fatalf("paused slot row (-want +got):\n%s", cmp.Diff(want, got))
 		}
 		// Still paused, a late replica is refused as paused and changes nothing.
-		wantRefusal(t, b.Open(t), claimParams(slot, "b", now.Add(time.Second)), store.ClaimPaused)
+		if r := wantRefusal(t, b.Open(t), claimParams(slot, "b", now.Add(time.Second)), store.ClaimPaused); r.Recorded != "" || r.SkipRun.ID != 0 {
+			t.Fatalf("a second paused claim = %+v; want nothing recorded", r)
+		}
 		if got := mustGetSlot(t, b.Store, slot); !cmp.Equal(want, got) {
 			t.Fatalf("a second paused claim changed the row (-want +got):\n%s", cmp.Diff(want, got))
 		}
@@ -43,7 +52,7 @@ var settleTests = []namedTest{
 		catchUp.CatchUp = true
 		wantRefusal(t, late, catchUp, store.ClaimSkipped)
 		wantNotFoundLease(t, b.Store, "job:report")
-		wantNoRuns(t, b.Store)
+		wantRuns(t, b.Store, wantSkip)
 
 		// The next slot, due after the resume, runs.
 		next := mustClaim(t, late, claimParams(slot.Add(time.Second), "b", now.Add(3*time.Second)))
@@ -57,10 +66,14 @@ var settleTests = []namedTest{
 		slot := now.Add(-time.Second)
 		p := claimParams(slot, "a", now)
 		p.DeclaredDisabled = true
-		wantRefusal(t, b.Store, p, store.ClaimPaused)
+		r := wantRefusal(t, b.Store, p, store.ClaimPaused)
 		if got := mustGetSlot(t, b.Store, slot); got.Status != store.SlotSkipped || got.Attempts != 0 {
 			t.Fatalf("slot of a job declared disabled = %+v, want skipped", got)
 		}
+		if r.Recorded != store.SlotSkipped || r.SkipRun.Reason != string(store.ClaimPaused) || !cmp.Equal(r.SkipRun.Logs, []string{store.PausedSkipLine(false)}) {
+			t.Fatalf("refusal of a job declared disabled = %+v; want a skip row with reason paused saying it is declared disabled", r)
+		}
+		wantRuns(t, b.Store, r.SkipRun)
 		p.DeclaredDisabled, p.Owner = false, "b" // redeployed enabled
 		wantRefusal(t, b.Store, p, store.ClaimSkipped)
 	}},
@@ -122,6 +135,10 @@ var settleTests = []namedTest{
 		if !results[0].Claimed || results[1].Refusal != store.ClaimPaused || results[2].Refusal != store.ClaimHeld ||
 			results[2].Recorded != store.SlotSkipped || results[2].Lease.Generation != holder.Generation {
 			t.Fatalf("batch results = %+v", results)
+		}
+		if paused, busy := results[1].SkipRun, results[2].SkipRun; results[1].Recorded != store.SlotSkipped || paused.Job != "paused" ||
+			paused.Reason != string(store.ClaimPaused) || busy.Job != "busy" || busy.Reason != string(store.ClaimHeld) || paused.ID == busy.ID {
+			t.Fatalf("batch skip rows: paused %+v, busy %+v; want one each, with its reason", paused, busy)
 		}
 		if got := mustGetSlotOf(t, b.Store, "paused", slot); got.Status != store.SlotSkipped || got.Generation != 0 {
 			t.Fatalf("paused item's slot = %+v, want skipped", got)
@@ -230,7 +247,19 @@ func racePausedSettle(t *testing.T, b Bundle) {
 		}
 	}
 	wantNotFoundLease(t, b.Store, "job:report")
-	wantNoRuns(t, b.Store)
+	// One skip row a slot, written by the contender that settled it.
+	runs, err := b.Store.RunList(ctx(t), store.RunListParams{Job: "report"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != slots {
+		t.Fatalf("%d run rows after %d paused slots raced, want one a slot: %+v", len(runs), slots, runs)
+	}
+	for _, r := range runs {
+		if !r.Skipped || r.Reason != string(store.ClaimPaused) || r.Owner != mustGetSlot(t, b.Store, r.Slot).Owner {
+			t.Fatalf("run row %+v: want a paused skip by the replica that settled its slot", r)
+		}
+	}
 	// Resumed, every contender finds every slot settled.
 	setEnabled(t, b.Store, true)
 	for n := 0; n < slots; n++ {
@@ -323,14 +352,15 @@ func mustGetSlotOf(t *testing.T, s store.Store, job string, slot time.Time) stor
 	return got
 }
 
-func wantNoRuns(t *testing.T, s store.Store) {
+// wantRuns checks that the store's run rows, newest first, are want.
+func wantRuns(t *testing.T, s store.Store, want ...store.Run) {
 	t.Helper()
 	runs, err := s.RunList(ctx(t), store.RunListParams{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(runs) != 0 {
-		t.Fatalf("%d run rows, want none: %+v", len(runs), runs)
+	if diff := cmp.Diff(want, runs, cmpopts.EquateEmpty()); diff != "" {
+		t.Fatalf("run rows (-want +got):\n%s", diff)
 	}
 }
 

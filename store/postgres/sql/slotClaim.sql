@@ -47,12 +47,13 @@
 --     lease concurrently, after the snapshot, which is later still. The
 --     slot runs when the holder's run ends (see SlotFinish's buffered).
 --   - settle records a due slot of a paused job that has no row yet as
---     skipped, without a run row (the job's pause is what operators see,
---     and a paused every-second job would otherwise write a row a second).
---     The slot is then final: a replica whose claim arrives after the
---     resume (its clock runs behind, a not_due retry, a catch-up) finds it
---     skipped instead of running it. An existing row is never touched, and
---     ON CONFLICT DO NOTHING makes concurrent refusals write one row. The
+--     skipped, and settled writes its skip run row, reason paused, as skip
+--     does an overlap's: the slot's history says why nothing ran (the
+--     dashboard draws it paused, logs lists it). The slot is then final: a
+--     replica whose claim arrives after the resume (its clock runs behind,
+--     a not_due retry, a catch-up) finds it skipped instead of running it.
+--     An existing row is never touched, and ON CONFLICT DO NOTHING makes
+--     concurrent refusals write one slot row, and so one run row. The
 --     refusal stays paused; a later claim of the slot is refused skipped.
 --     settle is the one slot write not preceded by its lease's row lock (a
 --     paused item takes no lease). Two batches could then lock two slots
@@ -191,7 +192,9 @@ prev AS (
              WHEN p.status = 'failed' AND NOT (i.retry_failed AND i.retry_of IN (0, p.attempts))
                                                                       THEN 'failed'
              WHEN p.attempts >= i.max_attempts                        THEN 'attempts_exhausted'
-           END AS refusal
+           END AS refusal,
+           -- Paused by an override rather than the declared value.
+           js.enabled_override IS NOT NULL AS overridden
       FROM i
      CROSS JOIN c
       LEFT JOIN prev p ON p.ord = i.ord
@@ -273,6 +276,19 @@ settle AS (
        -- Lock order, as in mark: the batch's lease rows first.
        AND (SELECT count(*) FROM lease) >= 0
     ON CONFLICT (job, slot) DO NOTHING
+    RETURNING s.job, s.slot
+),
+settled AS (
+    INSERT INTO {{schema}}.runs (job, slot, manual, catch_up, owner, generation, attempt, started_at, finished_at,
+                                 success, skipped, reason, error, logs)
+    SELECT st.job, st.slot, false, i.catch_up, $9, 0, 0, c.now, c.now, true, true, 'paused', '',
+           -- store.PausedSkipLine, in SQL.
+           ARRAY[CASE WHEN g.overridden THEN 'Skipped: the job is paused' ELSE 'Skipped: the job is declared disabled' END]
+      FROM settle st
+      JOIN i ON i.job = st.job AND i.slot = st.slot
+      JOIN gate g ON g.ord = i.ord
+     CROSS JOIN c
+    RETURNING job, slot, id, started_at, logs
 ),
 notice AS MATERIALIZED (
     {{template "notice" args "rows" "SELECT i.ord, CASE WHEN cl.job IS NOT NULL THEN 'c' ELSE 's' END AS kind, i.job, i.slot, coalesce(cl.owner, $9) AS owner FROM i JOIN gate g ON g.ord = i.ord LEFT JOIN claim cl ON cl.job = i.job AND cl.slot = i.slot LEFT JOIN mark m ON m.job = i.job AND m.slot = i.slot WHERE cl.job IS NOT NULL OR m.job IS NOT NULL OR (g.refusal IS NOT NULL AND g.refusal <> 'not_due')"}}
@@ -291,7 +307,8 @@ answer (ord, refusal,
            p.status, p.owner, p.lease_name, p.generation, p.attempts, p.started_at, p.finished_at,
            l.owner, l.generation, l.acquired_at, l.renewed_at, l.expires_at,
            h.name, h.owner, h.generation, h.acquired_at, h.renewed_at, h.expires_at,
-           m.status, sk.id, sk.started_at, sk.logs
+           coalesce(m.status, CASE WHEN ps.job IS NOT NULL THEN 'skipped' END),
+           coalesce(sk.id, ps.id), coalesce(sk.started_at, ps.started_at), coalesce(sk.logs, ps.logs)
       FROM i
       JOIN gate g ON g.ord = i.ord
       LEFT JOIN claim cl ON cl.job = i.job AND cl.slot = i.slot
@@ -299,6 +316,7 @@ answer (ord, refusal,
       LEFT JOIN lease l ON l.name = i.lease_name
       LEFT JOIN mark m ON m.job = i.job AND m.slot = i.slot
       LEFT JOIN skip sk ON sk.job = i.job AND sk.slot = i.slot
+      LEFT JOIN settled ps ON ps.job = i.job AND ps.slot = i.slot
       -- LIMIT 1, as in prev: without it a large batch's plan read the whole
       -- leases table, one row per job, to hash it.
       LEFT JOIN LATERAL (

@@ -74,7 +74,9 @@ gate AS (
              WHEN p.status = 'failed' AND NOT (i.retry_failed AND i.retry_of IN (0, p.attempts))
                                                                       THEN 'failed'
              WHEN p.attempts >= i.max_attempts                        THEN 'attempts_exhausted'
-           END AS refusal
+           END AS refusal,
+           -- Paused by an override rather than the declared value.
+           js.enabled_override IS NOT NULL AS overridden
       FROM i
      CROSS JOIN c
       LEFT JOIN prev p ON p.ord = i.ord
@@ -210,6 +212,19 @@ settle AS (
        -- Lock order, as in mark: the batch's lease rows first.
        AND (SELECT count(*) FROM lease) >= 0
     ON CONFLICT (job, slot) DO NOTHING
+    RETURNING s.job, s.slot
+),
+settled AS (
+    INSERT INTO "cronfence".runs (job, slot, manual, catch_up, owner, generation, attempt, started_at, finished_at,
+                                 success, skipped, reason, error, logs)
+    SELECT st.job, st.slot, false, i.catch_up, $9, 0, 0, c.now, c.now, true, true, 'paused', '',
+           -- store.PausedSkipLine, in SQL.
+           ARRAY[CASE WHEN g.overridden THEN 'Skipped: the job is paused' ELSE 'Skipped: the job is declared disabled' END]
+      FROM settle st
+      JOIN i ON i.job = st.job AND i.slot = st.slot
+      JOIN gate g ON g.ord = i.ord
+     CROSS JOIN c
+    RETURNING job, slot, id, started_at, logs
 ),
 notice AS MATERIALIZED (
     SELECT pg_notify('cronfence_9ab364fb1d6f55fe', string_agg(line, E'\n' ORDER BY ord))
@@ -232,7 +247,8 @@ answer (ord, refusal,
            p.status, p.owner, p.lease_name, p.generation, p.attempts, p.started_at, p.finished_at,
            l.owner, l.generation, l.acquired_at, l.renewed_at, l.expires_at,
            h.name, h.owner, h.generation, h.acquired_at, h.renewed_at, h.expires_at,
-           m.status, sk.id, sk.started_at, sk.logs
+           coalesce(m.status, CASE WHEN ps.job IS NOT NULL THEN 'skipped' END),
+           coalesce(sk.id, ps.id), coalesce(sk.started_at, ps.started_at), coalesce(sk.logs, ps.logs)
       FROM i
       JOIN gate g ON g.ord = i.ord
       LEFT JOIN claim cl ON cl.job = i.job AND cl.slot = i.slot
@@ -240,6 +256,7 @@ answer (ord, refusal,
       LEFT JOIN lease l ON l.name = i.lease_name
       LEFT JOIN mark m ON m.job = i.job AND m.slot = i.slot
       LEFT JOIN skip sk ON sk.job = i.job AND sk.slot = i.slot
+      LEFT JOIN settled ps ON ps.job = i.job AND ps.slot = i.slot
       -- LIMIT 1, as in prev: without it a large batch's plan read the whole
       -- leases table, one row per job, to hash it.
       LEFT JOIN LATERAL (
