@@ -161,3 +161,131 @@ jobs:
 	waitText(t, ctx, `tr[data-name="yearly"] .next`, "paused by ops", 5*time.Second)
 	screenshot(t, ctx, shots, "02-jobs")
 }
+
+// A job paused for a few of its slots and resumed: the slots due while it
+// was paused are settled skipped by the store, and the dashboard draws
+// them paused (grey), not missed (red "no run"), and leaves them out of
+// the success rate, on the job page and in the jobs table; the runs table
+// lists each as a skip with reason paused, as the API's logs do.
+func TestDashboardDrawsSlotsSkippedWhilePausedAsPaused(t *testing.T) {
+	t.Parallel()
+	ctx := browser(t)
+	shots := artifacts(t)
+	bin := binary(t)
+	dir := t.TempDir()
+	config := writeConfig(t, dir, `tokens:
+  - name: ops
+    role: admin
+    token: `+adminToken+`
+jobs:
+  - name: tick
+    schedule: "* * * * * *"
+    shell: "true"
+`)
+	r := startReplica(t, bin, dir, config)
+	type logRun struct {
+		Slot    *string `json:"slot"`
+		Success bool    `json:"success"`
+		Result  struct {
+			Skipped bool   `json:"skipped"`
+			Reason  string `json:"reason"`
+		} `json:"result"`
+	}
+	var logs struct {
+		Logs []logRun `json:"logs"`
+	}
+	count := func() (ok, paused int) {
+		r.api(t, "GET", "/api/admin/cron/tick/logs?limit=100", adminToken, "", &logs)
+		for _, run := range logs.Logs {
+			switch {
+			case run.Result.Skipped && run.Result.Reason == "paused":
+				paused++
+			case run.Success && !run.Result.Skipped:
+				ok++
+			}
+		}
+		return ok, paused
+	}
+	waitFor := func(what string, cond func(ok, paused int) bool) (int, int) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			ok, paused := count()
+			if cond(ok, paused) {
+				return ok, paused
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("after 30s: %s; tick has %d ok runs and %d paused skips", what, ok, paused)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	waitFor("two runs", func(ok, _ int) bool { return ok >= 2 })
+	if code := r.api(t, "PUT", "/api/admin/cron/tick", adminToken, `{"enabled":false,"note":"test"}`, nil); code != 200 {
+		t.Fatalf("pausing tick: %d", code)
+	}
+	okBefore, _ := waitFor("three slots skipped while paused", func(_, paused int) bool { return paused >= 3 })
+	if code := r.api(t, "PUT", "/api/admin/cron/tick", adminToken, `{"enabled":null}`, nil); code != 200 {
+		t.Fatalf("resuming tick: %d", code)
+	}
+	waitFor("two runs after the resume", func(ok, _ int) bool { return ok >= okBefore+2 })
+
+	admin := r.withBasic("ops", adminToken)
+	reloadUntil(t, ctx, admin+"/job?name=tick&refresh=off", `document.querySelectorAll('svg.strip rect.cell.paused').length >= 3`, 10*time.Second)
+	cells, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('svg.strip rect.cell')).map(function (c) {
+		return c.getAttribute("class") + "|" + c.querySelector("title").textContent; })`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rate, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('td.recent .rate').textContent`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	skips, err := chromedp.Run(ctx, chromedp.Evaluate[int](`Array.from(document.querySelectorAll('#runs tr.run.skipped .detail')).filter(function (d) {
+		return d.textContent === "paused"; }).length`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	screenshot(t, ctx, shots, "01-job-paused-slots")
+
+	// Each paused cell is a slot the API lists as skipped while paused;
+	// no cell is missed; the rate counts the ok cells only.
+	pausedSlots := map[string]bool{}
+	for _, run := range logs.Logs {
+		if run.Slot != nil && run.Result.Skipped && run.Result.Reason == "paused" {
+			slot, _ := time.Parse(time.RFC3339Nano, *run.Slot)
+			pausedSlots[slot.UTC().Format("2006-01-02 15:04:05 MST")] = true
+		}
+	}
+	states := map[string]int{}
+	for _, c := range cells {
+		class, title, _ := strings.Cut(c, "|")
+		state := strings.TrimPrefix(class, "cell ")
+		states[state]++
+		slot, _, _ := strings.Cut(title, ": ")
+		if state == "paused" && !pausedSlots[slot] {
+			t.Errorf("cell %q is paused, but the API has no paused skip of slot %s", c, slot)
+		}
+		if state == "missed" || state == "failed" {
+			t.Errorf("cell %q: want no slot missed or failed", c)
+		}
+	}
+	if states["paused"] < 3 || states["ok"] < 2 {
+		t.Errorf("cells %v; want at least 3 paused and 2 ok: %v", states, cells)
+	}
+	if want := fmt.Sprintf("%d of %d ok", states["ok"], states["ok"]); rate != want {
+		t.Errorf("job page's rate %q, want %q: paused slots count neither way", rate, want)
+	}
+	if skips < 3 {
+		t.Errorf("the runs table lists %d skips with reason paused, want at least 3", skips)
+	}
+
+	// The jobs table: every ok, none missed, whatever the pause.
+	reloadUntil(t, ctx, admin+"/?refresh=off", `document.querySelector('tr[data-name="tick"] svg.strip rect.cell.paused') !== null`, 10*time.Second)
+	rate = waitText(t, ctx, `tr[data-name="tick"] .rate`, " ok", 5*time.Second)
+	var ok, ended int
+	if _, err := fmt.Sscanf(rate, "%d of %d ok", &ok, &ended); err != nil || ok != ended || ok == 0 {
+		t.Errorf("jobs table's rate of tick %q, want every slot that ran ok and the paused ones left out", rate)
+	}
+	screenshot(t, ctx, shots, "02-jobs-paused-slots")
+}

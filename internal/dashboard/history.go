@@ -7,6 +7,7 @@ import (
 
 	"github.com/cronfence/cronfence/internal/adminapi"
 	"github.com/cronfence/cronfence/schedule"
+	"github.com/cronfence/cronfence/store"
 )
 
 // A job's history as pictures: a strip of its last slots, each how it
@@ -20,7 +21,7 @@ const (
 	cellFailed  = "failed"  // it failed (attempts may be left: "retrying" in its title)
 	cellSkipped = "skipped" // skipped: an overlap, or given up
 	cellMissed  = "missed"  // no run: nothing ran it
-	cellPaused  = "paused"  // no run while the job is paused
+	cellPaused  = "paused"  // skipped while the job was paused, or no run while it is
 	cellRunning = "running" // the job's lease holds it now
 	cellPending = "pending" // just due: its claim may be in flight
 )
@@ -46,7 +47,8 @@ type stripView struct {
 	Width  int
 	Height int
 	// Rate is the share of ended slots that succeeded ("9 of 10 ok"),
-	// over the cells; empty when none ended.
+	// over the cells: a skip (an overlap, a pause) counts neither way.
+	// Empty when none ended.
 	Rate    string
 	RatePct int
 }
@@ -159,6 +161,8 @@ func cellOf(s time.Time, runs []adminapi.Run, job adminapi.Job, now, running tim
 	}
 	last := runs[0]
 	switch {
+	case last.Result.Skipped && last.Result.Reason == string(store.ClaimPaused):
+		return cellPaused, "skipped: the job was paused"
 	case last.Result.Skipped:
 		return cellSkipped, "skipped (" + last.Result.Reason + ")"
 	case last.Success:

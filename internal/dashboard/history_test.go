@@ -10,7 +10,8 @@ import (
 
 // hist builds run rows from a compact form, newest first: per slot (a
 // minute apart, the newest at 12:09), "ok", "x" (failed), "s" (skip),
-// "-" (no row), or attempts joined by "/", newest first ("ok2/x1").
+// "p" (skipped while the job was paused), "-" (no row), or attempts joined
+// by "/", newest first ("ok2/x1").
 func hist(t *testing.T, kinds ...string) []adminapi.Run {
 	t.Helper()
 	var out []adminapi.Run
@@ -28,6 +29,9 @@ func hist(t *testing.T, kinds ...string) []adminapi.Run {
 			switch {
 			case a == "s":
 				r.Result = adminapi.RunResult{Skipped: true, Reason: "already_executing"}
+				r.Success = true
+			case a == "p":
+				r.Result = adminapi.RunResult{Skipped: true, Reason: "paused"}
 				r.Success = true
 			case strings.HasPrefix(a, "ok"):
 				r.Success = true
@@ -81,6 +85,10 @@ func TestStripOfTheLastSlots(t *testing.T) {
 			want: "ok missed skipped failed ok", rate: "2 of 4 ok", title: "ok on attempt 2"},
 		{name: "at most n, the newest", job: job, runs: hist(t, "ok", "ok", "x", "ok", "ok"), n: 3, want: "failed ok ok", rate: "2 of 3 ok"},
 		{name: "no row while paused", job: paused, runs: hist(t, "-", "-", "ok"), n: 5, want: "ok paused paused", rate: "1 of 1 ok"},
+		// Resumed since: the skips recorded while it was paused say so,
+		// and count neither way.
+		{name: "skipped while paused", job: job, runs: hist(t, "ok", "p", "p", "x", "ok"), n: 10,
+			want: "ok failed paused paused ok", rate: "2 of 3 ok", title: "skipped: the job was paused"},
 		{name: "the lease holds the newest slot", job: held, runs: hist(t, "-", "ok"), n: 5, want: "ok running", rate: "1 of 1 ok"},
 		{name: "a lease taken before the slot's run ended runs something else", job: held, runs: hist(t, "ok", "ok"), n: 5, want: "ok ok", rate: "2 of 2 ok"},
 		{name: "a retry in progress is running", job: retrying, runs: hist(t, "x1", "ok"), n: 5, want: "ok running", rate: "1 of 1 ok"},
