@@ -10,8 +10,9 @@
 //	GET  /api/admin/cron               every job
 //	GET  /api/admin/cron/{job}         one job
 //	PUT  /api/admin/cron/{job}         {"enabled": true|false|null, "note": "…"}: pause, resume, unset
-//	POST /api/admin/cron/{job}/run     a manual run: 202, or 409 CRON_JOB_ALREADY_EXECUTING
-//	GET  /api/admin/cron/{job}/logs    its runs, newest first (?limit=N)
+//	POST /api/admin/cron/{job}/run     a manual run: 202 with its runId, or 409 CRON_JOB_ALREADY_EXECUTING
+//	GET  /api/admin/cron/{job}/runs/{runId}  that run: running, then finished with its row
+//	GET  /api/admin/cron/{job}/logs    its runs, newest started first (?limit=N)
 //	GET  /api/admin/cron/alerts        the alerts (?open=true, ?kind=, ?subject=, ?limit=N)
 //	GET  /api/admin/cron/replicas      the replica registry
 //	GET  /healthz                      200 while the process serves

@@ -11,7 +11,7 @@
 //	PUT  /api/admin/cron/{job}         {"enabled": true|false|null, "note": "…"}
 //	POST /api/admin/cron/{job}/run     manual run: 202 with its runId, or 409 CRON_JOB_ALREADY_EXECUTING
 //	GET  /api/admin/cron/{job}/runs/{runId}  the manual run: running, then finished with its row
-//	GET  /api/admin/cron/{job}/logs    ?limit=N (default 50, at most 1000), newest first
+//	GET  /api/admin/cron/{job}/logs    ?limit=N (default 50, at most 1000), newest started first
 //	GET  /api/admin/cron/alerts        ?open=true, ?kind=, ?subject=, ?limit=N (default 50, at most 1000), newest first
 //	POST /api/admin/cron/alerts/{kind}/{subject}/ack  {"note": "…", "alertId": N}: acknowledge the open alert
 //	GET  /api/admin/cron/replicas      the replica registry, each with "live"
