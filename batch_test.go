@@ -227,8 +227,8 @@ func TestBufferedSlotsHandedOverTogetherAreClaimedTogether(t *testing.T) {
 		s := c.startWith(Config{Owner: "a", Store: fc, Clock: offsetClock{c.db, 0}, Retention: -1}, jobs...)
 		// The n held runs share the replica's one renewal timer.
 		holding := func() {
-			wait.For(t, time.Minute, func() bool { return s.busy.Load() == n && c.db.Timers() == 2 }, func() string {
-				return fmt.Sprintf("the replica did not settle with its %d runs held: %d busy, %d timers", n, s.busy.Load(), c.db.Timers())
+			wait.For(t, time.Minute, func() bool { return s.e.busy.Load() == n && c.db.Timers() == 2 }, func() string {
+				return fmt.Sprintf("the replica did not settle with its %d runs held: %d busy, %d timers", n, s.e.busy.Load(), c.db.Timers())
 			})
 		}
 		first := c.db.Now().Truncate(time.Minute).Add(time.Minute)

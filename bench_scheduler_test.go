@@ -174,7 +174,7 @@ func benchRoundTrips(b *testing.B, k int) {
 	waitFor := func(what string, winnerBusy, timers int) {
 		b.Helper()
 		ok := func() bool {
-			return winner.s.busy.Load() == int64(winnerBusy) && loser.s.busy.Load() == 0 && db.Timers()+lc.Timers() == timers
+			return winner.s.e.busy.Load() == int64(winnerBusy) && loser.s.e.busy.Load() == 0 && db.Timers()+lc.Timers() == timers
 		}
 		deadline := time.Now().Add(30 * time.Second)
 		for time.Now().Before(deadline) {
@@ -187,7 +187,7 @@ func benchRoundTrips(b *testing.B, k int) {
 			time.Sleep(100 * time.Microsecond)
 		}
 		b.Fatalf("%s: winner busy %d (want %d), loser busy %d (want 0), %d timers (want %d)",
-			what, winner.s.busy.Load(), winnerBusy, loser.s.busy.Load(), db.Timers()+lc.Timers(), timers)
+			what, winner.s.e.busy.Load(), winnerBusy, loser.s.e.busy.Load(), db.Timers()+lc.Timers(), timers)
 	}
 	waitFor("start", 0, 2)
 
@@ -341,7 +341,7 @@ func BenchmarkSchedulerIdleRoundTrips(b *testing.B) {
 
 	settle := func() {
 		b.Helper()
-		idle := func() bool { return s.busy.Load() == 0 && db.Timers() == 1 }
+		idle := func() bool { return s.e.busy.Load() == 0 && db.Timers() == 1 }
 		deadline := time.Now().Add(30 * time.Second)
 		for time.Now().Before(deadline) {
 			if idle() {
@@ -352,7 +352,7 @@ func BenchmarkSchedulerIdleRoundTrips(b *testing.B) {
 			}
 			time.Sleep(100 * time.Microsecond)
 		}
-		b.Fatalf("replica did not settle: busy %d, %d timers", s.busy.Load(), db.Timers())
+		b.Fatalf("replica did not settle: busy %d, %d timers", s.e.busy.Load(), db.Timers())
 	}
 	minute := func() {
 		for range 600 {
@@ -744,7 +744,7 @@ func benchMemory(b *testing.B, name string, mix []memSchedule) {
 			b.Fatal(err)
 		}
 		s.mu.Lock()
-		armed, earliest := s.heap.Len(), s.heap[0].fireAt
+		armed, earliest := s.timers.heap.Len(), s.timers.heap[0].fireAt
 		s.mu.Unlock()
 		if armed != jobs {
 			b.Fatalf("%d jobs armed, want %d", armed, jobs)

@@ -2,75 +2,141 @@ package cronfence
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/cronfence/cronfence/store"
 )
 
-// Catch-up: the missed slot of each job claimed once, at start-up and after
-// an outage, inside its CatchUpWindow.
+// Slots missed while the store could not be reached, and at start-up: the
+// claimer counts the store down on a claim that cannot reach it and up at
+// the next round trip that does, and then catches up.
 
-// runCatchUp claims, in one round trip for all jobs, each job's candidate
-// slot if it lies inside the job's catch-up window: at start-up the most
-// recent slot, after an outage the latest slot that fired while the store
-// was down. A slot already claimed (run, running or skipped) is refused by
-// the store, so this costs one query when there is nothing to do.
-//
-// At start-up a slot from before the job was first registered (on any
-// replica) is not a missed slot: the job did not exist then. A job added at
-// 12:29:34 does not run its 12:29:00 slot, as a Kubernetes CronJob does
-// not. A slot that fired while the store was down came after this replica
-// registered the job.
-func (s *Scheduler) runCatchUp(ctx context.Context, now time.Time, candidates map[string]time.Time, startup bool) {
-	s.mu.Lock()
+// outage is the store's reachability as the claims see it. The claimer's
+// mu guards it.
+type outage struct {
+	down    bool                 // the last claim could not reach the store
+	catchUp bool                 // the store came back: a catch-up pass is due
+	missed  map[string]time.Time // per job, the latest slot left to catch-up while the store was down
+}
+
+// storeDown handles a claim of batch that could not reach the store: the
+// store counts as down until a round trip reaches it again. Scheduled slots
+// and catch-ups are left to catch-up, except those of jobs that run
+// without a lease (RunWhenStoreDown: fail-open, started now); a resume is
+// tried again by the scan after the store is back, a buffered slot by
+// catch-up or the job's next run.
+func (c *claimer) storeDown(err error, batch []*entry) {
+	var failOpen []*entry
+	c.mu.Lock()
+	o := &c.outage
+	o.down = true
+	for _, e := range batch {
+		switch {
+		case e.origin == OriginScheduled && e.job.RunWhenStoreDown:
+			failOpen = append(failOpen, e)
+		case e.origin.onTimer() && e.slot.After(o.missed[e.job.Name]):
+			if o.missed == nil {
+				o.missed = map[string]time.Time{}
+			}
+			o.missed[e.job.Name] = e.slot
+		}
+	}
+	c.mu.Unlock()
+	c.e.failures.failed(c.e.log, c.e.cfg.Clock.Now(), slog.LevelError, "cronfence: the store is unreachable; slots are left to catch-up",
+		"error", err, "origin", batch[0].origin)
+	for _, e := range failOpen {
+		if !e.job.Disabled {
+			c.e.warnRepeated("cronfence: running without a lease because the store is unreachable (RunWhenStoreDown)",
+				"job", e.job.Name, "slot", e.slot)
+			c.start(runSpec{job: e.job, slot: e.slot, attempt: 1, origin: OriginFailOpen})
+		}
+	}
+}
+
+// isDown reports whether the last claim could not reach the store.
+func (c *claimer) isDown() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.outage.down
+}
+
+// storeUp notes a round trip that reached the store; after an outage it
+// schedules a catch-up pass and wakes the loop for it.
+func (c *claimer) storeUp() {
+	c.mu.Lock()
+	o := &c.outage
+	back := o.down
+	if back {
+		o.down, o.catchUp = false, true
+	}
+	c.mu.Unlock()
+	if back {
+		c.e.log.Info("cronfence: the store is reachable again; catching up")
+		c.e.failures.reset()
+		c.wake()
+	}
+}
+
+// catchUpMissed claims the slots missed during an outage once the store is
+// back: before the fires of the tick that found it back, which they came
+// before (a fire claimed first would hold the job's lease, and the missed
+// slot would run after it, buffered).
+func (c *claimer) catchUpMissed(ctx context.Context, now time.Time) {
+	c.mu.Lock()
+	o := &c.outage
+	missed, due := o.missed, o.catchUp
+	if due {
+		o.missed, o.catchUp = nil, false
+	}
+	c.mu.Unlock()
+	if due {
+		c.catchUp(ctx, now, missed, false)
+	}
+}
+
+// catchUp claims, in one round trip for all jobs, each job's candidate
+// slot that lies inside the job's catch-up window: at start-up the most
+// recent slot, after an outage the latest that fired while the store was
+// down. A slot already claimed (run, running or skipped) is refused, so
+// this costs one query when there is nothing to do. At start-up a slot
+// from before the job was first registered on any replica is not a missed
+// slot: the job did not exist then (a job added at 12:29:34 does not run
+// its 12:29:00 slot, as a Kubernetes CronJob does not).
+func (c *claimer) catchUp(ctx context.Context, now time.Time, candidates map[string]time.Time, startup bool) {
 	var batch []*entry
 	for name, slot := range candidates {
-		r := s.jobs[name]
+		r := c.jobs.get(name)
 		if r == nil || r.CatchUpWindow <= 0 || slot.IsZero() || now.Sub(slot) > r.CatchUpWindow {
 			continue
 		}
-		if firstSeen := s.firstSeen[name]; startup && (firstSeen.IsZero() || slot.Before(firstSeen)) {
-			continue // unknown (the registration failed, and was logged) or before the job existed
+		if first := c.jobs.firstSeenOf(name); startup && (first.IsZero() || slot.Before(first)) {
+			continue // unknown (its registration failed, and was logged) or before the job existed
 		}
 		batch = append(batch, &entry{job: r, slot: slot.UTC(), origin: OriginCatchUp})
 	}
-	s.mu.Unlock()
-	s.recordDeadAmong(ctx, batch)
-	// A claim that cannot reach the store leaves the slots missed again
-	// (storeDown), for the pass after the store is back.
-	s.claim(ctx, batch)
+	c.beforeCatchUp(ctx, batch)
+	// A claim that cannot reach the store leaves the slots missed again,
+	// for the pass after the store is back.
+	c.claim(ctx, batch)
 }
 
-// registerJobs records the jobs' first registration (Store.JobRegister, one
-// round trip) and notes when each with a CatchUpWindow was first seen, for
-// catch-up. A failure
-// is logged; the jobs are tried again at the next tick, and catch-up at
-// start-up passes over a job whose first registration is unknown.
-func (s *Scheduler) registerJobs(ctx context.Context, names []string) {
-	ctx, cancel := s.bounded(ctx)
+// recordRegistrations records the jobs' first registration
+// (Store.JobRegister, one round trip), which catch-up reads. A failure is
+// logged, and the jobs are tried again at the next tick; meanwhile
+// catch-up at start-up passes over them.
+func recordRegistrations(ctx context.Context, e *env, jobs *jobSet, names []string) {
+	ctx, cancel := e.bounded(ctx)
 	defer cancel()
 	const failed = "cronfence: could not record the jobs' registration; catch-up at start-up passes over them until it is"
-	regs, err := s.store.JobRegister(ctx, store.JobRegisterParams{Jobs: names})
+	regs, err := e.store.JobRegister(ctx, store.JobRegisterParams{Jobs: names})
 	if err != nil {
 		if ctx.Err() == nil {
-			s.warnRepeated(failed, "jobs", len(names), "error", err)
+			e.warnRepeated(failed, "jobs", len(names), "error", err)
 		}
-		s.mu.Lock()
-		s.unregistered = append(s.unregistered, names...)
-		s.mu.Unlock()
+		jobs.notRecorded(names)
 		return
 	}
-	s.failures.over(failed)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, reg := range regs {
-		// Only catch-up reads it, and only of jobs with a window: the
-		// others keep none.
-		if r := s.jobs[reg.Job]; r != nil && r.CatchUpWindow > 0 {
-			if s.firstSeen == nil {
-				s.firstSeen = map[string]time.Time{}
-			}
-			s.firstSeen[reg.Job] = reg.FirstSeen
-		}
-	}
+	e.failures.over(failed)
+	jobs.recorded(regs)
 }

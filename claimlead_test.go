@@ -204,17 +204,17 @@ func TestARunCutBeforeItsSlotDoesNotStart(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			job := s.jobs["yearly"]
+			job := s.jobs.get("yearly")
 			slot := now.Add(-time.Second).Truncate(time.Second)
 			claim, err := st.SlotClaim(context.Background(), job.claimParams(slot, "a", 0, OriginScheduled, 0))
 			if err != nil || !claim.Claimed {
 				t.Fatalf("claim = %+v, %v", claim, err)
 			}
-			s.runsCancel()
+			s.runner.cancel()
 			ended := make(chan struct{})
 			go func() {
 				defer close(ended)
-				s.execute(runSpec{job: job, slot: slot, lease: claim.Lease, attempt: claim.Slot.Attempts, origin: OriginScheduled,
+				s.runner.execute(runSpec{job: job, slot: slot, lease: claim.Lease, attempt: claim.Slot.Attempts, origin: OriginScheduled,
 					sent: now, startAt: time.Now().Add(time.Hour)})
 			}()
 			select {

@@ -235,7 +235,7 @@ func TestSkipsAfterAStatementTheStoreDidNotAnswerAreGivenUp(t *testing.T) {
 		items[i] = store.SlotSkipParams{Job: "secondly", Slot: slot, LeaseName: "job:secondly", Owner: "a", After: start.Add(time.Hour),
 			Reason: store.SkipPassedOver, Log: "Skipped: passed over"}
 	}
-	s.recordSkips(context.Background(), items)
+	s.claimer.skips.record(context.Background(), items)
 
 	hung.mu.Lock()
 	defer hung.mu.Unlock()

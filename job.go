@@ -280,3 +280,107 @@ func parseSchedule(spec, zone string, loc *time.Location) (*sharedSchedule, erro
 		return shared, nil
 	}
 }
+
+// jobSet is a replica's registered jobs, and what it recorded of them in
+// the store: when each with a CatchUpWindow was first registered on any
+// replica (catch-up runs no slot from before), and which it has not
+// recorded yet.
+type jobSet struct {
+	mu         sync.Mutex
+	byName     map[string]*registered
+	firstSeen  map[string]time.Time
+	unrecorded []string // registered after Start, their first registration not recorded yet
+	gen        uint64   // counts the jobs added, so the registry row is sent again after one
+}
+
+// add registers r; started says the scheduler runs, so its first
+// registration is recorded by the next tick.
+func (js *jobSet) add(r *registered, started bool) error {
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	if _, dup := js.byName[r.Name]; dup {
+		return errInvalid(fmt.Sprintf("job %q is already registered", r.Name))
+	}
+	if js.byName == nil {
+		js.byName = map[string]*registered{}
+	}
+	js.byName[r.Name] = r
+	js.gen++
+	if started {
+		js.unrecorded = append(js.unrecorded, r.Name)
+	}
+	return nil
+}
+
+// get returns the job registered as name, or nil.
+func (js *jobSet) get(name string) *registered {
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	return js.byName[name]
+}
+
+// all returns the registered jobs, in no order, and the count of jobs
+// ever added.
+func (js *jobSet) all() ([]*registered, uint64) {
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	out := make([]*registered, 0, len(js.byName))
+	for _, r := range js.byName {
+		out = append(out, r)
+	}
+	return out, js.gen
+}
+
+// count is how many jobs are registered.
+func (js *jobSet) count() int {
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	return len(js.byName)
+}
+
+// generation is the count of jobs ever added.
+func (js *jobSet) generation() uint64 {
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	return js.gen
+}
+
+// takeUnrecorded returns the jobs whose first registration is not
+// recorded, and forgets them.
+func (js *jobSet) takeUnrecorded() []string {
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	names := js.unrecorded
+	js.unrecorded = nil
+	return names
+}
+
+// notRecorded puts names back to be recorded by the next tick.
+func (js *jobSet) notRecorded(names []string) {
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	js.unrecorded = append(js.unrecorded, names...)
+}
+
+// recorded notes the first registrations the store answered.
+func (js *jobSet) recorded(regs []store.JobRegistration) {
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	for _, reg := range regs {
+		// Only catch-up reads it, and only of jobs with a window.
+		if r := js.byName[reg.Job]; r != nil && r.CatchUpWindow > 0 {
+			if js.firstSeen == nil {
+				js.firstSeen = map[string]time.Time{}
+			}
+			js.firstSeen[reg.Job] = reg.FirstSeen
+		}
+	}
+}
+
+// firstSeenOf is when the job was first registered on any replica; zero
+// when not known.
+func (js *jobSet) firstSeenOf(name string) time.Time {
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	return js.firstSeen[name]
+}

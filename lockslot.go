@@ -321,53 +321,32 @@ func (r *SlotLockResult) refused(claim store.SlotClaimResult) {
 	}
 }
 
-// run runs fn under the claimed slot's lease and records its end.
+// run runs fn under the claimed slot's lease through the scheduler's run
+// sequence (runner, finisher) with LockSlot's policy: a run cut short ends
+// failed rather than left to resume, and its end is stamped by the store's
+// clock.
 func (l *SlotLock) run(ctx context.Context, s store.Store, job *registered, res SlotLockResult, sent, startAt time.Time,
 	fn func(context.Context, *Run) error) (SlotLockResult, error) {
 	lease := res.Claim.Lease
 	res.Ran, res.Attempt, res.Generation = true, res.Claim.Slot.Attempts, lease.Generation
 
+	e := &env{cfg: Config{Store: s, Owner: l.Owner, Logger: l.Logger, Clock: l.Clock, StoreTimeout: DefaultStoreTimeout},
+		store: s, log: l.Logger}
+	e.clock = &dbClock{e: e}
 	keeper := leasekeeper.New(s, leasekeeper.Options{Clock: l.Clock})
 	defer keeper.Close()
-	// Stopped only once the run's end is recorded: until then the lease is
-	// renewed, so a run whose function returned is not taken for dead
-	// while its end is retried.
-	hold := keeper.Hold(ctx, lease, l.TTL, sent)
-	defer hold.Stop()
-	runCtx := hold.Context()
+	r := &runner{e: e, keeper: keeper, ctx: ctx,
+		finish: &finisher{e: e, stop: ctx.Done()}}
+	job.Handler = fn
+	end := r.execute(runSpec{job: job, slot: res.Slot, lease: lease, attempt: res.Attempt, origin: OriginScheduled, sent: sent, startAt: startAt})
 
-	logs := &logBuffer{}
-	attrs := []any{"job", l.Name, "slot", res.Slot, "generation", lease.Generation, "attempt", res.Attempt}
-	run := &Run{
-		Job: l.Name, Slot: res.Slot, Generation: lease.Generation, Lease: lease.Name, Attempt: res.Attempt, Origin: OriginScheduled, Owner: l.Owner,
-		Logger: runLogger(l.Logger.Handler(), logs, attrs),
-		lease:  newLease(lease, s), logs: logs,
-	}
-	runErr := waitUntil(runCtx, startAt) // cancelled meanwhile, fn does not start, and the slot is recorded failed
-	if runErr == nil {
-		runErr = callHandler(runCtx, fn, run)
-	}
-	lost := hold.Lost() // after fn: whether the lease held while it ran
-	runErr = handlerError(runCtx, runErr, lost, l.Logger, attrs)
-
-	row := store.Run{Attempt: res.Attempt, Success: runErr == nil, Logs: logs.snapshot(), StartedAt: lease.AcquiredAt}
-	status := store.SlotCompleted
-	if runErr != nil {
-		row.Error, status = runErr.Error(), store.SlotFailed
-	}
-	ender := endRecorder{store: s, log: l.Logger, stop: ctx.Done()}
-	fin, err := ender.record(hold, l.TTL, store.SlotFinishParams{
-		Job: l.Name, Slot: res.Slot, LeaseName: lease.Name, Owner: lease.Owner,
-		Generation: lease.Generation, Status: status, Run: row,
-	})
+	runErr := end.err
 	switch {
-	case err != nil:
-		l.Logger.Error("cronfence: could not record the end of a run; its slot stays running until its lease expires",
-			append(attrs, "error", err)...)
+	case end.recordErr != nil:
 		return res, errors.Join(runErr, fmt.Errorf("cronfence: lock slot %s of %q: the end of the run was not recorded: %w",
-			res.Slot.Format(time.RFC3339), l.Name, err))
-	case !fin.SlotUpdated:
-		l.Logger.Warn("cronfence: the slot was taken over before this run ended; its result was not recorded on the slot", attrs...)
+			res.Slot.Format(time.RFC3339), l.Name, end.recordErr))
+	case end.takenOver:
+		lost := end.lost
 		switch {
 		case lost == nil:
 			lost = fmt.Errorf("cronfence: lock slot %s of %q: taken over before the run's end was recorded: %w",
@@ -378,17 +357,10 @@ func (l *SlotLock) run(ctx context.Context, s store.Store, job *registered, res 
 		}
 		return res, runErr
 	}
-	res.Status = status
-	if status == store.SlotFailed {
-		// fn may have completed the slot in its own transaction before it
-		// failed (Run.Complete, or a command's complete()): the slot then
-		// stayed completed. Only the store can tell.
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
-		if sl, err := s.SlotGet(rctx, l.Name, res.Slot); err == nil && sl.Generation == lease.Generation {
-			res.Status = sl.Status
-		}
-		cancel()
-	}
+	// fn may have completed the slot in its own transaction before it
+	// failed (Run.Complete, a command's complete()): then it stayed
+	// completed, as the finish tells.
+	res.Status = end.slotStatus
 	return res, runErr
 }
 

@@ -28,11 +28,11 @@ type ManualRun struct {
 // ErrAlreadyExecuting) naming the holder. The run goes on in the background
 // after Trigger returns. A paused job can still be triggered by hand.
 func (s *Scheduler) Trigger(ctx context.Context, name string) (ManualRun, error) {
+	r := s.jobs.get(name)
 	s.mu.Lock()
-	r, ok := s.jobs[name]
-	live := s.started && !s.stopped
+	live := s.state == started
 	s.mu.Unlock()
-	if !ok {
+	if r == nil {
 		return ManualRun{}, unknownJob(name)
 	}
 	if !live {
@@ -40,10 +40,10 @@ func (s *Scheduler) Trigger(ctx context.Context, name string) (ManualRun, error)
 	}
 	leaseName := r.leaseName(time.Time{})
 	if r.Overlap == OverlapAllow {
-		leaseName = fmt.Sprintf("job:%s@manual-%d", r.Name, s.cfg.Clock.Now().UnixNano())
+		leaseName = fmt.Sprintf("job:%s@manual-%d", r.Name, s.e.cfg.Clock.Now().UnixNano())
 	}
-	sent := s.cfg.Clock.Now()
-	lease, acquired, err := s.store.LeaseAcquire(ctx, store.LeaseAcquireParams{Name: leaseName, Owner: s.cfg.Owner, TTL: r.LeaseTTL, LiveKey: s.liveKey})
+	sent := s.e.cfg.Clock.Now()
+	lease, acquired, err := s.e.store.LeaseAcquire(ctx, store.LeaseAcquireParams{Name: leaseName, Owner: s.e.cfg.Owner, TTL: r.LeaseTTL, LiveKey: s.e.liveKey.Load()})
 	if err != nil {
 		return ManualRun{}, fmt.Errorf("cronfence: trigger %q: %w", name, err)
 	}
@@ -52,21 +52,21 @@ func (s *Scheduler) Trigger(ctx context.Context, name string) (ManualRun, error)
 		if lease.Owner != "" {
 			holder = fmt.Sprintf("%s at generation %d", lease.Owner, lease.Generation)
 		}
-		skip, err := s.store.RunInsert(ctx, store.Run{
-			Job: name, Manual: true, Owner: s.cfg.Owner, Success: true, Skipped: true, Reason: string(store.ClaimHeld),
+		skip, err := s.e.store.RunInsert(ctx, store.Run{
+			Job: name, Manual: true, Owner: s.e.cfg.Owner, Success: true, Skipped: true, Reason: string(store.ClaimHeld),
 			Logs: []string{fmt.Sprintf("Skipped: the previous run has not finished (lease %s held by %s)", leaseName, holder)},
 		})
 		if err != nil {
-			s.log.Warn("cronfence: could not record a refused manual run", "job", name, "error", err)
+			s.e.log.Warn("cronfence: could not record a refused manual run", "job", name, "error", err)
 		}
-		s.observe(SkipEvent{Job: name, Reason: string(store.ClaimHeld), Holder: lease.Owner, Origin: OriginManual})
+		s.e.observe(SkipEvent{Job: name, Reason: string(store.ClaimHeld), Holder: lease.Owner, Origin: OriginManual})
 		return ManualRun{}, &AlreadyExecutingError{Job: name, Holder: lease, Skip: skip}
 	}
-	mr := ManualRun{Job: name, Owner: s.cfg.Owner, Lease: lease.Name, Generation: lease.Generation, StartedAt: lease.AcquiredAt}
+	mr := ManualRun{Job: name, Owner: s.e.cfg.Owner, Lease: lease.Name, Generation: lease.Generation, StartedAt: lease.AcquiredAt}
 	s.manual.add(mr)
-	s.beside(func() {
+	s.runner.beside(func(context.Context) {
 		defer s.manual.remove(mr)
-		s.execute(runSpec{job: r, lease: lease, attempt: 1, origin: OriginManual, sent: sent})
+		s.runner.execute(runSpec{job: r, lease: lease, attempt: 1, origin: OriginManual, sent: sent})
 	})
 	return mr, nil
 }
@@ -88,13 +88,10 @@ func (s *Scheduler) ManualRunning(lease string, generation int64) (ManualRun, bo
 // claim was already sent and waits for its slot (it may wait for such a
 // claim, a few tens of milliseconds).
 func (s *Scheduler) SetEnabled(ctx context.Context, name string, enabled *bool, by, note string) (store.JobState, error) {
-	s.mu.Lock()
-	_, ok := s.jobs[name]
-	s.mu.Unlock()
-	if !ok {
+	if s.jobs.get(name) == nil {
 		return store.JobState{}, unknownJob(name)
 	}
-	js, err := s.store.JobStateSet(ctx, store.JobStateSetParams{Job: name, Enabled: enabled, By: by, Note: note})
+	js, err := s.e.store.JobStateSet(ctx, store.JobStateSetParams{Job: name, Enabled: enabled, By: by, Note: note})
 	if err != nil {
 		return store.JobState{}, fmt.Errorf("cronfence: set enabled of %q: %w", name, err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -17,11 +16,8 @@ import (
 // of the lease MonitorLeaseName) gathers a snapshot of the replica registry
 // and of each registered job's lease, latest claim and recent runs, evaluates
 // the checks of package absence on it, and reconciles their verdict with
-// the alerts open in the store: AlertRaise for each alert that should be
-// open, AlertResolve for each open one that should not. Both are atomic in
-// the store, so an alert is raised once and resolved once however many
-// replicas check, and only the replica whose call changed it logs it and
-// tells its Observer. docs/alerts.md describes the checks.
+// the alerts open in the store (alerter.reconcile). docs/alerts.md
+// describes the checks.
 
 // MonitorLeaseName is the lease held by the replica that runs the absence
 // checks. Its holder keeps it from pass to pass (renewing it each pass,
@@ -43,11 +39,6 @@ const (
 	// monitorFailingRows bounds the rows per job read for the failing
 	// check: enough for 3 slots of 49 attempts each.
 	monitorFailingRows = 200
-	// alertRefreshEvery is how often an open alert that the checks still
-	// find, unchanged, has its LastSeenAt refreshed: each refresh is a
-	// committed write, and hundreds of alerts open at once (an outage)
-	// should not cost hundreds of writes every pass.
-	alertRefreshEvery = time.Minute
 )
 
 // errNotRegistered: this replica is not live in the replica registry yet
@@ -55,14 +46,21 @@ const (
 // its verdicts on drift and orphans unsafe.
 var errNotRegistered = errors.New("this replica is not in the replica registry yet")
 
-// monitorState is the monitor's part of a Scheduler.
-type monitorState struct {
+// monitor runs the absence checks, one pass at a time, each on a goroutine
+// of its own so that a slow pass never delays a fire.
+type monitor struct {
+	e      *env
+	alerts *alerter
+	// chosen reports whether this replica is the one to check
+	// (notices.runsChecks).
+	chosen func() bool
+
 	mu      sync.Mutex
 	next    time.Time // next pass, on this replica's clock
 	running bool      // a pass is in progress
 	passes  sync.WaitGroup
-	// Only the pass in progress (one at a time), and stopMonitor after the
-	// last, touch what follows.
+	// Only the pass in progress, and stop after the last, touch what
+	// follows.
 	lease  store.Lease // MonitorLeaseName while this replica holds it
 	scheds absence.Schedules
 	jobs   map[string]knownJobs // each replica's jobs as the last snapshot had them, by owner
@@ -76,145 +74,144 @@ type knownJobs struct {
 	jobs []store.ReplicaJob
 }
 
-// checkAbsence starts a pass of the absence checks when one is due, in a
-// goroutine of its own so that a slow pass never delays a fire. A replica
-// without a registry row (HeartbeatEvery negative) runs none.
-func (s *Scheduler) checkAbsence(ctx context.Context, now time.Time) {
-	// Without a registry row of its own (registers), a replica's checks
-	// would all wait for it (see errNotRegistered).
-	if !s.registers() || s.cfg.CheckEvery < 0 {
+// tick starts a pass when one is due. A replica without a registry row of
+// its own runs none: every pass would wait for it (errNotRegistered).
+func (m *monitor) tick(ctx context.Context, now time.Time) {
+	cfg := &m.e.cfg
+	if !m.e.registers() || cfg.CheckEvery < 0 {
 		return
 	}
-	m := &s.monitor
 	m.mu.Lock()
 	// A next pass further away than CheckEvery means this clock went back:
 	// the pass is due now rather than after the jump.
-	if m.running || (now.Before(m.next) && m.next.Sub(now) <= s.cfg.CheckEvery) {
+	if m.running || (now.Before(m.next) && m.next.Sub(now) <= cfg.CheckEvery) {
 		m.mu.Unlock()
 		return
 	}
-	m.next, m.running = now.Add(s.cfg.CheckEvery), true
-	m.mu.Unlock()
-	// Stop waits for it (it ends at once: ctx is the loop's, cancelled
-	// first).
+	m.next, m.running = now.Add(cfg.CheckEvery), true
 	m.passes.Add(1)
-	s.beside(func() {
+	m.mu.Unlock()
+	m.e.busy.Add(1)
+	go func() {
+		defer m.e.busy.Add(-1)
 		defer m.passes.Done()
 		defer func() { m.mu.Lock(); m.running = false; m.mu.Unlock() }()
 		// One bound for the whole pass: a few reads and the alerts' writes.
-		ctx, cancel := s.bounded(ctx)
+		ctx, cancel := m.e.bounded(ctx)
 		defer cancel()
-		s.monitorPass(ctx)
-	})
+		m.pass(ctx)
+	}()
 }
 
-// monitorPass is one pass: lease, snapshot, evaluation, reconciliation. A
+// pass is one pass: lease, snapshot, evaluation, reconciliation. A
 // snapshot that could not be read whole changes nothing: no evidence is
 // not evidence of health.
-func (s *Scheduler) monitorPass(ctx context.Context) {
-	if !s.runsChecks() {
-		s.releaseMonitorLease(ctx) // when held: hand it to the one that does
+func (m *monitor) pass(ctx context.Context) {
+	if !m.chosen() {
+		m.releaseLease(ctx) // when held: hand it to the one that checks
 		return
 	}
-	now, ok := s.monitorLeaseHeld(ctx)
+	now, ok := m.leaseHeld(ctx)
 	if !ok {
 		return
 	}
-	th := s.cfg.Alerts.absence(s.cfg.Retention)
-	snap, open, err := s.monitorSnapshot(ctx, now, th)
+	th := m.e.cfg.Alerts.absence(m.e.cfg.Retention)
+	snap, open, err := m.snapshot(ctx, now, th)
 	if errors.Is(err, errNotRegistered) {
-		// Hand the checks to a replica that is registered, rather than
-		// hold them here.
-		s.log.Debug("cronfence: absence checks wait for this replica's heartbeat")
-		s.releaseMonitorLease(ctx)
+		// Hand the checks to a replica that is registered.
+		m.e.log.Debug("cronfence: absence checks wait for this replica's heartbeat")
+		m.releaseLease(ctx)
 		return
 	}
 	const failed = "cronfence: absence checks skipped: could not read their snapshot"
 	if err != nil {
 		if ctx.Err() == nil {
-			s.warnRepeated(failed, "error", err)
+			m.e.warnRepeated(failed, "error", err)
 		}
 		return
 	}
-	s.failures.over(failed)
-	s.reconcileAlerts(ctx, now, absence.Evaluate(snap, th), open)
+	m.e.failures.over(failed)
+	m.alerts.reconcile(ctx, now, absence.Evaluate(snap, th), open)
 }
 
-// monitorLeaseHeld renews MonitorLeaseName, or takes it when free, and
-// returns the database clock as the lease saw it; false when another replica holds
-// it or the store cannot be reached.
-func (s *Scheduler) monitorLeaseHeld(ctx context.Context) (time.Time, bool) {
-	m := &s.monitor
-	ttl := 2 * s.cfg.CheckEvery
+// leaseHeld renews MonitorLeaseName, or takes it when free, and returns
+// the database clock as the lease saw it; false when another replica
+// holds it or the store cannot be reached.
+func (m *monitor) leaseHeld(ctx context.Context) (time.Time, bool) {
+	ttl := 2 * m.e.cfg.CheckEvery
 	if m.lease.Generation != 0 {
 		const failed = "cronfence: could not renew the monitor lease"
-		l, err := s.store.LeaseRenew(ctx, store.LeaseRenewParams{LeaseRef: m.lease.Ref(), TTL: ttl})
+		l, err := m.e.store.LeaseRenew(ctx, store.LeaseRenewParams{LeaseRef: m.lease.Ref(), TTL: ttl})
 		if err == nil {
-			s.failures.over(failed)
+			m.e.failures.over(failed)
 			m.lease = l
 			return l.RenewedAt, true
 		}
 		if !errors.Is(err, store.ErrLeaseLost) {
 			if ctx.Err() == nil {
-				s.warnRepeated(failed, "error", err)
+				m.e.warnRepeated(failed, "error", err)
 			}
 			return time.Time{}, false
 		}
-		s.log.Info("cronfence: lost the monitor lease; another replica runs the absence checks", "generation", m.lease.Generation)
+		m.e.log.Info("cronfence: lost the monitor lease; another replica runs the absence checks", "generation", m.lease.Generation)
 		m.lease = store.Lease{}
 	}
-	l, ok := s.takeLease(ctx, MonitorLeaseName, ttl)
+	l, ok := m.e.takeLease(ctx, MonitorLeaseName, ttl)
 	if !ok {
 		return time.Time{}, false
 	}
 	m.lease = l
-	s.log.Info("cronfence: this replica runs the absence checks", "generation", l.Generation, "every", s.cfg.CheckEvery)
+	m.e.log.Info("cronfence: this replica runs the absence checks", "generation", l.Generation, "every", m.e.cfg.CheckEvery)
 	return l.AcquiredAt, true
 }
 
-// stopMonitor waits for a pass in progress and gives MonitorLeaseName up,
-// so another replica takes the checks over at its next pass rather than after
-// the lease's TTL. The loop calls it as it ends: no pass starts after.
-func (s *Scheduler) stopMonitor() {
-	s.monitor.passes.Wait()
+// removeTimeout bounds the round trips a replica makes as it stops
+// (giving the monitor lease up, removing its registry row), so a store
+// that went away does not hold up shutdown for long.
+const removeTimeout = 5 * time.Second
+
+// stop waits for a pass in progress and gives MonitorLeaseName up, so
+// another replica takes the checks over at its next pass rather than after
+// the lease's TTL. Called once the loop ended: no pass starts after.
+func (m *monitor) stop() {
+	m.passes.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), removeTimeout)
 	defer cancel()
-	s.releaseMonitorLease(ctx)
+	m.releaseLease(ctx)
 }
 
-// releaseMonitorLease gives MonitorLeaseName up, when held.
-func (s *Scheduler) releaseMonitorLease(ctx context.Context) {
-	m := &s.monitor
+// releaseLease gives MonitorLeaseName up, when held.
+func (m *monitor) releaseLease(ctx context.Context) {
 	if m.lease.Generation == 0 {
 		return
 	}
-	if _, err := s.store.LeaseRelease(context.WithoutCancel(ctx), m.lease.Ref()); err != nil {
-		s.log.Warn("cronfence: could not release the monitor lease; it expires at its TTL", "error", err)
+	if _, err := m.e.store.LeaseRelease(context.WithoutCancel(ctx), m.lease.Ref()); err != nil {
+		m.e.log.Warn("cronfence: could not release the monitor lease; it expires at its TTL", "error", err)
 	}
 	m.lease = store.Lease{}
 }
 
-// monitorSnapshot reads what the checks judge, and the open alerts. Round
+// snapshot reads what the checks judge, and the open alerts. Round
 // trips: 1 for the replicas, job states, recent runs, open alerts and held
 // job leases (Store.MonitorSnapshot), 1 per 1,000 jobs the live replicas
 // register (their runs, RunListPerJob), 1 per job with a deadline (the
 // claim of its deadline slot), and, past the lease answer's limit, the
 // leases it did not hold one by one (see jobLeases).
-func (s *Scheduler) monitorSnapshot(ctx context.Context, now time.Time, th absence.Thresholds) (absence.Snapshot, []store.Alert, error) {
+func (m *monitor) snapshot(ctx context.Context, now time.Time, th absence.Thresholds) (absence.Snapshot, []store.Alert, error) {
 	var snap absence.Snapshot
-	all, err := s.store.MonitorSnapshot(ctx, store.MonitorSnapshotParams{
+	all, err := m.e.store.MonitorSnapshot(ctx, store.MonitorSnapshotParams{
 		RecentRuns: monitorRecentRuns, OpenAlerts: store.MaxRunListLimit,
 		Leases:    store.LeaseListParams{Prefix: "job:", Limit: store.MaxRunListLimit},
-		KnownJobs: s.monitor.knownHashes(),
+		KnownJobs: m.knownHashes(),
 	})
 	if err != nil {
 		return snap, nil, err
 	}
-	if err := s.monitor.fillJobs(all.Replicas); err != nil {
+	if err := m.fillJobs(all.Replicas); err != nil {
 		return snap, nil, err
 	}
-	reg := absence.NewRegistry(all.Replicas, now, th.ReplicaStale, &s.monitor.scheds)
-	if !reg.IsLive(s.cfg.Owner) {
+	reg := absence.NewRegistry(all.Replicas, now, th.ReplicaStale, &m.scheds)
+	if !reg.IsLive(m.e.cfg.Owner) {
 		return snap, nil, errNotRegistered
 	}
 	snap.Registry, snap.States, snap.Recent = reg, all.JobStates, all.RecentRuns
@@ -226,7 +223,7 @@ func (s *Scheduler) monitorSnapshot(ctx context.Context, now time.Time, th absen
 	// lately needs no more rows (with 10,000 jobs, the rows failing
 	// would need of every job were most of a pass's work).
 	perJob := min(max(th.SkipStreak+1, monitorJobRuns), store.MaxRunListLimit)
-	runs, err := s.runsPerJob(ctx, names, perJob)
+	runs, err := m.runsPerJob(ctx, names, perJob)
 	if err != nil {
 		return snap, nil, err
 	}
@@ -238,7 +235,7 @@ func (s *Scheduler) monitorSnapshot(ctx context.Context, now time.Time, th absen
 				again, againNames = append(again, i), append(againNames, name)
 			}
 		}
-		longer, err := s.runsPerJob(ctx, againNames, more)
+		longer, err := m.runsPerJob(ctx, againNames, more)
 		if err != nil {
 			return snap, nil, err
 		}
@@ -250,13 +247,13 @@ func (s *Scheduler) monitorSnapshot(ctx context.Context, now time.Time, th absen
 		j := reg.Jobs[name]
 		d := absence.JobData{Runs: runs[i]}
 		if slot := j.DeadlineSlot(now); !slot.IsZero() {
-			if d.DeadlineSlot, err = s.store.SlotGet(ctx, name, slot); err != nil && !errors.Is(err, store.ErrNotFound) {
+			if d.DeadlineSlot, err = m.e.store.SlotGet(ctx, name, slot); err != nil && !errors.Is(err, store.ErrNotFound) {
 				return snap, nil, err
 			}
 		}
 		snap.Jobs[name] = d
 	}
-	if err := s.jobLeases(ctx, &snap, all.Leases); err != nil {
+	if err := m.jobLeases(ctx, &snap, all.Leases); err != nil {
 		return snap, nil, err
 	}
 	return snap, all.OpenAlerts, nil
@@ -264,10 +261,10 @@ func (s *Scheduler) monitorSnapshot(ctx context.Context, now time.Time, th absen
 
 // runsPerJob reads the newest limit runs of each job named, in statements
 // of store.MaxRunListJobs jobs.
-func (s *Scheduler) runsPerJob(ctx context.Context, names []string, limit int) ([][]store.Run, error) {
+func (m *monitor) runsPerJob(ctx context.Context, names []string, limit int) ([][]store.Run, error) {
 	runs := make([][]store.Run, 0, len(names))
 	for chunk := range slices.Chunk(names, store.MaxRunListJobs) {
-		got, err := s.store.RunListPerJob(ctx, store.RunListPerJobParams{Jobs: chunk, Limit: limit})
+		got, err := m.e.store.RunListPerJob(ctx, store.RunListPerJobParams{Jobs: chunk, Limit: limit})
 		if err != nil {
 			return nil, err
 		}
@@ -309,7 +306,7 @@ func failingRows(reg *absence.Registry, limit int) int {
 // lease check would. Past its limit (more job leases held at once than one
 // answer holds) the jobs it did not reach are read one by one, and judged
 // by a clock read after them.
-func (s *Scheduler) jobLeases(ctx context.Context, snap *absence.Snapshot, res store.LeaseListResult) error {
+func (m *monitor) jobLeases(ctx context.Context, snap *absence.Snapshot, res store.LeaseListResult) error {
 	held := make(map[string]store.Lease, len(res.Leases))
 	for _, l := range res.Leases {
 		held[l.Name] = l
@@ -324,7 +321,7 @@ func (s *Scheduler) jobLeases(ctx context.Context, snap *absence.Snapshot, res s
 		l, ok := held[lease]
 		if !ok && !complete {
 			var err error
-			if l, err = s.store.LeaseGet(ctx, lease); err != nil && !errors.Is(err, store.ErrNotFound) {
+			if l, err = m.e.store.LeaseGet(ctx, lease); err != nil && !errors.Is(err, store.ErrNotFound) {
 				return err
 			}
 		}
@@ -333,84 +330,11 @@ func (s *Scheduler) jobLeases(ctx context.Context, snap *absence.Snapshot, res s
 	}
 	if !complete {
 		var err error
-		if snap.LeasesReadBy, err = s.store.Now(ctx); err != nil {
+		if snap.LeasesReadBy, err = m.e.store.Now(ctx); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// reconcileAlerts raises what should be open (refreshing the message and
-// last-seen time of what already is, when they changed or every
-// alertRefreshEvery) and resolves what no longer should be, among the open
-// alerts the checks could judge. One round trip per alert raised,
-// refreshed or resolved. now is the database clock of the pass.
-func (s *Scheduler) reconcileAlerts(ctx context.Context, now time.Time, res absence.Result, open []store.Alert) {
-	opened := make(map[absence.Key]store.Alert, len(open))
-	for _, a := range open {
-		opened[absence.Key{Kind: a.Kind, Subject: a.Subject}] = a
-	}
-	want := make(map[absence.Key]bool, len(res.Alerts))
-	for _, a := range res.Alerts {
-		want[a.Key()] = true
-		if cur, ok := opened[a.Key()]; ok && cur.Message == a.Message && maps.Equal(cur.Details, a.Details) &&
-			cur.Fingerprint == absence.Fingerprint(a.Kind, a.Details) && now.Sub(cur.LastSeenAt) < alertRefreshEvery {
-			continue
-		}
-		s.raiseAlert(ctx, store.AlertRaiseParams{
-			Kind: a.Kind, Subject: a.Subject, Message: a.Message, Details: a.Details, RaisedBy: s.cfg.Owner,
-		})
-	}
-	for _, a := range open {
-		if want[absence.Key{Kind: a.Kind, Subject: a.Subject}] || !res.Judged(a.Kind, a.Subject) {
-			continue
-		}
-		s.resolveAlert(ctx, a.Kind, a.Subject)
-	}
-}
-
-// raiseAlert raises (or refreshes) an alert, with its fingerprint; only
-// the replica whose call opened it, or ended its acknowledgement (it
-// changed), logs it and tells its Observer. A failure is logged, unless
-// ctx ended (the pass's bound, or the loop stopping).
-func (s *Scheduler) raiseAlert(ctx context.Context, p store.AlertRaiseParams) {
-	p.Fingerprint = absence.Fingerprint(p.Kind, p.Details)
-	res, err := s.store.AlertRaise(ctx, p)
-	if err != nil {
-		if ctx.Err() == nil {
-			s.log.Warn("cronfence: could not raise an alert", "kind", p.Kind, "subject", p.Subject, "error", err)
-		}
-		return
-	}
-	alert := res.Alert
-	switch {
-	case res.Raised:
-		s.log.Warn("cronfence: alert raised: "+alert.Message, "kind", alert.Kind, "subject", alert.Subject,
-			"alert_id", alert.ID, "details", alert.Details)
-		s.observe(AlertEvent{Alert: alert, Raised: true})
-	case !res.EndedAck.IsZero():
-		s.log.Warn("cronfence: alert raised again: it changed since it was acknowledged: "+alert.Message, "kind", alert.Kind,
-			"subject", alert.Subject, "alert_id", alert.ID, "details", alert.Details,
-			"acknowledged_by", res.EndedAck.By, "acknowledged_at", res.EndedAck.At)
-		s.observe(AlertEvent{Alert: alert, Raised: true, EndedAck: res.EndedAck})
-	}
-}
-
-// resolveAlert resolves the open alert of (kind, subject), if any; only the
-// replica whose call closed it logs it and tells its Observer.
-func (s *Scheduler) resolveAlert(ctx context.Context, kind store.AlertKind, subject string) {
-	alert, resolved, err := s.store.AlertResolve(ctx, kind, subject)
-	if err != nil {
-		if ctx.Err() == nil {
-			s.log.Warn("cronfence: could not resolve an alert", "kind", kind, "subject", subject, "error", err)
-		}
-		return
-	}
-	if resolved {
-		s.log.Info("cronfence: alert resolved", "kind", kind, "subject", subject, "alert_id", alert.ID,
-			"raised_at", alert.RaisedAt, "message", alert.Message)
-		s.observe(AlertEvent{Alert: alert})
-	}
 }
 
 // absence converts the thresholds, with defaults applied, to the checks':
@@ -430,7 +354,7 @@ func (t AlertThresholds) absence(retention time.Duration) absence.Thresholds {
 
 // knownHashes is the digest of each replica's jobs this replica holds, for
 // MonitorSnapshotParams.KnownJobs.
-func (m *monitorState) knownHashes() map[string]string {
+func (m *monitor) knownHashes() map[string]string {
 	known := make(map[string]string, len(m.jobs))
 	for owner, k := range m.jobs {
 		known[owner] = k.hash
@@ -442,7 +366,7 @@ func (m *monitorState) knownHashes() map[string]string {
 // here) their jobs, and keeps the jobs of the rest for the next pass: of
 // the replicas it lists, those with a digest. Jobs left out that are not
 // held here fail the pass, and the next asks for all.
-func (m *monitorState) fillJobs(replicas []store.Replica) error {
+func (m *monitor) fillJobs(replicas []store.Replica) error {
 	kept := make(map[string]knownJobs, len(replicas))
 	for i := range replicas {
 		r := &replicas[i]

@@ -20,7 +20,7 @@ import (
 func TestMonitorKeepsReplicasJobsBetweenPasses(t *testing.T) {
 	report := []store.ReplicaJob{{Name: "report"}}
 	mail := []store.ReplicaJob{{Name: "mail"}, {Name: "report"}}
-	var m monitorState
+	var m monitor
 	first := []store.Replica{{Owner: "a", Jobs: report, JobsHash: "h1"}, {Owner: "b", Jobs: mail, JobsHash: "h2"}, {Owner: "c", Jobs: report}}
 	if err := m.fillJobs(first); err != nil {
 		t.Fatal(err)

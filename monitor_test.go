@@ -150,7 +150,7 @@ func (m *monitored) settle() {
 	idle := func() bool {
 		var busy int64
 		for _, s := range m.replicas {
-			busy += s.busy.Load()
+			busy += s.e.busy.Load()
 		}
 		return busy == int64(m.held) && m.db.Timers() == len(m.replicas)+m.heldTimers
 	}
@@ -802,7 +802,7 @@ func BenchmarkMonitorPass(b *testing.B) {
 				}
 			}
 		}
-		s.heartbeat(ctx, db.Now())
+		s.heartbeat.beat(ctx, db.Now())
 		db.Advance(time.Hour)
 		if !alerting {
 			for i := range jobs {
@@ -817,8 +817,8 @@ func BenchmarkMonitorPass(b *testing.B) {
 				}
 			}
 		}
-		s.heartbeat(ctx, db.Now())
-		s.monitorPass(ctx) // takes the lease, prepares the statements
+		s.heartbeat.beat(ctx, db.Now())
+		s.monitor.pass(ctx) // takes the lease, prepares the statements
 		if s.monitor.lease.Generation == 0 {
 			b.Fatal("the pass did not take the monitor lease")
 		}
@@ -835,7 +835,7 @@ func BenchmarkMonitorPass(b *testing.B) {
 			if trips != nil {
 				t0 = trips.Total()
 			}
-			s.monitorPass(ctx)
+			s.monitor.pass(ctx)
 			if trips != nil {
 				rt += trips.Total() - t0
 			}
@@ -895,8 +895,8 @@ func TestAlertThresholdDefaultsAndValidation(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if s.cfg.CheckEvery != tc.wantEvery || s.cfg.Alerts != tc.wantAlerts {
-				t.Fatalf("CheckEvery %s, Alerts %+v; want %s, %+v", s.cfg.CheckEvery, s.cfg.Alerts, tc.wantEvery, tc.wantAlerts)
+			if s.e.cfg.CheckEvery != tc.wantEvery || s.e.cfg.Alerts != tc.wantAlerts {
+				t.Fatalf("CheckEvery %s, Alerts %+v; want %s, %+v", s.e.cfg.CheckEvery, s.e.cfg.Alerts, tc.wantEvery, tc.wantAlerts)
 			}
 		})
 	}
@@ -937,7 +937,7 @@ func TestMonitorLeaseHeldAcrossPassesAndReleasedAtStop(t *testing.T) {
 			t.Fatalf("monitor lease %+v after a minute, first %+v: want the same generation, renewed", l, first)
 		}
 		holder, other := a, b
-		if l.Owner == b.cfg.Owner {
+		if l.Owner == b.e.cfg.Owner {
 			holder, other = b, a
 		}
 		m.stop(holder)
@@ -946,7 +946,7 @@ func TestMonitorLeaseHeldAcrossPassesAndReleasedAtStop(t *testing.T) {
 		}
 		// The other replica tries at each of its passes, every CheckEvery.
 		m.advanceUntil("the other replica takes the checks over", DefaultCheckEvery, time.Second, func() bool {
-			return lease().Owner == other.cfg.Owner
+			return lease().Owner == other.e.cfg.Owner
 		})
 		if l := lease(); l.Generation != first.Generation+1 {
 			t.Fatalf("monitor lease %+v after the stop: want generation %d", l, first.Generation+1)
@@ -1012,7 +1012,7 @@ func TestAlertFailingRaisedOnceAndResolved(t *testing.T) {
 			t.Errorf("details %v; want 3 slots from 12:01 to 12:03, 2 attempts, the handler's error", d)
 		}
 		for _, slot := range []time.Time{time.Date(2026, 3, 1, 12, 1, 0, 0, time.UTC), time.Date(2026, 3, 1, 12, 2, 0, 0, time.UTC)} {
-			if runs := slotRuns(t, m.replicas[0].store, "export", slot); len(runs) != 2 || runs[0].Attempt != 1 || runs[1].Attempt != 2 ||
+			if runs := slotRuns(t, m.replicas[0].e.store, "export", slot); len(runs) != 2 || runs[0].Attempt != 1 || runs[1].Attempt != 2 ||
 				runs[1].StartedAt.Sub(runs[0].FinishedAt) != 10*time.Second {
 				t.Errorf("slot %s: runs %+v; want attempts 1 and 2, 10s apart", slot.Format(time.TimeOnly), runs)
 			}

@@ -1,7 +1,6 @@
 package cronfence
 
 import (
-	"container/heap"
 	"context"
 	"hash/fnv"
 	"strconv"
@@ -20,34 +19,26 @@ import (
 //     agrees without a word. It claims at once. The second waits
 //     Config.ClaimGrace for the claim to be told and claims only if it
 //     was not; every other waits twice that. While a replica ranked
-//     before it is still told claiming slots of that instant (under load
-//     a replica claims its share in statements one after another), a
-//     fallback waits on, until that replica went ClaimGrace without one
-//     (at most fallbackWaitMax past the slot). A replica that died, hangs
-//     or never heard of the others costs a slot about that much delay,
-//     never the slot: every claim is still the store's atomic statement.
+//     before it is still told claiming slots of that instant, a fallback
+//     waits on, until that replica went ClaimGrace without one (at most
+//     fallbackWaitMax past the slot). A replica that died or hangs costs a
+//     slot that much delay, never the slot: every claim is still the
+//     store's atomic statement.
 //   - A run another replica started is watched by one replica (the first
-//     by the same ranking, the run's owner left out); once the run has
-//     gone on for Config.ResumeEvery without its end being told, the
-//     watcher scans for dead runs every ResumeEvery until it is. Runs
-//     shorter than that cost no scan at all. A scan also follows every
-//     gap in the notices, after which the store tells every run in
-//     progress as claimed (store.Notices), so those are watched too; one
-//     replica scans every resumeBackstopEvery whatever it heard, and
-//     another follows any scan that found dead runs. A replica's own run that ended leaving its slot running (for
-//     a resume) or whose end could not be recorded is watched by itself.
+//     by the same ranking, the run's owner left out); once it has gone on
+//     for Config.ResumeEvery without its end told, the watcher scans for
+//     dead runs every ResumeEvery until it is. A scan also follows every
+//     gap in the notices, one replica scans every resumeBackstopEvery
+//     whatever it heard, and a replica watches its own runs that ended
+//     leaving their slot running.
 //   - One replica, the first for "monitor", runs the absence checks.
 //
-// Live replicas are those heard from (a heartbeat's notice, or the
-// registry read after every gap) within Alerts.ReplicaStale; a replica
-// that stopped says so. Without notices, and while this replica does not
-// hear them (before it first listens, and from a broken connection to
-// the next gap), it claims every slot at once and scans every
-// ResumeEvery, as before.
+// Live replicas are those heard from within Alerts.ReplicaStale. Without
+// notices, and while this replica does not hear them, it claims every slot
+// at once and scans every ResumeEvery.
 
 // resumeBackstopEvery is how often one replica scans for dead runs
-// whatever it heard: notices are a saving, never a guarantee, and one
-// lost on its way (store.Notices) leaves a run watched by nobody here.
+// whatever it heard: notices are a saving, never a guarantee.
 const resumeBackstopEvery = 30 * time.Second
 
 // settledKeep is how long a slot told as settled is remembered: longer
@@ -56,20 +47,22 @@ const settledKeep = 10 * time.Second
 
 // fallbackWaitMax bounds how long past its slot a fallback waits for a
 // replica ranked before it that is still told claiming the slot's
-// instant; past it, the fallback claims (at worst refused, a statement's
-// cost). Well inside settledKeep, so a claim told is still remembered.
+// instant; past it, the fallback claims (at worst refused).
 const fallbackWaitMax = 5 * time.Second
 
-// notices is what this replica heard. Its mutex is taken after
-// Scheduler.mu, never before.
+// notices is what this replica heard of the others, and the choices made
+// from it: who claims a slot, who scans for dead runs, who checks.
 type notices struct {
+	e    *env
+	jobs *jobSet
+
 	mu       sync.Mutex
 	on       bool                      // the store tells and this replica listens
 	hearing  bool                      // listening now: between a gap and the connection's loss
-	alive    map[string]time.Time      // other replicas with timers, by when last heard (schedule clock)
+	alive    map[string]time.Time      // other replicas with timers, by when last heard
 	settled  map[slotKey]time.Time     // slots told settled, by when heard
-	claiming map[claimingKey]time.Time // other replicas' claims told, by replica and slot instant: when last heard
-	watched  map[slotKey]watchedRun    // runs other replicas started and that are not told ended
+	claiming map[claimingKey]time.Time // other replicas' claims told, by replica and slot instant
+	watched  map[slotKey]watchedRun    // runs other replicas started that are not told ended
 	rescan   bool                      // a scan is wanted: notices may have been missed, or the last found dead runs
 	backstop time.Time                 // the next backstop scan
 	prune    time.Time                 // the next time settled is pruned
@@ -85,6 +78,12 @@ type slotKey struct {
 
 func keyOf(job string, slot time.Time) slotKey { return slotKey{job, slot.UnixNano()} }
 
+// rankKey is the slot as the ranking hashes it: the same text on every
+// replica.
+func (k slotKey) rankKey() string {
+	return k.job + "\x00" + strconv.FormatInt(k.slot, 10)
+}
+
 // claimingKey is a replica's claims of one slot instant, whatever the job.
 type claimingKey struct {
 	owner string
@@ -93,18 +92,17 @@ type claimingKey struct {
 
 type watchedRun struct {
 	owner  string
-	since  time.Time // schedule clock
-	always bool      // this replica's own run, left to resume: watched here, whatever the ranking
+	since  time.Time
+	always bool // this replica's own run, left to resume: watched here, whatever the ranking
 }
 
-// startNotices listens for the store's notices when it tells them and
-// this replica fires. Called from Start.
-func (s *Scheduler) startNotices() {
-	ns, ok := s.store.(store.Notices)
-	if !ok || s.cfg.DisableTimers || s.cfg.ClaimGrace < 0 {
+// start listens for the store's notices when it tells them and this
+// replica fires.
+func (n *notices) start() {
+	ns, ok := n.e.store.(store.Notices)
+	if !ok || !n.e.timers() || n.e.cfg.ClaimGrace < 0 {
 		return
 	}
-	n := &s.notices
 	n.mu.Lock()
 	n.on = true
 	n.alive, n.settled, n.watched = map[string]time.Time{}, map[slotKey]time.Time{}, map[slotKey]watchedRun{}
@@ -114,13 +112,12 @@ func (s *Scheduler) startNotices() {
 	n.mu.Unlock()
 	go func() {
 		defer close(n.done)
-		_ = ns.Listen(ctx, func(no store.Notice) { s.heard(ctx, no) })
+		_ = ns.Listen(ctx, func(no store.Notice) { n.heard(ctx, no) })
 	}()
 }
 
-// stopNotices stops listening. Called as the loop ends.
-func (s *Scheduler) stopNotices() {
-	n := &s.notices
+// stop stops listening.
+func (n *notices) stop() {
 	n.mu.Lock()
 	cancel, done := n.cancel, n.done
 	n.mu.Unlock()
@@ -131,29 +128,27 @@ func (s *Scheduler) stopNotices() {
 }
 
 // heard takes one notice in.
-func (s *Scheduler) heard(ctx context.Context, no store.Notice) {
-	now := s.scheduleNow()
+func (n *notices) heard(ctx context.Context, no store.Notice) {
+	now, own := n.e.now(), n.e.cfg.Owner
 	switch no.Kind {
 	case store.NoticeGap:
-		s.noticeGap(ctx, now)
+		n.gap(ctx, now)
 		return
 	case store.NoticeLost:
-		// Until the next gap, every replica here claims at once and scans
-		// every ResumeEvery, as without notices: what it does not hear
-		// it cannot wait for.
-		s.notices.mu.Lock()
-		s.notices.hearing = false
-		s.notices.mu.Unlock()
+		// Until the next gap, claim at once and scan every ResumeEvery:
+		// what this replica does not hear it cannot wait for.
+		n.mu.Lock()
+		n.hearing = false
+		n.mu.Unlock()
 		return
 	}
-	mine := no.Kind == store.NoticeClaimed && s.registered(no.Job) // before notices.mu: mu comes first
-	n := &s.notices
+	mine := no.Kind == store.NoticeClaimed && n.jobs.get(no.Job) != nil
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	key := keyOf(no.Job, no.Slot)
 	switch no.Kind {
 	case store.NoticeAlive:
-		if no.Owner != s.cfg.Owner {
+		if no.Owner != own {
 			n.alive[no.Owner] = now
 		}
 	case store.NoticeGone:
@@ -161,13 +156,12 @@ func (s *Scheduler) heard(ctx context.Context, no store.Notice) {
 	case store.NoticeClaimed:
 		n.settled[key] = now
 		n.heardClaiming(no, now)
-		// A resume's claim: the run before it is over. (Not this
-		// replica's own watch of a run of its own, left to resume, that
-		// ended before the notice of its claim arrived.)
-		if w, ok := n.watched[key]; ok && !(w.always && no.Owner == s.cfg.Owner) {
+		// A resume's claim: the run before it is over (but for this
+		// replica's own watch of its own run, told after it ended).
+		if w, ok := n.watched[key]; ok && !(w.always && no.Owner == own) {
 			delete(n.watched, key)
 		}
-		if no.Owner != s.cfg.Owner && mine {
+		if no.Owner != own && mine {
 			n.watched[key] = watchedRun{owner: no.Owner, since: now}
 		}
 	case store.NoticeSettled:
@@ -191,14 +185,13 @@ func (n *notices) heardClaiming(no store.Notice, now time.Time) {
 	}
 }
 
-// noticeGap forgets the runs watched (their ends may have gone unheard;
-// the scan that follows finds the dead ones) and reads the live replicas
-// from the registry, in one round trip.
-func (s *Scheduler) noticeGap(ctx context.Context, now time.Time) {
-	ctx, cancel := s.bounded(ctx)
-	replicas, err := s.store.ReplicaList(ctx)
+// gap forgets the runs watched (their ends may have gone unheard; the
+// scan that follows finds the dead ones) and reads the live replicas from
+// the registry, in one round trip.
+func (n *notices) gap(ctx context.Context, now time.Time) {
+	ctx, cancel := n.e.bounded(ctx)
+	replicas, err := n.e.store.ReplicaList(ctx)
 	cancel()
-	n := &s.notices
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.hearing, n.rescan = true, true
@@ -207,35 +200,29 @@ func (s *Scheduler) noticeGap(ctx context.Context, now time.Time) {
 		return // the heartbeats' notices fill it in
 	}
 	for _, r := range replicas {
-		// HeartbeatAt is by the database clock, as scheduleNow is.
-		if r.Timers && r.Owner != s.cfg.Owner && now.Sub(r.HeartbeatAt) < s.cfg.Alerts.ReplicaStale {
+		// HeartbeatAt is by the database clock, as now is.
+		if r.Timers && r.Owner != n.e.cfg.Owner && now.Sub(r.HeartbeatAt) < n.e.cfg.Alerts.ReplicaStale {
 			n.alive[r.Owner] = r.HeartbeatAt
 		}
 	}
 }
 
-func (s *Scheduler) registered(job string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.jobs[job] != nil
-}
-
 // rank is this replica's place, from 0, among the live replicas (itself
-// included, except) ordered by the hash of (replica, key). Callers hold
-// notices.mu.
-func (s *Scheduler) rank(key string, now time.Time, except string) int {
-	n := &s.notices
-	mine := rendezvous(s.cfg.Owner, key)
+// included, except left out) ordered by the hash of (replica, key).
+// Callers hold n.mu.
+func (n *notices) rank(key string, now time.Time, except string) int {
+	own := n.e.cfg.Owner
+	mine := rendezvous(own, key)
 	r := 0
 	for owner, heard := range n.alive {
-		if now.Sub(heard) >= s.cfg.Alerts.ReplicaStale {
+		if now.Sub(heard) >= n.e.cfg.Alerts.ReplicaStale {
 			delete(n.alive, owner) // silent for too long: stopped, or cut off
 			continue
 		}
 		if owner == except {
 			continue
 		}
-		if h := rendezvous(owner, key); h > mine || (h == mine && owner < s.cfg.Owner) {
+		if h := rendezvous(owner, key); h > mine || (h == mine && owner < own) {
 			r++
 		}
 	}
@@ -243,22 +230,21 @@ func (s *Scheduler) rank(key string, now time.Time, except string) int {
 }
 
 // claimingBefore is when the replicas ranked before this one for key, of
-// those heard claiming slots of key's instant, will have gone
-// Config.ClaimGrace without a claim of it told: the fallback for key
-// waits until then. A time not after now means none is still claiming.
-// Callers hold notices.mu.
-func (s *Scheduler) claimingBefore(key slotKey, now time.Time) time.Time {
-	n := &s.notices
+// those heard claiming slots of key's instant, will have gone ClaimGrace
+// without a claim of it told: the fallback for key waits until then.
+// Callers hold n.mu.
+func (n *notices) claimingBefore(key slotKey, now time.Time) time.Time {
+	own := n.e.cfg.Owner
 	rankKey := key.rankKey()
-	mine := rendezvous(s.cfg.Owner, rankKey)
+	mine := rendezvous(own, rankKey)
 	var until time.Time
 	for owner := range n.alive {
 		heard, ok := n.claiming[claimingKey{owner, key.slot}]
 		if !ok {
 			continue
 		}
-		if h := rendezvous(owner, rankKey); h > mine || (h == mine && owner < s.cfg.Owner) {
-			if t := heard.Add(s.cfg.ClaimGrace); t.After(until) {
+		if h := rendezvous(owner, rankKey); h > mine || (h == mine && owner < own) {
+			if t := heard.Add(n.e.cfg.ClaimGrace); t.After(until) {
 				until = t
 			}
 		}
@@ -274,23 +260,17 @@ func rendezvous(owner, key string) uint64 {
 	return h.Sum64()
 }
 
-// rankKey is the slot as the ranking hashes it: the same text on every
-// replica.
-func (k slotKey) rankKey() string {
-	return k.job + "\x00" + strconv.FormatInt(k.slot, 10)
-}
-
-// deferToPreferred takes out of due the scheduled slots another replica
-// is preferred for, putting each back on the heap as a fallback claim
-// ClaimGrace (twice that past second place) later, and drops the
-// fallbacks whose slot was told settled. The rest are claimed now.
-// Callers hold mu.
-func (s *Scheduler) deferToPreferred(due []*entry, now time.Time) []*entry {
-	n := &s.notices
+// preferred splits due into the entries to claim now and the fallbacks to
+// put back on the heap: a scheduled slot another replica is preferred for
+// waits ClaimGrace (twice that past second place); a fallback whose slot
+// was told settled is dropped, and its key returned in told (what a stall
+// passed over before it is the claimer's to record); old says what the
+// timers passed over long ago may be forgotten.
+func (n *notices) preferred(due []*entry, now time.Time) (claim, later []*entry, told []slotKey, old bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if !n.on {
-		return due
+		return due, nil, nil, false
 	}
 	if !n.hearing {
 		// Claim the fallbacks now too: their preferred replica's claim
@@ -298,7 +278,7 @@ func (s *Scheduler) deferToPreferred(due []*entry, now time.Time) []*entry {
 		for _, e := range due {
 			e.fallback = false
 		}
-		return due
+		return due, nil, nil, false
 	}
 	if !now.Before(n.prune) {
 		for k, heard := range n.settled {
@@ -311,78 +291,60 @@ func (s *Scheduler) deferToPreferred(due []*entry, now time.Time) []*entry {
 				delete(n.claiming, k)
 			}
 		}
-		// An entry that kept slots passed over fires within
-		// fallbackWaitMax of now; what is older lost its entry (its job
-		// was replaced).
-		for k := range s.passedOver {
-			if now.Sub(time.Unix(0, k.slot)) > settledKeep {
-				delete(s.passedOver, k)
-			}
-		}
-		n.prune = now.Add(settledKeep)
+		n.prune, old = now.Add(settledKeep), true
 	}
-	keep := due[:0]
+	claim = due[:0]
 	for _, e := range due {
 		switch {
 		case e.fallback:
 			key := keyOf(e.job.Name, e.slot)
-			if _, told := n.settled[key]; told {
-				// The replica that claimed it records what a stall
-				// passed over before it: it stalled too (its timer was
-				// armed for the same slot), or it was on time and ran
-				// those slots.
-				delete(s.passedOver, key)
+			if _, ok := n.settled[key]; ok {
+				told = append(told, key)
 				continue
 			}
-			if until := s.claimingBefore(key, now); until.After(now) && now.Before(e.slot.Add(fallbackWaitMax)) {
-				heap.Push(&s.heap, &entry{job: e.job, slot: e.slot, fireAt: until,
-					origin: e.origin, retry: true, fallback: true})
+			if until := n.claimingBefore(key, now); until.After(now) && now.Before(e.slot.Add(fallbackWaitMax)) {
+				later = append(later, &entry{job: e.job, slot: e.slot, fireAt: until, origin: e.origin, retry: true, fallback: true})
 				continue
 			}
 		case e.origin == OriginScheduled && !e.retry:
-			if r := s.rank(keyOf(e.job.Name, e.slot).rankKey(), now, ""); r > 0 {
-				// The grace runs from the slot, or from now when this
-				// loop woke late for it (passOver): the preferred
-				// replica, late too, is only now claiming it.
-				wait := s.cfg.ClaimGrace * time.Duration(min(r, 2))
-				heap.Push(&s.heap, &entry{job: e.job, slot: e.slot, fireAt: latest(now, e.slot).Add(wait),
+			if r := n.rank(keyOf(e.job.Name, e.slot).rankKey(), now, ""); r > 0 {
+				// The grace runs from the slot, or from now when this loop
+				// woke late for it: the preferred replica, late too, is
+				// only now claiming it.
+				wait := n.e.cfg.ClaimGrace * time.Duration(min(r, 2))
+				later = append(later, &entry{job: e.job, slot: e.slot, fireAt: latest(now, e.slot).Add(wait),
 					origin: e.origin, retry: true, fallback: true})
 				continue
 			}
 		}
-		keep = append(keep, e)
+		claim = append(claim, e)
 	}
-	return keep
+	return claim, later, told, old
 }
 
-// rescanSoon asks for a resume pass at the next due time: the last found
+// rescanSoon asks for a resume scan at the next due time: the last found
 // dead runs, which may still be there (a claim refused lease_busy).
-func (s *Scheduler) rescanSoon() {
-	s.notices.mu.Lock()
-	s.notices.rescan = true
-	s.notices.mu.Unlock()
+func (n *notices) rescanSoon() {
+	n.mu.Lock()
+	n.rescan = true
+	n.mu.Unlock()
 }
 
 // watchOwn watches one of this replica's own runs that ended without
-// ending its slot: left running for a resume, or its end not recorded
-// (the slot is dead once its lease expires). Other replicas watch it too,
-// but a replica alone has nobody else.
-func (s *Scheduler) watchOwn(job string, slot time.Time) {
-	n := &s.notices
+// ending its slot: left running for a resume, or its end not recorded.
+// Other replicas watch it too, but a replica alone has nobody else.
+func (n *notices) watchOwn(job string, slot time.Time) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.on {
-		n.watched[keyOf(job, slot)] = watchedRun{owner: s.cfg.Owner, since: s.scheduleNow().Add(-s.cfg.ResumeEvery), always: true}
+		n.watched[keyOf(job, slot)] = watchedRun{owner: n.e.cfg.Owner, since: n.e.now().Add(-n.e.cfg.ResumeEvery), always: true}
 	}
-	// (Not hearing, every pass scans anyway.)
 }
 
-// resumeWanted reports whether a resume pass due now has anything to
-// find, for a replica that listens: a gap since the last, the backstop,
-// or a run it watches that went on for ResumeEvery. Without notices every
-// due pass is wanted.
-func (s *Scheduler) resumeWanted(now time.Time) bool {
-	n := &s.notices
+// resumeWanted reports whether a resume scan due now has anything to
+// find: a gap since the last, the backstop, or a watched run that went on
+// for ResumeEvery. Without notices every due scan is wanted.
+func (n *notices) resumeWanted(now time.Time) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if !n.on || !n.hearing || n.rescan {
@@ -391,12 +353,12 @@ func (s *Scheduler) resumeWanted(now time.Time) bool {
 	}
 	if !now.Before(n.backstop) {
 		n.backstop = now.Add(resumeBackstopEvery)
-		if s.rank("resume", now, "") == 0 {
+		if n.rank("resume", now, "") == 0 {
 			return true
 		}
 	}
 	for key, w := range n.watched {
-		if now.Sub(w.since) >= s.cfg.ResumeEvery && (w.always || s.rank(key.rankKey(), now, w.owner) == 0) {
+		if now.Sub(w.since) >= n.e.cfg.ResumeEvery && (w.always || n.rank(key.rankKey(), now, w.owner) == 0) {
 			return true
 		}
 	}
@@ -406,9 +368,8 @@ func (s *Scheduler) resumeWanted(now time.Time) bool {
 // runsChecks reports whether this replica is the one to run the absence
 // checks: always without notices (the monitor lease decides), else the
 // first live replica for "monitor".
-func (s *Scheduler) runsChecks() bool {
-	n := &s.notices
+func (n *notices) runsChecks() bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return !n.on || !n.hearing || s.rank("monitor", s.scheduleNow(), "") == 0
+	return !n.on || !n.hearing || n.rank("monitor", n.e.now(), "") == 0
 }

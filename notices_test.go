@@ -96,7 +96,7 @@ func hearsGhost(t *testing.T, s *Scheduler) {
 		defer s.notices.mu.Unlock()
 		_, ok := s.notices.alive["ghost"]
 		return ok
-	}, func() string { return s.cfg.Owner + " did not hear the ghost replica" })
+	}, func() string { return s.e.cfg.Owner + " did not hear the ghost replica" })
 }
 
 // besideGhost starts replica "b" beside the ghost replica, with one job
@@ -357,7 +357,7 @@ func TestAReplicaThatStopsHearingClaimsAtOnce(t *testing.T) {
 			_, ok := b.notices.alive["ghost"]
 			return ok && b.notices.hearing
 		}, func() string { return "b did not hear the ghost replica" })
-		b.heard(context.Background(), store.Notice{Kind: store.NoticeLost}) // as Listen says when its connection breaks
+		b.notices.heard(context.Background(), store.Notice{Kind: store.NoticeLost}) // as Listen says when its connection breaks
 
 		c.advance(slot.Sub(c.db.Now()), time.Minute)
 		if n := l.ran(job, slot); n != 1 {
@@ -529,10 +529,10 @@ func TestAfterAStallEachJobsLatestSlotIsClaimedByItsPreferredReplicaAlone(t *tes
 		// dropped theirs.
 		for _, s := range replicas {
 			s.mu.Lock()
-			kept := len(s.passedOver)
+			kept := len(s.timers.passedOver)
 			s.mu.Unlock()
 			if kept != 0 {
-				t.Errorf("%s still keeps the slots passed over before %d latest slots", s.cfg.Owner, kept)
+				t.Errorf("%s still keeps the slots passed over before %d latest slots", s.e.cfg.Owner, kept)
 			}
 		}
 		c.wantNeverDown()

@@ -1,7 +1,6 @@
 package cronfence
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/cronfence/cronfence/store"
@@ -138,51 +137,3 @@ func (LeaseLostEvent) event()    {}
 func (FenceRefusedEvent) event() {}
 func (ClockOffsetEvent) event()  {}
 func (AlertEvent) event()        {}
-
-// observe hands e to the configured Observer, if any. Callers never hold
-// s.mu: an observer may take its own locks, and a slow one must not stall
-// Register or Jobs. A panicking observer is logged, never allowed to take a
-// firing or running goroutine down with it.
-func (s *Scheduler) observe(e Event) {
-	if s.cfg.Observer == nil {
-		return
-	}
-	defer func() {
-		if p := recover(); p != nil {
-			s.log.Error("cronfence: the observer panicked; the event is dropped", "event", fmt.Sprintf("%T", e), "panic", p)
-		}
-	}()
-	s.cfg.Observer.Observe(e)
-}
-
-// observeClaim reports the store's answer to the claim of e's slot and,
-// when this replica recorded the slot as skipped, the skip.
-func (s *Scheduler) observeClaim(e *entry, r store.SlotClaimResult) {
-	s.notePauseState(r.PauseStateUnread)
-	if s.cfg.Observer == nil {
-		return
-	}
-	s.observe(ClaimEvent{Job: e.job.Name, Slot: e.slot, Won: r.Claimed, Refusal: r.Refusal, Recorded: r.Recorded, Origin: e.origin})
-	if r.Recorded == store.SlotSkipped {
-		reason := r.SkipRun.Reason
-		if reason == "" {
-			reason = string(r.Refusal)
-		}
-		s.observe(SkipEvent{Job: e.job.Name, Slot: e.slot, Reason: reason, Holder: r.Lease.Owner, Origin: e.origin})
-	}
-}
-
-// notePauseState warns, once, when a claim found the pause overrides
-// unreadable (their table is missing or damaged), and says, once, when
-// they read again. Meanwhile every job runs on its declared enabled value:
-// a broken pause table fails open rather than stopping every job.
-func (s *Scheduler) notePauseState(unread bool) {
-	if unread == s.pauseUnread.Load() || s.pauseUnread.Swap(unread) == unread {
-		return
-	}
-	if unread {
-		s.log.Warn("cronfence: the pause overrides cannot be read (the job_state table is missing or damaged); jobs run on their declared enabled value until it reads again")
-		return
-	}
-	s.log.Info("cronfence: the pause overrides read again; they decide again")
-}

@@ -208,7 +208,7 @@ func TestObserverSeesLeaseLostAndFenceRefused(t *testing.T) {
 		// No resume pass: it would try to claim the taken-over slot again
 		// in the same step, which is another test's subject.
 		a := c.startWith(Config{Owner: "a", Clock: offsetClock{c.db, 0}, Retention: -1, ResumeEvery: -1, Observer: rec}, job)
-		st = a.store
+		st = a.e.store
 		c.db.Advance(time.Minute)
 		run := <-started
 		c.settleHolding(1)
@@ -379,7 +379,7 @@ func TestObserverSeesInterruptedAndResumed(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		stopped := make(chan error, 1)
 		go func() { stopped <- a.Stop(ctx) }()
-		<-a.loopDone
+		<-a.loop.done
 		c.waitForTimers(3) // b's loop, a's lease renewal and a's grace
 		// The deploy's deadline passes during the grace: cancel the handler now.
 		cancel()

@@ -144,7 +144,7 @@ func TestReplicaHeartbeatRetriedNextTick(t *testing.T) {
 		renameTable := func(from, to string) {
 			t.Helper()
 			var err error
-			switch st := a.store.(type) {
+			switch st := a.e.store.(type) {
 			case *sqlite.Store:
 				_, err = st.DB().Exec(`ALTER TABLE ` + from + ` RENAME TO ` + to)
 			case *mysql.Store:
@@ -267,20 +267,21 @@ func TestHeartbeatOfTooManyJobsRefusedAsTheStoreWould(t *testing.T) {
 			t.Fatal(err)
 		}
 		if i == store.MaxReplicaJobs-1 {
-			if err := s.tooManyJobs(); err != nil {
+			if err := store.ValidateReplicaJobCount(s.jobs.count()); err != nil {
 				t.Fatalf("%d jobs: %v", i+1, err)
 			}
 		}
 	}
 	want := store.Replica{Owner: "replica-a", Host: "host", Jobs: make([]store.ReplicaJob, store.MaxReplicaJobs+1)}.Validate()
-	got := s.tooManyJobs()
+	got := store.ValidateReplicaJobCount(s.jobs.count())
 	if got == nil || want == nil || got.Error() != want.Error() || !errors.Is(got, store.ErrInvalidArgument) {
 		t.Fatalf("%d jobs: %v; want the store's %v", store.MaxReplicaJobs+1, got, want)
 	}
-	s.heartbeat(context.Background(), time.Now())
-	s.reg.mu.Lock()
-	failing, due := s.reg.failing, !s.reg.jobsRecorded()
-	s.reg.mu.Unlock()
+	s.heartbeat.beat(context.Background(), time.Now())
+	h := s.heartbeat
+	h.mu.Lock()
+	failing, due := h.failing, !h.recorded
+	h.mu.Unlock()
 	if !failing || !due {
 		t.Fatalf("after the heartbeat: failing %t, due again %t; want both (retried at the next tick)", failing, due)
 	}

@@ -1,7 +1,7 @@
 package cronfence
 
 import (
-	"container/heap"
+	"sync"
 	"time"
 
 	"github.com/cronfence/cronfence/store"
@@ -41,13 +41,23 @@ type retryPlan struct {
 	why       string
 }
 
-// planRetry plans the retry of spec's attempt, which failed just now.
-func (s *Scheduler) planRetry(spec runSpec) retryPlan {
+// retryPlanner plans the retries of failed attempts and arms them on the
+// timers (through rearm), and remembers the retries refused for good.
+type retryPlanner struct {
+	e     *env
+	rearm func(*entry) // the timers: put a retry on the heap and wake the loop
+
+	mu      sync.Mutex
+	givenUp map[retryKey]time.Time // retries refused for good, until their slot's window closes
+}
+
+// plan plans the retry of spec's attempt, which failed just now.
+func (p *retryPlanner) plan(spec runSpec) retryPlan {
 	job := spec.job
 	if spec.attempt >= job.MaxAttempts {
 		return retryPlan{why: "its last attempt failed"}
 	}
-	at := s.scheduleNow().Add(retryDelay(job.RetryBackoff, spec.attempt))
+	at := p.e.now().Add(retryDelay(job.RetryBackoff, spec.attempt))
 	until := retryWindowEnd(job, spec.slot)
 	if !at.Before(until) {
 		return retryPlan{why: "its retry would not start before the job's next slot"}
@@ -70,26 +80,19 @@ func retryWindowEnd(job *registered, slot time.Time) time.Time {
 	return slot.Add(retryGrace)
 }
 
-// armRetry arms the retry of spec's slot, whose attempt just ended failed
+// arm arms the retry of spec's slot, whose attempt just ended failed
 // with the slot marked so (and, in the store, open to a retry until
 // plan.until: another replica retries it should this one stop first), on
 // the timer heap. Without a retry, the log says why the slot ends failed.
-func (s *Scheduler) armRetry(spec runSpec, plan retryPlan) {
+func (p *retryPlanner) arm(spec runSpec, plan retryPlan) {
 	job := spec.job
 	if plan.at.IsZero() {
-		s.log.Warn("cronfence: slot failed: "+plan.why, "job", job.Name, "slot", spec.slot,
+		p.e.log.Warn("cronfence: slot failed: "+plan.why, "job", job.Name, "slot", spec.slot,
 			"attempt", spec.attempt, "max_attempts", job.MaxAttempts)
 		return
 	}
-	s.mu.Lock()
-	if s.stopped {
-		s.mu.Unlock()
-		return
-	}
-	heap.Push(&s.heap, &entry{job: job, slot: spec.slot, fireAt: plan.at, origin: OriginRetry, attempt: int32(spec.attempt), retry: true})
-	s.mu.Unlock()
-	s.poke()
-	s.log.Info("cronfence: the failed attempt will be retried", "job", job.Name, "slot", spec.slot,
+	p.rearm(&entry{job: job, slot: spec.slot, fireAt: plan.at, origin: OriginRetry, attempt: int32(spec.attempt), retry: true})
+	p.e.log.Info("cronfence: the failed attempt will be retried", "job", job.Name, "slot", spec.slot,
 		"attempt", spec.attempt, "next_attempt", spec.attempt+1, "at", plan.at)
 }
 
@@ -124,31 +127,35 @@ type retryKey struct {
 // is left): the slot stays open to a retry in the store until then, and
 // every scan would otherwise claim it again, to be refused again. A
 // refusal because the lease is held (a manual run) is not remembered: the
-// next scan tries again. For an OriginRetry entry refused; callers hold
-// mu.
-func (s *Scheduler) giveUpRetry(e *entry, r store.SlotClaimResult) {
+// next scan tries again. For an OriginRetry entry refused.
+func (p *retryPlanner) giveUp(e *entry, r store.SlotClaimResult) {
 	if r.Refusal == store.ClaimHeld || r.Refusal == store.ClaimLeaseBusy {
 		return
 	}
-	if s.retriesGivenUp == nil {
-		s.retriesGivenUp = map[retryKey]time.Time{}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.givenUp == nil {
+		p.givenUp = map[retryKey]time.Time{}
 	}
-	s.retriesGivenUp[retryKey{e.job.Name, e.slot.UnixNano(), int(e.attempt)}] = retryWindowEnd(e.job, e.slot)
+	p.givenUp[retryKey{e.job.Name, e.slot.UnixNano(), int(e.attempt)}] = retryWindowEnd(e.job, e.slot)
 }
 
-// forgetClosedRetries forgets the given-up retries whose window closed by
-// now. Once a scan; callers hold mu.
-func (s *Scheduler) forgetClosedRetries(now time.Time) {
-	for k, until := range s.retriesGivenUp {
+// forgetClosed forgets the given-up retries whose window closed by now.
+// Once a scan.
+func (p *retryPlanner) forgetClosed(now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k, until := range p.givenUp {
 		if !now.Before(until) {
-			delete(s.retriesGivenUp, k)
+			delete(p.givenUp, k)
 		}
 	}
 }
 
-// retryGivenUp reports whether the retry of sl's last attempt was given
-// up (giveUpRetry). Callers hold mu.
-func (s *Scheduler) retryGivenUp(sl store.Slot) bool {
-	_, ok := s.retriesGivenUp[retryKey{sl.Job, sl.Slot.UnixNano(), sl.Attempts}]
+// isGivenUp reports whether the retry of sl's last attempt was given up.
+func (p *retryPlanner) isGivenUp(sl store.Slot) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, ok := p.givenUp[retryKey{sl.Job, sl.Slot.UnixNano(), sl.Attempts}]
 	return ok
 }

@@ -1,17 +1,13 @@
 package cronfence
 
 import (
-	"container/heap"
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/cronfence/cronfence/internal/clock"
 	"github.com/cronfence/cronfence/internal/leasekeeper"
 	"github.com/cronfence/cronfence/store"
 )
@@ -19,60 +15,42 @@ import (
 // Scheduler runs registered jobs so that each slot runs once across every
 // replica sharing the store. Build it with New, Register jobs, Start it, and
 // Stop it on shutdown.
+//
+// Inside, a slot flows one way through a pipeline of parts that each own
+// their state: the timers (timers.go) hand due slots to the claimer
+// (claim.go), whose winners the runner runs (runner.go), whose ends the
+// finisher records (finish.go). Beside them, services the loop (loop.go)
+// gives a turn at each tick: the clock offset (clock.go), the replica
+// registry (registry.go), the peers' notices (notices.go), the absence
+// checks (monitor.go), pruning (prune.go) and the scan for dead runs
+// (resume.go). The Scheduler only builds and wires them.
 type Scheduler struct {
-	cfg   Config
-	store store.Store
-	log   *slog.Logger
+	e         *env
+	jobs      *jobSet
+	timers    *timers
+	claimer   *claimer
+	runner    *runner
+	loop      *loop
+	notices   *notices
+	heartbeat *heartbeat
+	monitor   *monitor
+	pruner    *pruner
+	resumer   *resumer
+	manual    manualRuns // the manual runs started here that have not ended (manual.go)
 
-	mu                        sync.Mutex
-	jobs                      map[string]*registered
-	firstSeen                 map[string]time.Time   // jobs with a CatchUpWindow: when first registered on any replica (Store.JobRegister)
-	retriesGivenUp            map[retryKey]time.Time // retries refused for good, until their slot's window closes (retry.go)
-	heap                      timers
-	started                   bool
-	stopped                   bool
-	liveKey                   int64
-	release                   func()
-	keeper                    *leasekeeper.Keeper
-	outage                    outage          // the store's reachability as the claims see it (outage.go)
-	failures                  failureLog      // the failures an outage repeats, logged once and then once a minute (failurelog.go)
-	deposed                   map[string]bool // jobs whose deposed-writer alert this replica raised or refreshed (giveup.go)
-	nextPrune, nextClockCheck time.Time
-	nextResume                time.Time
-	unregistered              []string     // jobs registered after Start whose first registration is not recorded yet
-	monitor                   monitorState // the absence checks (monitor.go)
-	notices                   notices      // what the store told of the other replicas (notices.go)
-	finishes                  finishBatcher
-	buffered                  bufferedQueue // buffered slots handed over by runs' ends, claimed together (claim.go: runBuffered)
-	passed                    skipQueue     // slots stalls passed over, recorded off the loop (giveup.go: recordPassedOver)
-	// passedOver is the first slot a stall passed over, by the job's
-	// latest slot that the stalled entry claims instead (claim.go:
-	// passOver), until that entry fires or is dropped (a fallback whose
-	// slot another replica claimed).
-	passedOver map[slotKey]time.Time
-	manual     manualRuns // the manual runs started here that have not ended (manual.go)
-
-	wake       chan struct{}
-	loopCancel context.CancelFunc
-	loopDone   chan struct{}
-	runsCtx    context.Context // parent of every handler's context; cancelled after the shutdown grace
-	runsCancel context.CancelFunc
-	runs       sync.WaitGroup
-	scans      sync.WaitGroup // the resume pass in its own goroutine, if one runs
-	resuming   atomic.Bool    // a resume pass runs
-	pruning    atomic.Bool    // a prune runs (prune.go: pruneInBackground)
-	busy       atomic.Int64   // fires, resume passes and runs in progress; for tests
-	offset     atomic.Int64   // this clock minus the database clock, in ns
-	// bestClockRead is the round trip of the last full clock measurement's
-	// fastest read, in ns, once clockReadKnown (offset.go).
-	bestClockRead  atomic.Int64
-	clockReadKnown atomic.Bool
-	pauseUnread    atomic.Bool // the last claim could not read the pause overrides (see notePauseState)
-	// claimLead is how long before its slot a timer's claim is sent (see
-	// claimLeadReal); zero on any clock but the real one (a test's).
-	claimLead time.Duration
-	reg       registry // this replica's row in the replica registry (registry.go)
+	mu      sync.Mutex
+	state   lifecycle
+	release func() // gives the liveness lock up; nil without one
 }
+
+// lifecycle is where a Scheduler is: built, started, stopped.
+type lifecycle int
+
+const (
+	built lifecycle = iota
+	started
+	stopped
+)
 
 // New returns a Scheduler. It does no I/O.
 func New(cfg Config) (*Scheduler, error) {
@@ -80,16 +58,49 @@ func New(cfg Config) (*Scheduler, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	s := &Scheduler{
-		cfg: c, store: c.Store, log: c.Logger.With("owner", c.Owner),
-		jobs: map[string]*registered{}, deposed: map[string]bool{}, wake: make(chan struct{}, 1),
-		finishes: finishBatcher{store: c.Store},
+	e := newEnv(c)
+	s := &Scheduler{e: e, jobs: &jobSet{}}
+	s.timers = &timers{e: e}
+	s.notices = &notices{e: e, jobs: s.jobs}
+	alerts := &alerter{e: e}
+	retries := &retryPlanner{e: e}
+	batch := &finishBatcher{store: c.Store}
+
+	s.runner = &runner{e: e, policy: runPolicy{resume: true, stampEnd: true, logEnd: true}}
+	s.runner.ctx, s.runner.cancel = context.WithCancel(context.Background())
+	s.runner.finish = &finisher{e: e, resume: true, retries: retries, batch: batch, stop: s.runner.ctx.Done(),
+		watchOwn: s.notices.watchOwn}
+
+	s.claimer = &claimer{e: e, jobs: s.jobs, alerts: alerts, retries: retries,
+		skips:  &skipRecorder{e: e, beside: s.runner.beside},
+		refire: s.timers.refire, start: s.runner.start, endsFirst: batch.drain, stopped: s.stopping}
+	s.runner.buffered = s.claimer.runBuffered
+	e.clock.reached = s.claimer.storeUp
+
+	s.resumer = &resumer{e: e, jobs: s.jobs, retries: retries, notices: s.notices,
+		claim: func(ctx context.Context, batch []*entry) { s.claimer.claim(ctx, batch) },
+		down:  s.claimer.isDown, buffered: s.claimer.runBuffered}
+	s.claimer.beforeCatchUp = s.resumer.recordDeadAmong
+	s.heartbeat = &heartbeat{e: e, jobs: s.jobs}
+	s.monitor = &monitor{e: e, alerts: alerts, chosen: s.notices.runsChecks}
+	s.pruner = &pruner{e: e}
+	s.loop = &loop{e: e, jobs: s.jobs, timers: s.timers, claimer: s.claimer, notices: s.notices,
+		heartbeat: s.heartbeat, monitor: s.monitor, pruner: s.pruner, resumer: s.resumer, wake: make(chan struct{}, 1)}
+	s.claimer.wake = s.loop.poke
+	retries.rearm = func(en *entry) {
+		if !s.stopping() {
+			s.timers.push(en)
+			s.loop.poke()
+		}
 	}
-	if _, real := c.Clock.(clock.Real); real {
-		s.claimLead = claimLeadReal
-	}
-	s.runsCtx, s.runsCancel = context.WithCancel(context.Background())
 	return s, nil
+}
+
+// stopping reports whether Stop was called.
+func (s *Scheduler) stopping() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state == stopped
 }
 
 // Register adds a job. Jobs may be registered before or after Start; every
@@ -99,25 +110,20 @@ func (s *Scheduler) Register(job Job) error {
 	if err != nil {
 		return err
 	}
-	if s.cfg.Retention > 0 && r.Deadline >= s.cfg.Retention {
+	if ret := s.e.cfg.Retention; ret > 0 && r.Deadline >= ret {
 		// By the time the deadline passed the slot's row may be pruned, and
 		// a missing row that old is not judged: the deadline would never be.
 		return errInvalid(fmt.Sprintf("job %q: Deadline %s must be shorter than Config.Retention %s, or pruning may delete its slot before the deadline check reads it",
-			r.Name, r.Deadline, s.cfg.Retention))
+			r.Name, r.Deadline, ret))
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, dup := s.jobs[r.Name]; dup {
-		return errInvalid(fmt.Sprintf("job %q is already registered", r.Name))
+	if err := s.jobs.add(r, s.state != built); err != nil {
+		return err
 	}
-	s.jobs[r.Name] = r
-	s.jobsChanged()
-	if s.started {
-		s.unregistered = append(s.unregistered, r.Name) // recorded by the next tick
-	}
-	if s.started && !s.stopped && !s.cfg.DisableTimers {
-		s.arm(r, s.scheduleNow())
-		s.poke()
+	if s.state == started && s.e.timers() {
+		s.timers.arm(r, s.e.now())
+		s.loop.poke()
 	}
 	return nil
 }
@@ -128,65 +134,53 @@ func (s *Scheduler) Register(job Job) error {
 // bounds only the start-up round trips.
 func (s *Scheduler) Start(ctx context.Context) error {
 	s.mu.Lock()
-	if s.started {
+	if s.state != built {
 		s.mu.Unlock()
 		return errors.New("cronfence: scheduler already started")
 	}
-	s.started = true
+	s.state = started
 	s.mu.Unlock()
 
-	db, bin, err := s.store.SchemaVersion(ctx)
+	e := s.e
+	db, bin, err := e.store.SchemaVersion(ctx)
 	if err != nil {
 		return fmt.Errorf("cronfence: start: %w", err)
 	}
 	if db != bin {
 		return fmt.Errorf("cronfence: start: %w", &store.SchemaVersionError{Database: db, Binary: bin})
 	}
-	if lv, ok := s.store.(store.Liveness); ok {
-		key, release, err := lv.LivenessHold(ctx, s.cfg.Owner)
+	if lv, ok := e.store.(store.Liveness); ok {
+		key, release, err := lv.LivenessHold(ctx, e.cfg.Owner)
 		if err != nil {
-			s.log.Warn("cronfence: no liveness lock; a crash of this replica frees its leases only at their TTL", "error", err)
+			e.log.Warn("cronfence: no liveness lock; a crash of this replica frees its leases only at their TTL", "error", err)
 		} else {
-			s.liveKey, s.release = key, release
+			e.liveKey.Store(key)
+			s.release = release
 		}
 	}
-	s.keeper = leasekeeper.New(s.store, leasekeeper.Options{Clock: s.cfg.Clock})
-	s.measureOffset(ctx)
-	s.startNotices()
-	now := s.scheduleNow()
-	s.mu.Lock()
-	s.nextClockCheck = now.Add(s.cfg.ClockCheckEvery) // just measured: the heartbeat below need not
-	s.mu.Unlock()
-	s.heartbeat(ctx, now)
-	s.mu.Lock()
-	names := make([]string, 0, len(s.jobs))
-	for name := range s.jobs {
-		names = append(names, name)
+	s.runner.keeper = leasekeeper.New(e.store, leasekeeper.Options{Clock: e.cfg.Clock})
+	e.clock.measure(ctx)
+	s.notices.start()
+	now := e.now()
+	e.clock.checked(now) // just measured: the heartbeat below need not
+	s.heartbeat.beat(ctx, now)
+	all, _ := s.jobs.all()
+	names := make([]string, len(all))
+	for i, r := range all {
+		names[i] = r.Name
 	}
-	s.mu.Unlock()
-	s.registerJobs(ctx, names)
-	s.mu.Lock()
-	s.nextClockCheck = now.Add(s.cfg.ClockCheckEvery)
-	if s.cfg.DisableTimers {
-		// An API-only process: manual runs and pauses, no timers. Its loop
-		// only measures the clock offset and keeps its registry row fresh.
-		s.mu.Unlock()
-	} else {
-		for _, r := range s.jobs {
-			s.arm(r, now)
+	recordRegistrations(ctx, e, s.jobs, names)
+	if e.timers() {
+		// An API-only process (DisableTimers) arms nothing: its loop only
+		// measures the clock offset and keeps its registry row fresh.
+		latest := make(map[string]time.Time, len(all))
+		for _, r := range all {
+			s.timers.arm(r, now)
+			latest[r.Name] = r.sched.Prev(now)
 		}
-		s.nextPrune = now // the first prune soon after start, by whichever replica gets there
-		latest := map[string]time.Time{}
-		for name, r := range s.jobs {
-			latest[name] = r.sched.Prev(now)
-		}
-		s.mu.Unlock()
-		s.runCatchUp(ctx, now, latest, true)
+		s.claimer.catchUp(ctx, now, latest, true)
 	}
-
-	loopCtx, cancel := context.WithCancel(context.Background())
-	s.loopCancel, s.loopDone = cancel, make(chan struct{})
-	go s.loop(loopCtx)
+	s.loop.start()
 	return nil
 }
 
@@ -204,33 +198,20 @@ func (s *Scheduler) Start(ctx context.Context) error {
 // whole grace. Either way Stop returns only once every handler returned.
 func (s *Scheduler) Stop(ctx context.Context) error {
 	s.mu.Lock()
-	if !s.started || s.stopped {
+	if s.state != started {
 		s.mu.Unlock()
 		return nil
 	}
-	s.stopped = true
+	s.state = stopped
 	s.mu.Unlock()
-	s.loopCancel()
-	<-s.loopDone
-
-	deadline := ctx.Done()
-	if ctx.Err() != nil {
-		deadline = nil // ended before Stop: not a deadline (see above)
-	}
-	done := make(chan struct{})
-	go func() { s.runs.Wait(); close(done) }()
-	grace := s.cfg.Clock.NewTimer(s.cfg.ShutdownGrace)
-	select {
-	case <-done:
-	case <-grace.C():
-		s.log.Warn("cronfence: shutdown grace passed; cancelling running handlers", "grace", s.cfg.ShutdownGrace)
-	case <-deadline:
-		s.log.Warn("cronfence: the context given to Stop ended during the shutdown grace; cancelling running handlers", "cause", context.Cause(ctx))
-	}
-	grace.Stop()
-	s.runsCancel()
-	<-done
-	s.keeper.Close()
+	s.loop.stop()
+	s.monitor.stop()   // after the last tick, so no pass follows
+	s.heartbeat.stop() // after the last tick, so no heartbeat writes the row back
+	s.resumer.stop()   // a scan may still start a run, which the runner waits for
+	s.pruner.stop()
+	s.notices.stop() // last of the services: nothing decides by them any more
+	s.runner.stop(ctx, s.e.cfg.ShutdownGrace)
+	s.runner.keeper.Close()
 	if s.release != nil {
 		s.release()
 	}
@@ -245,11 +226,10 @@ type JobInfo struct {
 
 // Jobs returns the registered jobs, by name.
 func (s *Scheduler) Jobs() []JobInfo {
-	now := s.scheduleNow()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]JobInfo, 0, len(s.jobs))
-	for _, r := range s.jobs {
+	now := s.e.now()
+	all, _ := s.jobs.all()
+	out := make([]JobInfo, 0, len(all))
+	for _, r := range all {
 		out = append(out, JobInfo{Job: r.Job, Next: r.sched.Next(now)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Job.Name < out[j].Job.Name })
@@ -257,14 +237,21 @@ func (s *Scheduler) Jobs() []JobInfo {
 }
 
 // Store returns the store the scheduler coordinates through.
-func (s *Scheduler) Store() store.Store { return s.store }
+func (s *Scheduler) Store() store.Store { return s.e.store }
 
-// arm puts the job's next slot after now on the timer heap. Callers hold mu.
-func (s *Scheduler) arm(r *registered, now time.Time) {
-	next := r.sched.Next(now)
-	if next.IsZero() {
-		s.log.Warn("cronfence: job has no future slot", "job", r.Name, "schedule", r.Schedule)
-		return
+// ClockOffset returns the last measured offset of this replica's clock from
+// the database clock (positive: this clock is ahead). It is an upper bound:
+// at most one round trip to the database more than the true offset.
+func (s *Scheduler) ClockOffset() time.Duration { return time.Duration(s.e.clock.offset.Load()) }
+
+// Replicas returns the replica registry: every replica that recorded
+// itself, by owner, with its last heartbeat (by the database clock: compare
+// with Store().Now, not this replica's clock). A replica that crashed stays
+// listed, its heartbeat ageing, until pruned.
+func (s *Scheduler) Replicas(ctx context.Context) ([]store.Replica, error) {
+	replicas, err := s.e.store.ReplicaList(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cronfence: list replicas: %w", err)
 	}
-	heap.Push(&s.heap, &entry{job: r, slot: next.UTC(), fireAt: next.Add(-s.claimLead), origin: OriginScheduled})
+	return replicas, nil
 }

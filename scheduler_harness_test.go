@@ -181,11 +181,11 @@ func (c *cluster) registered(jobs ...string) {
 func (c *cluster) wantNeverDown() {
 	c.t.Helper()
 	for _, s := range c.replicas {
-		s.mu.Lock()
-		down, missed := s.outage.down, len(s.outage.missed)
-		s.mu.Unlock()
+		s.claimer.mu.Lock()
+		down, missed := s.claimer.outage.down, len(s.claimer.outage.missed)
+		s.claimer.mu.Unlock()
 		if down || missed > 0 {
-			c.t.Fatalf("replica %s saw the store as down (missed %d slots)", s.cfg.Owner, missed)
+			c.t.Fatalf("replica %s saw the store as down (missed %d slots)", s.e.cfg.Owner, missed)
 		}
 	}
 }
@@ -241,7 +241,7 @@ func (c *cluster) settleHolding(held int) {
 	idle := func() bool {
 		var busy int64
 		for _, s := range c.replicas {
-			busy += s.busy.Load()
+			busy += s.e.busy.Load()
 		}
 		return busy == int64(held) && c.db.Timers() == len(c.replicas)+held
 	}

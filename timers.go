@@ -1,0 +1,220 @@
+package cronfence
+
+import (
+	"container/heap"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// The first stage of the slot pipeline: one heap of next fires for all
+// jobs, so a replica with many jobs wakes once per distinct instant. The
+// loop pops what is due and hands it to the claimer; later stages put
+// entries back only through refire and rearm, which the scheduler hands
+// them.
+
+// claimLeadReal is how long before its slot, on the real clock, a slot's
+// claim is sent: the claim is judged as of the slot by the database clock
+// (store.SlotClaimParams.WaitDue) and its handler starts once the slot is
+// due by that clock, so what comes between the slot and the claim's start
+// (the loop's wake-up, a connection, the round trip: 7-22 ms measured)
+// comes before the slot. It stays well inside store.MaxClaimWait.
+const claimLeadReal = 50 * time.Millisecond
+
+// entry is one slot on the timer heap.
+type entry struct {
+	job    *registered
+	slot   time.Time // the slot to claim when the entry fires
+	fireAt time.Time // when to fire, on the replica's database-corrected clock
+	// origin is why the slot is claimed: OriginScheduled, OriginCatchUp
+	// for a catch-up tried again (given up only past its window), or
+	// OriginRetry.
+	origin Origin
+	// attempt is, for OriginRetry, the failed attempt the entry retries
+	// (store.SlotClaimParams.RetryOf). An int32 fits the struct's padding.
+	attempt int32
+	retry   bool // a slot tried again; its job was re-armed when it first fired
+	busy    bool // a retry of a slot whose lease a deposed writer still held: its alert is raised
+	// fallback is a retry of a slot another replica is preferred for
+	// (notices.go), dropped when that one's claim is told.
+	fallback bool
+}
+
+// entryHeap is a min-heap of entries by fireAt. It keeps no index in the
+// entries: nothing fixes or removes one in place, and without it an entry
+// takes 80 bytes instead of 96, one per job.
+type entryHeap []*entry
+
+func (h entryHeap) Len() int           { return len(h) }
+func (h entryHeap) Less(i, j int) bool { return h[i].fireAt.Before(h[j].fireAt) }
+func (h entryHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *entryHeap) Push(x any)        { *h = append(*h, x.(*entry)) }
+func (h *entryHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return e
+}
+
+// timers is the heap and the slots a stall passed over.
+type timers struct {
+	e *env
+
+	mu   sync.Mutex
+	heap entryHeap
+	// passedOver is the first slot a stall passed over, by the job's
+	// latest slot that the stalled entry claims instead, until that entry
+	// fires or is dropped (a fallback whose slot another replica claimed).
+	passedOver map[slotKey]time.Time
+}
+
+// arm puts the job's next slot after now on the heap.
+func (t *timers) arm(r *registered, now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.armLocked(r, now)
+}
+
+func (t *timers) armLocked(r *registered, now time.Time) {
+	next := r.sched.Next(now)
+	if next.IsZero() {
+		t.e.log.Warn("cronfence: job has no future slot", "job", r.Name, "schedule", r.Schedule)
+		return
+	}
+	heap.Push(&t.heap, &entry{job: r, slot: next.UTC(), fireAt: next.Add(-t.e.claimLead), origin: OriginScheduled})
+}
+
+// push puts entries back on the heap as they are.
+func (t *timers) push(es ...*entry) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, e := range es {
+		heap.Push(&t.heap, e)
+	}
+}
+
+// refire fires e's slot again after about wait (at least 20 ms, at most
+// MaxSleep), keeping its origin, without re-arming its job.
+func (t *timers) refire(e *entry, wait time.Duration) {
+	wait = min(max(wait+20*time.Millisecond, 20*time.Millisecond), t.e.cfg.MaxSleep)
+	t.push(&entry{job: e.job, slot: e.slot, fireAt: t.e.now().Add(wait), origin: e.origin, attempt: e.attempt, retry: true, busy: e.busy})
+}
+
+// next is the earliest fire, if any.
+func (t *timers) next() (time.Time, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.heap) == 0 {
+		return time.Time{}, false
+	}
+	return t.heap[0].fireAt, true
+}
+
+// popDue removes and returns every entry due at now. Each job is re-armed
+// before its slot is claimed, so a slow store never delays the next slot
+// (a retry was re-armed when it first fired; a slot fired ahead of its
+// instant is still after now, so it is armed after its slot). An entry
+// whose loop woke too late for its slot (the host slept or starved, the
+// process was stopped, the clock jumped) moves to its job's latest slot,
+// and the first slot passed over is kept, for the replica that claims the
+// latest to record what was passed over (takePassedOver).
+func (t *timers) popDue(now time.Time) []*entry {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var due []*entry
+	for t.heap.Len() > 0 && !t.heap[0].fireAt.After(now) {
+		due = append(due, heap.Pop(&t.heap).(*entry))
+	}
+	var stalled stall
+	for _, e := range due {
+		if e.retry {
+			continue
+		}
+		t.armLocked(e.job, latest(now, e.slot))
+		if last := e.job.sched.Prev(now); last.After(e.slot) {
+			stalled.add(e.job.Name, e.slot, last.UTC())
+			if t.passedOver == nil {
+				t.passedOver = map[slotKey]time.Time{}
+			}
+			t.passedOver[keyOf(e.job.Name, last)] = e.slot
+			e.slot = last.UTC()
+		}
+	}
+	stalled.log(t.e.log)
+	return due
+}
+
+// takePassedOver takes out the first slot a stall passed over before each
+// entry's slot, by entry.
+func (t *timers) takePassedOver(due []*entry) map[*entry]time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.passedOver) == 0 {
+		return nil
+	}
+	by := map[*entry]time.Time{}
+	for _, e := range due {
+		key := keyOf(e.job.Name, e.slot)
+		if first, ok := t.passedOver[key]; ok {
+			by[e] = first
+			delete(t.passedOver, key)
+		}
+	}
+	return by
+}
+
+// forgetPassedOver drops what a stall passed over before slots another
+// replica claimed: it records them, having stalled too or run them. With
+// old set, it also drops what is older than keep before now: its entry
+// was replaced.
+func (t *timers) forgetPassedOver(keys []slotKey, now time.Time, keep time.Duration, old bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, k := range keys {
+		delete(t.passedOver, k)
+	}
+	if old {
+		for k := range t.passedOver {
+			if now.Sub(time.Unix(0, k.slot)) > keep {
+				delete(t.passedOver, k)
+			}
+		}
+	}
+}
+
+// latest is the later of a and b.
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// stall gathers the jobs a pass found slots passed over for, to say so in
+// one line: a replica that fell behind with thousands of jobs wrote a line
+// per job, with CPU it was short of.
+type stall struct {
+	jobs                int
+	firstJob            string
+	firstMissed, firing time.Time
+}
+
+func (st *stall) add(job string, missed, firing time.Time) {
+	if st.jobs == 0 {
+		st.firstJob, st.firstMissed, st.firing = job, missed, firing
+	}
+	st.jobs++
+	if missed.Before(st.firstMissed) {
+		st.firstMissed = missed
+	}
+	st.firing = latest(st.firing, firing)
+}
+
+func (st *stall) log(l *slog.Logger) {
+	if st.jobs == 0 {
+		return
+	}
+	l.Warn("cronfence: slots passed while the scheduler could not fire", "job", st.firstJob, "jobs", st.jobs,
+		"first_missed", st.firstMissed, "firing", st.firing)
+}
