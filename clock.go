@@ -169,3 +169,11 @@ func (c *dbClock) step(slept time.Time, wait time.Duration) time.Duration {
 	}
 	return 0
 }
+
+// latest is the later of a and b.
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}

@@ -165,11 +165,6 @@ func (m *monitor) leaseHeld(ctx context.Context) (time.Time, bool) {
 	return l.AcquiredAt, true
 }
 
-// removeTimeout bounds the round trips a replica makes as it stops
-// (giving the monitor lease up, removing its registry row), so a store
-// that went away does not hold up shutdown for long.
-const removeTimeout = 5 * time.Second
-
 // stop waits for a pass in progress and gives MonitorLeaseName up, so
 // another replica takes the checks over at its next pass rather than after
 // the lease's TTL. Called once the loop ended: no pass starts after.

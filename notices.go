@@ -3,7 +3,6 @@ package cronfence
 import (
 	"context"
 	"hash/fnv"
-	"strconv"
 	"sync"
 	"time"
 
@@ -69,19 +68,6 @@ type notices struct {
 
 	cancel context.CancelFunc
 	done   chan struct{}
-}
-
-type slotKey struct {
-	job  string
-	slot int64 // UnixNano
-}
-
-func keyOf(job string, slot time.Time) slotKey { return slotKey{job, slot.UnixNano()} }
-
-// rankKey is the slot as the ranking hashes it: the same text on every
-// replica.
-func (k slotKey) rankKey() string {
-	return k.job + "\x00" + strconv.FormatInt(k.slot, 10)
 }
 
 // claimingKey is a replica's claims of one slot instant, whatever the job.

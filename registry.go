@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime/debug"
 	"sort"
 	"sync"
 	"time"
@@ -183,45 +182,3 @@ func settingsHash(rj store.ReplicaJob) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])[:16]
 }
-
-var hostname = sync.OnceValue(func() string {
-	h, err := os.Hostname()
-	if err != nil || h == "" {
-		return "unknown-host"
-	}
-	if len(h) > store.MaxReplicaTextBytes {
-		h = h[:store.MaxReplicaTextBytes]
-	}
-	return h
-})
-
-// buildVersion is the main module's version from the build info; for a
-// build from a source tree, "devel" and the VCS revision.
-var buildVersion = sync.OnceValue(func() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
-	}
-	if v := bi.Main.Version; v != "" && v != "(devel)" {
-		return v
-	}
-	var rev, modified string
-	for _, st := range bi.Settings {
-		switch st.Key {
-		case "vcs.revision":
-			rev = st.Value
-		case "vcs.modified":
-			modified = st.Value
-		}
-	}
-	if rev == "" {
-		return "devel"
-	}
-	if len(rev) > 12 {
-		rev = rev[:12]
-	}
-	if modified == "true" {
-		rev += "-dirty"
-	}
-	return "devel+" + rev
-})

@@ -281,3 +281,23 @@ func waitUntil(ctx context.Context, at time.Time) error {
 	clock.Real{}.SleepExactly(time.Until(at))
 	return nil
 }
+
+// firstLine is the first line a run of this origin logs, saying why it
+// runs when that is not simply its timer; "" otherwise.
+func (spec runSpec) firstLine() string {
+	slot := spec.slot.UTC().Format(time.RFC3339)
+	switch spec.origin {
+	case OriginCatchUp:
+		late := spec.lease.AcquiredAt.Sub(spec.slot)
+		return fmt.Sprintf("Catch-up run for missed slot %s (%ds late)", slot, int64(late.Seconds()))
+	case OriginResume:
+		return fmt.Sprintf("Resuming slot %s: its previous run was interrupted (attempt %d of %d)", slot, spec.attempt, spec.job.MaxAttempts)
+	case OriginRetry:
+		return fmt.Sprintf("Retrying slot %s after a failed attempt (attempt %d of %d)", slot, spec.attempt, spec.job.MaxAttempts)
+	case OriginBuffered:
+		return fmt.Sprintf("Buffered run for slot %s, after the overlapping run ended", slot)
+	case OriginFailOpen:
+		return fmt.Sprintf("Running slot %s without a lease: the store could not be reached (RunWhenStoreDown)", slot)
+	}
+	return ""
+}

@@ -3,6 +3,7 @@ package cronfence
 import (
 	"container/heap"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -12,14 +13,6 @@ import (
 // loop pops what is due and hands it to the claimer; later stages put
 // entries back only through refire and rearm, which the scheduler hands
 // them.
-
-// claimLeadReal is how long before its slot, on the real clock, a slot's
-// claim is sent: the claim is judged as of the slot by the database clock
-// (store.SlotClaimParams.WaitDue) and its handler starts once the slot is
-// due by that clock, so what comes between the slot and the claim's start
-// (the loop's wake-up, a connection, the round trip: 7-22 ms measured)
-// comes before the slot. It stays well inside store.MaxClaimWait.
-const claimLeadReal = 50 * time.Millisecond
 
 // entry is one slot on the timer heap.
 type entry struct {
@@ -183,14 +176,6 @@ func (t *timers) forgetPassedOver(keys []slotKey, now time.Time, keep time.Durat
 	}
 }
 
-// latest is the later of a and b.
-func latest(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
-}
-
 // stall gathers the jobs a pass found slots passed over for, to say so in
 // one line: a replica that fell behind with thousands of jobs wrote a line
 // per job, with CPU it was short of.
@@ -217,4 +202,18 @@ func (st *stall) log(l *slog.Logger) {
 	}
 	l.Warn("cronfence: slots passed while the scheduler could not fire", "job", st.firstJob, "jobs", st.jobs,
 		"first_missed", st.firstMissed, "firing", st.firing)
+}
+
+// slotKey names one slot of one job.
+type slotKey struct {
+	job  string
+	slot int64 // UnixNano
+}
+
+func keyOf(job string, slot time.Time) slotKey { return slotKey{job, slot.UnixNano()} }
+
+// rankKey is the slot as the ranking hashes it: the same text on every
+// replica.
+func (k slotKey) rankKey() string {
+	return k.job + "\x00" + strconv.FormatInt(k.slot, 10)
 }

@@ -32,12 +32,13 @@ import (
 func main() {
 	maxFunc := flag.Int("func-lines", 80, "report functions longer than this many lines")
 	maxFile := flag.Int("file-lines", 400, "report files longer than this many lines")
+	edges := flag.Bool("edges", false, "list the arrows inside each cycle, with the names that make them")
 	flag.Parse()
 	dir := "."
 	if flag.NArg() > 0 {
 		dir = flag.Arg(0)
 	}
-	if err := run(dir, *maxFunc, *maxFile); err != nil {
+	if err := run(dir, *maxFunc, *maxFile, *edges); err != nil {
 		fmt.Fprintln(os.Stderr, "structure:", err)
 		os.Exit(1)
 	}
@@ -85,7 +86,7 @@ func load(dir string) (*pkg, error) {
 	return p, nil
 }
 
-func run(dir string, maxFunc, maxFile int) error {
+func run(dir string, maxFunc, maxFile int, edges bool) error {
 	p, err := load(dir)
 	if err != nil {
 		return err
@@ -96,7 +97,7 @@ func run(dir string, maxFunc, maxFile int) error {
 	p.sizes(w, maxFile)
 	p.typeShapes(w)
 	p.longFuncs(w, maxFunc)
-	p.fileUses(w)
+	p.fileUses(w, edges)
 	p.lockSites(w)
 	importers(w, p.path)
 	return nil
@@ -204,8 +205,9 @@ func (p *pkg) longFuncs(w *bufio.Writer, max int) {
 
 // fileUses builds the graph of files naming what other files declare and
 // prints its largest strongly connected component.
-func (p *pkg) fileUses(w *bufio.Writer) {
+func (p *pkg) fileUses(w *bufio.Writer, edges bool) {
 	uses := map[string]map[string]bool{}
+	names := map[[2]string]map[string]bool{} // (from, to) → the names used
 	for _, name := range p.names {
 		uses[name] = map[string]bool{}
 	}
@@ -219,6 +221,11 @@ func (p *pkg) fileUses(w *bufio.Writer) {
 		from, to := p.fileOf(id.Pos()), p.fileOf(obj.Pos())
 		if from != to && uses[from] != nil && uses[to] != nil {
 			uses[from][to] = true
+			k := [2]string{from, to}
+			if names[k] == nil {
+				names[k] = map[string]bool{}
+			}
+			names[k][obj.Name()] = true
 		}
 	}
 	arrows := 0
@@ -234,6 +241,29 @@ func (p *pkg) fileUses(w *bufio.Writer) {
 		}
 		sort.Strings(c)
 		fmt.Fprintf(w, "  cycle of %d files: %s\n", len(c), strings.Join(c, " "))
+		if edges {
+			in := map[string]bool{}
+			for _, f := range c {
+				in[f] = true
+			}
+			for _, from := range c {
+				var tos []string
+				for to := range uses[from] {
+					if in[to] {
+						tos = append(tos, to)
+					}
+				}
+				sort.Strings(tos)
+				for _, to := range tos {
+					var ns []string
+					for n := range names[[2]string{from, to}] {
+						ns = append(ns, n)
+					}
+					sort.Strings(ns)
+					fmt.Fprintf(w, "    %s -> %s: %s\n", from, to, strings.Join(ns, " "))
+				}
+			}
+		}
 	}
 	if len(sccs) == 0 || len(sccs[0]) < 2 {
 		fmt.Fprintf(w, "  no cycles\n")
