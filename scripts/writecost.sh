@@ -2,7 +2,7 @@
 # writecost.sh: what the rows of a run cost to write by themselves, in the
 # tables and indexes the migrations make, without the claim's and the
 # finish's statements around them (docs/benchmarks.md, "What a run's
-# statements cost beyond their rows"). Beside BenchmarkStore's
+# rows cost"). Beside BenchmarkStore's
 # SlotClaimBatch and SlotFinishBatch (the same rows, written by the real
 # statements), it says how much of a run's database time is the writing.
 #

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/cronfence/cronfence"
+	"github.com/cronfence/cronfence/cmd/cronfence/internal/webhook"
 	"github.com/cronfence/cronfence/internal/adminapi"
 	"github.com/cronfence/cronfence/internal/wait"
-	"github.com/cronfence/cronfence/internal/webhook"
 	"github.com/cronfence/cronfence/store"
 )
 

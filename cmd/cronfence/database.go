@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/cronfence/cronfence/cmd/cronfence/internal/config"
 	"github.com/cronfence/cronfence/store"
 	"github.com/cronfence/cronfence/store/mysql"
 	"github.com/cronfence/cronfence/store/postgres"
@@ -235,4 +236,26 @@ func wrapInvalid(err error) error {
 		return &exitError{code: exitUsage, err: err}
 	}
 	return err
+}
+
+// fileReads is r, reading the file's database: only when these flags do
+// not override it (configGlobals).
+func (g *Globals) fileReads(r config.Reads) config.Reads {
+	r.Database = g.Database == ""
+	return r
+}
+
+// configGlobals returns the global flags with the database of config file
+// f, the one its serve replicas use: --database when given, else the file's
+// database:, else its sqlite: file (--sqlite does not apply).
+func configGlobals(g *Globals, f *config.File) *Globals {
+	c := *g
+	c.config = f.Path
+	if c.Database == "" {
+		c.Database = f.Database
+	}
+	if c.Database == "" {
+		c.SQLite = f.SQLitePath
+	}
+	return &c
 }

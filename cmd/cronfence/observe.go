@@ -12,7 +12,7 @@ import (
 
 	"github.com/cronfence/cronfence"
 	"github.com/cronfence/cronfence/cmd/cronfence/internal/config"
-	"github.com/cronfence/cronfence/internal/webhook"
+	"github.com/cronfence/cronfence/cmd/cronfence/internal/webhook"
 	"github.com/cronfence/cronfence/metrics"
 	"github.com/cronfence/cronfence/store"
 	"github.com/cronfence/cronfence/store/postgres"

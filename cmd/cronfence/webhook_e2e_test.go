@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cronfence/cronfence/cmd/cronfence/internal/webhook"
 	"github.com/cronfence/cronfence/internal/adminapi"
 	"github.com/cronfence/cronfence/internal/wait"
-	"github.com/cronfence/cronfence/internal/webhook"
 )
 
 // hookReceiver is a real HTTP endpoint that keeps every delivery.

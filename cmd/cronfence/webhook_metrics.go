@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/cronfence/cronfence/internal/webhook"
+	"github.com/cronfence/cronfence/cmd/cronfence/internal/webhook"
 )
 
 // registerWebhookMetrics exports the counts of an alert webhook sender as

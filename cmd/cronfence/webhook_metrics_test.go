@@ -11,8 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/cronfence/cronfence"
+	"github.com/cronfence/cronfence/cmd/cronfence/internal/webhook"
 	"github.com/cronfence/cronfence/internal/scrape"
-	"github.com/cronfence/cronfence/internal/webhook"
 	"github.com/cronfence/cronfence/metrics"
 	"github.com/cronfence/cronfence/store"
 )

@@ -33,18 +33,8 @@ type alertsJSON struct {
 // shows who, and check exits 0 while the alert stays open.
 func TestDashboardAcknowledgesAnAlert(t *testing.T) {
 	t.Parallel()
-	ctx := browser(t)
-	shots := artifacts(t)
-	bin := binary(t)
-	dir := t.TempDir()
-	config := writeConfig(t, dir, `tokens:
-  - name: ops
-    role: admin
-    token: `+adminToken+`
-  - name: viewer
-    role: read
-    token: `+readToken+`
-monitor:
+	ctx, shots := browser(t)
+	r := serve(t, `monitor:
   heartbeat_every: 1s
   check_every: 1s
   failing_slots: 1
@@ -53,10 +43,9 @@ jobs:
     schedule: "*/5 * * * * *"
     shell: exit 3
 `)
-	r := startReplica(t, bin, dir, config)
 	check := func() (int, string) {
 		t.Helper()
-		out, err := exec.Command(bin, "check", "--config", config).CombinedOutput()
+		out, err := exec.Command(r.bin, "check", "--config", r.config).CombinedOutput()
 		if ee, ok := err.(*exec.ExitError); ok {
 			return ee.ExitCode(), string(out)
 		} else if err != nil {

@@ -12,13 +12,9 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-const (
-	adminToken = "browser-admin-s3cret"
-	readToken  = "browser-read-s3cret"
-)
-
-// browser starts headless Chromium with a fresh profile and returns a tab.
-func browser(t *testing.T) context.Context {
+// browser starts headless Chromium with a fresh profile and returns a tab,
+// and the directory its screenshots go to (artifacts).
+func browser(t *testing.T) (ctx context.Context, shots string) {
 	t.Helper()
 	needChromium(t)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
@@ -45,7 +41,7 @@ func browser(t *testing.T) context.Context {
 	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
 		t.Fatalf("starting %s: %v", chromiumPath, err)
 	}
-	return ctx
+	return ctx, artifacts(t)
 }
 
 // screenshot saves the whole page as dir/name.png.
@@ -115,13 +111,21 @@ type jobJSON struct {
 	} `json:"override"`
 }
 
+// logsJSON is GET /api/admin/cron/{job}/logs's answer, as far as these
+// tests read it.
 type logsJSON struct {
-	Logs []struct {
-		StartedAt *string `json:"startedAt"`
-		Result    struct {
-			Skipped bool `json:"skipped"`
-		} `json:"result"`
-	} `json:"logs"`
+	Logs []runJSON `json:"logs"`
+}
+
+type runJSON struct {
+	Slot       *string `json:"slot"`
+	StartedAt  *string `json:"startedAt"`
+	FinishedAt *string `json:"finishedAt"`
+	Success    bool    `json:"success"`
+	Result     struct {
+		Skipped bool   `json:"skipped"`
+		Reason  string `json:"reason"`
+	} `json:"result"`
 }
 
 // Two replicas on one SQLite file; the browser talks to the second. The
@@ -130,19 +134,9 @@ type logsJSON struct {
 // shows the 409 as a message naming the holder.
 func TestDashboardTwoReplicas(t *testing.T) {
 	t.Parallel()
-	ctx := browser(t)
-	shots := artifacts(t)
-	bin := binary(t)
-	dir := t.TempDir()
-	marker := filepath.Join(dir, "long-started")
-	config := writeConfig(t, dir, `tokens:
-  - name: ops
-    role: admin
-    token: `+adminToken+`
-  - name: viewer
-    role: read
-    token: `+readToken+`
-jobs:
+	ctx, shots := browser(t)
+	marker := filepath.Join(t.TempDir(), "long-started")
+	a := serve(t, `jobs:
   - name: tick
     schedule: "* * * * * *"
     shell: echo tick
@@ -150,8 +144,7 @@ jobs:
     schedule: "0 0 1 1 *"
     shell: echo started > `+marker+`; sleep 60
 `)
-	a := startReplica(t, bin, dir, config)
-	b := startReplica(t, bin, dir, config)
+	b := startReplica(t, a.bin, a.dir, a.config) // the same config, the same SQLite file
 
 	// Pages ask for Basic credentials whose password is a token; the
 	// browser keeps them for the origin, as after its own prompt.
@@ -205,13 +198,14 @@ jobs:
 		}
 	}
 	// And tick stops running on both: no run starts after the pause (a
-	// second of slack for a slot claimed just before it).
+	// second of slack for a slot claimed just before it). A slot due while
+	// it is paused is recorded as a skip, not run.
 	quiet := time.Now().Add(3 * time.Second)
 	for time.Now().Before(quiet) {
 		var logs logsJSON
 		a.api(t, "GET", "/api/admin/cron/tick/logs?limit=5", readToken, "", &logs)
 		for _, run := range logs.Logs {
-			if run.StartedAt == nil {
+			if run.StartedAt == nil || run.Result.Skipped {
 				continue
 			}
 			started, _ := time.Parse(time.RFC3339Nano, *run.StartedAt)
@@ -270,20 +264,12 @@ jobs:
 // the console) is refused, and nothing changes.
 func TestDashboardReadTokenCannotWrite(t *testing.T) {
 	t.Parallel()
-	ctx := browser(t)
-	shots := artifacts(t)
-	bin := binary(t)
-	dir := t.TempDir()
-	config := writeConfig(t, dir, `tokens:
-  - name: viewer
-    role: read
-    token: `+readToken+`
-jobs:
+	ctx, shots := browser(t)
+	r := serve(t, `jobs:
   - name: yearly
     schedule: "0 0 1 1 *"
     shell: "true"
 `)
-	r := startReplica(t, bin, dir, config)
 	base := r.withBasic("viewer", readToken)
 	reloadUntil(t, ctx, base+"/?refresh=off", `document.querySelector('tr[data-name="yearly"]') !== null`, 10*time.Second)
 	waitText(t, ctx, `tr[data-name="yearly"]`, "read only", 5*time.Second)

@@ -126,14 +126,34 @@ type replica struct {
 	cmd    *exec.Cmd
 	stderr syncBuffer
 	done   chan struct{}
+
+	// bin, dir and config are what it was started with (startReplica):
+	// the binary, its working directory and its config file.
+	bin, dir, config string
 }
 
-// writeConfig writes a config file in dir: a SQLite store in dir, then
-// rest (the tokens and jobs, as YAML). It returns the file's path.
+// The API tokens of every test's config: ops, an admin, and viewer, read
+// only.
+const (
+	adminToken = "browser-admin-s3cret"
+	readToken  = "browser-read-s3cret"
+	tokens     = `tokens:
+  - name: ops
+    role: admin
+    token: ` + adminToken + `
+  - name: viewer
+    role: read
+    token: ` + readToken + `
+`
+)
+
+// writeConfig writes a config file in dir: a SQLite store in dir, the
+// tokens, then rest (the jobs and any other section, as YAML). It returns
+// the file's path.
 func writeConfig(t *testing.T, dir, rest string) string {
 	t.Helper()
 	config := filepath.Join(dir, "cronfence.yaml")
-	if err := os.WriteFile(config, []byte("sqlite: "+filepath.Join(dir, "cronfence.db")+"\n"+rest), 0o600); err != nil {
+	if err := os.WriteFile(config, []byte("sqlite: "+filepath.Join(dir, "cronfence.db")+"\n"+tokens+rest), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return config
@@ -145,12 +165,20 @@ func (r *replica) withBasic(user, password string) string {
 	return strings.Replace(r.url, "http://", "http://"+user+":"+password+"@", 1)
 }
 
+// serve writes a config of rest in a new directory (writeConfig) and
+// starts a replica of the binary on it (startReplica).
+func serve(t *testing.T, rest string) *replica {
+	t.Helper()
+	dir := t.TempDir()
+	return startReplica(t, binary(t), dir, writeConfig(t, dir, rest))
+}
+
 // startReplica starts serve with config, listening on a free port, and
 // waits until /readyz answers 200. It is stopped (SIGTERM) at cleanup.
 func startReplica(t *testing.T, bin, dir, config string) *replica {
 	t.Helper()
 	addr := freeAddr(t)
-	r := &replica{url: "http://" + addr, done: make(chan struct{})}
+	r := &replica{url: "http://" + addr, done: make(chan struct{}), bin: bin, dir: dir, config: config}
 	r.cmd = exec.Command(bin, "serve", "--config", config, "--listen", addr, "--shutdown-grace", "1s", "--kill-grace", "500ms")
 	r.cmd.Dir = dir
 	r.cmd.Stdout = io.Discard

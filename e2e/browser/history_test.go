@@ -1,6 +1,7 @@
 package browser
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -9,16 +10,6 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-type historyRun struct {
-	Slot       *string `json:"slot"`
-	StartedAt  *string `json:"startedAt"`
-	FinishedAt *string `json:"finishedAt"`
-	Success    bool    `json:"success"`
-	Result     struct {
-		Skipped bool `json:"skipped"`
-	} `json:"result"`
-}
-
 // A job that fails every third run and takes 0.1 to 0.4 s: the job page's
 // strip shows each slot as its run really ended, and its chart one bar per
 // finished run, failed ones marked, under the line of the 1 s interval;
@@ -26,15 +17,8 @@ type historyRun struct {
 // so instead of a next slot.
 func TestDashboardHistoryPictures(t *testing.T) {
 	t.Parallel()
-	ctx := browser(t)
-	shots := artifacts(t)
-	bin := binary(t)
-	dir := t.TempDir()
-	config := writeConfig(t, dir, `tokens:
-  - name: ops
-    role: admin
-    token: `+adminToken+`
-jobs:
+	ctx, shots := browser(t)
+	r := serve(t, `jobs:
   - name: flaky
     schedule: "* * * * * *"
     max_attempts: 1
@@ -43,10 +27,7 @@ jobs:
     schedule: "0 0 1 1 *"
     shell: "true"
 `)
-	r := startReplica(t, bin, dir, config)
-	var logs struct {
-		Logs []historyRun `json:"logs"`
-	}
+	var logs logsJSON
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		r.api(t, "GET", "/api/admin/cron/flaky/logs?limit=100", adminToken, "", &logs)
@@ -67,11 +48,7 @@ jobs:
 	admin := r.withBasic("ops", adminToken)
 	// Freeze what the page shows against what the API says right after.
 	reloadUntil(t, ctx, admin+"/job?name=flaky&refresh=off", `document.querySelectorAll('svg.strip rect.cell').length >= 10`, 10*time.Second)
-	cells, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('svg.strip rect.cell')).map(function (c) {
-		return c.getAttribute("class") + "|" + c.querySelector("title").textContent; })`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cells := stripCells(t, ctx)
 	bars, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('svg.chart rect.bar')).map(function (b) {
 		return b.getAttribute("class") + "|" + b.querySelector("title").textContent + "|" + b.getAttribute("height"); })`))
 	if err != nil {
@@ -85,14 +62,13 @@ jobs:
 	r.api(t, "GET", "/api/admin/cron/flaky/logs?limit=100", adminToken, "", &logs)
 
 	// Each cell that ended is its slot's run as the API has it.
-	bySlot := map[string]historyRun{}
-	var finished []historyRun // newest first
+	bySlot := map[string]runJSON{}
+	var finished []runJSON // newest first
 	for _, run := range logs.Logs {
 		if run.Slot == nil || run.Result.Skipped {
 			continue
 		}
-		slot, _ := time.Parse(time.RFC3339Nano, *run.Slot)
-		bySlot[slot.UTC().Format("2006-01-02 15:04:05 MST")] = run
+		bySlot[slotTitle(*run.Slot)] = run
 		if run.FinishedAt != nil {
 			finished = append(finished, run)
 		}
@@ -169,31 +145,13 @@ jobs:
 // lists each as a skip with reason paused, as the API's logs do.
 func TestDashboardDrawsSlotsSkippedWhilePausedAsPaused(t *testing.T) {
 	t.Parallel()
-	ctx := browser(t)
-	shots := artifacts(t)
-	bin := binary(t)
-	dir := t.TempDir()
-	config := writeConfig(t, dir, `tokens:
-  - name: ops
-    role: admin
-    token: `+adminToken+`
-jobs:
+	ctx, shots := browser(t)
+	r := serve(t, `jobs:
   - name: tick
     schedule: "* * * * * *"
     shell: "true"
 `)
-	r := startReplica(t, bin, dir, config)
-	type logRun struct {
-		Slot    *string `json:"slot"`
-		Success bool    `json:"success"`
-		Result  struct {
-			Skipped bool   `json:"skipped"`
-			Reason  string `json:"reason"`
-		} `json:"result"`
-	}
-	var logs struct {
-		Logs []logRun `json:"logs"`
-	}
+	var logs logsJSON
 	count := func() (ok, paused int) {
 		r.api(t, "GET", "/api/admin/cron/tick/logs?limit=100", adminToken, "", &logs)
 		for _, run := range logs.Logs {
@@ -232,11 +190,7 @@ jobs:
 
 	admin := r.withBasic("ops", adminToken)
 	reloadUntil(t, ctx, admin+"/job?name=tick&refresh=off", `document.querySelectorAll('svg.strip rect.cell.paused').length >= 3`, 10*time.Second)
-	cells, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('svg.strip rect.cell')).map(function (c) {
-		return c.getAttribute("class") + "|" + c.querySelector("title").textContent; })`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cells := stripCells(t, ctx)
 	rate, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('td.recent .rate').textContent`))
 	if err != nil {
 		t.Fatal(err)
@@ -253,8 +207,7 @@ jobs:
 	pausedSlots := map[string]bool{}
 	for _, run := range logs.Logs {
 		if run.Slot != nil && run.Result.Skipped && run.Result.Reason == "paused" {
-			slot, _ := time.Parse(time.RFC3339Nano, *run.Slot)
-			pausedSlots[slot.UTC().Format("2006-01-02 15:04:05 MST")] = true
+			pausedSlots[slotTitle(*run.Slot)] = true
 		}
 	}
 	states := map[string]int{}
@@ -288,4 +241,22 @@ jobs:
 		t.Errorf("jobs table's rate of tick %q, want every slot that ran ok and the paused ones left out", rate)
 	}
 	screenshot(t, ctx, shots, "02-jobs-paused-slots")
+}
+
+// stripCells returns the cells of the page's strip of recent slots, each
+// as its class and its title: "cell ok|2026-03-01 12:00:00 UTC: …".
+func stripCells(t *testing.T, ctx context.Context) []string {
+	t.Helper()
+	cells, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('svg.strip rect.cell')).map(function (c) {
+		return c.getAttribute("class") + "|" + c.querySelector("title").textContent; })`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cells
+}
+
+// slotTitle is the slot a cell's title names, of a run's RFC 3339 slot.
+func slotTitle(slot string) string {
+	at, _ := time.Parse(time.RFC3339Nano, slot)
+	return at.UTC().Format("2006-01-02 15:04:05 MST")
 }

@@ -14,21 +14,13 @@ import (
 // stay hidden (they would do nothing) and a notice points to the CLI.
 func TestDashboardWithoutJavaScript(t *testing.T) {
 	t.Parallel()
-	ctx := browser(t)
-	shots := artifacts(t)
-	bin := binary(t)
-	dir := t.TempDir()
-	config := writeConfig(t, dir, `tokens:
-  - name: ops
-    role: admin
-    token: `+adminToken+`
-jobs:
+	ctx, shots := browser(t)
+	r := serve(t, `jobs:
   - name: tick
     schedule: "* * * * * *"
     time_zone: America/New_York
     shell: echo tick
 `)
-	r := startReplica(t, bin, dir, config)
 	if _, err := chromedp.Call(ctx, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true}); err != nil {
 		t.Fatal(err)
 	}

@@ -64,4 +64,9 @@
 // claims every slot it fires, as on SQLite; see docs/design.md, "Who
 // claims"), and the generation floor that keeps a token unique across a
 // promoted standby (see docs/failover.md): run a single writable primary.
+//
+// What it shares with the SQLite store, whose tables have the same columns,
+// is in store/internal/sqlstore: the decoding of the rows, the claim gate's
+// and the finish's rules around the SQL, the run row's defaults. The SQL,
+// the transactions and the clock are this package's own.
 package mysql

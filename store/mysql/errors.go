@@ -1,14 +1,13 @@
 package mysql
 
 import (
-	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 
 	driver "github.com/go-sql-driver/mysql"
 
 	"github.com/cronfence/cronfence/store"
+	"github.com/cronfence/cronfence/store/internal/sqlstore"
 )
 
 // The server's error numbers the store acts on.
@@ -42,31 +41,18 @@ func isMissingSchema(err error) bool {
 	return false
 }
 
-// errorf builds every error the store returns: prefixed "mysql: " and with
-// the driver's error translated at this boundary, so callers test
-// store.ErrNotFound and store.ErrClosed with errors.Is and never see a
-// database/sql or driver sentinel in that role.
+// errorf builds every error the store returns (see sqlstore.Error), saying
+// so when the server refused a write for being read-only.
 func (s *Store) errorf(err error, format string, args ...any) error {
 	msg := fmt.Sprintf(format, args...)
-	switch {
-	case s.closed.Load() || isDBClosed(err):
-		return fmt.Errorf("mysql: %s: %w: %w", msg, store.ErrClosed, err)
-	case errors.Is(err, sql.ErrNoRows):
-		return fmt.Errorf("mysql: %s: %w", msg, store.ErrNotFound)
-	case mysqlCode(err) == errReadOnly || mysqlCode(err) == errReadOnlyTx:
+	if code := mysqlCode(err); (code == errReadOnly || code == errReadOnlyTx) && !s.closed.Load() {
 		return fmt.Errorf("mysql: %s: the server is read-only (a replica, or a primary demoted by a failover): %w", msg, err)
 	}
-	return fmt.Errorf("mysql: %s: %w", msg, err)
+	return sqlstore.Error("mysql", s.closed.Load(), err, msg)
 }
 
 // closedError is returned by a call made after Close, before it touches the
 // database.
 func closedError(op string) error {
 	return fmt.Errorf("mysql: %s: %w", op, store.ErrClosed)
-}
-
-// isDBClosed reports the error database/sql returns once its *sql.DB was
-// closed. database/sql does not export it, so its fixed text is matched.
-func isDBClosed(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "sql: database is closed")
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cronfence/cronfence/store"
+	"github.com/cronfence/cronfence/store/internal/sqlstore"
 )
 
 // LeaseFence checks, inside the caller's transaction tx, that generation
@@ -78,7 +79,7 @@ func (s *Store) SlotComplete(ctx context.Context, tx any, p store.SlotCompletePa
 	if p.Slot.IsZero() {
 		return nil // a manual run: no slot to complete
 	}
-	slot := normalize(p.Slot)
+	slot := sqlstore.Normalize(p.Slot)
 	_, err := sqlTx.ExecContext(ctx, `UPDATE `+s.t("slots")+` SET finished_at = COALESCE(?, UTC_TIMESTAMP(6)), status = 'completed'
 		 WHERE job = ? AND slot = ? AND lease_name = ? AND generation = ? AND status = 'running'`,
 		s.nowArg(time.Time{}), p.Job, slot, p.LeaseName, p.Generation)

@@ -6,24 +6,8 @@ import (
 	"time"
 
 	"github.com/cronfence/cronfence/store"
+	"github.com/cronfence/cronfence/store/internal/sqlstore"
 )
-
-const jobStateColumns = `job, enabled_override, override_by, override_at, note`
-
-func scanJobState(row interface{ Scan(...any) error }) (store.JobState, error) {
-	var (
-		js       store.JobState
-		override sql.NullBool
-	)
-	if err := row.Scan(&js.Job, &override, &js.OverrideBy, &js.OverrideAt, &js.Note); err != nil {
-		return store.JobState{}, err
-	}
-	if override.Valid {
-		js.EnabledOverride = &override.Bool
-	}
-	js.OverrideAt = js.OverrideAt.UTC()
-	return js, nil
-}
 
 // JobStateSet sets or clears (p.Enabled == nil) the job's enabled override,
 // recording who, when (the store's clock) and the note; see store.Store.
@@ -46,7 +30,7 @@ func (s *Store) JobStateSet(ctx context.Context, p store.JobStateSetParams) (sto
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO `+s.t("job_state")+` (`+jobStateColumns+`) VALUES (?, ?, ?, ?, ?)
+		if _, err := tx.ExecContext(ctx, `INSERT INTO `+s.t("job_state")+` (`+sqlstore.JobStateColumns+`) VALUES (?, ?, ?, ?, ?)
 			ON DUPLICATE KEY UPDATE enabled_override = VALUES(enabled_override), override_by = VALUES(override_by),
 			                        override_at = VALUES(override_at), note = VALUES(note)`,
 			p.Job, override, p.By, now, p.Note); err != nil {
@@ -80,21 +64,8 @@ func (s *Store) JobStateList(ctx context.Context) ([]store.JobState, error) {
 	return states, nil
 }
 
-func (s *Store) listJobStates(ctx context.Context, q querier) ([]store.JobState, error) {
-	rows, err := q.QueryContext(ctx, `SELECT `+jobStateColumns+` FROM `+s.t("job_state")+` ORDER BY job`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var states []store.JobState
-	for rows.Next() {
-		js, err := scanJobState(rows)
-		if err != nil {
-			return nil, err
-		}
-		states = append(states, js)
-	}
-	return states, rows.Err()
+func (s *Store) listJobStates(ctx context.Context, q sqlstore.Querier) ([]store.JobState, error) {
+	return sqlstore.Query(ctx, q, decode.JobState, `SELECT `+sqlstore.JobStateColumns+` FROM `+s.t("job_state")+` ORDER BY job`)
 }
 
 // JobRegister records the jobs' first registration, in one transaction: a
@@ -143,11 +114,11 @@ func (s *Store) JobRegister(ctx context.Context, p store.JobRegisterParams) ([]s
 			for rows.Next() {
 				var job string
 				var at time.Time
-				if err := rows.Scan(&job, &at); err != nil {
+				if err := rows.Scan(&job, decode.Instant(&at)); err != nil {
 					rows.Close()
 					return err
 				}
-				first[job] = at.UTC()
+				first[job] = at
 			}
 			rows.Close()
 			if err := rows.Err(); err != nil {

@@ -8,18 +8,8 @@ import (
 	"time"
 
 	"github.com/cronfence/cronfence/store"
+	"github.com/cronfence/cronfence/store/internal/sqlstore"
 )
-
-const leaseColumns = `name, owner, generation, acquired_at, renewed_at, expires_at`
-
-func scanLease(row interface{ Scan(...any) error }) (store.Lease, error) {
-	var l store.Lease
-	if err := row.Scan(&l.Name, &l.Owner, &l.Generation, &l.AcquiredAt, &l.RenewedAt, &l.ExpiresAt); err != nil {
-		return store.Lease{}, err
-	}
-	l.AcquiredAt, l.RenewedAt, l.ExpiresAt = l.AcquiredAt.UTC(), l.RenewedAt.UTC(), l.ExpiresAt.UTC()
-	return l, nil
-}
 
 // lockedLease is a lease row read FOR UPDATE: the lease, and whether its
 // owner kept a liveness lock that is free now (its process is gone).
@@ -36,22 +26,29 @@ func (l lockedLease) heldAgainst(owner string, now time.Time) bool {
 	return l.ExpiresAt.After(now) && !(l.ownerGone && l.Owner != owner)
 }
 
+// lockedLeaseColumns are a lease row's columns and whether its owner's
+// process is gone, read as a lockedLease (see scanLockedLease).
+const lockedLeaseColumns = sqlstore.LeaseColumns + `, live_key IS NOT NULL AND IS_FREE_LOCK(CONCAT('cronfence.live.', live_key)) = 1`
+
 // lockLeasesSQL is the statement that locks the rows of n named leases,
 // those that exist, FOR UPDATE in the order of the names given (name
-// order, sorted by the caller), reading them as lockedLeases (see
-// scanLockedLease).
+// order, sorted by the caller), reading them as lockedLeases.
 func (s *Store) lockLeasesSQL(n int) string {
-	return `SELECT ` + leaseColumns + `, live_key IS NOT NULL AND IS_FREE_LOCK(CONCAT('cronfence.live.', live_key)) = 1
+	return `SELECT ` + lockedLeaseColumns + `
 		  FROM ` + s.t("leases") + ` WHERE name IN (` + placeholders(n) + `) ORDER BY name FOR UPDATE`
 }
 
-func scanLockedLease(row interface{ Scan(...any) error }) (lockedLease, error) {
+// leaseRowSQL reads the row of one named lease as a lockedLease without
+// locking it: the row as last committed.
+func (s *Store) leaseRowSQL() string {
+	return `SELECT ` + lockedLeaseColumns + ` FROM ` + s.t("leases") + ` WHERE name = ?`
+}
+
+func scanLockedLease(row sqlstore.Row) (lockedLease, error) {
 	var l lockedLease
-	if err := row.Scan(&l.Name, &l.Owner, &l.Generation, &l.AcquiredAt, &l.RenewedAt, &l.ExpiresAt, &l.ownerGone); err != nil {
-		return lockedLease{}, err
-	}
-	l.AcquiredAt, l.RenewedAt, l.ExpiresAt = l.AcquiredAt.UTC(), l.RenewedAt.UTC(), l.ExpiresAt.UTC()
-	return l, nil
+	var err error
+	l.Lease, err = decode.LeaseAnd(row, &l.ownerGone)
+	return l, err
 }
 
 // lockLease locks the row of one lease FOR UPDATE (see lockLeasesSQL).
@@ -81,10 +78,10 @@ func (s *Store) planTake(cur lockedLease, found bool, name, owner string, ttl ti
 	if found && cur.heldAgainst(owner, now) {
 		return leaseTake{lease: cur.Lease}, false
 	}
-	l := store.Lease{Name: name, Owner: owner, Generation: 1, AcquiredAt: now, RenewedAt: now, ExpiresAt: normalize(now.Add(ttl))}
+	l := store.Lease{Name: name, Owner: owner, Generation: 1, AcquiredAt: now, RenewedAt: now, ExpiresAt: sqlstore.Normalize(now.Add(ttl))}
 	if !found {
 		return leaseTake{lease: l,
-			sql:  `INSERT INTO ` + s.t("leases") + ` (` + leaseColumns + `, live_key) VALUES (?, ?, ?, ?, ?, ?, ` + liveKeyValue + `)`,
+			sql:  `INSERT INTO ` + s.t("leases") + ` (` + sqlstore.LeaseColumns + `, live_key) VALUES (?, ?, ?, ?, ?, ?, ` + liveKeyValue + `)`,
 			args: []any{l.Name, l.Owner, l.Generation, l.AcquiredAt, l.RenewedAt, l.ExpiresAt, liveKey, liveKey, liveKey}}, true
 	}
 	l.Generation = cur.Generation + 1
@@ -216,7 +213,7 @@ func (s *Store) LeaseRenewBatch(ctx context.Context, items []store.LeaseRenewPar
 // trip; ROW_COUNT() says whether the update matched (the pool counts the
 // rows matched). Without a transaction the two are two statements: the row
 // read is still this holding's, as nobody can take a lease just renewed.
-func (s *Store) renewLease(ctx context.Context, q querier, p store.LeaseRenewParams, now sql.NullTime) (store.Lease, error) {
+func (s *Store) renewLease(ctx context.Context, q sqlstore.Querier, p store.LeaseRenewParams, now sql.NullTime) (store.Lease, error) {
 	var (
 		lease   store.Lease
 		matched int64
@@ -224,10 +221,11 @@ func (s *Store) renewLease(ctx context.Context, q querier, p store.LeaseRenewPar
 	err := resultSets(ctx, q, `UPDATE `+s.t("leases")+`
 		   SET expires_at = COALESCE(?, UTC_TIMESTAMP(6)) + INTERVAL ? MICROSECOND, renewed_at = COALESCE(?, UTC_TIMESTAMP(6))
 		 WHERE name = ? AND owner = ? AND generation = ? AND expires_at > COALESCE(?, UTC_TIMESTAMP(6));
-		SELECT ROW_COUNT(), `+leaseColumns+` FROM `+s.t("leases")+` WHERE name = ? AND owner = ? AND generation = ?`,
+		SELECT `+sqlstore.LeaseColumns+`, ROW_COUNT() FROM `+s.t("leases")+` WHERE name = ? AND owner = ? AND generation = ?`,
 		[]any{now, p.TTL.Microseconds(), now, p.Name, p.Owner, p.Generation, now, p.Name, p.Owner, p.Generation},
-		func(_ int, rows *sql.Rows) error {
-			return rows.Scan(&matched, &lease.Name, &lease.Owner, &lease.Generation, &lease.AcquiredAt, &lease.RenewedAt, &lease.ExpiresAt)
+		func(_ int, rows *sql.Rows) (err error) {
+			lease, err = decode.LeaseAnd(rows, &matched)
+			return err
 		})
 	if err != nil {
 		return store.Lease{}, err
@@ -235,7 +233,6 @@ func (s *Store) renewLease(ctx context.Context, q querier, p store.LeaseRenewPar
 	if matched == 0 {
 		return store.Lease{}, sql.ErrNoRows
 	}
-	lease.AcquiredAt, lease.RenewedAt, lease.ExpiresAt = lease.AcquiredAt.UTC(), lease.RenewedAt.UTC(), lease.ExpiresAt.UTC()
 	return lease, nil
 }
 
@@ -268,7 +265,7 @@ func (s *Store) LeaseRelease(ctx context.Context, ref store.LeaseRef) (bool, err
 // nowArg. The pool counts the rows matched (clientFoundRows), so released
 // reports a match even when LEAST leaves expires_at as it was, as the
 // contract asks.
-func (s *Store) releaseLease(ctx context.Context, q querier, ref store.LeaseRef, now sql.NullTime) (bool, error) {
+func (s *Store) releaseLease(ctx context.Context, q sqlstore.Querier, ref store.LeaseRef, now sql.NullTime) (bool, error) {
 	res, err := q.ExecContext(ctx, `UPDATE `+s.t("leases")+` SET expires_at = LEAST(expires_at, COALESCE(?, UTC_TIMESTAMP(6)))
 		WHERE name = ? AND owner = ? AND generation = ?`,
 		now, ref.Name, ref.Owner, ref.Generation)
@@ -297,6 +294,6 @@ func (s *Store) LeaseGet(ctx context.Context, name string) (store.Lease, error) 
 	return lease, nil
 }
 
-func getLease(ctx context.Context, q querier, table, name string) (store.Lease, error) {
-	return scanLease(q.QueryRowContext(ctx, `SELECT `+leaseColumns+` FROM `+table+` WHERE name = ?`, name))
+func getLease(ctx context.Context, q sqlstore.Querier, table, name string) (store.Lease, error) {
+	return decode.Lease(q.QueryRowContext(ctx, `SELECT `+sqlstore.LeaseColumns+` FROM `+table+` WHERE name = ?`, name))
 }

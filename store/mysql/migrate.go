@@ -15,6 +15,7 @@ import (
 
 	"github.com/cronfence/cronfence/store"
 	"github.com/cronfence/cronfence/store/internal/schemafile"
+	"github.com/cronfence/cronfence/store/internal/sqlstore"
 )
 
 //go:embed migrations/*.sql
@@ -180,7 +181,7 @@ const pauseTable = "job_state"
 // version that the database lacks, found in one query, so a database with
 // a table dropped by hand is refused at start-up instead of failing on
 // every write while the process looks healthy.
-func (s *Store) checkTables(ctx context.Context, q querier, version int) error {
+func (s *Store) checkTables(ctx context.Context, q sqlstore.Querier, version int) error {
 	ts, err := tables(version)
 	if err != nil || len(ts) == 0 {
 		return err
@@ -221,7 +222,7 @@ func (s *Store) checkTables(ctx context.Context, q querier, version int) error {
 
 // recordedVersion reads the newest version in the migrations table, 0 when
 // the table does not exist.
-func (s *Store) recordedVersion(ctx context.Context, q querier) (int, error) {
+func (s *Store) recordedVersion(ctx context.Context, q sqlstore.Querier) (int, error) {
 	var n int
 	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.tables
 		WHERE table_schema = DATABASE() AND table_name = ?`, s.t("schema_migrations")).Scan(&n); err != nil {
@@ -240,7 +241,7 @@ func (s *Store) recordedVersion(ctx context.Context, q querier) (int, error) {
 // ErrSchemaOutdated, instead of failing later with a missing table or
 // column. A newer schema is accepted: migrations keep old binaries working,
 // so replicas can be upgraded one at a time. Success is remembered.
-func (s *Store) checkSchema(ctx context.Context, q querier) error {
+func (s *Store) checkSchema(ctx context.Context, q sqlstore.Querier) error {
 	if s.schemaOK.Load() {
 		return nil
 	}

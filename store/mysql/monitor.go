@@ -3,44 +3,15 @@ package mysql
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/cronfence/cronfence/store"
+	"github.com/cronfence/cronfence/store/internal/sqlstore"
 )
 
 var _ store.Monitor = (*Store)(nil)
-
-// replicaColumns are a replica row's columns in scanReplica's order;
-// replicaColumnsWithoutJobs the same with an empty list of jobs in place
-// of the stored one, for a heartbeat that kept them.
-const (
-	replicaColumnsBeforeJobs  = `owner, host, pid, version, started_at, heartbeat_at, clock_offset_ns, timers`
-	replicaColumns            = replicaColumnsBeforeJobs + `, jobs`
-	replicaColumnsWithoutJobs = replicaColumnsBeforeJobs + `, '[]'`
-)
-
-func scanReplica(row interface{ Scan(...any) error }) (store.Replica, error) {
-	var (
-		r        store.Replica
-		offsetNS int64
-		jobs     string
-	)
-	if err := row.Scan(&r.Owner, &r.Host, &r.PID, &r.Version, &r.StartedAt, &r.HeartbeatAt, &offsetNS, &r.Timers, &jobs); err != nil {
-		return store.Replica{}, err
-	}
-	r.StartedAt, r.HeartbeatAt, r.ClockOffset = r.StartedAt.UTC(), r.HeartbeatAt.UTC(), time.Duration(offsetNS)
-	if err := json.Unmarshal([]byte(jobs), &r.Jobs); err != nil {
-		return store.Replica{}, fmt.Errorf("replica %q: jobs: %w", r.Owner, err)
-	}
-	if len(r.Jobs) == 0 {
-		r.Jobs = nil
-	}
-	return r, nil
-}
 
 // ReplicaHeartbeat records this replica, keeping started_at from its first
 // heartbeat; see store.Monitor. The upsert and the read of the row it left,
@@ -55,25 +26,22 @@ func (s *Store) ReplicaHeartbeat(ctx context.Context, r store.Replica) (store.Re
 	if r.JobsUnchanged {
 		return s.replicaBeat(ctx, r)
 	}
-	jobs := []byte("[]")
-	if len(r.Jobs) > 0 {
-		var err error
-		if jobs, err = json.Marshal(r.Jobs); err != nil {
-			return store.Replica{}, fmt.Errorf("mysql: heartbeat of replica %q: %w", r.Owner, err)
-		}
+	jobs, err := sqlstore.JobsJSON(r.Jobs)
+	if err != nil {
+		return store.Replica{}, fmt.Errorf("mysql: heartbeat of replica %q: %w", r.Owner, err)
 	}
 	var stored store.Replica
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO `+s.t("replicas")+` (`+replicaColumns+`)
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO `+s.t("replicas")+` (`+sqlstore.ReplicaColumns+`)
 			VALUES (?, ?, ?, ?, COALESCE(?, UTC_TIMESTAMP(6)), COALESCE(?, UTC_TIMESTAMP(6)), ?, ?, ?)
 			ON DUPLICATE KEY UPDATE host = VALUES(host), pid = VALUES(pid), version = VALUES(version),
 				heartbeat_at = VALUES(heartbeat_at), clock_offset_ns = VALUES(clock_offset_ns),
 				timers = VALUES(timers), jobs = VALUES(jobs)`,
-			r.Owner, r.Host, r.PID, r.Version, s.nowArg(time.Time{}), s.nowArg(time.Time{}), int64(r.ClockOffset), r.Timers, string(jobs)); err != nil {
+			r.Owner, r.Host, r.PID, r.Version, s.nowArg(time.Time{}), s.nowArg(time.Time{}), int64(r.ClockOffset), r.Timers, jobs); err != nil {
 			return err
 		}
 		var err error
-		stored, err = scanReplica(tx.QueryRowContext(ctx, `SELECT `+replicaColumns+` FROM `+s.t("replicas")+` WHERE owner = ?`, r.Owner))
+		stored, err = decode.Replica(tx.QueryRowContext(ctx, `SELECT `+sqlstore.ReplicaColumns+` FROM `+s.t("replicas")+` WHERE owner = ?`, r.Owner))
 		return err
 	})
 	if err != nil {
@@ -97,7 +65,7 @@ func (s *Store) replicaBeat(ctx context.Context, r store.Replica) (store.Replica
 			return err
 		}
 		var err error
-		stored, err = scanReplica(tx.QueryRowContext(ctx, `SELECT `+replicaColumnsWithoutJobs+` FROM `+s.t("replicas")+` WHERE owner = ?`, r.Owner))
+		stored, err = decode.Replica(tx.QueryRowContext(ctx, `SELECT `+sqlstore.ReplicaColumnsWithoutJobs+` FROM `+s.t("replicas")+` WHERE owner = ?`, r.Owner))
 		return err
 	})
 	if err != nil {
@@ -122,21 +90,8 @@ func (s *Store) ReplicaList(ctx context.Context) ([]store.Replica, error) {
 	return replicas, nil
 }
 
-func (s *Store) listReplicas(ctx context.Context, q querier) ([]store.Replica, error) {
-	rows, err := q.QueryContext(ctx, `SELECT `+replicaColumns+` FROM `+s.t("replicas")+` ORDER BY owner`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var replicas []store.Replica
-	for rows.Next() {
-		r, err := scanReplica(rows)
-		if err != nil {
-			return nil, err
-		}
-		replicas = append(replicas, r)
-	}
-	return replicas, rows.Err()
+func (s *Store) listReplicas(ctx context.Context, q sqlstore.Querier) ([]store.Replica, error) {
+	return sqlstore.Query(ctx, q, decode.Replica, `SELECT `+sqlstore.ReplicaColumns+` FROM `+s.t("replicas")+` ORDER BY owner`)
 }
 
 // ReplicaRemove deletes the replica's row; see store.Monitor.
@@ -156,34 +111,6 @@ func (s *Store) ReplicaRemove(ctx context.Context, owner string) error {
 	return nil
 }
 
-const alertColumns = `id, kind, subject, message, details, raised_by, raised_at, last_seen_at, resolved_at,
-	fingerprint, acknowledged_by, acknowledged_at, acknowledged_note`
-
-func scanAlert(row interface{ Scan(...any) error }) (store.Alert, error) {
-	var (
-		a               store.Alert
-		kind, details   string
-		resolved, ackAt sql.NullTime
-		ackBy, ackNote  sql.NullString
-	)
-	if err := row.Scan(&a.ID, &kind, &a.Subject, &a.Message, &details, &a.RaisedBy, &a.RaisedAt, &a.LastSeenAt, &resolved,
-		&a.Fingerprint, &ackBy, &ackAt, &ackNote); err != nil {
-		return store.Alert{}, err
-	}
-	a.Kind = store.AlertKind(kind)
-	a.RaisedAt, a.LastSeenAt, a.ResolvedAt = a.RaisedAt.UTC(), a.LastSeenAt.UTC(), fromNull(resolved)
-	if ackBy.Valid && ackAt.Valid {
-		a.Ack = store.AlertAck{By: ackBy.String, At: ackAt.Time.UTC(), Note: ackNote.String}
-	}
-	if err := json.Unmarshal([]byte(details), &a.Details); err != nil {
-		return store.Alert{}, fmt.Errorf("alert %d: details: %w", a.ID, err)
-	}
-	if len(a.Details) == 0 {
-		a.Details = nil
-	}
-	return a, nil
-}
-
 // AlertRaise opens or refreshes the alert of (p.Kind, p.Subject), ending
 // its acknowledgement when p.Fingerprint changes it; see store.Monitor. The
 // open alert's row is locked and refreshed, or, when there is none, a row
@@ -198,15 +125,13 @@ func (s *Store) AlertRaise(ctx context.Context, p store.AlertRaiseParams) (res s
 	if s.closed.Load() {
 		return store.AlertRaiseResult{}, closedError("raise alert")
 	}
-	details := []byte("{}")
-	if len(p.Details) > 0 {
-		if details, err = json.Marshal(p.Details); err != nil {
-			return store.AlertRaiseResult{}, fmt.Errorf("mysql: raise alert %s %q: %w", p.Kind, p.Subject, err)
-		}
+	details, err := sqlstore.DetailsJSON(p.Details)
+	if err != nil {
+		return store.AlertRaiseResult{}, fmt.Errorf("mysql: raise alert %s %q: %w", p.Kind, p.Subject, err)
 	}
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		res = store.AlertRaiseResult{}
-		open, err := scanAlert(tx.QueryRowContext(ctx, `SELECT `+alertColumns+` FROM `+s.t("alerts")+`
+		open, err := decode.Alert(tx.QueryRowContext(ctx, `SELECT `+sqlstore.AlertColumns+` FROM `+s.t("alerts")+`
 			WHERE kind = ? AND subject = ? AND open_key = 1 FOR UPDATE`, string(p.Kind), p.Subject))
 		found := err == nil
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
@@ -222,7 +147,7 @@ func (s *Store) AlertRaise(ctx context.Context, p store.AlertRaiseParams) (res s
 			}
 			if _, err := tx.ExecContext(ctx, `UPDATE `+s.t("alerts")+` SET message = ?, details = ?, last_seen_at = ?, fingerprint = ?,
 				acknowledged_by = ?, acknowledged_at = ?, acknowledged_note = ? WHERE id = ?`,
-				p.Message, string(details), now, p.Fingerprint, nullString(open.Ack.By), nullTime(open.Ack.At), open.Ack.Note, open.ID); err != nil {
+				p.Message, details, now, p.Fingerprint, nullString(open.Ack.By), nullTime(open.Ack.At), open.Ack.Note, open.ID); err != nil {
 				return err
 			}
 			open.Message, open.Details, open.LastSeenAt, open.Fingerprint = p.Message, p.Details, now, p.Fingerprint
@@ -234,7 +159,7 @@ func (s *Store) AlertRaise(ctx context.Context, p store.AlertRaiseParams) (res s
 		}
 		ins, err := tx.ExecContext(ctx, `INSERT INTO `+s.t("alerts")+` (kind, subject, message, details, raised_by, raised_at, last_seen_at, fingerprint)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			string(p.Kind), p.Subject, p.Message, string(details), p.RaisedBy, now, now, p.Fingerprint)
+			string(p.Kind), p.Subject, p.Message, details, p.RaisedBy, now, now, p.Fingerprint)
 		if mysqlCode(err) == errDupKey {
 			return errRaced
 		}
@@ -272,7 +197,7 @@ func (s *Store) AlertAcknowledge(ctx context.Context, p store.AlertAcknowledgePa
 	}
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		alert = store.Alert{}
-		open, err := scanAlert(tx.QueryRowContext(ctx, `SELECT `+alertColumns+` FROM `+s.t("alerts")+`
+		open, err := decode.Alert(tx.QueryRowContext(ctx, `SELECT `+sqlstore.AlertColumns+` FROM `+s.t("alerts")+`
 			WHERE kind = ? AND subject = ? AND open_key = 1 AND (? = 0 OR id = ?) FOR UPDATE`, string(p.Kind), p.Subject, p.ID, p.ID))
 		if err != nil {
 			return err // none open: sql.ErrNoRows, ErrNotFound to the caller
@@ -305,7 +230,7 @@ func (s *Store) AlertResolve(ctx context.Context, kind store.AlertKind, subject 
 	}
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		alert, resolved = store.Alert{}, false
-		open, err := scanAlert(tx.QueryRowContext(ctx, `SELECT `+alertColumns+` FROM `+s.t("alerts")+`
+		open, err := decode.Alert(tx.QueryRowContext(ctx, `SELECT `+sqlstore.AlertColumns+` FROM `+s.t("alerts")+`
 			WHERE kind = ? AND subject = ? AND open_key = 1 FOR UPDATE`, string(kind), subject))
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil // none open: nothing to resolve
@@ -348,40 +273,9 @@ func (s *Store) AlertList(ctx context.Context, p store.AlertListParams) ([]store
 	return alerts, nil
 }
 
-func (s *Store) listAlerts(ctx context.Context, q querier, p store.AlertListParams) ([]store.Alert, error) {
-	var (
-		where []string
-		args  []any
-	)
-	if p.OpenOnly {
-		where = append(where, "resolved_at IS NULL")
-	}
-	if p.Kind != "" {
-		where, args = append(where, "kind = ?"), append(args, string(p.Kind))
-	}
-	if p.Subject != "" {
-		where, args = append(where, "subject = ?"), append(args, p.Subject)
-	}
-	query := `SELECT ` + alertColumns + ` FROM ` + s.t("alerts")
-	if len(where) > 0 {
-		query += ` WHERE ` + strings.Join(where, " AND ")
-	}
-	query += ` ORDER BY id DESC LIMIT ?`
-	args = append(args, p.EffectiveLimit())
-	rows, err := q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var alerts []store.Alert
-	for rows.Next() {
-		a, err := scanAlert(rows)
-		if err != nil {
-			return nil, err
-		}
-		alerts = append(alerts, a)
-	}
-	return alerts, rows.Err()
+func (s *Store) listAlerts(ctx context.Context, q sqlstore.Querier, p store.AlertListParams) ([]store.Alert, error) {
+	query, args := sqlstore.AlertListQuery(s.t("alerts"), p)
+	return sqlstore.Query(ctx, q, decode.Alert, query, args...)
 }
 
 // LeaseList returns the leases held now, unexpired by the database clock,
@@ -404,27 +298,16 @@ func (s *Store) LeaseList(ctx context.Context, p store.LeaseListParams) (store.L
 	return res, nil
 }
 
-func (s *Store) listLeases(ctx context.Context, q querier, p store.LeaseListParams) (store.LeaseListResult, error) {
+func (s *Store) listLeases(ctx context.Context, q sqlstore.Querier, p store.LeaseListParams) (store.LeaseListResult, error) {
 	var res store.LeaseListResult
 	var err error
 	if res.Now, err = s.now(ctx, q, p.Now); err != nil {
 		return res, err
 	}
-	rows, err := q.QueryContext(ctx, `SELECT `+leaseColumns+` FROM `+s.t("leases")+`
+	res.Leases, err = sqlstore.Query(ctx, q, decode.Lease, `SELECT `+sqlstore.LeaseColumns+` FROM `+s.t("leases")+`
 		WHERE expires_at > ? AND LEFT(name, LENGTH(?)) = ?
 		ORDER BY name LIMIT ?`, res.Now, p.Prefix, p.Prefix, p.EffectiveLimit())
-	if err != nil {
-		return res, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		l, err := scanLease(rows)
-		if err != nil {
-			return res, err
-		}
-		res.Leases = append(res.Leases, l)
-	}
-	return res, rows.Err()
+	return res, err
 }
 
 // MonitorSnapshot reads the replicas, job states, recent runs, open alerts

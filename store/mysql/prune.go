@@ -7,6 +7,7 @@ import (
 
 	"github.com/cronfence/cronfence/store"
 	"github.com/cronfence/cronfence/store/internal/prunesteps"
+	"github.com/cronfence/cronfence/store/internal/sqlstore"
 )
 
 // Prune deletes slots whose instant, and runs whose start, is before
@@ -22,7 +23,7 @@ func (s *Store) Prune(ctx context.Context, p store.PruneParams) (store.PruneResu
 	if s.closed.Load() {
 		return store.PruneResult{}, closedError("prune")
 	}
-	before := normalize(p.Before)
+	before := sqlstore.Normalize(p.Before)
 	var slots, runs prunesteps.JobCursor
 	first := true
 	return prunesteps.Run(ctx, p, func(ctx context.Context, batch int) (got store.PruneResult, done bool, err error) {

@@ -3,37 +3,13 @@ package mysql
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
 	"github.com/cronfence/cronfence/store"
+	"github.com/cronfence/cronfence/store/internal/sqlstore"
 )
-
-const runColumns = `id, job, slot, manual, catch_up, owner, generation, lease_name, attempt,
-	started_at, finished_at, success, skipped, reason, error, logs`
-
-func scanRun(row interface{ Scan(...any) error }) (store.Run, error) {
-	var (
-		r    store.Run
-		slot sql.NullTime
-		logs string
-	)
-	if err := row.Scan(&r.ID, &r.Job, &slot, &r.Manual, &r.CatchUp, &r.Owner, &r.Generation, &r.LeaseName, &r.Attempt,
-		&r.StartedAt, &r.FinishedAt, &r.Success, &r.Skipped, &r.Reason, &r.Error, &logs); err != nil {
-		return store.Run{}, err
-	}
-	r.Slot, r.StartedAt, r.FinishedAt = fromNull(slot), r.StartedAt.UTC(), r.FinishedAt.UTC()
-	if err := json.Unmarshal([]byte(logs), &r.Logs); err != nil {
-		return store.Run{}, fmt.Errorf("run %d: logs: %w", r.ID, err)
-	}
-	if len(r.Logs) == 0 {
-		r.Logs = nil // as Run.Bounded leaves an empty log
-	}
-	return r, nil
-}
 
 // RunInsert writes one run row and returns it as stored: bounded, with its
 // id and times in UTC at microsecond precision. A zero StartedAt is now; a
@@ -91,18 +67,18 @@ func (s *Store) finishRunBuffered(ctx context.Context, tx *sql.Tx, run store.Run
 // writeRun is insertRun, insertRunBuffered when bufferedOf names the job,
 // and finishRunBuffered with ownEnd.
 func (s *Store) writeRun(ctx context.Context, tx *sql.Tx, run store.Run, now time.Time, bufferedOf string, ownEnd bool) (store.Run, time.Time, error) {
-	run, logs, err := runRow(run, now)
+	run, logs, err := sqlstore.RunRow(run, now)
 	if err != nil {
 		return store.Run{}, time.Time{}, err
 	}
-	var buffered sql.NullTime
+	var buffered time.Time
 	err = resultSets(ctx, tx, insertRunSQL(s)+`; SELECT LAST_INSERT_ID(), (SELECT min(slot) FROM `+s.t("slots")+` WHERE job = ? AND status = 'buffered')`,
 		[]any{run.Job, nullTime(run.Slot), run.Manual, run.CatchUp, run.Owner, run.Generation, run.LeaseName, run.Attempt,
 			run.StartedAt, run.FinishedAt, run.Success, run.Skipped, run.Reason, run.Error, logs, bufferedOf},
-		func(_ int, rows *sql.Rows) error { return rows.Scan(&run.ID, &buffered) })
+		func(_ int, rows *sql.Rows) error { return rows.Scan(&run.ID, decode.Instant(&buffered)) })
 	if mysqlCode(err) == errDupKey && run.LeaseName != "" {
 		// The holding's row is there already: return it, or replace it.
-		stored, err := scanRun(tx.QueryRowContext(ctx, `SELECT `+runColumns+` FROM `+s.t("runs")+` WHERE holding_name = ? AND generation = ?`,
+		stored, err := decode.Run(tx.QueryRowContext(ctx, `SELECT `+sqlstore.RunColumns+` FROM `+s.t("runs")+` WHERE holding_name = ? AND generation = ?`,
 			run.LeaseName, run.Generation))
 		if err == nil && ownEnd && stored.Reason == store.ReasonInterrupted {
 			run.ID = stored.ID
@@ -121,33 +97,11 @@ func (s *Store) writeRun(ctx context.Context, tx *sql.Tx, run store.Run, now tim
 	if err != nil {
 		return store.Run{}, time.Time{}, err
 	}
-	return run, fromNull(buffered), nil
+	return run, buffered, nil
 }
 
-// runRow is run as it is stored, with the time defaults of RunInsert, and
-// its logs as JSON.
-func runRow(run store.Run, now time.Time) (store.Run, string, error) {
-	run.Slot = normalize(run.Slot)
-	run.StartedAt, run.FinishedAt = normalize(run.StartedAt), normalize(run.FinishedAt)
-	if run.FinishedAt.IsZero() {
-		run.FinishedAt = run.StartedAt // a skip is an instant
-	}
-	if run.StartedAt.IsZero() {
-		run.StartedAt = now
-	}
-	if run.FinishedAt.IsZero() {
-		run.FinishedAt = now
-	}
-	if len(run.Logs) == 0 {
-		run.Logs = nil
-		return run, "[]", nil
-	}
-	logs, err := json.Marshal(run.Logs)
-	return run, string(logs), err
-}
-
-// insertRunSQL is the insert of one run row; its arguments are runRow's
-// columns in runColumns' order, without the id.
+// insertRunSQL is the insert of one run row; its arguments are
+// sqlstore.RunRow's columns in sqlstore.RunColumns' order, without the id.
 func insertRunSQL(s *Store) string {
 	return `INSERT INTO ` + s.t("runs") + ` (job, slot, manual, catch_up, owner, generation, lease_name, attempt,
 			started_at, finished_at, success, skipped, reason, error, logs)
@@ -166,8 +120,8 @@ func (s *Store) RunGet(ctx context.Context, leaseName string, generation int64) 
 	if err := s.checkSchema(ctx, s.db); err != nil {
 		return store.Run{}, s.errorf(err, "get the run of lease %q at generation %d", leaseName, generation)
 	}
-	run, err := scanRun(s.db.QueryRowContext(ctx,
-		`SELECT `+runColumns+` FROM `+s.t("runs")+` WHERE holding_name = ? AND generation = ?`, leaseName, generation))
+	run, err := decode.Run(s.db.QueryRowContext(ctx,
+		`SELECT `+sqlstore.RunColumns+` FROM `+s.t("runs")+` WHERE holding_name = ? AND generation = ?`, leaseName, generation))
 	if err != nil {
 		return store.Run{}, s.errorf(err, "get the run of lease %q at generation %d", leaseName, generation)
 	}
@@ -176,8 +130,8 @@ func (s *Store) RunGet(ctx context.Context, leaseName string, generation int64) 
 
 // RunList returns run rows newest start first (see store.Store), optionally
 // of one job and past the cursor p.Before, at most p.EffectiveLimit() of
-// them. The query holds only the conditions in use, so the server walks
-// runs_job_started (migration 3) backwards and stops at the limit.
+// them, walking runs_job_started (migration 3) backwards (see
+// sqlstore.RunListQuery).
 func (s *Store) RunList(ctx context.Context, p store.RunListParams) ([]store.Run, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -195,27 +149,14 @@ func (s *Store) RunList(ctx context.Context, p store.RunListParams) ([]store.Run
 	return runs, nil
 }
 
-func (s *Store) listRuns(ctx context.Context, q querier, p store.RunListParams) ([]store.Run, error) {
-	var (
-		where []string
-		args  []any
-	)
-	if p.Job != "" {
-		where, args = append(where, "job = ?"), append(args, p.Job)
-	}
-	if c := p.Before; !c.IsZero() {
+func (s *Store) listRuns(ctx context.Context, q sqlstore.Querier, p store.RunListParams) ([]store.Run, error) {
+	query, args := sqlstore.RunListQuery(s.t("runs"), p, func(c store.RunCursor) (string, []any) {
 		// Spelled out rather than as a row comparison, which not every
 		// server turns into a range of the index.
-		at := normalize(c.StartedAt)
-		where, args = append(where, "(started_at < ? OR (started_at = ? AND id < ?))"), append(args, at, at, c.ID)
-	}
-	query := `SELECT ` + runColumns + ` FROM ` + s.t("runs")
-	if len(where) > 0 {
-		query += ` WHERE ` + strings.Join(where, " AND ")
-	}
-	query += ` ORDER BY started_at DESC, id DESC LIMIT ?`
-	args = append(args, p.EffectiveLimit())
-	return queryRuns(ctx, q, query, args)
+		at := sqlstore.Normalize(c.StartedAt)
+		return "(started_at < ? OR (started_at = ? AND id < ?))", []any{at, at, c.ID}
+	})
+	return sqlstore.Query(ctx, q, decode.Run, query, args...)
 }
 
 // RunListPerJob returns each job's newest runs in one statement: a
@@ -240,12 +181,12 @@ func (s *Store) RunListPerJob(ctx context.Context, p store.RunListPerJobParams) 
 	index := make(map[string][]int, len(p.Jobs))
 	for i, job := range p.Jobs {
 		if _, seen := index[job]; !seen {
-			parts = append(parts, `(SELECT `+runColumns+` FROM `+s.t("runs")+` WHERE job = ? ORDER BY id DESC LIMIT ?)`)
+			parts = append(parts, `(SELECT `+sqlstore.RunColumns+` FROM `+s.t("runs")+` WHERE job = ? ORDER BY id DESC LIMIT ?)`)
 			args = append(args, job, p.Limit)
 		}
 		index[job] = append(index[job], i)
 	}
-	runs, err := queryRuns(ctx, s.db, strings.Join(parts, " UNION ALL "), args)
+	runs, err := sqlstore.Query(ctx, s.db, decode.Run, strings.Join(parts, " UNION ALL "), args...)
 	if err != nil {
 		return nil, s.errorf(err, "list runs per job")
 	}
@@ -255,23 +196,6 @@ func (s *Store) RunListPerJob(ctx context.Context, p store.RunListPerJobParams) 
 		}
 	}
 	return out, nil
-}
-
-func queryRuns(ctx context.Context, q querier, query string, args []any) ([]store.Run, error) {
-	rows, err := q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var runs []store.Run
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, err
-		}
-		runs = append(runs, r)
-	}
-	return runs, rows.Err()
 }
 
 // RunInterrupted records dead holdings' attempts as interrupted run rows,
@@ -297,7 +221,7 @@ func (s *Store) RunInterrupted(ctx context.Context, items []store.RunInterrupted
 			return err
 		}
 		for _, p := range items {
-			p.Slot = normalize(p.Slot)
+			p.Slot = sqlstore.Normalize(p.Slot)
 			var (
 				attempts int
 				started  time.Time
@@ -313,7 +237,7 @@ func (s *Store) RunInterrupted(ctx context.Context, items []store.RunInterrupted
 				 WHERE s.job = ? AND s.slot = ? AND s.status = 'running'
 				   AND s.lease_name = ? AND s.owner = ? AND s.generation = ?`,
 				p.Job, p.Slot, p.LeaseName, p.Owner, p.Generation,
-			).Scan(&attempts, &started, &lease.Name, &lease.Generation, &lease.ExpiresAt, &gone)
+			).Scan(&attempts, decode.Instant(&started), &lease.Name, &lease.Generation, decode.Instant(&lease.ExpiresAt), &gone)
 			if errors.Is(err, sql.ErrNoRows) {
 				continue // ended, or resumed: no longer this holding's
 			}
@@ -324,7 +248,7 @@ func (s *Store) RunInterrupted(ctx context.Context, items []store.RunInterrupted
 			if !dead {
 				continue
 			}
-			run, err := s.insertRun(ctx, tx, p.Run(attempts, started.UTC(), how, ended.UTC()), now)
+			run, err := s.insertRun(ctx, tx, p.Run(attempts, started, how, ended), now)
 			if err != nil {
 				return err
 			}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/cronfence/cronfence/store"
+	"github.com/cronfence/cronfence/store/internal/sqlstore"
 )
 
 // SlotSkip records slots that nobody will run as skipped, each with a skip
@@ -33,7 +34,7 @@ func (s *Store) SlotSkip(ctx context.Context, items []store.SlotSkipParams) ([]s
 			return err
 		}
 		for _, p := range items {
-			slot, after := normalize(p.Slot), normalize(p.After)
+			slot, after := sqlstore.Normalize(p.Slot), sqlstore.Normalize(p.After)
 			if after.After(now) {
 				continue // not given up yet by the database clock
 			}

@@ -10,25 +10,11 @@ import (
 	"time"
 
 	"github.com/cronfence/cronfence/store"
+	"github.com/cronfence/cronfence/store/internal/sqlstore"
 )
 
-const slotColumns = `job, slot, status, owner, lease_name, generation, attempts, started_at, finished_at`
-
-func scanSlot(row interface{ Scan(...any) error }) (store.Slot, error) {
-	var (
-		sl       store.Slot
-		status   string
-		finished sql.NullTime
-	)
-	if err := row.Scan(&sl.Job, &sl.Slot, &status, &sl.Owner, &sl.LeaseName, &sl.Generation, &sl.Attempts, &sl.StartedAt, &finished); err != nil {
-		return store.Slot{}, err
-	}
-	sl.Slot, sl.Status, sl.StartedAt, sl.FinishedAt = sl.Slot.UTC(), store.SlotStatus(status), sl.StartedAt.UTC(), fromNull(finished)
-	return sl, nil
-}
-
-func (s *Store) getSlot(ctx context.Context, q querier, job string, slot time.Time) (store.Slot, error) {
-	return scanSlot(q.QueryRowContext(ctx, `SELECT `+slotColumns+` FROM `+s.t("slots")+` WHERE job = ? AND slot = ?`, job, slot))
+func (s *Store) getSlot(ctx context.Context, q sqlstore.Querier, job string, slot time.Time) (store.Slot, error) {
+	return decode.Slot(q.QueryRowContext(ctx, `SELECT `+sqlstore.SlotColumns+` FROM `+s.t("slots")+` WHERE job = ? AND slot = ?`, job, slot))
 }
 
 // SlotClaim claims (p.Job, p.Slot) under the lease p.LeaseName: a batch of
@@ -118,7 +104,7 @@ func (s *Store) waitDue(ctx context.Context, items []store.SlotClaimParams) erro
 	var slots []any
 	seen := map[time.Time]bool{}
 	for _, p := range items {
-		if slot := normalize(p.Slot); p.WaitDue && p.Now.IsZero() && !seen[slot] {
+		if slot := sqlstore.Normalize(p.Slot); p.WaitDue && p.Now.IsZero() && !seen[slot] {
 			seen[slot] = true
 			slots = append(slots, slot)
 		}
@@ -140,15 +126,7 @@ func (s *Store) claimError(err error, items []store.SlotClaimParams, at int) err
 	if errors.As(err, &item) {
 		at, err = item.index, item.err
 	}
-	if at < 0 {
-		return s.errorf(err, "claim %d slot(s), first of job %q", len(items), items[0].Job)
-	}
-	p := items[at]
-	what := fmt.Sprintf("claim slot %s of job %q", normalize(p.Slot).Format(time.RFC3339Nano), p.Job)
-	if len(items) > 1 {
-		what += fmt.Sprintf(" (item %d of %d)", at, len(items))
-	}
-	return s.errorf(err, "%s", what)
+	return s.errorf(err, "%s", sqlstore.ClaimWhat(items, at))
 }
 
 // itemError names the item of a batch whose statement failed.
@@ -173,20 +151,15 @@ func (s *Store) claimAlone(ctx context.Context, p store.SlotClaimParams) (store.
 	if mysqlCode(err) != errLockWait {
 		return results[0], err
 	}
-	slot := normalize(p.Slot)
+	slot := sqlstore.Normalize(p.Slot)
 	existing, err := s.getSlot(ctx, s.db, p.Job, slot)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return store.SlotClaimResult{}, err
 	}
-	var cur lockedLease
-	err = s.db.QueryRowContext(ctx, `SELECT `+leaseColumns+`,
-		       live_key IS NOT NULL AND IS_FREE_LOCK(CONCAT('cronfence.live.', live_key)) = 1
-		  FROM `+s.t("leases")+` WHERE name = ?`, p.LeaseName).
-		Scan(&cur.Name, &cur.Owner, &cur.Generation, &cur.AcquiredAt, &cur.RenewedAt, &cur.ExpiresAt, &cur.ownerGone)
+	cur, err := scanLockedLease(s.db.QueryRowContext(ctx, s.leaseRowSQL(), p.LeaseName))
 	if err != nil {
 		return store.SlotClaimResult{}, err
 	}
-	cur.AcquiredAt, cur.RenewedAt, cur.ExpiresAt = cur.AcquiredAt.UTC(), cur.RenewedAt.UTC(), cur.ExpiresAt.UTC()
 	now, err := s.now(ctx, s.db, p.Now)
 	if err != nil {
 		return store.SlotClaimResult{}, err
@@ -219,7 +192,7 @@ func (s *Store) claimIn(ctx context.Context, tx *sql.Tx, items []store.SlotClaim
 	}
 	var w claimWrites
 	for i, p := range items {
-		slot := normalize(p.Slot)
+		slot := sqlstore.Normalize(p.Slot)
 		existing, found := r.slots[keyOf(p.Job, slot)]
 		enabled := !p.DeclaredDisabled
 		o, overridden := r.overrides[p.Job]
@@ -330,11 +303,11 @@ func (s *Store) readForClaim(ctx context.Context, tx *sql.Tx, items []store.Slot
 	// The slots by key through a join on the keys listed: a row-value IN
 	// list is planned as ranges too, but MariaDB then compares every row
 	// found with every item (650 ms for 1,000 items, against 7 ms so).
-	query := s.lockLeasesSQL(len(names)) + `; SELECT UTC_TIMESTAMP(6); SELECT ` + prefixed("s.", slotColumns) +
+	query := s.lockLeasesSQL(len(names)) + `; SELECT UTC_TIMESTAMP(6); SELECT ` + sqlstore.Prefixed("s.", sqlstore.SlotColumns) +
 		` FROM (SELECT ? AS job, ? AS slot` + strings.Repeat(" UNION ALL SELECT ?, ?", len(items)-1) + `) k
 		  JOIN ` + s.t("slots") + ` s ON s.job = k.job AND s.slot = k.slot`
 	for _, p := range items {
-		args = append(args, p.Job, normalize(p.Slot))
+		args = append(args, p.Job, sqlstore.Normalize(p.Slot))
 	}
 	if overrides {
 		query += `; SELECT job, enabled_override FROM ` + s.t("job_state") + ` WHERE job IN (` + placeholders(len(items)) +
@@ -351,11 +324,9 @@ func (s *Store) readForClaim(ctx context.Context, tx *sql.Tx, items []store.Slot
 			r.leases[l.Name] = l
 			return err
 		case 1:
-			err := rows.Scan(&r.now)
-			r.now = r.now.UTC()
-			return err
+			return rows.Scan(decode.Instant(&r.now))
 		case 2:
-			sl, err := scanSlot(rows)
+			sl, err := decode.Slot(rows)
 			r.slots[keyOf(sl.Job, sl.Slot)] = sl
 			return err
 		default:
@@ -373,7 +344,7 @@ func (s *Store) readForClaim(ctx context.Context, tx *sql.Tx, items []store.Slot
 // of each result set, numbered from 0 (statements without one, such as an
 // UPDATE, are passed over by the driver). A statement that fails fails the
 // call; those before it have run.
-func resultSets(ctx context.Context, q querier, query string, args []any, row func(set int, rows *sql.Rows) error) error {
+func resultSets(ctx context.Context, q sqlstore.Querier, query string, args []any, row func(set int, rows *sql.Rows) error) error {
 	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return err
@@ -434,19 +405,13 @@ func (s *Store) claimSlot(ctx context.Context, tx *sql.Tx, c claim, w *claimWrit
 		if c.found {
 			return res, nil
 		}
-		// Settled skipped, and the skip recorded as a run row with reason
-		// paused, as an overlap's is: the slot's history says why nothing
-		// ran.
+		// Settled skipped, and the skip recorded as a run row.
 		if err := s.insertSlot(ctx, tx, store.Slot{Job: p.Job, Slot: c.slot, Status: store.SlotSkipped, Owner: p.Owner,
 			LeaseName: p.LeaseName, StartedAt: c.now, FinishedAt: c.now}); err != nil {
 			return store.SlotClaimResult{}, err
 		}
 		var err error
-		res.SkipRun, err = s.insertRun(ctx, tx, store.Run{
-			Job: p.Job, Slot: c.slot, CatchUp: p.CatchUp, Owner: p.Owner,
-			StartedAt: c.now, FinishedAt: c.now, Success: true, Skipped: true,
-			Reason: string(store.ClaimPaused), Logs: []string{store.PausedSkipLine(c.overridden)},
-		}.Bounded(), c.now)
+		res.SkipRun, err = s.insertRun(ctx, tx, sqlstore.PausedSkipRun(p, c.slot, c.now, c.overridden), c.now)
 		if err != nil {
 			return store.SlotClaimResult{}, err
 		}
@@ -454,28 +419,12 @@ func (s *Store) claimSlot(ctx context.Context, tx *sql.Tx, c claim, w *claimWrit
 		return res, nil
 	}
 	if c.found {
-		switch c.existing.Status {
-		case store.SlotCompleted:
-			return refuse(store.ClaimCompleted, store.Lease{})
-		case store.SlotSkipped:
-			return refuse(store.ClaimSkipped, store.Lease{})
-		case store.SlotFailed:
-			if !p.RetriesFailed(c.existing.Attempts) {
-				return refuse(store.ClaimFailed, store.Lease{})
-			}
-		case store.SlotRunning:
-			// The run is alive while the exact holding that claimed it is,
-			// and its owner's process.
-			guard, live, err := s.guard(ctx, tx, c)
-			if err != nil {
-				return store.SlotClaimResult{}, err
-			}
-			if live {
-				return refuse(store.ClaimHeld, guard)
-			}
+		why, guard, err := sqlstore.Refusal(p, c.existing, func() (store.Lease, bool, error) { return s.guard(ctx, tx, c) })
+		if err != nil {
+			return store.SlotClaimResult{}, err
 		}
-		if c.existing.Attempts >= p.MaxAttempts {
-			return refuse(store.ClaimAttemptsExhausted, store.Lease{})
+		if why != "" {
+			return refuse(why, guard)
 		}
 	}
 
@@ -492,7 +441,7 @@ func (s *Store) claimSlot(ctx context.Context, tx *sql.Tx, c claim, w *claimWrit
 	// interrupted one) as it was read, then how many rows that matched.
 	w.add(take.sql, take.args...)
 	if !c.found {
-		w.add(`INSERT INTO `+s.t("slots")+` (`+slotColumns+`) VALUES (?, ?, 'running', ?, ?, ?, 1, ?, NULL)`,
+		w.add(`INSERT INTO `+s.t("slots")+` (`+sqlstore.SlotColumns+`) VALUES (?, ?, 'running', ?, ?, ?, 1, ?, NULL)`,
 			p.Job, c.slot, claimed.Owner, claimed.LeaseName, claimed.Generation, claimed.StartedAt)
 	} else {
 		claimed.Attempts = c.existing.Attempts + 1
@@ -513,15 +462,12 @@ func (s *Store) claimSlot(ctx context.Context, tx *sql.Tx, c claim, w *claimWrit
 func (s *Store) guard(ctx context.Context, tx *sql.Tx, c claim) (store.Lease, bool, error) {
 	g, found := c.lease, c.leaseFound
 	if c.existing.LeaseName != c.p.LeaseName {
-		err := tx.QueryRowContext(ctx, `SELECT `+leaseColumns+`,
-			       live_key IS NOT NULL AND IS_FREE_LOCK(CONCAT('cronfence.live.', live_key)) = 1
-			  FROM `+s.t("leases")+` WHERE name = ?`, c.existing.LeaseName).
-			Scan(&g.Name, &g.Owner, &g.Generation, &g.AcquiredAt, &g.RenewedAt, &g.ExpiresAt, &g.ownerGone)
+		var err error
+		g, err = scanLockedLease(tx.QueryRowContext(ctx, s.leaseRowSQL(), c.existing.LeaseName))
 		found = err == nil
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return store.Lease{}, false, err
 		}
-		g.AcquiredAt, g.RenewedAt, g.ExpiresAt = g.AcquiredAt.UTC(), g.RenewedAt.UTC(), g.ExpiresAt.UTC()
 	}
 	live := found && g.Generation == c.existing.Generation && g.ExpiresAt.After(c.now) && !g.ownerGone
 	return g.Lease, live, nil
@@ -531,7 +477,7 @@ func (s *Store) guard(ctx context.Context, tx *sql.Tx, c claim) (store.Lease, bo
 // since the claim read the slot (a skip, a paused slot's settlement, a
 // claim under a lease that had no row to lock) is a race: errRaced.
 func (s *Store) insertSlot(ctx context.Context, tx *sql.Tx, sl store.Slot) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO `+s.t("slots")+` (`+slotColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := tx.ExecContext(ctx, `INSERT INTO `+s.t("slots")+` (`+sqlstore.SlotColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		sl.Job, sl.Slot, string(sl.Status), sl.Owner, sl.LeaseName, sl.Generation, sl.Attempts, sl.StartedAt, nullTime(sl.FinishedAt))
 	if mysqlCode(err) == errDupKey {
 		return errRaced
@@ -542,10 +488,10 @@ func (s *Store) insertSlot(ctx context.Context, tx *sql.Tx, sl store.Slot) error
 // recordOverlap answers a claim whose gate passed but whose lease is held by
 // another run (the previous slot's, or a manual one): refused with
 // already_executing, naming holder. A slot with no row yet is recorded,
-// once, since the transaction holds the lease row: buffered when the
-// policy is buffer-one, or the holder took the lease after the slot's
-// instant, and the job has no buffered slot yet, otherwise skipped, with a
-// skip run row naming the holder. A slot that has a row is left as it is.
+// once, since the transaction holds the lease row: buffered when it may be
+// (sqlstore.MayBuffer) and the job has no buffered slot yet, otherwise
+// skipped, with a skip run row naming the holder. A slot that has a row is
+// left as it is.
 func (s *Store) recordOverlap(ctx context.Context, tx *sql.Tx, c claim, holder store.Lease) (store.SlotClaimResult, error) {
 	p := c.p
 	res := store.SlotClaimResult{Refusal: store.ClaimHeld, Slot: c.existing, Lease: holder}
@@ -553,10 +499,7 @@ func (s *Store) recordOverlap(ctx context.Context, tx *sql.Tx, c claim, holder s
 		return res, nil
 	}
 	status := store.SlotSkipped
-	// A holder that took the lease after the slot came due is no overlap:
-	// the lease was free at the slot's instant, and this claim arrived late.
-	late := holder.AcquiredAt.After(c.slot)
-	if p.Overlap == store.OverlapBuffer || late {
+	if sqlstore.MayBuffer(p, c.slot, holder) {
 		var buffered bool
 		if err := tx.QueryRowContext(ctx,
 			`SELECT EXISTS (SELECT 1 FROM `+s.t("slots")+` WHERE job = ? AND status = 'buffered')`, p.Job,
@@ -579,11 +522,7 @@ func (s *Store) recordOverlap(ctx context.Context, tx *sql.Tx, c claim, holder s
 		return res, nil
 	}
 	var err error
-	res.SkipRun, err = s.insertRun(ctx, tx, store.Run{
-		Job: p.Job, Slot: c.slot, CatchUp: p.CatchUp, Owner: p.Owner,
-		StartedAt: c.now, FinishedAt: c.now, Success: true, Skipped: true,
-		Reason: string(store.ClaimHeld), Logs: []string{store.OverlapSkipLine(p.LeaseName, holder)},
-	}.Bounded(), c.now)
+	res.SkipRun, err = s.insertRun(ctx, tx, sqlstore.OverlapSkipRun(p, c.slot, c.now, holder), c.now)
 	if err != nil {
 		return store.SlotClaimResult{}, err
 	}
@@ -609,7 +548,7 @@ func (s *Store) SlotFinish(ctx context.Context, p store.SlotFinishParams) (store
 		return s.finishAll(ctx, tx, []store.SlotFinishParams{p}, runs, []time.Time{slot}, []time.Time{now}, []int{0}, results)
 	})
 	if err != nil {
-		return store.SlotFinishResult{}, s.finishError(err, p.Job, slot)
+		return store.SlotFinishResult{}, s.errorf(err, "%s", sqlstore.FinishWhat(p.Job, slot))
 	}
 	return results[0], nil
 }
@@ -642,7 +581,7 @@ func (s *Store) SlotFinishBatch(ctx context.Context, items []store.SlotFinishPar
 		var now time.Time // read once, when an item needs the database clock
 		at := make([]time.Time, len(items))
 		for i, p := range items {
-			at[i] = normalize(p.Now)
+			at[i] = sqlstore.Normalize(p.Now)
 			if at[i].IsZero() {
 				if now.IsZero() {
 					var err error
@@ -659,33 +598,19 @@ func (s *Store) SlotFinishBatch(ctx context.Context, items []store.SlotFinishPar
 		return s.finishAll(ctx, tx, items, fresh, slots, at, order, results)
 	})
 	if err != nil {
-		return nil, s.finishError(err, items[0].Job, slots[0])
+		return nil, s.errorf(err, "%s", sqlstore.FinishWhat(items[0].Job, slots[0]))
 	}
 	return results, nil
 }
 
-// finishArgs checks a finish and returns its run row and slot as written.
+// finishArgs checks a finish and returns its run row and slot as written
+// (sqlstore.FinishArgs).
 func (s *Store) finishArgs(p store.SlotFinishParams) (store.Run, time.Time, error) {
-	if err := p.Validate(); err != nil {
-		return store.Run{}, time.Time{}, err
+	run, slot, err := sqlstore.FinishArgs(p)
+	if err == nil && s.closed.Load() {
+		err = closedError("finish slot")
 	}
-	slot := normalize(p.Slot)
-	run := p.Run
-	run.Job, run.Slot, run.Owner, run.Generation, run.LeaseName = p.Job, slot, p.Owner, p.Generation, p.LeaseName
-	if err := run.Validate(); err != nil {
-		return store.Run{}, time.Time{}, err
-	}
-	if s.closed.Load() {
-		return store.Run{}, time.Time{}, closedError("finish slot")
-	}
-	return run.Bounded(), slot, nil
-}
-
-func (s *Store) finishError(err error, job string, slot time.Time) error {
-	if slot.IsZero() {
-		return s.errorf(err, "finish manual run of job %q", job)
-	}
-	return s.errorf(err, "finish slot %s of job %q", slot.Format(time.RFC3339Nano), job)
+	return run, slot, err
 }
 
 // finishChunk is how many runs' ends go in one query of a finish batch.
@@ -717,6 +642,7 @@ func (s *Store) finishSome(ctx context.Context, tx *sql.Tx, items []store.SlotFi
 			item int
 			slot bool
 		}
+		started = make(map[int]time.Time, len(chunk)) // of the claims of the slots marked
 	)
 	add := func(query string, a ...any) {
 		if q.Len() > 0 {
@@ -770,17 +696,14 @@ func (s *Store) finishSome(ctx context.Context, tx *sql.Tx, items []store.SlotFi
 		}
 		var (
 			matched int64
-			started time.Time
+			claimed time.Time
 			status  string
 		)
-		if err := rows.Scan(&matched, &started, &status); err != nil {
+		if err := rows.Scan(&matched, decode.Instant(&claimed), &status); err != nil {
 			return err
 		}
 		if matched > 0 {
-			results[i].SlotUpdated, results[i].SlotStatus = true, store.SlotStatus(status)
-			if runs[i].StartedAt.IsZero() {
-				runs[i].StartedAt = started.UTC() // the start of this very claim
-			}
+			results[i].SlotUpdated, results[i].SlotStatus, started[i] = true, store.SlotStatus(status), claimed
 		}
 		return nil
 	})
@@ -788,25 +711,7 @@ func (s *Store) finishSome(ctx context.Context, tx *sql.Tx, items []store.SlotFi
 		return err
 	}
 	for _, i := range chunk {
-		p, run := items[i], &runs[i]
-		switch {
-		case slots[i].IsZero():
-		case results[i].SlotUpdated:
-			if p.NotCompleted(results[i].SlotStatus) {
-				run.Success, run.Error = false, store.Run{Error: p.NotCompletedError}.Bounded().Error
-			}
-		default:
-			// Taken over: the row records that, not the handler's
-			// verdict, which no longer counts for the slot; for a run
-			// left to resume, the resume that followed.
-			run.Success, run.Error = false, store.TakenOverError(p.Generation, run.Error)
-			if p.Status == store.SlotRunning && p.NotCompletedError != "" {
-				run.Error = store.Run{Error: p.NotCompletedError}.Bounded().Error
-			}
-		}
-		if run.FinishedAt.IsZero() {
-			run.FinishedAt = at[i] // the slot's finish, whatever the start
-		}
+		runs[i] = sqlstore.FinishedRun(items[i], runs[i], results[i], started[i], at[i])
 	}
 	return s.writeRuns(ctx, tx, runs, at, chunk, results)
 }
@@ -824,7 +729,7 @@ func (s *Store) writeRuns(ctx context.Context, tx *sql.Tx, runs []store.Run, at 
 		ready = make([]store.Run, len(chunk))
 	)
 	for k, i := range chunk {
-		run, logs, err := runRow(runs[i], at[i])
+		run, logs, err := sqlstore.RunRow(runs[i], at[i])
 		if err != nil {
 			return err
 		}
@@ -837,12 +742,11 @@ func (s *Store) writeRuns(ctx context.Context, tx *sql.Tx, runs []store.Run, at 
 			run.StartedAt, run.FinishedAt, run.Success, run.Skipped, run.Reason, run.Error, logs, run.Job)
 	}
 	err := resultSets(ctx, tx, q.String(), args, func(set int, rows *sql.Rows) error {
-		var buffered sql.NullTime
-		if err := rows.Scan(&ready[set].ID, &buffered); err != nil {
+		i := chunk[set]
+		if err := rows.Scan(&ready[set].ID, decode.Instant(&results[i].Buffered)); err != nil {
 			return err
 		}
-		i := chunk[set]
-		results[i].Run, results[i].Buffered = ready[set], fromNull(buffered)
+		results[i].Run = ready[set]
 		return nil
 	})
 	if mysqlCode(err) != errDupKey {
@@ -865,7 +769,7 @@ func (s *Store) SlotGet(ctx context.Context, job string, slot time.Time) (store.
 	if s.closed.Load() {
 		return store.Slot{}, closedError("get slot")
 	}
-	slot = normalize(slot)
+	slot = sqlstore.Normalize(slot)
 	if err := s.checkSchema(ctx, s.db); err != nil {
 		return store.Slot{}, s.errorf(err, "get slot of job %q", job)
 	}
@@ -887,8 +791,8 @@ func (s *Store) SlotListInterrupted(ctx context.Context) ([]store.Slot, error) {
 		return nil, s.errorf(err, "list interrupted slots")
 	}
 	now := s.nowArg(time.Time{})
-	cols := prefixed("s.", slotColumns)
-	rows, err := s.db.QueryContext(ctx, `
+	cols := sqlstore.Prefixed("s.", sqlstore.SlotColumns)
+	slots, err := sqlstore.Query(ctx, s.db, decode.Slot, `
 		SELECT * FROM (
 			SELECT `+cols+`
 			  FROM `+s.t("slots")+` s
@@ -904,18 +808,6 @@ func (s *Store) SlotListInterrupted(ctx context.Context) ([]store.Slot, error) {
 	if err != nil {
 		return nil, s.errorf(err, "list interrupted slots")
 	}
-	defer rows.Close()
-	var slots []store.Slot
-	for rows.Next() {
-		sl, err := scanSlot(rows)
-		if err != nil {
-			return nil, s.errorf(err, "list interrupted slots")
-		}
-		slots = append(slots, sl)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.errorf(err, "list interrupted slots")
-	}
 	return slots, nil
 }
 
@@ -929,7 +821,7 @@ func (s *Store) SlotAbandon(ctx context.Context, p store.SlotAbandonParams) (res
 	if s.closed.Load() {
 		return store.SlotFinishResult{}, closedError("abandon slot")
 	}
-	slot := normalize(p.Slot)
+	slot := sqlstore.Normalize(p.Slot)
 	p.Slot = slot
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		res = store.SlotFinishResult{}
@@ -940,7 +832,7 @@ func (s *Store) SlotAbandon(ctx context.Context, p store.SlotAbandonParams) (res
 		// Dead for Grace: the claim's generation expired before
 		// now - Grace or its owner's process is gone, or a later one took
 		// the lease before now - Grace.
-		cutoff := normalize(now.Add(-p.Grace))
+		cutoff := sqlstore.Normalize(now.Add(-p.Grace))
 		up, err := tx.ExecContext(ctx, `UPDATE `+s.t("slots")+` SET finished_at = ?, status = 'failed'
 			WHERE job = ? AND slot = ? AND lease_name = ? AND owner = ? AND generation = ?
 			  AND status = 'running' AND attempts >= ?
@@ -959,7 +851,7 @@ func (s *Store) SlotAbandon(ctx context.Context, p store.SlotAbandonParams) (res
 		var attempts int
 		var started time.Time
 		if err := tx.QueryRowContext(ctx, `SELECT attempts, started_at FROM `+s.t("slots")+` WHERE job = ? AND slot = ?`,
-			p.Job, slot).Scan(&attempts, &started); err != nil {
+			p.Job, slot).Scan(&attempts, decode.Instant(&started)); err != nil {
 			return err
 		}
 		res.SlotUpdated = true
@@ -967,7 +859,7 @@ func (s *Store) SlotAbandon(ctx context.Context, p store.SlotAbandonParams) (res
 		if err != nil {
 			return err
 		}
-		res.Run, res.Buffered, err = s.insertRunBuffered(ctx, tx, p.Run(attempts, started.UTC(), how, ended), now)
+		res.Run, res.Buffered, err = s.insertRunBuffered(ctx, tx, p.Run(attempts, started, how, ended), now)
 		return err
 	})
 	if err != nil {
@@ -978,19 +870,10 @@ func (s *Store) SlotAbandon(ctx context.Context, p store.SlotAbandonParams) (res
 
 // earliestBuffered is the job's earliest buffered slot, waiting for the
 // run that is ending; zero when none.
-func (s *Store) earliestBuffered(ctx context.Context, q querier, job string) (time.Time, error) {
-	var buffered sql.NullTime
-	err := q.QueryRowContext(ctx, `SELECT min(slot) FROM `+s.t("slots")+` WHERE job = ? AND status = 'buffered'`, job).Scan(&buffered)
-	return fromNull(buffered), err
-}
-
-// prefixed qualifies each of a comma-separated column list with prefix.
-func prefixed(prefix, columns string) string {
-	parts := strings.Split(columns, ",")
-	for i, c := range parts {
-		parts[i] = prefix + strings.TrimSpace(c)
-	}
-	return strings.Join(parts, ", ")
+func (s *Store) earliestBuffered(ctx context.Context, q sqlstore.Querier, job string) (time.Time, error) {
+	var buffered time.Time
+	err := q.QueryRowContext(ctx, `SELECT min(slot) FROM `+s.t("slots")+` WHERE job = ? AND status = 'buffered'`, job).Scan(decode.Instant(&buffered))
+	return buffered, err
 }
 
 // deadHow says how the holding (name, generation), dead, was found so
@@ -1001,10 +884,10 @@ func (s *Store) deadHow(ctx context.Context, tx *sql.Tx, name string, generation
 	err := tx.QueryRowContext(ctx, `
 		SELECT name, generation, expires_at,
 		       COALESCE(live_key IS NOT NULL AND IS_FREE_LOCK(CONCAT('cronfence.live.', live_key)) = 1, FALSE)
-		  FROM `+s.t("leases")+` WHERE name = ?`, name).Scan(&lease.Name, &lease.Generation, &lease.ExpiresAt, &gone)
+		  FROM `+s.t("leases")+` WHERE name = ?`, name).Scan(&lease.Name, &lease.Generation, decode.Instant(&lease.ExpiresAt), &gone)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return "", time.Time{}, err
 	}
 	_, how, ended := store.DeadHolding(generation, lease, gone, now)
-	return how, ended.UTC(), nil
+	return how, ended, nil
 }

@@ -17,6 +17,7 @@ import (
 	driver "github.com/go-sql-driver/mysql"
 
 	"github.com/cronfence/cronfence/store"
+	"github.com/cronfence/cronfence/store/internal/sqlstore"
 )
 
 // Store is a store.Store on one MySQL or MariaDB database. It is safe for
@@ -207,28 +208,28 @@ func (s *Store) Now(ctx context.Context) (time.Time, error) {
 		return time.Time{}, s.errorf(err, "read the database clock")
 	}
 	if s.nowFunc != nil {
-		return normalize(s.nowFunc()), nil
+		return sqlstore.Normalize(s.nowFunc()), nil
 	}
 	return now, nil
 }
 
 // dbNow reads the database clock.
-func dbNow(ctx context.Context, q querier) (time.Time, error) {
+func dbNow(ctx context.Context, q sqlstore.Querier) (time.Time, error) {
 	var now time.Time
-	err := q.QueryRowContext(ctx, `SELECT UTC_TIMESTAMP(6)`).Scan(&now)
-	return now.UTC(), err
+	err := q.QueryRowContext(ctx, `SELECT UTC_TIMESTAMP(6)`).Scan(decode.Instant(&now))
+	return now, err
 }
 
 // now is the clock of one call: the pinned instant if set, otherwise
 // Config.NowFunc's if set, otherwise the database clock read on q (inside
 // the call's transaction, after its locks, so a wait for a lock does not
 // leave it behind).
-func (s *Store) now(ctx context.Context, q querier, pinned time.Time) (time.Time, error) {
+func (s *Store) now(ctx context.Context, q sqlstore.Querier, pinned time.Time) (time.Time, error) {
 	switch {
 	case !pinned.IsZero():
-		return normalize(pinned), nil
+		return sqlstore.Normalize(pinned), nil
 	case s.nowFunc != nil:
-		return normalize(s.nowFunc()), nil
+		return sqlstore.Normalize(s.nowFunc()), nil
 	}
 	return dbNow(ctx, q)
 }
@@ -284,45 +285,24 @@ func (s *Store) txOnce(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return tx.Commit()
 }
 
-// querier is what *sql.DB, *sql.Conn and *sql.Tx have in common that the
-// store uses.
-type querier interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
 // t names a table of the store: its prefix and name.
 func (s *Store) t(name string) string { return s.prefix + name }
 
 // q puts the store's prefix where a query says {{prefix}}.
 func (s *Store) q(query string) string { return strings.ReplaceAll(query, "{{prefix}}", s.prefix) }
 
-// normalize returns t in UTC truncated to the microsecond: the value a
-// round trip through a DATETIME(6) gives back. Slot instants are
-// normalized before they become keys.
-func normalize(t time.Time) time.Time {
-	if t.IsZero() {
-		return t
-	}
-	return t.UTC().Truncate(time.Microsecond)
-}
-
-// nullTime maps the zero time to NULL.
+// nullTime maps the zero time to NULL, and any other to a DATETIME(6)'s
+// value.
 func nullTime(t time.Time) sql.NullTime {
 	if t.IsZero() {
 		return sql.NullTime{}
 	}
-	return sql.NullTime{Time: normalize(t), Valid: true}
+	return sql.NullTime{Time: sqlstore.Normalize(t), Valid: true}
 }
 
-// fromNull maps NULL to the zero time.
-func fromNull(t sql.NullTime) time.Time {
-	if !t.Valid {
-		return time.Time{}
-	}
-	return t.Time.UTC()
-}
+// decode reads the rows of the tables this store shares with SQLite. The
+// driver reads a DATETIME(6) as a time.Time (parseTime).
+var decode = sqlstore.NewDecoder(time.Time.UTC)
 
 // placeholders returns n comma-separated question marks.
 func placeholders(n int) string {

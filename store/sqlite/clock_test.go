@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cronfence/cronfence/store"
+	"github.com/cronfence/cronfence/store/internal/sqlstore"
 )
 
 // TestNowFunc: Config.NowFunc is the store's clock wherever a call does not
@@ -21,7 +22,7 @@ func TestNowFunc(t *testing.T) {
 	ctx := context.Background()
 	var (
 		mu   sync.Mutex
-		fake = normalize(time.Now().Add(365 * 24 * time.Hour)) // a year ahead of the process clock
+		fake = sqlstore.Normalize(time.Now().Add(365 * 24 * time.Hour)) // a year ahead of the process clock
 	)
 	read := func() time.Time { mu.Lock(); defer mu.Unlock(); return fake }
 	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); fake = fake.Add(d) }

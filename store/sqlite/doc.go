@@ -104,4 +104,9 @@
 // mode: if a takeover commits after the fence read, the transaction's first
 // write fails with SQLITE_BUSY_SNAPSHOT instead of landing. A fence protects
 // only writes to this file.
+//
+// What this store shares with the MySQL store, whose tables have the same
+// columns, is in store/internal/sqlstore: the decoding of the rows, the
+// claim gate's and the finish's rules around the SQL, the run row's
+// defaults. The SQL, the transactions and the clock are this package's own.
 package sqlite

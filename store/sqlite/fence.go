@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cronfence/cronfence/store"
+	"github.com/cronfence/cronfence/store/internal/sqlstore"
 )
 
 // LeaseFence checks, inside the caller's transaction tx, that generation
@@ -79,7 +80,7 @@ func (s *Store) SlotComplete(ctx context.Context, tx any, p store.SlotCompletePa
 	if p.Slot.IsZero() {
 		return nil // a manual run: no slot to complete
 	}
-	slot := normalize(p.Slot)
+	slot := sqlstore.Normalize(p.Slot)
 	_, err := sqlTx.ExecContext(ctx, `
 		UPDATE cronfence_slots SET status = 'completed', finished_at = ?
 		 WHERE job = ? AND slot = ? AND lease_name = ? AND generation = ? AND status = 'running'`,

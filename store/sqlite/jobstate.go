@@ -6,25 +6,8 @@ import (
 	"time"
 
 	"github.com/cronfence/cronfence/store"
+	"github.com/cronfence/cronfence/store/internal/sqlstore"
 )
-
-const jobStateColumns = `job, enabled_override, override_by, override_at, note`
-
-func scanJobState(row interface{ Scan(...any) error }) (store.JobState, error) {
-	var (
-		js       store.JobState
-		override sql.NullBool
-		at       int64
-	)
-	if err := row.Scan(&js.Job, &override, &js.OverrideBy, &at, &js.Note); err != nil {
-		return store.JobState{}, err
-	}
-	if override.Valid {
-		js.EnabledOverride = &override.Bool
-	}
-	js.OverrideAt = fromMicros(at)
-	return js, nil
-}
 
 // JobStateSet sets or clears (p.Enabled == nil) the job's enabled override,
 // recording who, when (the store's clock) and the note; see store.Store.
@@ -44,7 +27,7 @@ func (s *Store) JobStateSet(ctx context.Context, p store.JobStateSetParams) (sto
 	now := s.now(time.Time{})
 	var js store.JobState
 	err := s.inTx(ctx, func(tx *sql.Tx) (err error) {
-		js, err = scanJobState(tx.QueryRowContext(ctx, `
+		js, err = decode.JobState(tx.QueryRowContext(ctx, `
 			INSERT INTO cronfence_job_state (job, enabled_override, override_by, override_at, note)
 			VALUES (?, ?, ?, ?, ?)
 			ON CONFLICT (job) DO UPDATE SET
@@ -52,7 +35,7 @@ func (s *Store) JobStateSet(ctx context.Context, p store.JobStateSetParams) (sto
 				override_by      = excluded.override_by,
 				override_at      = excluded.override_at,
 				note             = excluded.note
-			RETURNING `+jobStateColumns,
+			RETURNING `+sqlstore.JobStateColumns,
 			p.Job, override, p.By, micros(now), p.Note,
 		))
 		return err
@@ -71,28 +54,11 @@ func (s *Store) JobStateList(ctx context.Context) ([]store.JobState, error) {
 	if err := s.checkSchema(ctx, s.db); err != nil {
 		return nil, s.errorf(err, "list job states")
 	}
-	states, err := listJobStates(ctx, s.db)
+	states, err := sqlstore.Query(ctx, s.db, decode.JobState, `SELECT `+sqlstore.JobStateColumns+` FROM cronfence_job_state ORDER BY job`)
 	if err != nil {
 		return nil, s.errorf(err, "list job states")
 	}
 	return states, nil
-}
-
-func listJobStates(ctx context.Context, q querier) ([]store.JobState, error) {
-	rows, err := q.QueryContext(ctx, `SELECT `+jobStateColumns+` FROM cronfence_job_state ORDER BY job`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var states []store.JobState
-	for rows.Next() {
-		js, err := scanJobState(rows)
-		if err != nil {
-			return nil, err
-		}
-		states = append(states, js)
-	}
-	return states, rows.Err()
 }
 
 // JobRegister records the jobs' first registration, in one immediate
@@ -112,16 +78,16 @@ func (s *Store) JobRegister(ctx context.Context, p store.JobRegisterParams) ([]s
 	regs := make([]store.JobRegistration, len(p.Jobs))
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		for i, job := range p.Jobs {
-			var first int64
+			var first time.Time
 			err := tx.QueryRowContext(ctx, `
 				INSERT INTO cronfence_jobs (job, first_seen_at)
 				VALUES (?1, min(?2, coalesce((SELECT min(slot) FROM cronfence_slots WHERE job = ?1), ?2)))
 				ON CONFLICT (job) DO UPDATE SET first_seen_at = first_seen_at
-				RETURNING first_seen_at`, job, now).Scan(&first)
+				RETURNING first_seen_at`, job, now).Scan(decode.Instant(&first))
 			if err != nil {
 				return err
 			}
-			regs[i] = store.JobRegistration{Job: job, FirstSeen: fromMicros(first)}
+			regs[i] = store.JobRegistration{Job: job, FirstSeen: first}
 		}
 		return nil
 	})

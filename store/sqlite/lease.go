@@ -8,22 +8,8 @@ import (
 	"time"
 
 	"github.com/cronfence/cronfence/store"
+	"github.com/cronfence/cronfence/store/internal/sqlstore"
 )
-
-const leaseColumns = `name, owner, generation, acquired_at, renewed_at, expires_at`
-
-func scanLease(row interface{ Scan(...any) error }) (store.Lease, error) {
-	var (
-		l                 store.Lease
-		acquired, renewed int64
-		expires           int64
-	)
-	if err := row.Scan(&l.Name, &l.Owner, &l.Generation, &acquired, &renewed, &expires); err != nil {
-		return store.Lease{}, err
-	}
-	l.AcquiredAt, l.RenewedAt, l.ExpiresAt = fromMicros(acquired), fromMicros(renewed), fromMicros(expires)
-	return l, nil
-}
 
 // LeaseAcquire takes the named lease if it is free or expired; see
 // store.Store. The upsert and, when it takes nothing, the read of the holder
@@ -56,7 +42,7 @@ func (s *Store) LeaseAcquire(ctx context.Context, p store.LeaseAcquireParams) (l
 // upsert's WHERE refuses, RETURNING yields no row and the current holder is
 // read instead.
 func acquireLease(ctx context.Context, tx *sql.Tx, name, owner string, ttl time.Duration, now time.Time) (store.Lease, bool, error) {
-	lease, err := scanLease(tx.QueryRowContext(ctx, `
+	lease, err := decode.Lease(tx.QueryRowContext(ctx, `
 		INSERT INTO cronfence_leases (name, owner, generation, acquired_at, renewed_at, expires_at)
 		VALUES (?1, ?2, 1, ?3, ?3, ?4)
 		ON CONFLICT (name) DO UPDATE SET
@@ -66,7 +52,7 @@ func acquireLease(ctx context.Context, tx *sql.Tx, name, owner string, ttl time.
 			renewed_at  = excluded.renewed_at,
 			expires_at  = excluded.expires_at
 		WHERE cronfence_leases.expires_at <= excluded.acquired_at
-		RETURNING `+leaseColumns,
+		RETURNING `+sqlstore.LeaseColumns,
 		name, owner, micros(now), micros(now.Add(ttl)),
 	))
 	if err == nil {
@@ -143,11 +129,11 @@ func (s *Store) LeaseRenewBatch(ctx context.Context, items []store.LeaseRenewPar
 // renewLease extends the lease p names for its owner at its generation, only
 // before it expired, and returns it; sql.ErrNoRows means it was lost.
 // Shared by LeaseRenew and LeaseRenewBatch.
-func renewLease(ctx context.Context, q querier, p store.LeaseRenewParams, now time.Time) (store.Lease, error) {
-	return scanLease(q.QueryRowContext(ctx, `
+func renewLease(ctx context.Context, q sqlstore.Querier, p store.LeaseRenewParams, now time.Time) (store.Lease, error) {
+	return decode.Lease(q.QueryRowContext(ctx, `
 		UPDATE cronfence_leases SET expires_at = ?4, renewed_at = ?5
 		WHERE name = ?1 AND owner = ?2 AND generation = ?3 AND expires_at > ?5
-		RETURNING `+leaseColumns,
+		RETURNING `+sqlstore.LeaseColumns,
 		p.Name, p.Owner, p.Generation, micros(now.Add(p.TTL)), micros(now),
 	))
 }
@@ -181,7 +167,7 @@ func (s *Store) LeaseRelease(ctx context.Context, ref store.LeaseRef) (bool, err
 // releaseLease is LeaseRelease on q, shared with SlotFinish. SQLite counts a
 // row the WHERE matched as changed even when min leaves expires_at as it
 // was, so released reports a match, as the contract asks.
-func releaseLease(ctx context.Context, q querier, ref store.LeaseRef, now time.Time) (bool, error) {
+func releaseLease(ctx context.Context, q sqlstore.Querier, ref store.LeaseRef, now time.Time) (bool, error) {
 	res, err := q.ExecContext(ctx, `
 		UPDATE cronfence_leases SET expires_at = min(expires_at, ?4)
 		WHERE name = ?1 AND owner = ?2 AND generation = ?3`,
@@ -212,6 +198,6 @@ func (s *Store) LeaseGet(ctx context.Context, name string) (store.Lease, error) 
 	return lease, nil
 }
 
-func getLease(ctx context.Context, q querier, name string) (store.Lease, error) {
-	return scanLease(q.QueryRowContext(ctx, `SELECT `+leaseColumns+` FROM cronfence_leases WHERE name = ?`, name))
+func getLease(ctx context.Context, q sqlstore.Querier, name string) (store.Lease, error) {
+	return decode.Lease(q.QueryRowContext(ctx, `SELECT `+sqlstore.LeaseColumns+` FROM cronfence_leases WHERE name = ?`, name))
 }

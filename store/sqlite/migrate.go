@@ -12,6 +12,7 @@ import (
 
 	"github.com/cronfence/cronfence/store"
 	"github.com/cronfence/cronfence/store/internal/schemafile"
+	"github.com/cronfence/cronfence/store/internal/sqlstore"
 )
 
 //go:embed migrations/*.sql
@@ -159,7 +160,7 @@ const pauseTable = "cronfence_job_state"
 // version that the file lacks, found in one query. SchemaVersion and Migrate
 // check, so a file with a table dropped by hand is refused at start-up
 // instead of failing on every write while the process looks healthy.
-func checkTables(ctx context.Context, q querier, version int) error {
+func checkTables(ctx context.Context, q sqlstore.Querier, version int) error {
 	ts, err := tables(version)
 	if err != nil || len(ts) == 0 {
 		return err
@@ -182,7 +183,7 @@ func checkTables(ctx context.Context, q querier, version int) error {
 
 // recordedVersion reads the newest version in cronfence_schema_migrations, 0
 // when the table does not exist.
-func recordedVersion(ctx context.Context, q querier) (int, error) {
+func recordedVersion(ctx context.Context, q sqlstore.Querier) (int, error) {
 	var tables int
 	if err := q.QueryRowContext(ctx,
 		`SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'cronfence_schema_migrations'`,
@@ -204,7 +205,7 @@ func recordedVersion(ctx context.Context, q querier) (int, error) {
 // old binaries working, so replicas can be upgraded one at a time. Success
 // is remembered (see Store.schemaOK); failure is not, so a Store opened
 // before Migrate works once another process has migrated.
-func (s *Store) checkSchema(ctx context.Context, q querier) error {
+func (s *Store) checkSchema(ctx context.Context, q sqlstore.Querier) error {
 	if s.schemaOK.Load() {
 		return nil
 	}

@@ -3,45 +3,15 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/cronfence/cronfence/store"
+	"github.com/cronfence/cronfence/store/internal/sqlstore"
 )
 
 var _ store.Monitor = (*Store)(nil)
-
-// replicaColumns are a replica row's columns in scanReplica's order;
-// replicaColumnsWithoutJobs the same with an empty list of jobs in place
-// of the stored one, for a heartbeat that kept them.
-const (
-	replicaColumnsBeforeJobs  = `owner, host, pid, version, started_at, heartbeat_at, clock_offset_ns, timers`
-	replicaColumns            = replicaColumnsBeforeJobs + `, jobs`
-	replicaColumnsWithoutJobs = replicaColumnsBeforeJobs + `, '[]'`
-)
-
-func scanReplica(row interface{ Scan(...any) error }) (store.Replica, error) {
-	var (
-		r                  store.Replica
-		started, heartbeat int64
-		offsetNS           int64
-		jobs               string
-	)
-	if err := row.Scan(&r.Owner, &r.Host, &r.PID, &r.Version, &started, &heartbeat, &offsetNS, &r.Timers, &jobs); err != nil {
-		return store.Replica{}, err
-	}
-	r.StartedAt, r.HeartbeatAt, r.ClockOffset = fromMicros(started), fromMicros(heartbeat), time.Duration(offsetNS)
-	if err := json.Unmarshal([]byte(jobs), &r.Jobs); err != nil {
-		return store.Replica{}, fmt.Errorf("replica %q: jobs: %w", r.Owner, err)
-	}
-	if len(r.Jobs) == 0 {
-		r.Jobs = nil
-	}
-	return r, nil
-}
 
 // ReplicaHeartbeat records this replica, keeping started_at from its first
 // heartbeat; see store.Monitor.
@@ -52,12 +22,9 @@ func (s *Store) ReplicaHeartbeat(ctx context.Context, r store.Replica) (store.Re
 	if s.closed.Load() {
 		return store.Replica{}, closedError("replica heartbeat")
 	}
-	jobs := []byte("[]")
-	if len(r.Jobs) > 0 {
-		var err error
-		if jobs, err = json.Marshal(r.Jobs); err != nil {
-			return store.Replica{}, fmt.Errorf("sqlite: heartbeat of replica %q: %w", r.Owner, err)
-		}
+	jobs, err := sqlstore.JobsJSON(r.Jobs)
+	if err != nil {
+		return store.Replica{}, fmt.Errorf("sqlite: heartbeat of replica %q: %w", r.Owner, err)
 	}
 	now := micros(s.now(time.Time{}))
 	var stored store.Replica
@@ -65,11 +32,11 @@ func (s *Store) ReplicaHeartbeat(ctx context.Context, r store.Replica) (store.Re
 		// An update only, the stored jobs kept and not read back: with no
 		// row of the owner it writes nothing (ErrNotFound).
 		err := s.inTx(ctx, func(tx *sql.Tx) (err error) {
-			stored, err = scanReplica(tx.QueryRowContext(ctx, `
+			stored, err = decode.Replica(tx.QueryRowContext(ctx, `
 				UPDATE cronfence_replicas SET
 					host = ?2, pid = ?3, version = ?4, heartbeat_at = ?5, clock_offset_ns = ?6, timers = ?7
 				 WHERE owner = ?1
-				RETURNING `+replicaColumnsWithoutJobs,
+				RETURNING `+sqlstore.ReplicaColumnsWithoutJobs,
 				r.Owner, r.Host, r.PID, r.Version, now, int64(r.ClockOffset), r.Timers,
 			))
 			return err
@@ -80,9 +47,9 @@ func (s *Store) ReplicaHeartbeat(ctx context.Context, r store.Replica) (store.Re
 		stored.JobsUnchanged = true
 		return stored, nil
 	}
-	err := s.inTx(ctx, func(tx *sql.Tx) (err error) {
-		stored, err = scanReplica(tx.QueryRowContext(ctx, `
-			INSERT INTO cronfence_replicas (`+replicaColumns+`)
+	err = s.inTx(ctx, func(tx *sql.Tx) (err error) {
+		stored, err = decode.Replica(tx.QueryRowContext(ctx, `
+			INSERT INTO cronfence_replicas (`+sqlstore.ReplicaColumns+`)
 			VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6, ?7, ?8)
 			ON CONFLICT (owner) DO UPDATE SET
 				host            = excluded.host,
@@ -92,8 +59,8 @@ func (s *Store) ReplicaHeartbeat(ctx context.Context, r store.Replica) (store.Re
 				clock_offset_ns = excluded.clock_offset_ns,
 				timers          = excluded.timers,
 				jobs            = excluded.jobs
-			RETURNING `+replicaColumns,
-			r.Owner, r.Host, r.PID, r.Version, now, int64(r.ClockOffset), r.Timers, string(jobs),
+			RETURNING `+sqlstore.ReplicaColumns,
+			r.Owner, r.Host, r.PID, r.Version, now, int64(r.ClockOffset), r.Timers, jobs,
 		))
 		return err
 	})
@@ -111,20 +78,8 @@ func (s *Store) ReplicaList(ctx context.Context) ([]store.Replica, error) {
 	if err := s.checkSchema(ctx, s.db); err != nil {
 		return nil, s.errorf(err, "list replicas")
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT `+replicaColumns+` FROM cronfence_replicas ORDER BY owner`)
+	replicas, err := sqlstore.Query(ctx, s.db, decode.Replica, `SELECT `+sqlstore.ReplicaColumns+` FROM cronfence_replicas ORDER BY owner`)
 	if err != nil {
-		return nil, s.errorf(err, "list replicas")
-	}
-	defer rows.Close()
-	var replicas []store.Replica
-	for rows.Next() {
-		r, err := scanReplica(rows)
-		if err != nil {
-			return nil, s.errorf(err, "list replicas")
-		}
-		replicas = append(replicas, r)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, s.errorf(err, "list replicas")
 	}
 	return replicas, nil
@@ -148,37 +103,6 @@ func (s *Store) ReplicaRemove(ctx context.Context, owner string) error {
 	return nil
 }
 
-const alertColumns = `id, kind, subject, message, details, raised_by, raised_at, last_seen_at, resolved_at,
-	fingerprint, acknowledged_by, acknowledged_at, acknowledged_note`
-
-func scanAlert(row interface{ Scan(...any) error }) (store.Alert, error) {
-	var (
-		a                store.Alert
-		kind, details    string
-		raised, lastSeen int64
-		resolved, ackAt  sql.NullInt64
-		ackBy            sql.NullString
-	)
-	if err := row.Scan(&a.ID, &kind, &a.Subject, &a.Message, &details, &a.RaisedBy, &raised, &lastSeen, &resolved,
-		&a.Fingerprint, &ackBy, &ackAt, &a.Ack.Note); err != nil {
-		return store.Alert{}, err
-	}
-	a.Kind = store.AlertKind(kind)
-	a.RaisedAt, a.LastSeenAt, a.ResolvedAt = fromMicros(raised), fromMicros(lastSeen), fromNullMicros(resolved)
-	if ackBy.Valid && ackAt.Valid {
-		a.Ack.By, a.Ack.At = ackBy.String, fromMicros(ackAt.Int64)
-	} else {
-		a.Ack = store.AlertAck{}
-	}
-	if err := json.Unmarshal([]byte(details), &a.Details); err != nil {
-		return store.Alert{}, fmt.Errorf("alert %d: details: %w", a.ID, err)
-	}
-	if len(a.Details) == 0 {
-		a.Details = nil
-	}
-	return a, nil
-}
-
 // AlertRaise opens or refreshes the alert of (p.Kind, p.Subject), ending
 // its acknowledgement when p.Fingerprint changes it; see store.Monitor. The
 // immediate transaction holds the file's write lock, so the probe for an
@@ -191,17 +115,15 @@ func (s *Store) AlertRaise(ctx context.Context, p store.AlertRaiseParams) (res s
 	if s.closed.Load() {
 		return store.AlertRaiseResult{}, closedError("raise alert")
 	}
-	details := []byte("{}")
-	if len(p.Details) > 0 {
-		if details, err = json.Marshal(p.Details); err != nil {
-			return store.AlertRaiseResult{}, fmt.Errorf("sqlite: raise alert %s %q: %w", p.Kind, p.Subject, err)
-		}
+	details, err := sqlstore.DetailsJSON(p.Details)
+	if err != nil {
+		return store.AlertRaiseResult{}, fmt.Errorf("sqlite: raise alert %s %q: %w", p.Kind, p.Subject, err)
 	}
 	now := micros(s.now(time.Time{}))
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		res = store.AlertRaiseResult{}
-		open, err := scanAlert(tx.QueryRowContext(ctx,
-			`SELECT `+alertColumns+` FROM cronfence_alerts WHERE kind = ? AND subject = ? AND resolved_at IS NULL`,
+		open, err := decode.Alert(tx.QueryRowContext(ctx,
+			`SELECT `+sqlstore.AlertColumns+` FROM cronfence_alerts WHERE kind = ? AND subject = ? AND resolved_at IS NULL`,
 			string(p.Kind), p.Subject))
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
@@ -211,7 +133,7 @@ func (s *Store) AlertRaise(ctx context.Context, p store.AlertRaiseParams) (res s
 		case !open.Ack.IsZero() && open.Fingerprint != p.Fingerprint:
 			res.EndedAck = open.Ack
 		}
-		res.Alert, err = scanAlert(tx.QueryRowContext(ctx, `
+		res.Alert, err = decode.Alert(tx.QueryRowContext(ctx, `
 			INSERT INTO cronfence_alerts (kind, subject, message, details, raised_by, raised_at, last_seen_at, fingerprint)
 			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7)
 			ON CONFLICT (kind, subject) WHERE resolved_at IS NULL DO UPDATE SET
@@ -222,8 +144,8 @@ func (s *Store) AlertRaise(ctx context.Context, p store.AlertRaiseParams) (res s
 				acknowledged_by   = CASE WHEN fingerprint = excluded.fingerprint THEN acknowledged_by END,
 				acknowledged_at   = CASE WHEN fingerprint = excluded.fingerprint THEN acknowledged_at END,
 				acknowledged_note = CASE WHEN fingerprint = excluded.fingerprint THEN acknowledged_note ELSE '' END
-			RETURNING `+alertColumns,
-			string(p.Kind), p.Subject, p.Message, string(details), p.RaisedBy, now, p.Fingerprint,
+			RETURNING `+sqlstore.AlertColumns,
+			string(p.Kind), p.Subject, p.Message, details, p.RaisedBy, now, p.Fingerprint,
 		))
 		return err
 	})
@@ -244,10 +166,10 @@ func (s *Store) AlertAcknowledge(ctx context.Context, p store.AlertAcknowledgePa
 	}
 	now := micros(s.now(time.Time{}))
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
-		alert, err = scanAlert(tx.QueryRowContext(ctx, `
+		alert, err = decode.Alert(tx.QueryRowContext(ctx, `
 			UPDATE cronfence_alerts SET acknowledged_by = ?, acknowledged_at = ?, acknowledged_note = ?
 			WHERE kind = ? AND subject = ? AND resolved_at IS NULL AND (? = 0 OR id = ?)
-			RETURNING `+alertColumns,
+			RETURNING `+sqlstore.AlertColumns,
 			p.By, now, p.Note, string(p.Kind), p.Subject, p.ID, p.ID,
 		))
 		return err // none open: sql.ErrNoRows, ErrNotFound to the caller
@@ -268,10 +190,10 @@ func (s *Store) AlertResolve(ctx context.Context, kind store.AlertKind, subject 
 	}
 	now := micros(s.now(time.Time{}))
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
-		alert, err = scanAlert(tx.QueryRowContext(ctx, `
+		alert, err = decode.Alert(tx.QueryRowContext(ctx, `
 			UPDATE cronfence_alerts SET resolved_at = ?
 			WHERE kind = ? AND subject = ? AND resolved_at IS NULL
-			RETURNING `+alertColumns,
+			RETURNING `+sqlstore.AlertColumns,
 			now, string(kind), subject,
 		))
 		if errors.Is(err, sql.ErrNoRows) {
@@ -298,40 +220,9 @@ func (s *Store) AlertList(ctx context.Context, p store.AlertListParams) ([]store
 	if err := s.checkSchema(ctx, s.db); err != nil {
 		return nil, s.errorf(err, "list alerts")
 	}
-	var (
-		where []string
-		args  []any
-	)
-	if p.OpenOnly {
-		where = append(where, "resolved_at IS NULL")
-	}
-	if p.Kind != "" {
-		where, args = append(where, "kind = ?"), append(args, string(p.Kind))
-	}
-	if p.Subject != "" {
-		where, args = append(where, "subject = ?"), append(args, p.Subject)
-	}
-	query := `SELECT ` + alertColumns + ` FROM cronfence_alerts`
-	if len(where) > 0 {
-		query += ` WHERE ` + strings.Join(where, " AND ")
-	}
-	query += ` ORDER BY id DESC LIMIT ?`
-	args = append(args, p.EffectiveLimit())
-
-	rows, err := s.db.QueryContext(ctx, query, args...)
+	query, args := sqlstore.AlertListQuery("cronfence_alerts", p)
+	alerts, err := sqlstore.Query(ctx, s.db, decode.Alert, query, args...)
 	if err != nil {
-		return nil, s.errorf(err, "list alerts")
-	}
-	defer rows.Close()
-	var alerts []store.Alert
-	for rows.Next() {
-		a, err := scanAlert(rows)
-		if err != nil {
-			return nil, s.errorf(err, "list alerts")
-		}
-		alerts = append(alerts, a)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, s.errorf(err, "list alerts")
 	}
 	return alerts, nil
@@ -353,23 +244,13 @@ func (s *Store) LeaseList(ctx context.Context, p store.LeaseListParams) (store.L
 		return store.LeaseListResult{}, s.errorf(err, "list leases")
 	}
 	res := store.LeaseListResult{Now: s.now(p.Now)}
-	rows, err := s.db.QueryContext(ctx, `
-		SELECT `+leaseColumns+` FROM cronfence_leases
+	var err error
+	res.Leases, err = sqlstore.Query(ctx, s.db, decode.Lease, `
+		SELECT `+sqlstore.LeaseColumns+` FROM cronfence_leases
 		WHERE expires_at > ?1 AND substr(name, 1, length(?2)) = ?2
 		ORDER BY name LIMIT ?3`,
 		micros(res.Now), p.Prefix, p.EffectiveLimit())
 	if err != nil {
-		return store.LeaseListResult{}, s.errorf(err, "list leases")
-	}
-	defer rows.Close()
-	for rows.Next() {
-		l, err := scanLease(rows)
-		if err != nil {
-			return store.LeaseListResult{}, s.errorf(err, "list leases")
-		}
-		res.Leases = append(res.Leases, l)
-	}
-	if err := rows.Err(); err != nil {
 		return store.LeaseListResult{}, s.errorf(err, "list leases")
 	}
 	return res, nil

@@ -3,38 +3,12 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"strings"
 	"time"
 
 	"github.com/cronfence/cronfence/store"
+	"github.com/cronfence/cronfence/store/internal/sqlstore"
 )
-
-const runColumns = `id, job, slot, manual, catch_up, owner, generation, lease_name, attempt,
-	started_at, finished_at, success, skipped, reason, error, logs`
-
-func scanRun(row interface{ Scan(...any) error }) (store.Run, error) {
-	var (
-		r                 store.Run
-		slot              sql.NullInt64
-		started, finished int64
-		logs              string
-	)
-	if err := row.Scan(&r.ID, &r.Job, &slot, &r.Manual, &r.CatchUp, &r.Owner, &r.Generation, &r.LeaseName, &r.Attempt,
-		&started, &finished, &r.Success, &r.Skipped, &r.Reason, &r.Error, &logs); err != nil {
-		return store.Run{}, err
-	}
-	r.Slot, r.StartedAt, r.FinishedAt = fromNullMicros(slot), fromMicros(started), fromMicros(finished)
-	if err := json.Unmarshal([]byte(logs), &r.Logs); err != nil {
-		return store.Run{}, fmt.Errorf("run %d: logs: %w", r.ID, err)
-	}
-	if len(r.Logs) == 0 {
-		r.Logs = nil // as Run.Bounded leaves an empty log
-	}
-	return r, nil
-}
 
 // RunInsert writes one run row and returns it as stored: bounded, with its
 // id and times in UTC at microsecond precision. A zero StartedAt is now; a
@@ -62,7 +36,7 @@ func (s *Store) RunInsert(ctx context.Context, run store.Run) (store.Run, error)
 // stored, with the time defaults of RunInsert. A holding (lease name,
 // generation) has one run row: for one that has it already it writes
 // nothing and returns that row.
-func insertRun(ctx context.Context, q querier, run store.Run, now time.Time) (store.Run, error) {
+func insertRun(ctx context.Context, q sqlstore.Querier, run store.Run, now time.Time) (store.Run, error) {
 	return writeRun(ctx, q, run, now, false)
 }
 
@@ -71,28 +45,14 @@ func insertRun(ctx context.Context, q querier, run store.Run, now time.Time) (st
 // row, but a row another replica wrote for the holding as it found the run
 // dead (store.ReasonInterrupted) stands in for the end until it comes, and
 // is replaced by it, keeping its id.
-func finishRun(ctx context.Context, q querier, run store.Run, now time.Time) (store.Run, error) {
+func finishRun(ctx context.Context, q sqlstore.Querier, run store.Run, now time.Time) (store.Run, error) {
 	return writeRun(ctx, q, run, now, true)
 }
 
-func writeRun(ctx context.Context, q querier, run store.Run, now time.Time, ownEnd bool) (store.Run, error) {
-	run.Slot = normalize(run.Slot)
-	run.StartedAt, run.FinishedAt = normalize(run.StartedAt), normalize(run.FinishedAt)
-	if run.FinishedAt.IsZero() {
-		run.FinishedAt = run.StartedAt // a skip is an instant
-	}
-	if run.StartedAt.IsZero() {
-		run.StartedAt = now
-	}
-	if run.FinishedAt.IsZero() {
-		run.FinishedAt = now
-	}
-	logs := []byte("[]")
-	if len(run.Logs) > 0 {
-		var err error
-		if logs, err = json.Marshal(run.Logs); err != nil {
-			return store.Run{}, err
-		}
+func writeRun(ctx context.Context, q sqlstore.Querier, run store.Run, now time.Time, ownEnd bool) (store.Run, error) {
+	run, logs, err := sqlstore.RunRow(run, now)
+	if err != nil {
+		return store.Run{}, err
 	}
 	conflict := `DO NOTHING`
 	if ownEnd {
@@ -102,20 +62,20 @@ func writeRun(ctx context.Context, q querier, run store.Run, now time.Time, ownE
 			skipped = excluded.skipped, reason = excluded.reason, error = excluded.error, logs = excluded.logs
 			WHERE cronfence_runs.reason = '` + store.ReasonInterrupted + `'`
 	}
-	err := q.QueryRowContext(ctx, `
+	err = q.QueryRowContext(ctx, `
 		INSERT INTO cronfence_runs (job, slot, manual, catch_up, owner, generation, lease_name, attempt,
 			started_at, finished_at, success, skipped, reason, error, logs)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (lease_name, generation) WHERE lease_name <> '' `+conflict+`
 		RETURNING id`,
 		run.Job, nullMicros(run.Slot), run.Manual, run.CatchUp, run.Owner, run.Generation, run.LeaseName, run.Attempt,
-		micros(run.StartedAt), micros(run.FinishedAt), run.Success, run.Skipped, run.Reason, run.Error, string(logs),
+		micros(run.StartedAt), micros(run.FinishedAt), run.Success, run.Skipped, run.Reason, run.Error, logs,
 	).Scan(&run.ID)
 	if errors.Is(err, sql.ErrNoRows) {
 		// The holding's row is there already (only a holding's insert can
 		// conflict): return it.
-		return scanRun(q.QueryRowContext(ctx,
-			`SELECT `+runColumns+` FROM cronfence_runs WHERE lease_name = ? AND generation = ?`, run.LeaseName, run.Generation))
+		return decode.Run(q.QueryRowContext(ctx,
+			`SELECT `+sqlstore.RunColumns+` FROM cronfence_runs WHERE lease_name = ? AND generation = ?`, run.LeaseName, run.Generation))
 	}
 	if err != nil {
 		return store.Run{}, err
@@ -135,8 +95,8 @@ func (s *Store) RunGet(ctx context.Context, leaseName string, generation int64) 
 	if err := s.checkSchema(ctx, s.db); err != nil {
 		return store.Run{}, s.errorf(err, "get the run of lease %q at generation %d", leaseName, generation)
 	}
-	run, err := scanRun(s.db.QueryRowContext(ctx,
-		`SELECT `+runColumns+` FROM cronfence_runs WHERE lease_name = ? AND generation = ? AND lease_name <> ''`, leaseName, generation))
+	run, err := decode.Run(s.db.QueryRowContext(ctx,
+		`SELECT `+sqlstore.RunColumns+` FROM cronfence_runs WHERE lease_name = ? AND generation = ? AND lease_name <> ''`, leaseName, generation))
 	if err != nil {
 		return store.Run{}, s.errorf(err, "get the run of lease %q at generation %d", leaseName, generation)
 	}
@@ -145,9 +105,8 @@ func (s *Store) RunGet(ctx context.Context, leaseName string, generation int64) 
 
 // RunList returns run rows newest start first (see store.Store), optionally
 // of one job and past the cursor p.Before, at most p.EffectiveLimit() of
-// them. The query is built from only the conditions in use so SQLite can
-// walk cronfence_runs_job_started (migration 6) backwards and stop at the
-// limit.
+// them, walking cronfence_runs_job_started (migration 6) backwards (see
+// sqlstore.RunListQuery).
 func (s *Store) RunList(ctx context.Context, p store.RunListParams) ([]store.Run, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -158,24 +117,10 @@ func (s *Store) RunList(ctx context.Context, p store.RunListParams) ([]store.Run
 	if err := s.checkSchema(ctx, s.db); err != nil {
 		return nil, s.errorf(err, "list runs")
 	}
-	var (
-		where []string
-		args  []any
-	)
-	if p.Job != "" {
-		where, args = append(where, "job = ?"), append(args, p.Job)
-	}
-	if c := p.Before; !c.IsZero() {
-		where, args = append(where, "(started_at, id) < (?, ?)"), append(args, micros(normalize(c.StartedAt)), c.ID)
-	}
-	query := `SELECT ` + runColumns + ` FROM cronfence_runs`
-	if len(where) > 0 {
-		query += ` WHERE ` + strings.Join(where, " AND ")
-	}
-	query += ` ORDER BY started_at DESC, id DESC LIMIT ?`
-	args = append(args, p.EffectiveLimit())
-
-	runs, err := listRuns(ctx, s.db, query, args)
+	query, args := sqlstore.RunListQuery("cronfence_runs", p, func(c store.RunCursor) (string, []any) {
+		return "(started_at, id) < (?, ?)", []any{micros(sqlstore.Normalize(c.StartedAt)), c.ID}
+	})
+	runs, err := sqlstore.Query(ctx, s.db, decode.Run, query, args...)
 	if err != nil {
 		return nil, s.errorf(err, "list runs")
 	}
@@ -202,28 +147,11 @@ func (s *Store) RunListPerJob(ctx context.Context, p store.RunListPerJobParams) 
 	defer tx.Rollback() //nolint:errcheck // read only
 	out := make([][]store.Run, len(p.Jobs))
 	for i, job := range p.Jobs {
-		if out[i], err = listRuns(ctx, tx, `SELECT `+runColumns+` FROM cronfence_runs WHERE job = ? ORDER BY id DESC LIMIT ?`, []any{job, p.Limit}); err != nil {
+		if out[i], err = sqlstore.Query(ctx, tx, decode.Run, `SELECT `+sqlstore.RunColumns+` FROM cronfence_runs WHERE job = ? ORDER BY id DESC LIMIT ?`, job, p.Limit); err != nil {
 			return nil, s.errorf(err, "list runs of job %q", job)
 		}
 	}
 	return out, nil
-}
-
-func listRuns(ctx context.Context, q querier, query string, args []any) ([]store.Run, error) {
-	rows, err := q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var runs []store.Run
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, err
-		}
-		runs = append(runs, r)
-	}
-	return runs, rows.Err()
 }
 
 // RunInterrupted records dead holdings' attempts as interrupted run rows,
@@ -243,13 +171,13 @@ func (s *Store) RunInterrupted(ctx context.Context, items []store.RunInterrupted
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		runs = runs[:0]
 		for _, p := range items {
-			p.Slot = normalize(p.Slot)
+			p.Slot = sqlstore.Normalize(p.Slot)
 			var (
-				attempts     int
-				started      int64
-				lease        store.Lease
-				name         sql.NullString
-				gen, expires sql.NullInt64
+				attempts int
+				started  time.Time
+				lease    store.Lease
+				name     sql.NullString
+				gen      sql.NullInt64
 			)
 			err := tx.QueryRowContext(ctx, `
 				SELECT s.attempts, s.started_at, l.name, l.generation, l.expires_at
@@ -258,19 +186,19 @@ func (s *Store) RunInterrupted(ctx context.Context, items []store.RunInterrupted
 				 WHERE s.job = ? AND s.slot = ? AND s.status = 'running'
 				   AND s.lease_name = ? AND s.owner = ? AND s.generation = ?`,
 				p.Job, micros(p.Slot), p.LeaseName, p.Owner, p.Generation,
-			).Scan(&attempts, &started, &name, &gen, &expires)
+			).Scan(&attempts, decode.Instant(&started), &name, &gen, decode.Instant(&lease.ExpiresAt))
 			if errors.Is(err, sql.ErrNoRows) {
 				continue // ended, or resumed: no longer this holding's
 			}
 			if err != nil {
 				return err
 			}
-			lease.Name, lease.Generation, lease.ExpiresAt = name.String, gen.Int64, fromNullMicros(expires)
+			lease.Name, lease.Generation = name.String, gen.Int64
 			dead, how, ended := store.DeadHolding(p.Generation, lease, false, now)
 			if !dead {
 				continue
 			}
-			run, err := insertRun(ctx, tx, p.Run(attempts, fromMicros(started), how, ended), now)
+			run, err := insertRun(ctx, tx, p.Run(attempts, started, how, ended), now)
 			if err != nil {
 				return err
 			}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 
 	"github.com/cronfence/cronfence/store"
+	"github.com/cronfence/cronfence/store/internal/sqlstore"
 )
 
 // SlotSkip records slots that nobody will run as skipped, each with a skip
@@ -24,7 +25,7 @@ func (s *Store) SlotSkip(ctx context.Context, items []store.SlotSkipParams) ([]s
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		runs = runs[:0]
 		for _, p := range items {
-			slot, after := normalize(p.Slot), normalize(p.After)
+			slot, after := sqlstore.Normalize(p.Slot), sqlstore.Normalize(p.After)
 			if after.After(now) {
 				continue // not given up yet by the database clock
 			}

@@ -9,27 +9,12 @@ import (
 	"time"
 
 	"github.com/cronfence/cronfence/store"
+	"github.com/cronfence/cronfence/store/internal/sqlstore"
 )
 
-const slotColumns = `job, slot, status, owner, lease_name, generation, attempts, started_at, finished_at`
-
-func scanSlot(row interface{ Scan(...any) error }) (store.Slot, error) {
-	var (
-		sl            store.Slot
-		slot, started int64
-		finished      sql.NullInt64
-		status        string
-	)
-	if err := row.Scan(&sl.Job, &slot, &status, &sl.Owner, &sl.LeaseName, &sl.Generation, &sl.Attempts, &started, &finished); err != nil {
-		return store.Slot{}, err
-	}
-	sl.Slot, sl.Status, sl.StartedAt, sl.FinishedAt = fromMicros(slot), store.SlotStatus(status), fromMicros(started), fromNullMicros(finished)
-	return sl, nil
-}
-
-func getSlot(ctx context.Context, q querier, job string, slot time.Time) (store.Slot, error) {
-	return scanSlot(q.QueryRowContext(ctx,
-		`SELECT `+slotColumns+` FROM cronfence_slots WHERE job = ? AND slot = ?`, job, micros(slot)))
+func getSlot(ctx context.Context, q sqlstore.Querier, job string, slot time.Time) (store.Slot, error) {
+	return decode.Slot(q.QueryRowContext(ctx,
+		`SELECT `+sqlstore.SlotColumns+` FROM cronfence_slots WHERE job = ? AND slot = ?`, job, micros(slot)))
 }
 
 // SlotClaim claims (p.Job, p.Slot) under the lease p.LeaseName: a batch of
@@ -68,7 +53,7 @@ func (s *Store) SlotClaimBatch(ctx context.Context, items []store.SlotClaimParam
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		for i, p := range items {
 			at = i
-			r, err := claimSlot(ctx, tx, p, normalize(p.Slot), now)
+			r, err := claimSlot(ctx, tx, p, sqlstore.Normalize(p.Slot), now)
 			if err != nil {
 				return err
 			}
@@ -77,12 +62,7 @@ func (s *Store) SlotClaimBatch(ctx context.Context, items []store.SlotClaimParam
 		return nil
 	})
 	if err != nil {
-		p := items[at]
-		what := fmt.Sprintf("claim slot %s of job %q", normalize(p.Slot).Format(time.RFC3339Nano), p.Job)
-		if len(items) > 1 {
-			what += fmt.Sprintf(" (item %d of %d)", at, len(items))
-		}
-		return nil, s.errorf(err, "%s", what)
+		return nil, s.errorf(err, "%s", sqlstore.ClaimWhat(items, at))
 	}
 	return results, nil
 }
@@ -158,29 +138,21 @@ func claimSlot(ctx context.Context, tx *sql.Tx, p store.SlotClaimParams, slot, n
 		return res, nil
 	}
 	if found {
-		switch existing.Status {
-		case store.SlotCompleted:
-			return refuse(store.ClaimCompleted, store.Lease{})
-		case store.SlotSkipped:
-			return refuse(store.ClaimSkipped, store.Lease{})
-		case store.SlotFailed:
-			if !p.RetriesFailed(existing.Attempts) {
-				return refuse(store.ClaimFailed, store.Lease{})
-			}
-		case store.SlotRunning:
+		why, guard, err := sqlstore.Refusal(p, existing, func() (store.Lease, bool, error) {
 			// The run is alive while the exact holding that claimed it is.
-			guard, err := scanLease(tx.QueryRowContext(ctx,
-				`SELECT `+leaseColumns+` FROM cronfence_leases WHERE name = ? AND generation = ? AND expires_at > ?`,
+			guard, err := decode.Lease(tx.QueryRowContext(ctx,
+				`SELECT `+sqlstore.LeaseColumns+` FROM cronfence_leases WHERE name = ? AND generation = ? AND expires_at > ?`,
 				existing.LeaseName, existing.Generation, micros(now)))
-			if err == nil {
-				return refuse(store.ClaimHeld, guard)
+			if errors.Is(err, sql.ErrNoRows) {
+				return store.Lease{}, false, nil
 			}
-			if !errors.Is(err, sql.ErrNoRows) {
-				return store.SlotClaimResult{}, err
-			}
+			return guard, err == nil, err
+		})
+		if err != nil {
+			return store.SlotClaimResult{}, err
 		}
-		if existing.Attempts >= p.MaxAttempts {
-			return refuse(store.ClaimAttemptsExhausted, store.Lease{})
+		if why != "" {
+			return refuse(why, guard)
 		}
 	}
 
@@ -195,7 +167,7 @@ func claimSlot(ctx context.Context, tx *sql.Tx, p store.SlotClaimParams, slot, n
 	// A new claim starts at attempt 1; a failed, buffered (attempts 0) or
 	// interrupted one is taken over with one more attempt. The completed and
 	// skipped cases were refused above.
-	claimed, err := scanSlot(tx.QueryRowContext(ctx, `
+	claimed, err := decode.Slot(tx.QueryRowContext(ctx, `
 		INSERT INTO cronfence_slots (job, slot, status, owner, lease_name, generation, attempts, started_at, finished_at)
 		VALUES (?1, ?2, 'running', ?3, ?4, ?5, 1, ?6, NULL)
 		ON CONFLICT (job, slot) DO UPDATE SET
@@ -206,7 +178,7 @@ func claimSlot(ctx context.Context, tx *sql.Tx, p store.SlotClaimParams, slot, n
 			attempts    = cronfence_slots.attempts + 1,
 			started_at  = excluded.started_at,
 			finished_at = NULL
-		RETURNING `+slotColumns,
+		RETURNING `+sqlstore.SlotColumns,
 		p.Job, micros(slot), p.Owner, p.LeaseName, lease.Generation, micros(now),
 	))
 	if err != nil {
@@ -222,7 +194,7 @@ func claimSlot(ctx context.Context, tx *sql.Tx, p store.SlotClaimParams, slot, n
 // so: a broken pause table fails open rather than stopping every job. The
 // failed read leaves the transaction usable: SQLite fails that statement
 // only.
-func jobEnabled(ctx context.Context, q querier, job string, declared bool) (enabled, overridden, unread bool, err error) {
+func jobEnabled(ctx context.Context, q sqlstore.Querier, job string, declared bool) (enabled, overridden, unread bool, err error) {
 	var override sql.NullBool
 	err = q.QueryRowContext(ctx, `SELECT enabled_override FROM cronfence_job_state WHERE job = ?`, job).Scan(&override)
 	switch {
@@ -266,21 +238,17 @@ func settlePaused(ctx context.Context, tx *sql.Tx, p store.SlotClaimParams, slot
 	); err != nil {
 		return store.Run{}, err
 	}
-	return insertRun(ctx, tx, store.Run{
-		Job: p.Job, Slot: slot, CatchUp: p.CatchUp, Owner: p.Owner,
-		StartedAt: now, FinishedAt: now, Success: true, Skipped: true,
-		Reason: string(store.ClaimPaused), Logs: []string{store.PausedSkipLine(overridden)},
-	}.Bounded(), now)
+	return insertRun(ctx, tx, sqlstore.PausedSkipRun(p, slot, now, overridden), now)
 }
 
 // recordOverlap answers a claim whose gate passed but whose lease is held by
 // another run (the previous slot's, or a manual one): refused with
 // already_executing, naming holder. A slot with no row yet is recorded, by
 // exactly one replica since the transaction holds the write lock and the
-// insert does nothing on conflict: buffered when p.Overlap is buffer-one,
-// or the holder took the lease after the slot's instant, and the job has no
-// buffered slot yet, otherwise skipped, with a skip run row naming the
-// holder. Both are owned by p.Owner at generation 0, attempts 0.
+// insert does nothing on conflict: buffered when it may be
+// (sqlstore.MayBuffer) and the job has no buffered slot yet, otherwise
+// skipped, with a skip run row naming the holder. Both are owned by p.Owner
+// at generation 0, attempts 0.
 // A slot that has a row (failed, buffered, interrupted) is left as it is.
 func recordOverlap(ctx context.Context, tx *sql.Tx, p store.SlotClaimParams, slot, now time.Time,
 	existing store.Slot, found bool, holder store.Lease) (store.SlotClaimResult, error) {
@@ -289,12 +257,7 @@ func recordOverlap(ctx context.Context, tx *sql.Tx, p store.SlotClaimParams, slo
 		return res, nil
 	}
 	status := store.SlotSkipped
-	// A holder that took the lease after the slot came due is no overlap:
-	// the lease was free at the slot's instant, and this claim arrived
-	// late (a catch-up or resumed run of an earlier slot started first).
-	// The slot waits for that run, whatever the policy.
-	late := holder.AcquiredAt.After(slot)
-	if p.Overlap == store.OverlapBuffer || late {
+	if sqlstore.MayBuffer(p, slot, holder) {
 		var buffered bool
 		if err := tx.QueryRowContext(ctx,
 			`SELECT EXISTS (SELECT 1 FROM cronfence_slots WHERE job = ? AND status = 'buffered')`, p.Job,
@@ -325,11 +288,7 @@ func recordOverlap(ctx context.Context, tx *sql.Tx, p store.SlotClaimParams, slo
 	if status != store.SlotSkipped {
 		return res, nil
 	}
-	res.SkipRun, err = insertRun(ctx, tx, store.Run{
-		Job: p.Job, Slot: slot, CatchUp: p.CatchUp, Owner: p.Owner,
-		StartedAt: now, FinishedAt: now, Success: true, Skipped: true,
-		Reason: string(store.ClaimHeld), Logs: []string{store.OverlapSkipLine(p.LeaseName, holder)},
-	}.Bounded(), now)
+	res.SkipRun, err = insertRun(ctx, tx, sqlstore.OverlapSkipRun(p, slot, now, holder), now)
 	if err != nil {
 		return store.SlotClaimResult{}, err
 	}
@@ -356,7 +315,7 @@ func (s *Store) SlotFinish(ctx context.Context, p store.SlotFinishParams) (store
 		return err
 	})
 	if err != nil {
-		return store.SlotFinishResult{}, s.finishError(err, p.Job, slot)
+		return store.SlotFinishResult{}, s.errorf(err, "%s", sqlstore.FinishWhat(p.Job, slot))
 	}
 	return res, nil
 }
@@ -389,38 +348,27 @@ func (s *Store) SlotFinishBatch(ctx context.Context, items []store.SlotFinishPar
 		return nil
 	})
 	if err != nil {
-		return nil, s.finishError(err, items[0].Job, slots[0])
+		return nil, s.errorf(err, "%s", sqlstore.FinishWhat(items[0].Job, slots[0]))
 	}
 	return results, nil
 }
 
-// finishArgs checks a finish and returns its run row and slot as written.
+// finishArgs checks a finish and returns its run row and slot as written
+// (sqlstore.FinishArgs).
 func (s *Store) finishArgs(p store.SlotFinishParams) (store.Run, time.Time, error) {
-	if err := p.Validate(); err != nil {
-		return store.Run{}, time.Time{}, err
+	run, slot, err := sqlstore.FinishArgs(p)
+	if err == nil && s.closed.Load() {
+		err = closedError("finish slot")
 	}
-	slot := normalize(p.Slot)
-	run := p.Run
-	run.Job, run.Slot, run.Owner, run.Generation, run.LeaseName = p.Job, slot, p.Owner, p.Generation, p.LeaseName
-	if err := run.Validate(); err != nil {
-		return store.Run{}, time.Time{}, err
-	}
-	if s.closed.Load() {
-		return store.Run{}, time.Time{}, closedError("finish slot")
-	}
-	return run.Bounded(), slot, nil
-}
-
-func (s *Store) finishError(err error, job string, slot time.Time) error {
-	if slot.IsZero() {
-		return s.errorf(err, "finish manual run of job %q", job)
-	}
-	return s.errorf(err, "finish slot %s of job %q", slot.Format(time.RFC3339Nano), job)
+	return run, slot, err
 }
 
 // finishIn is one finish inside tx, at now.
 func finishIn(ctx context.Context, tx *sql.Tx, p store.SlotFinishParams, run store.Run, slot, now time.Time) (store.SlotFinishResult, error) {
-	var res store.SlotFinishResult
+	var (
+		res     store.SlotFinishResult
+		started time.Time
+	)
 	if !slot.IsZero() {
 		// RETURNING started_at gives the run row its default start: the
 		// start of this very claim, known only when the claim is still
@@ -431,7 +379,6 @@ func finishIn(ctx context.Context, tx *sql.Tx, p store.SlotFinishParams, run sto
 		// not taken for this holding's: SlotAbandon may have ended it.
 		// Status running leaves a running slot running (for a resume)
 		// and unfinished.
-		var started int64
 		var status string
 		err := tx.QueryRowContext(ctx, `
 			UPDATE cronfence_slots
@@ -442,35 +389,17 @@ func finishIn(ctx context.Context, tx *sql.Tx, p store.SlotFinishParams, run sto
 			  AND status IN ('running', 'completed')
 			RETURNING started_at, status`,
 			string(p.Status), micros(now), p.Job, micros(slot), p.Owner, p.LeaseName, p.Generation, nullMicros(p.RetryUntil),
-		).Scan(&started, &status)
-		switch {
-		case err == nil:
-			res.SlotUpdated, res.SlotStatus = true, store.SlotStatus(status)
-			if run.StartedAt.IsZero() {
-				run.StartedAt = fromMicros(started)
-			}
-			if p.NotCompleted(res.SlotStatus) {
-				run.Success, run.Error = false, store.Run{Error: p.NotCompletedError}.Bounded().Error
-			}
-		case !errors.Is(err, sql.ErrNoRows):
+		).Scan(decode.Instant(&started), &status)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return res, err
-		default:
-			// Taken over: the row records that, not the handler's
-			// verdict, which no longer counts for the slot; for a run
-			// left to resume, the resume that followed.
-			run.Success, run.Error = false, store.TakenOverError(p.Generation, run.Error)
-			if p.Status == store.SlotRunning && p.NotCompletedError != "" {
-				run.Error = store.Run{Error: p.NotCompletedError}.Bounded().Error
-			}
 		}
+		res.SlotUpdated, res.SlotStatus = err == nil, store.SlotStatus(status)
 	}
+	run = sqlstore.FinishedRun(p, run, res, started, now)
 	var err error
 	res.LeaseReleased, err = releaseLease(ctx, tx, store.LeaseRef{Name: p.LeaseName, Owner: p.Owner, Generation: p.Generation}, now)
 	if err != nil {
 		return res, err
-	}
-	if run.FinishedAt.IsZero() {
-		run.FinishedAt = now // the slot's finish, whatever the start
 	}
 	if res.Run, err = finishRun(ctx, tx, run, now); err != nil {
 		return res, err
@@ -487,7 +416,7 @@ func (s *Store) SlotGet(ctx context.Context, job string, slot time.Time) (store.
 	if s.closed.Load() {
 		return store.Slot{}, closedError("get slot")
 	}
-	slot = normalize(slot)
+	slot = sqlstore.Normalize(slot)
 	if err := s.checkSchema(ctx, s.db); err != nil {
 		return store.Slot{}, s.errorf(err, "get slot of job %q", job)
 	}
@@ -509,30 +438,18 @@ func (s *Store) SlotListInterrupted(ctx context.Context) ([]store.Slot, error) {
 	if err := s.checkSchema(ctx, s.db); err != nil {
 		return nil, s.errorf(err, "list interrupted slots")
 	}
-	rows, err := s.db.QueryContext(ctx, `
-		SELECT `+prefixed("s.", slotColumns)+`
+	slots, err := sqlstore.Query(ctx, s.db, decode.Slot, `
+		SELECT `+sqlstore.Prefixed("s.", sqlstore.SlotColumns)+`
 		  FROM cronfence_slots s
 		  LEFT JOIN cronfence_leases l ON l.name = s.lease_name
 		 WHERE s.status = 'running'
 		   AND (l.name IS NULL OR l.generation <> s.generation OR l.expires_at <= ?1)
 		UNION ALL
-		SELECT `+prefixed("s.", slotColumns)+`
+		SELECT `+sqlstore.Prefixed("s.", sqlstore.SlotColumns)+`
 		  FROM cronfence_slots s
 		 WHERE s.status = 'failed' AND s.retry_until IS NOT NULL AND s.retry_until > ?1
 		 ORDER BY 2`, micros(s.now(time.Time{})))
 	if err != nil {
-		return nil, s.errorf(err, "list interrupted slots")
-	}
-	defer rows.Close()
-	var slots []store.Slot
-	for rows.Next() {
-		sl, err := scanSlot(rows)
-		if err != nil {
-			return nil, s.errorf(err, "list interrupted slots")
-		}
-		slots = append(slots, sl)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, s.errorf(err, "list interrupted slots")
 	}
 	return slots, nil
@@ -547,14 +464,14 @@ func (s *Store) SlotAbandon(ctx context.Context, p store.SlotAbandonParams) (res
 	if s.closed.Load() {
 		return store.SlotFinishResult{}, closedError("abandon slot")
 	}
-	now, slot := s.now(p.Now), normalize(p.Slot)
+	now, slot := s.now(p.Now), sqlstore.Normalize(p.Slot)
 	p.Slot = slot
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		// Dead as SlotListInterrupted has it, for Grace: the claim's
 		// generation expired, or a later one took the lease, before
 		// now - Grace.
 		var attempts int
-		var started int64
+		var started time.Time
 		err := tx.QueryRowContext(ctx, `
 			UPDATE cronfence_slots SET status = 'failed', finished_at = ?1
 			WHERE job = ?2 AND slot = ?3 AND lease_name = ?4 AND owner = ?5 AND generation = ?6
@@ -564,7 +481,7 @@ func (s *Store) SlotAbandon(ctx context.Context, p store.SlotAbandonParams) (res
 			                     AND CASE WHEN l.generation = ?6 THEN l.expires_at ELSE l.acquired_at END > ?8)
 			RETURNING attempts, started_at`,
 			micros(now), p.Job, micros(slot), p.LeaseName, p.Owner, p.Generation, p.MaxAttempts, micros(now.Add(-p.Grace)),
-		).Scan(&attempts, &started)
+		).Scan(&attempts, decode.Instant(&started))
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil // alive again, finished, or attempts left: not ours to end
 		}
@@ -577,7 +494,7 @@ func (s *Store) SlotAbandon(ctx context.Context, p store.SlotAbandonParams) (res
 			return err
 		}
 		_, how, ended := store.DeadHolding(p.Generation, lease, false, now)
-		if res.Run, err = insertRun(ctx, tx, p.Run(attempts, fromMicros(started), how, ended), now); err != nil {
+		if res.Run, err = insertRun(ctx, tx, p.Run(attempts, started, how, ended), now); err != nil {
 			return err
 		}
 		res.Buffered, err = earliestBuffered(ctx, tx, p.Job)
@@ -591,23 +508,14 @@ func (s *Store) SlotAbandon(ctx context.Context, p store.SlotAbandonParams) (res
 
 // earliestBuffered is the job's earliest buffered slot, waiting for the
 // run that is ending; zero when none.
-func earliestBuffered(ctx context.Context, q querier, job string) (time.Time, error) {
-	var buffered sql.NullInt64
-	err := q.QueryRowContext(ctx, `SELECT min(slot) FROM cronfence_slots WHERE job = ? AND status = 'buffered'`, job).Scan(&buffered)
-	return fromNullMicros(buffered), err
-}
-
-// prefixed qualifies each of a comma-separated column list with prefix.
-func prefixed(prefix, columns string) string {
-	parts := strings.Split(columns, ",")
-	for i, c := range parts {
-		parts[i] = prefix + strings.TrimSpace(c)
-	}
-	return strings.Join(parts, ", ")
+func earliestBuffered(ctx context.Context, q sqlstore.Querier, job string) (time.Time, error) {
+	var buffered time.Time
+	err := q.QueryRowContext(ctx, `SELECT min(slot) FROM cronfence_slots WHERE job = ? AND status = 'buffered'`, job).Scan(decode.Instant(&buffered))
+	return buffered, err
 }
 
 // leaseRow is the named lease's row, or a zero Lease when it has none.
-func leaseRow(ctx context.Context, q querier, name string) (store.Lease, error) {
+func leaseRow(ctx context.Context, q sqlstore.Querier, name string) (store.Lease, error) {
 	l, err := getLease(ctx, q, name)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Lease{}, nil

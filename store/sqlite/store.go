@@ -185,10 +185,3 @@ func (s *Store) beginWrite(ctx context.Context) (tx *sql.Tx, leave func(), err e
 	}
 	return tx, leave, nil
 }
-
-// querier is what *sql.DB and *sql.Tx have in common that the store uses.
-type querier interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}

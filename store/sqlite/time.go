@@ -3,12 +3,14 @@ package sqlite
 import (
 	"database/sql"
 	"time"
+
+	"github.com/cronfence/cronfence/store/internal/sqlstore"
 )
 
 // Instants are stored as INTEGER Unix microseconds. Microseconds are the
 // precision of a PostgreSQL timestamptz, so an instant rounds the same way in
-// both stores, and an integer compares and indexes exactly, which text
-// timestamps in mixed zones or precisions would not.
+// both stores (sqlstore.Normalize), and an integer compares and indexes
+// exactly, which text timestamps in mixed zones or precisions would not.
 
 // micros returns t as Unix microseconds, dropping finer digits (as pgx does
 // when it encodes a timestamptz).
@@ -17,24 +19,8 @@ func micros(t time.Time) int64 { return t.UnixMicro() }
 // fromMicros is the inverse of micros, in UTC.
 func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
 
-// fromNullMicros maps NULL to the zero time.
-func fromNullMicros(us sql.NullInt64) time.Time {
-	if !us.Valid {
-		return time.Time{}
-	}
-	return fromMicros(us.Int64)
-}
-
-// normalize returns t in UTC truncated to the microsecond: the value a
-// round trip through the database gives back. Slot instants are normalized
-// before they become keys, so the same occurrence computed in two zones or
-// with stray nanoseconds is the same row.
-func normalize(t time.Time) time.Time {
-	if t.IsZero() {
-		return t
-	}
-	return fromMicros(micros(t))
-}
+// decode reads the rows of the tables this store shares with MySQL.
+var decode = sqlstore.NewDecoder(fromMicros)
 
 // now is the one clock of the store: the pinned instant if set, otherwise
 // Config.NowFunc's if set, otherwise the process clock, which is the
@@ -45,11 +31,11 @@ func normalize(t time.Time) time.Time {
 func (s *Store) now(pinned time.Time) time.Time {
 	switch {
 	case !pinned.IsZero():
-		return normalize(pinned)
+		return sqlstore.Normalize(pinned)
 	case s.nowFunc != nil:
-		return normalize(s.nowFunc())
+		return sqlstore.Normalize(s.nowFunc())
 	}
-	return normalize(time.Now())
+	return sqlstore.Normalize(time.Now())
 }
 
 // nullMicros maps the zero time to NULL.

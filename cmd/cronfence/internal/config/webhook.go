@@ -8,7 +8,8 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// Defaults of the webhook: section. They equal internal/webhook's.
+// Defaults of the webhook: section. They equal those of
+// cmd/cronfence/internal/webhook.
 const (
 	// DefaultWebhookTimeout bounds one delivery attempt.
 	DefaultWebhookTimeout = 5 * time.Second

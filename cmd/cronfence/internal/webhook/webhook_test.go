@@ -17,9 +17,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/cronfence/cronfence"
+	"github.com/cronfence/cronfence/cmd/cronfence/internal/webhook"
 	"github.com/cronfence/cronfence/internal/clock"
 	"github.com/cronfence/cronfence/internal/wait"
-	"github.com/cronfence/cronfence/internal/webhook"
 	"github.com/cronfence/cronfence/store"
 	"github.com/cronfence/cronfence/store/sqlite"
 )

@@ -1,10 +1,10 @@
 package main
 
-// Issue 13, item 5: the admin commands never guess a database. They work on
-// the database --config FILE names (as serve does) or the global flags
-// select, never create a SQLite file and never migrate: pointed at nothing,
-// they say where they looked and how to point them at the replicas'
-// database, instead of printing success on an empty new file.
+// The admin commands never guess a database. They work on the database
+// --config FILE names (as serve does) or the global flags select, never
+// create a SQLite file and never migrate: pointed at nothing, they say
+// where they looked and how to point them at the replicas' database,
+// instead of printing success on an empty new file.
 
 import (
 	"context"

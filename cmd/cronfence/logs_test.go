@@ -2,14 +2,17 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/cronfence/cronfence/internal/adminapi"
 	"github.com/cronfence/cronfence/internal/wait"
 	"github.com/cronfence/cronfence/store"
 )
@@ -64,6 +67,51 @@ func TestLogsAreNewestStartedFirst(t *testing.T) {
 	}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("logs table started at %v, want newest first %v:\n%s", got, want, out)
+	}
+}
+
+// logs -f prints the job's runs as they end, each with its log lines and
+// its duration, under one header, until interrupted (exit 0).
+func TestLogsFollowPrintsEachNewRun(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, `jobs:
+  - name: tick
+    schedule: "* * * * * *"
+    shell: echo "tick output $CRONFENCE_SLOT"
+`)
+	serve := start(t, dir, "serve", "--config", cfg)
+	waitForLog(t, serve, "cronfence: run ended")
+	f := start(t, dir, "logs", "tick", "--config", cfg, "-f", "-n", "1", "--every", "200ms")
+	row := regexp.MustCompile(`(?m)^\S+Z\s+(\S+Z)\s+\S+\s+\d+\s+1\s+(\d+(\.\d+)?(ms|s))\s+ok$`)
+	var out string
+	wait.For(t, 30*time.Second, func() bool {
+		out = f.stdout.String()
+		return len(row.FindAllString(out, -1)) >= 3
+	}, func() string { return fmt.Sprintf("logs -f printed, in 30s:\n%s\nstderr: %s", out, f.stderr.String()) })
+	if err := f.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if code := f.wait(t, 30*time.Second); code != 0 {
+		t.Fatalf("logs -f exited %d after SIGINT, want 0; stderr %s", code, f.stderr.String())
+	}
+	stopReplicas(t, []*proc{serve})
+	out = f.stdout.String()
+	if strings.Count(out, "STARTED") != 1 || !strings.HasPrefix(out, "STARTED") {
+		t.Fatalf("want one header, first:\n%s", out)
+	}
+	// Each row is followed by its run's output, oldest first.
+	matches := row.FindAllStringSubmatchIndex(out, -1)
+	prev := ""
+	for i, m := range matches {
+		slot := out[m[2]:m[3]]
+		if slot <= prev {
+			t.Fatalf("row %d's slot %s does not follow %s:\n%s", i, slot, prev, out)
+		}
+		prev = slot
+		if !strings.Contains(out[m[1]:], "    INFO tick output ") {
+			t.Fatalf("row %d is not followed by its log line:\n%s", i, out)
+		}
 	}
 }
 
@@ -123,46 +171,48 @@ func TestLogsFollowPrintsEachRunOnceInTheOrderTheyEnd(t *testing.T) {
 	}
 }
 
-// jobs shows no next slot for a job that will not run: one declared
-// disabled says so, one paused says paused; an enabled one shows its slot.
-func TestJobsShowNoNextSlotForAJobThatWillNotRun(t *testing.T) {
+func TestDurationText(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	cfg := writeConfig(t, dir, `jobs:
-  - name: on
-    schedule: "0 3 * * *"
-    shell: "true"
-  - name: off
-    schedule: "0 3 * * *"
-    enabled: false
-    shell: "true"
-  - name: held
-    schedule: "0 3 * * *"
-    shell: "true"
-`)
-	if code, out, errOut := runCLI(t, dir, "migrate"); code != 0 {
-		t.Fatalf("migrate: %d %q %q", code, out, errOut)
+	at := func(s string) *string { return &s }
+	for _, tc := range []struct {
+		run  adminapi.Run
+		want string
+	}{
+		{adminapi.Run{StartedAt: at("2026-03-01T12:00:00Z"), FinishedAt: at("2026-03-01T12:00:00.0134Z")}, "13ms"},
+		{adminapi.Run{StartedAt: at("2026-03-01T12:00:00Z"), FinishedAt: at("2026-03-01T12:00:02.46Z")}, "2.5s"},
+		{adminapi.Run{StartedAt: at("2026-03-01T12:00:00Z"), FinishedAt: at("2026-03-01T12:03:05.6Z")}, "3m6s"},
+		{adminapi.Run{StartedAt: at("2026-03-01T12:00:00Z")}, "-"},
+		{adminapi.Run{StartedAt: at("2026-03-01T12:00:00Z"), FinishedAt: at("2026-03-01T12:00:00Z"), Result: adminapi.RunResult{Skipped: true}}, "-"},
+	} {
+		if got := durationText(tc.run); got != tc.want {
+			t.Errorf("durationText(%v → %v) = %q, want %q", *tc.run.StartedAt, tc.run.FinishedAt, got, tc.want)
+		}
 	}
-	if code, out, errOut := runCLI(t, dir, "pause", "held", "--config", cfg); code != 0 {
-		t.Fatalf("pause: %d %q %q", code, out, errOut)
-	}
-	code, out, errOut := runCLI(t, dir, "jobs", "--config", cfg)
+}
+
+// logRows runs `logs JOB --json -n 100` and decodes its rows, newest first.
+func logRows(t *testing.T, dir string, db []string, job string) []map[string]any {
+	t.Helper()
+	code, out, errOut := runCLI(t, dir, args(db, "logs", job, "--json", "-n", "100")...)
 	if code != 0 {
-		t.Fatalf("jobs: %d %q %q", code, out, errOut)
+		t.Fatalf("logs %s: %d %q", job, code, errOut)
 	}
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	col := strings.Index(lines[0], "NEXT")
-	if col < 0 {
-		t.Fatalf("jobs has no NEXT column:\n%s", out)
+	return jsonLines(t, out)
+}
+
+// jsonLines decodes the output of `logs --json`: one JSON object a line.
+func jsonLines(t *testing.T, out string) []map[string]any {
+	t.Helper()
+	var rows []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if line == "" {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("logs --json line %q: %v", line, err)
+		}
+		rows = append(rows, m)
 	}
-	next := map[string]string{}
-	for _, l := range lines[1:] {
-		next[strings.Fields(l)[0]] = strings.Fields(l[col:])[0]
-	}
-	if _, err := time.Parse(time.RFC3339, next["on"]); err != nil {
-		t.Errorf("NEXT of on: %q, want its next slot", next["on"])
-	}
-	if next["off"] != "disabled" || next["held"] != "paused" {
-		t.Errorf("NEXT of off (declared disabled) %q, of held (paused) %q; want disabled and paused:\n%s", next["off"], next["held"], out)
-	}
+	return rows
 }

@@ -10,33 +10,6 @@ import (
 	"time"
 )
 
-// logRows runs `logs JOB --json -n 100` and decodes its rows, newest first.
-func logRows(t *testing.T, dir string, db []string, job string) []map[string]any {
-	t.Helper()
-	code, out, errOut := runCLI(t, dir, args(db, "logs", job, "--json", "-n", "100")...)
-	if code != 0 {
-		t.Fatalf("logs %s: %d %q", job, code, errOut)
-	}
-	return jsonLines(t, out)
-}
-
-// jsonLines decodes the output of `logs --json`: one JSON object a line.
-func jsonLines(t *testing.T, out string) []map[string]any {
-	t.Helper()
-	var rows []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		if line == "" {
-			continue
-		}
-		var m map[string]any
-		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			t.Fatalf("logs --json line %q: %v", line, err)
-		}
-		rows = append(rows, m)
-	}
-	return rows
-}
-
 // configDB is db for a command given the config file: nil on SQLite, where
 // the config's default file beside it is the replicas' database.
 func configDB(db []string) []string {
