@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cronfence/cronfence/internal/finishbatch"
 	"github.com/cronfence/cronfence/internal/wait"
 	"github.com/cronfence/cronfence/store"
 )
@@ -148,7 +149,7 @@ func TestAGroupCommitAnswersEachEndWithItsOwnBatch(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
 		st := c.open(t)
 		g := &gatedFinishes{Store: st, entered: make(chan int, 10), release: make(chan struct{})}
-		b := &finishBatcher{store: g}
+		b := &finishbatch.Batcher{Store: g}
 		now, err := st.Now(context.Background())
 		if err != nil {
 			t.Fatal(err)
@@ -161,7 +162,7 @@ func TestAGroupCommitAnswersEachEndWithItsOwnBatch(t *testing.T) {
 			}
 			done := make(chan error, 1)
 			go func() {
-				_, err := b.finish(store.SlotFinishParams{Job: job, Slot: r.Slot.Slot, LeaseName: r.Lease.Name, Owner: "a",
+				_, err := b.Finish(store.SlotFinishParams{Job: job, Slot: r.Slot.Slot, LeaseName: r.Lease.Name, Owner: "a",
 					Generation: r.Lease.Generation, Status: store.SlotCompleted, Run: store.Run{Attempt: 1, Success: true}}, 10*time.Second)
 				done <- err
 			}()
@@ -173,9 +174,7 @@ func TestAGroupCommitAnswersEachEndWithItsOwnBatch(t *testing.T) {
 		}
 		second, third := finish("second"), finish("third") // queued behind the first
 		wait.For(t, 10*time.Second, func() bool {
-			b.mu.Lock()
-			defer b.mu.Unlock()
-			return len(b.queue) == 2
+			return b.Queued() == 2
 		}, func() string { return "the later ends did not queue" })
 		g.release <- struct{}{} // the first batch lands
 		if n := <-g.entered; n != 2 {
@@ -227,8 +226,8 @@ func TestBufferedSlotsHandedOverTogetherAreClaimedTogether(t *testing.T) {
 		s := c.startWith(Config{Owner: "a", Store: fc, Clock: offsetClock{c.db, 0}, Retention: -1}, jobs...)
 		// The n held runs share the replica's one renewal timer.
 		holding := func() {
-			wait.For(t, time.Minute, func() bool { return s.e.busy.Load() == n && c.db.Timers() == 2 }, func() string {
-				return fmt.Sprintf("the replica did not settle with its %d runs held: %d busy, %d timers", n, s.e.busy.Load(), c.db.Timers())
+			wait.For(t, time.Minute, func() bool { return s.e.Busy.Load() == n && c.db.Timers() == 2 }, func() string {
+				return fmt.Sprintf("the replica did not settle with its %d runs held: %d busy, %d timers", n, s.e.Busy.Load(), c.db.Timers())
 			})
 		}
 		first := c.db.Now().Truncate(time.Minute).Add(time.Minute)

@@ -174,7 +174,7 @@ func benchRoundTrips(b *testing.B, k int) {
 	waitFor := func(what string, winnerBusy, timers int) {
 		b.Helper()
 		ok := func() bool {
-			return winner.s.e.busy.Load() == int64(winnerBusy) && loser.s.e.busy.Load() == 0 && db.Timers()+lc.Timers() == timers
+			return winner.s.e.Busy.Load() == int64(winnerBusy) && loser.s.e.Busy.Load() == 0 && db.Timers()+lc.Timers() == timers
 		}
 		deadline := time.Now().Add(30 * time.Second)
 		for time.Now().Before(deadline) {
@@ -187,7 +187,7 @@ func benchRoundTrips(b *testing.B, k int) {
 			time.Sleep(100 * time.Microsecond)
 		}
 		b.Fatalf("%s: winner busy %d (want %d), loser busy %d (want 0), %d timers (want %d)",
-			what, winner.s.e.busy.Load(), winnerBusy, loser.s.e.busy.Load(), db.Timers()+lc.Timers(), timers)
+			what, winner.s.e.Busy.Load(), winnerBusy, loser.s.e.Busy.Load(), db.Timers()+lc.Timers(), timers)
 	}
 	waitFor("start", 0, 2)
 
@@ -341,7 +341,7 @@ func BenchmarkSchedulerIdleRoundTrips(b *testing.B) {
 
 	settle := func() {
 		b.Helper()
-		idle := func() bool { return s.e.busy.Load() == 0 && db.Timers() == 1 }
+		idle := func() bool { return s.e.Busy.Load() == 0 && db.Timers() == 1 }
 		deadline := time.Now().Add(30 * time.Second)
 		for time.Now().Before(deadline) {
 			if idle() {
@@ -352,7 +352,7 @@ func BenchmarkSchedulerIdleRoundTrips(b *testing.B) {
 			}
 			time.Sleep(100 * time.Microsecond)
 		}
-		b.Fatalf("replica did not settle: busy %d, %d timers", s.e.busy.Load(), db.Timers())
+		b.Fatalf("replica did not settle: busy %d, %d timers", s.e.Busy.Load(), db.Timers())
 	}
 	minute := func() {
 		for range 600 {

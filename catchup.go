@@ -43,11 +43,11 @@ func (c *claimer) storeDown(err error, batch []*entry) {
 		}
 	}
 	c.mu.Unlock()
-	c.e.failures.failed(c.e.log, c.e.cfg.Clock.Now(), slog.LevelError, "cronfence: the store is unreachable; slots are left to catch-up",
+	c.e.Failures.Failed(c.e.Log, c.e.cfg.Clock.Now(), slog.LevelError, "cronfence: the store is unreachable; slots are left to catch-up",
 		"error", err, "origin", batch[0].origin)
 	for _, e := range failOpen {
 		if !e.job.Disabled {
-			c.e.warnRepeated("cronfence: running without a lease because the store is unreachable (RunWhenStoreDown)",
+			c.e.WarnRepeated("cronfence: running without a lease because the store is unreachable (RunWhenStoreDown)",
 				"job", e.job.Name, "slot", e.slot)
 			c.start(runSpec{job: e.job, slot: e.slot, attempt: 1, origin: OriginFailOpen})
 		}
@@ -72,8 +72,8 @@ func (c *claimer) storeUp() {
 	}
 	c.mu.Unlock()
 	if back {
-		c.e.log.Info("cronfence: the store is reachable again; catching up")
-		c.e.failures.reset()
+		c.e.Log.Info("cronfence: the store is reachable again; catching up")
+		c.e.Failures.Reset()
 		c.wake()
 	}
 }
@@ -126,17 +126,17 @@ func (c *claimer) catchUp(ctx context.Context, now time.Time, candidates map[str
 // logged, and the jobs are tried again at the next tick; meanwhile
 // catch-up at start-up passes over them.
 func recordRegistrations(ctx context.Context, e *env, jobs *jobSet, names []string) {
-	ctx, cancel := e.bounded(ctx)
+	ctx, cancel := e.Bounded(ctx)
 	defer cancel()
 	const failed = "cronfence: could not record the jobs' registration; catch-up at start-up passes over them until it is"
-	regs, err := e.store.JobRegister(ctx, store.JobRegisterParams{Jobs: names})
+	regs, err := e.Store.JobRegister(ctx, store.JobRegisterParams{Jobs: names})
 	if err != nil {
 		if ctx.Err() == nil {
-			e.warnRepeated(failed, "jobs", len(names), "error", err)
+			e.WarnRepeated(failed, "jobs", len(names), "error", err)
 		}
 		jobs.notRecorded(names)
 		return
 	}
-	e.failures.over(failed)
+	e.Failures.Over(failed)
 	jobs.recorded(regs)
 }

@@ -106,7 +106,7 @@ func TestCatchUpAfterAnOutageRunsTheMissedSlotBesideTheNext(t *testing.T) {
 			t.Fatalf("slot %s ran %d times, want once", slot.Format(time.TimeOnly), n)
 		}
 	}
-	runs, err := a.e.store.RunList(context.Background(), store.RunListParams{Job: "minutely"})
+	runs, err := a.e.Store.RunList(context.Background(), store.RunListParams{Job: "minutely"})
 	if err != nil {
 		t.Fatal(err)
 	}

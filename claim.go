@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cronfence/cronfence/internal/monitor"
+	"github.com/cronfence/cronfence/internal/service"
 	"github.com/cronfence/cronfence/store"
 )
 
@@ -27,9 +29,9 @@ const maxClaimBatch = 1000
 // queued before it (see fire).
 const endsFirstMax = time.Second
 
-// busyRetryEvery is how often a slot refused store.ClaimLeaseBusy is tried
+// deposedWaitEvery is how often a slot refused store.ClaimLeaseBusy is tried
 // again.
-const busyRetryEvery = 500 * time.Millisecond
+const deposedWaitEvery = 500 * time.Millisecond
 
 // claimer claims slots and handles the answers. Later stages reach it
 // through runBuffered; it hands back to the timers only through refire.
@@ -37,7 +39,7 @@ type claimer struct {
 	e       *env
 	jobs    *jobSet
 	skips   *skipRecorder
-	alerts  *alerter
+	alerts  *monitor.Alerter
 	retries *retryPlanner
 
 	refire    func(e *entry, wait time.Duration) // the timers: fire e again after wait
@@ -62,7 +64,7 @@ func (c *claimer) fire(ctx context.Context, due []*entry, firstPassed map[*entry
 	kept := due[:0]
 	for _, e := range due {
 		if retryOverdue(e, now) {
-			c.e.log.Warn("cronfence: slot failed: its retry came due only after the job's next slot (the scheduler could not fire in time); not made",
+			c.e.Log.Warn("cronfence: slot failed: its retry came due only after the job's next slot (the scheduler could not fire in time); not made",
 				"job", e.job.Name, "slot", e.slot)
 			continue
 		}
@@ -135,7 +137,7 @@ func (c *claimer) claim(ctx context.Context, batch []*entry) ([]*entry, []store.
 func (c *claimer) claimRound(ctx context.Context, round []*entry) (claimed []*entry, results []store.SlotClaimResult, unsent []*entry, err error) {
 	items := make([]store.SlotClaimParams, len(round))
 	for i, e := range round {
-		items[i] = e.job.claimParams(e.slot, c.e.cfg.Owner, c.e.liveKey.Load(), e.origin, int(e.attempt))
+		items[i] = e.job.claimParams(e.slot, c.e.cfg.Owner, c.e.LiveKey.Load(), e.origin, int(e.attempt))
 		items[i].WaitDue = c.e.claimLead > 0
 	}
 	for sent := 0; sent < len(round); {
@@ -156,14 +158,14 @@ func (c *claimer) claimChunk(ctx context.Context, sent []*entry, items []store.S
 	at := c.e.cfg.Clock.Now()
 	results, err := c.claimBatch(ctx, items)
 	answered := time.Now() // a winner's Wait counts from here, on the monotonic clock
-	if err != nil && ctx.Err() == nil && !c.isDown() && !errors.Is(err, errStoreTimeout) {
+	if err != nil && ctx.Err() == nil && !c.isDown() && !errors.Is(err, service.ErrStoreTimeout) {
 		// Once more before counting the store as down: after a database
 		// restart the first statement on a pooled connection fails. Safe
 		// when the first committed and only its answer was lost: the
 		// retry is refused, and the lease's expiry leads to a resume. Not
 		// after a store that did not answer in time: it would only wait
 		// as long again.
-		c.e.log.Warn("cronfence: a claim failed; trying once more", "error", err)
+		c.e.Log.Warn("cronfence: a claim failed; trying once more", "error", err)
 		results, err = c.claimBatch(ctx, items)
 		answered = time.Now()
 	}
@@ -178,13 +180,13 @@ func (c *claimer) claimChunk(ctx context.Context, sent []*entry, items []store.S
 }
 
 // claimBatch is one claim round trip bounded by StoreTimeout: a claim the
-// store did not answer in time fails wrapping errStoreTimeout, and the
+// store did not answer in time fails wrapping service.ErrStoreTimeout, and the
 // store counts as down, as when it refuses connections.
 func (c *claimer) claimBatch(ctx context.Context, items []store.SlotClaimParams) ([]store.SlotClaimResult, error) {
-	bctx, cancel := c.e.bounded(ctx)
+	bctx, cancel := c.e.Bounded(ctx)
 	defer cancel()
-	results, err := c.e.store.SlotClaimBatch(bctx, items)
-	return results, c.e.timedOut(ctx, bctx, err)
+	results, err := c.e.Store.SlotClaimBatch(bctx, items)
+	return results, c.e.TimedOut(ctx, bctx, err)
 }
 
 // handle handles the store's answer r to the claim of e's slot, sent at
@@ -194,11 +196,11 @@ func (c *claimer) claimBatch(ctx context.Context, items []store.SlotClaimParams)
 // given up, recorded or logged.
 func (c *claimer) handle(ctx context.Context, e *entry, r store.SlotClaimResult, sent, answered time.Time) {
 	c.observe(e, r)
-	c.alerts.resolveDeposed(ctx, e.job.Name, r)
+	c.alerts.ResolveDeposed(ctx, e.job.Name, r)
 	if e.origin == OriginRetry && !r.Claimed {
 		c.retries.giveUp(e, r)
 	}
-	log := c.e.log
+	log := c.e.Log
 	switch {
 	case r.Claimed:
 		spec := runSpec{job: e.job, slot: r.Slot.Slot, lease: r.Lease, attempt: r.Slot.Attempts, origin: e.origin, sent: sent}
@@ -207,7 +209,7 @@ func (c *claimer) handle(ctx context.Context, e *entry, r store.SlotClaimResult,
 		}
 		c.start(spec)
 	case r.Refusal == store.ClaimLeaseBusy && e.origin.onTimer():
-		c.retryBusy(ctx, e, r.Lease)
+		c.waitForDeposed(ctx, e, r.Lease)
 	case r.Refusal == store.ClaimNotDue && e.origin.onTimer():
 		// Early by the database clock, by more than the store waits for:
 		// the offset moved since it was measured. Again shortly.
@@ -258,20 +260,20 @@ func (c *claimer) notePauseState(unread bool) {
 		return
 	}
 	if unread {
-		c.e.log.Warn("cronfence: the pause overrides cannot be read (the job_state table is missing or damaged); jobs run on their declared enabled value until it reads again")
+		c.e.Log.Warn("cronfence: the pause overrides cannot be read (the job_state table is missing or damaged); jobs run on their declared enabled value until it reads again")
 		return
 	}
-	c.e.log.Info("cronfence: the pause overrides read again; they decide again")
+	c.e.Log.Info("cronfence: the pause overrides read again; they decide again")
 }
 
-// retryBusy tries a slot refused store.ClaimLeaseBusy again every
-// busyRetryEvery while it is still its job's latest (a catch-up: while
+// waitForDeposed claims a slot refused store.ClaimLeaseBusy again every
+// deposedWaitEvery while it is still its job's latest (a catch-up: while
 // inside its window): a deposed writer, frozen or cut off inside its
 // fenced transaction, still holds the lease, and the takeover waits until
 // that transaction ends. Once a later slot is due, the slot is given up
 // and recorded skipped.
-func (c *claimer) retryBusy(ctx context.Context, e *entry, writer store.Lease) {
-	now := c.e.now()
+func (c *claimer) waitForDeposed(ctx context.Context, e *entry, writer store.Lease) {
+	now := c.e.Now()
 	after := e.job.sched.Prev(now)
 	passed := after.After(e.slot)
 	if e.origin == OriginCatchUp {
@@ -279,17 +281,17 @@ func (c *claimer) retryBusy(ctx context.Context, e *entry, writer store.Lease) {
 		passed = now.After(after)
 	}
 	if passed {
-		c.e.log.Warn("cronfence: slot given up: a deposed writer's transaction held its lease until a later slot was due (for a catch-up, until its window closed)",
+		c.e.Log.Warn("cronfence: slot given up: a deposed writer's transaction held its lease until a later slot was due (for a catch-up, until its window closed)",
 			"job", e.job.Name, "slot", e.slot, "writer", writer.Owner, "generation", writer.Generation)
 		c.skips.record(ctx, []store.SlotSkipParams{givenUp(c.e.cfg.Owner, e, writer, after)})
 		return
 	}
-	if !e.busy {
-		c.e.log.Warn("cronfence: slot waits: a deposed writer (its lease expired) is still inside a transaction fenced under it; the takeover waits for it to end",
+	if !e.deposed {
+		c.e.Log.Warn("cronfence: slot waits: a deposed writer (its lease expired) is still inside a transaction fenced under it; the takeover waits for it to end",
 			"job", e.job.Name, "slot", e.slot, "writer", writer.Owner, "generation", writer.Generation)
-		c.alerts.raiseDeposed(ctx, e, writer)
+		c.alerts.RaiseDeposed(ctx, e.job.Name, e.slot, writer)
 	}
-	c.refire(&entry{job: e.job, slot: e.slot, origin: e.origin, attempt: e.attempt, busy: true}, busyRetryEvery)
+	c.refire(&entry{job: e.job, slot: e.slot, origin: e.origin, attempt: e.attempt, deposed: true}, deposedWaitEvery)
 }
 
 // bufferedQueue is the buffered slots handed over and not yet claimed.

@@ -80,7 +80,7 @@ func TestMeasuredOffsetNeverFiresEarly(t *testing.T) {
 		c.db.Advance(start.Sub(c.db.Now()))
 		s := c.startWith(Config{Owner: "a", Store: st, Clock: offsetClock{c.db, 0}, Retention: -1, Observer: obs},
 			Job{Name: "tick", Schedule: "* * * * * *", Handler: l.handler(c.db)})
-		if ahead := s.e.now().Sub(c.db.Now()); ahead > 0 {
+		if ahead := s.e.Now().Sub(c.db.Now()); ahead > 0 {
 			t.Errorf("after measuring its offset (%s) the replica judges slots by a clock %s ahead of the database's", s.ClockOffset(), ahead)
 		}
 		if off := s.ClockOffset(); off < 0 || off > st.after+st.before {

@@ -283,11 +283,11 @@ func TestCompleteThenFail(t *testing.T) {
 			if n := fx.count(t, name, slot); n != 1 {
 				t.Fatalf("%s: the slot's effect committed %d times, want once", name, n)
 			}
-			got, err := a.e.store.SlotGet(context.Background(), name, slot)
+			got, err := a.e.Store.SlotGet(context.Background(), name, slot)
 			if err != nil || got.Status != store.SlotCompleted || got.Attempts != 1 {
 				t.Fatalf("%s: slot = %+v, %v; want completed at attempt 1", name, got, err)
 			}
-			rows, err := a.e.store.RunList(context.Background(), store.RunListParams{Job: name})
+			rows, err := a.e.Store.RunList(context.Background(), store.RunListParams{Job: name})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -310,7 +310,7 @@ func TestCompleteThenFail(t *testing.T) {
 		if n := fx.count(t, "after-commit", time.Time{}); n != 1 {
 			t.Fatalf("manual run: %d effects, want 1", n)
 		}
-		rows, _ := a.e.store.RunList(context.Background(), store.RunListParams{Job: "after-commit"})
+		rows, _ := a.e.Store.RunList(context.Background(), store.RunListParams{Job: "after-commit"})
 		if len(rows) == 0 || !rows[0].Manual || !rows[0].Success || rows[0].Generation != mr.Generation {
 			t.Fatalf("manual run row = %+v; want its success", rows)
 		}
@@ -340,14 +340,14 @@ func TestCompleteInSQLThenInterrupted(t *testing.T) {
 		if n := fx.count(t, "psql", slot); n != 1 {
 			t.Fatalf("the slot's effect committed %d times, want once", n)
 		}
-		rows, err := a.e.store.RunList(context.Background(), store.RunListParams{Job: "psql"})
+		rows, err := a.e.Store.RunList(context.Background(), store.RunListParams{Job: "psql"})
 		if err != nil || countRuns(rows, slot) != 1 {
 			t.Fatalf("run rows = %+v, %v; want one", rows, err)
 		}
 		if strings.Contains(rows[0].Error, "left for a replica to resume") || rows[0].Success {
 			t.Fatalf("run row %+v; want a failure recorded as the end of a completed slot, not left to resume", rows[0])
 		}
-		if got, err := a.e.store.SlotGet(context.Background(), "psql", slot); err != nil || got.Status != store.SlotCompleted {
+		if got, err := a.e.Store.SlotGet(context.Background(), "psql", slot); err != nil || got.Status != store.SlotCompleted {
 			t.Fatalf("slot = %+v, %v; want completed", got, err)
 		}
 	})

@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"runtime/debug"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/cronfence/cronfence/internal/absence"
 	"github.com/cronfence/cronfence/internal/clock"
+	"github.com/cronfence/cronfence/internal/registry"
 	"github.com/cronfence/cronfence/store"
 )
 
@@ -255,7 +256,7 @@ func (c *Config) withDefaults() Config {
 		out.HeartbeatEvery = DefaultHeartbeatEvery
 	}
 	if out.Version == "" {
-		out.Version = buildVersion()
+		out.Version = registry.BuildVersion()
 	}
 	if out.CheckEvery == 0 {
 		out.CheckEvery = DefaultCheckEvery
@@ -356,44 +357,17 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-var hostname = sync.OnceValue(func() string {
-	h, err := os.Hostname()
-	if err != nil || h == "" {
-		return "unknown-host"
+// absence converts the thresholds, with defaults applied, to the checks':
+// a negative threshold turns its check off (zero there). retention is
+// Config.Retention, the age past which pruning may have deleted a slot
+// (negative: never pruned, zero there).
+func (t AlertThresholds) absence(retention time.Duration) absence.Thresholds {
+	return absence.Thresholds{
+		SkipStreak:   max(t.SkipStreak, 0),
+		Failing:      max(t.FailingSlots, 0),
+		ClockOffset:  max(t.ClockOffset, 0),
+		ReplicaStale: t.ReplicaStale,
+		OrphanWindow: max(t.OrphanWindow, 0),
+		Retention:    max(retention, 0),
 	}
-	if len(h) > store.MaxReplicaTextBytes {
-		h = h[:store.MaxReplicaTextBytes]
-	}
-	return h
-})
-
-// buildVersion is the main module's version from the build info; for a
-// build from a source tree, "devel" and the VCS revision.
-var buildVersion = sync.OnceValue(func() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
-	}
-	if v := bi.Main.Version; v != "" && v != "(devel)" {
-		return v
-	}
-	var rev, modified string
-	for _, st := range bi.Settings {
-		switch st.Key {
-		case "vcs.revision":
-			rev = st.Value
-		case "vcs.modified":
-			modified = st.Value
-		}
-	}
-	if rev == "" {
-		return "devel"
-	}
-	if len(rev) > 12 {
-		rev = rev[:12]
-	}
-	if modified == "true" {
-		rev += "-dirty"
-	}
-	return "devel+" + rev
-})
+}

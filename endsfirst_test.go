@@ -90,9 +90,7 @@ func TestARunsEndsAreRecordedBeforeTheNextClaims(t *testing.T) {
 		first := c.db.Now().Truncate(10 * time.Second).Add(10 * time.Second)
 		c.db.Advance(first.Sub(c.db.Now()))
 		backlog := func() bool {
-			s.runner.finish.batch.mu.Lock()
-			defer s.runner.finish.batch.mu.Unlock()
-			return len(s.runner.finish.batch.queue) > 0
+			return s.runner.finish.batch.Queued() > 0
 		}
 		wait.For(t, 10*time.Second, backlog, func() string { return "the runs' ends did not queue up" })
 
@@ -102,9 +100,7 @@ func TestARunsEndsAreRecordedBeforeTheNextClaims(t *testing.T) {
 		isNextClaim := func(e string) bool { return strings.HasPrefix(e, "claim ") && strings.HasSuffix(e, " "+next) }
 		claimedNext := func() bool { return slices.ContainsFunc(held.logged(), isNextClaim) }
 		draining := func() bool {
-			s.runner.finish.batch.mu.Lock()
-			defer s.runner.finish.batch.mu.Unlock()
-			return s.runner.finish.batch.moved != nil
+			return s.runner.finish.batch.Draining()
 		}
 		wait.For(t, 10*time.Second, func() bool { return claimedNext() || draining() },
 			func() string { return "the replica neither claimed its next slots nor waited for its ends" })

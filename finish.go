@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
-	"sync"
 	"time"
 
+	"github.com/cronfence/cronfence/internal/finishbatch"
 	"github.com/cronfence/cronfence/internal/leasekeeper"
 	"github.com/cronfence/cronfence/store"
 )
@@ -15,7 +15,7 @@ import (
 // failed and retried, left to resume, not completed by its transaction)
 // and recorded with the slot, the run row and the lease's release in one
 // statement (Store.SlotFinish), the first attempt in a group commit with
-// the other ends of the moment (finishBatcher), retried while the lease
+// the other ends of the moment (finishbatch), retried while the lease
 // is renewed until the store answers.
 
 // finishTimeout is the longest bound of one attempt to record an end.
@@ -26,13 +26,13 @@ const finishTimeout = 10 * time.Second
 const (
 	finishAttemptMin = time.Second   // the shortest bound of one attempt
 	finishAttemptMax = finishTimeout // and the longest
-	finishRetryFirst = 50 * time.Millisecond
-	finishRetryMax   = 2 * time.Second
+	finishPauseFirst = 50 * time.Millisecond
+	finishPauseMax   = 2 * time.Second
 )
 
 // errFinishAttemptTimeout is the cause of an attempt to record a run's end
 // that the store did not answer in time.
-var errFinishAttemptTimeout = errors.New("cronfence: the store did not answer in time")
+var errFinishAttemptTimeout = finishbatch.ErrTimeout
 
 // errNotCompleted is the error of a CompletesInTx job's run whose handler
 // returned nil with its slot not completed by its transaction.
@@ -44,9 +44,9 @@ type finisher struct {
 	// resume: a run cut short with attempts left leaves its slot running
 	// (runPolicy.resume).
 	resume  bool
-	retries *retryPlanner   // plans and arms the retry of a failed attempt; nil: none
-	batch   *finishBatcher  // takes each end's first attempt; nil: each end alone
-	stop    <-chan struct{} // closed when the runs are cancelled (shutdown): retrying ends
+	retries *retryPlanner        // plans and arms the retry of a failed attempt; nil: none
+	batch   *finishbatch.Batcher // takes each end's first attempt; nil: each end alone
+	stop    <-chan struct{}      // closed when the runs are cancelled (shutdown): retrying ends
 	// watchOwn watches this replica's own run that left its slot running
 	// or whose end was not recorded (notices.watchOwn); nil: none.
 	watchOwn func(job string, slot time.Time)
@@ -88,18 +88,61 @@ func (f *finisher) finish(spec runSpec, hold *leasekeeper.Hold, runErr error, lo
 		end.recorded = f.recordFailOpen(spec, row)
 		return end
 	}
-	p := store.SlotFinishParams{
+	p, retry := f.decide(spec, runErr, row)
+	res, err := f.record(hold, job.LeaseTTL, p)
+	end.slotStatus, end.buffered = res.SlotStatus, res.Buffered
+	if !spec.slot.IsZero() && (err != nil || res.SlotStatus == store.SlotRunning) && f.watchOwn != nil {
+		f.watchOwn(job.Name, spec.slot) // dead now, or once its lease expires: to resume
+	}
+	switch {
+	case err != nil:
+		e.Log.Error("cronfence: could not record the end of a run; its slot is resumed by another replica once its lease expires",
+			"job", job.Name, "slot", spec.slot, "generation", spec.lease.Generation, "error", err)
+		return runEnd{outcome: end.outcome, recordErr: err}
+	case !res.SlotUpdated && p.Status == store.SlotRunning:
+		return runEnd{outcome: RunInterrupted, recorded: true} // resumed already, as it was left to be
+	case !spec.slot.IsZero() && !res.SlotUpdated:
+		e.Log.Warn("cronfence: the slot was taken over before this run ended; its result was not recorded on the slot",
+			"job", job.Name, "slot", spec.slot, "generation", spec.lease.Generation)
+		// A failure whatever the handler returned: the run row says so too.
+		end.outcome, end.takenOver, end.slotStatus = RunFailed, true, ""
+		return end
+	case p.NotCompleted(res.SlotStatus): // set only for a slot (a manual run has none)
+		if runErr == nil {
+			e.Log.Warn("cronfence: the handler returned success without completing its slot in its transaction; it is not counted as completed",
+				"job", job.Name, "slot", spec.slot, "attempt", spec.attempt, "generation", spec.lease.Generation, "slot_status", res.SlotStatus)
+		}
+		end.recorded = true
+		if res.SlotStatus == store.SlotRunning {
+			// A slot buffered behind this one waits for its resumed run.
+			end.outcome, end.buffered = RunInterrupted, time.Time{}
+			return end
+		}
+		end.outcome = RunFailed
+		return end
+	}
+	if runErr != nil && res.SlotStatus == store.SlotFailed && !spec.slot.IsZero() && f.retries != nil {
+		f.retries.arm(spec, retry)
+	}
+	end.recorded = true
+	return end
+}
+
+// decide is the end to record of spec's run, whose handler returned
+// runErr, and the retry planned when it failed. Whether the handler's
+// transaction completed its slot (Run.Complete, a command's complete()) is
+// decided by the finish's one statement, on the database that holds the
+// slot: no read before it, which after a failover may reach a server whose
+// data no longer counts.
+func (f *finisher) decide(spec runSpec, runErr error, row store.Run) (p store.SlotFinishParams, retry retryPlan) {
+	job := spec.job
+	p = store.SlotFinishParams{
 		Job: job.Name, Slot: spec.slot, LeaseName: spec.lease.Name, Owner: spec.lease.Owner,
 		Generation: spec.lease.Generation, Status: store.SlotCompleted, Run: row,
 	}
 	if runErr != nil {
 		p.Status = store.SlotFailed
 	}
-	// Whether the handler's transaction completed its slot (Run.Complete,
-	// a command's complete()) is decided by the finish's one statement, on
-	// the database that holds the slot: no read before it, which after a
-	// failover may reach a server whose data no longer counts.
-	var retry retryPlan
 	switch why := f.interruption(spec, runErr); {
 	case why != "":
 		// Cut short from outside with attempts left: the slot stays
@@ -123,58 +166,22 @@ func (f *finisher) finish(spec runSpec, hold *leasekeeper.Hold, runErr error, lo
 		retry = f.retries.plan(spec)
 		p.RetryUntil = retry.until
 	}
-	res, err := f.record(hold, job.LeaseTTL, p)
-	end.slotStatus, end.buffered = res.SlotStatus, res.Buffered
-	if !spec.slot.IsZero() && (err != nil || res.SlotStatus == store.SlotRunning) && f.watchOwn != nil {
-		f.watchOwn(job.Name, spec.slot) // dead now, or once its lease expires: to resume
-	}
-	switch {
-	case err != nil:
-		e.log.Error("cronfence: could not record the end of a run; its slot is resumed by another replica once its lease expires",
-			"job", job.Name, "slot", spec.slot, "generation", spec.lease.Generation, "error", err)
-		return runEnd{outcome: end.outcome, recordErr: err}
-	case !res.SlotUpdated && p.Status == store.SlotRunning:
-		return runEnd{outcome: RunInterrupted, recorded: true} // resumed already, as it was left to be
-	case !spec.slot.IsZero() && !res.SlotUpdated:
-		e.log.Warn("cronfence: the slot was taken over before this run ended; its result was not recorded on the slot",
-			"job", job.Name, "slot", spec.slot, "generation", spec.lease.Generation)
-		// A failure whatever the handler returned: the run row says so too.
-		end.outcome, end.takenOver, end.slotStatus = RunFailed, true, ""
-		return end
-	case p.NotCompleted(res.SlotStatus): // set only for a slot (a manual run has none)
-		if runErr == nil {
-			e.log.Warn("cronfence: the handler returned success without completing its slot in its transaction; it is not counted as completed",
-				"job", job.Name, "slot", spec.slot, "attempt", spec.attempt, "generation", spec.lease.Generation, "slot_status", res.SlotStatus)
-		}
-		end.recorded = true
-		if res.SlotStatus == store.SlotRunning {
-			// A slot buffered behind this one waits for its resumed run.
-			end.outcome, end.buffered = RunInterrupted, time.Time{}
-			return end
-		}
-		end.outcome = RunFailed
-		return end
-	}
-	if runErr != nil && res.SlotStatus == store.SlotFailed && !spec.slot.IsZero() && f.retries != nil {
-		f.retries.arm(spec, retry)
-	}
-	end.recorded = true
-	return end
+	return p, retry
 }
 
 // recordFailOpen records a run made without a lease, when the store is
 // back.
 func (f *finisher) recordFailOpen(spec runSpec, row store.Run) bool {
 	e := f.e
-	ctx, cancel := e.bounded(context.Background())
+	ctx, cancel := e.Bounded(context.Background())
 	defer cancel()
 	row.Job, row.Slot, row.Owner, row.StartedAt, row.FinishedAt = spec.job.Name, spec.slot, e.cfg.Owner, time.Time{}, time.Time{}
 	const failed = "cronfence: could not record a run made without a lease"
-	if _, err := e.store.RunInsert(ctx, row); err != nil {
-		e.warnRepeated(failed, "job", spec.job.Name, "error", err)
+	if _, err := e.Store.RunInsert(ctx, row); err != nil {
+		e.WarnRepeated(failed, "job", spec.job.Name, "error", err)
 		return false
 	}
-	e.failures.over(failed)
+	e.Failures.Over(failed)
 	return true
 }
 
@@ -213,22 +220,22 @@ func (f *finisher) interruption(spec runSpec, runErr error) string {
 // resumed like a dead owner's.
 func (f *finisher) record(hold *leasekeeper.Hold, ttl time.Duration, p store.SlotFinishParams) (store.SlotFinishResult, error) {
 	attempt := min(max(ttl/3, finishAttemptMin), finishAttemptMax)
-	pause := finishRetryFirst
+	pause := finishPauseFirst
 	for tries := 1; ; tries++ {
 		hold.Quiesce()
 		var res store.SlotFinishResult
 		var err error
 		if tries == 1 && f.batch != nil {
-			res, err = f.batch.finish(p, attempt)
+			res, err = f.batch.Finish(p, attempt)
 		} else {
 			// Real time: it bounds how long the database takes to answer.
 			ctx, cancel := context.WithTimeoutCause(context.Background(), attempt, errFinishAttemptTimeout)
-			res, err = f.e.store.SlotFinish(ctx, p)
+			res, err = f.e.Store.SlotFinish(ctx, p)
 			cancel()
 		}
 		if err == nil {
 			if tries > 1 {
-				f.e.log.Info("cronfence: the end of the run is recorded", "job", p.Job, "slot", p.Slot,
+				f.e.Log.Info("cronfence: the end of the run is recorded", "job", p.Job, "slot", p.Slot,
 					"generation", p.Generation, "attempts", tries)
 			}
 			return res, nil
@@ -238,7 +245,7 @@ func (f *finisher) record(hold *leasekeeper.Hold, ttl time.Duration, p store.Slo
 			return store.SlotFinishResult{}, err
 		}
 		if tries == 1 {
-			f.e.log.Warn("cronfence: could not record the end of the run; trying again while its lease is renewed",
+			f.e.Log.Warn("cronfence: could not record the end of the run; trying again while its lease is renewed",
 				"job", p.Job, "slot", p.Slot, "generation", p.Generation, "error", err)
 		}
 		// Real time, as the bound: the pause is how long a real database
@@ -249,7 +256,7 @@ func (f *finisher) record(hold *leasekeeper.Hold, ttl time.Duration, p store.Slo
 		case <-f.stop:
 			timer.Stop()
 		}
-		pause = min(2*pause, finishRetryMax)
+		pause = min(2*pause, finishPauseMax)
 	}
 }
 
@@ -266,157 +273,4 @@ func closed(c <-chan struct{}) bool {
 // one outage do not hit the store in step.
 func jitter(d time.Duration) time.Duration {
 	return d - d/5 + time.Duration(rand.Int64N(int64(d/5)*2+1))
-}
-
-// maxFinishBatch bounds one group commit: a statement batch of this many
-// finishes takes tens of milliseconds, not seconds.
-const maxFinishBatch = 500
-
-// finishBatcher is the group commit of runs' ends: the first attempt to
-// record each end goes through it, and the ends that come in while a
-// batch is in flight wait for it and go together in the next
-// (Store.SlotFinishBatch, one round trip and one transaction). One end
-// alone goes at once, as one SlotFinish; a replica ending thousands of
-// runs a second sends a few batches instead of a round trip each. Every
-// end is still sent only after its handler returned. The leader (the
-// caller that found no batch in flight) sends the first batch, its own
-// end in it; ends queued meanwhile are sent by a goroutine of their own
-// until the queue is empty, so no run waits for more than its own batch
-// and the one in flight before it, however long the load lasts.
-type finishBatcher struct {
-	store store.Store
-
-	mu       sync.Mutex
-	queue    []*queuedFinish
-	flushing bool
-	queued   uint64        // ends ever queued
-	answered uint64        // ends ever answered; batches go in queue order
-	moved    chan struct{} // closed, and replaced, when answered moves
-}
-
-type queuedFinish struct {
-	p     store.SlotFinishParams
-	bound time.Duration // the attempt's bound (endRecorder.record)
-	done  chan finishAnswer
-}
-
-type finishAnswer struct {
-	res store.SlotFinishResult
-	err error
-}
-
-// finish records one end within about bound: the wait for a batch in
-// flight and its own batch take at most half of it each, so a lease whose
-// renewals are held meanwhile (Hold.Quiesce) lives as long as a lone
-// attempt would leave it.
-func (b *finishBatcher) finish(p store.SlotFinishParams, bound time.Duration) (store.SlotFinishResult, error) {
-	q := &queuedFinish{p: p, bound: bound, done: make(chan finishAnswer, 1)}
-	b.mu.Lock()
-	b.queue = append(b.queue, q)
-	b.queued++
-	lead := !b.flushing
-	b.flushing = true
-	b.mu.Unlock()
-	if lead && b.sendNext() {
-		go b.flush() // the ends queued while this one went
-	}
-	a := <-q.done
-	return a.res, a.err
-}
-
-// flush sends the queue in batches until it is empty.
-func (b *finishBatcher) flush() {
-	for b.sendNext() {
-	}
-}
-
-// sendNext sends the next batch of the queue and reports whether more
-// came meanwhile; when none did, the batcher is idle again.
-func (b *finishBatcher) sendNext() (more bool) {
-	b.mu.Lock()
-	n := min(len(b.queue), maxFinishBatch)
-	batch := make([]*queuedFinish, n)
-	copy(batch, b.queue)
-	b.queue = append(b.queue[:0], b.queue[n:]...)
-	b.mu.Unlock()
-	if n > 0 {
-		b.send(batch)
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if len(b.queue) == 0 {
-		b.flushing = false
-		return false
-	}
-	return true
-}
-
-func (b *finishBatcher) send(batch []*queuedFinish) {
-	bound := batch[0].bound
-	items := make([]store.SlotFinishParams, len(batch))
-	for i, q := range batch {
-		items[i] = q.p
-		bound = min(bound, q.bound)
-	}
-	// Real time, as every attempt: it bounds how long the database takes.
-	ctx, cancel := context.WithTimeoutCause(context.Background(), bound/2, errFinishAttemptTimeout)
-	defer cancel()
-	var results []store.SlotFinishResult
-	var err error
-	if len(items) == 1 {
-		var res store.SlotFinishResult
-		res, err = b.store.SlotFinish(ctx, items[0])
-		results = []store.SlotFinishResult{res}
-	} else {
-		results, err = b.store.SlotFinishBatch(ctx, items)
-	}
-	for i, q := range batch {
-		if err != nil {
-			q.done <- finishAnswer{err: err} // each retries alone (endRecorder.record)
-			continue
-		}
-		q.done <- finishAnswer{res: results[i]}
-	}
-	b.mu.Lock()
-	b.answered += uint64(len(batch))
-	if b.moved != nil {
-		close(b.moved)
-		b.moved = nil
-	}
-	b.mu.Unlock()
-}
-
-// drain waits, at most limit (real time) and while ctx lasts, until every
-// end queued before it was called has been answered, when ends wait
-// beyond the batch in flight: a backlog, which only load builds.
-// Otherwise it returns at once.
-func (b *finishBatcher) drain(ctx context.Context, limit time.Duration) {
-	b.mu.Lock()
-	if len(b.queue) == 0 {
-		b.mu.Unlock()
-		return
-	}
-	target := b.queued
-	b.mu.Unlock()
-	timeout := time.NewTimer(limit)
-	defer timeout.Stop()
-	for {
-		b.mu.Lock()
-		if b.answered >= target {
-			b.mu.Unlock()
-			return
-		}
-		if b.moved == nil {
-			b.moved = make(chan struct{})
-		}
-		moved := b.moved
-		b.mu.Unlock()
-		select {
-		case <-moved:
-		case <-timeout.C:
-			return
-		case <-ctx.Done():
-			return
-		}
-	}
 }

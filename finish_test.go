@@ -209,7 +209,7 @@ func TestTenThousandJobsDueAtOnceRunOnce(t *testing.T) {
 		t.Fatalf("%d of %d jobs ran their slot", ran, n)
 	}
 	var notCompleted int
-	if err := c.replicas[0].e.store.(*postgres.Store).Pool().QueryRow(context.Background(),
+	if err := c.replicas[0].e.Store.(*postgres.Store).Pool().QueryRow(context.Background(),
 		`SELECT count(*) FROM `+pgx.Identifier{schema, "slots"}.Sanitize()+` WHERE status <> 'completed'`).Scan(&notCompleted); err != nil {
 		t.Fatal(err)
 	}

@@ -65,7 +65,7 @@ func TestHungStoreCountsAsDownAfterTheStoreTimeout(t *testing.T) {
 	// it runs once.
 	c.advance(10*time.Second, 500*time.Millisecond)
 	if n := l.ran("minutely", slot); n != 1 {
-		sl, err := a.e.store.SlotGet(context.Background(), "minutely", slot)
+		sl, err := a.e.Store.SlotGet(context.Background(), "minutely", slot)
 		t.Fatalf("the missed slot ran %d times, want once (slot %+v, %v); log:\n%s", n, sl, err, logs.String())
 	}
 	down, up := strings.Count(logs.String(), "the store is unreachable; slots are left to catch-up"), strings.Count(logs.String(), "the store is reachable again")
@@ -75,7 +75,7 @@ func TestHungStoreCountsAsDownAfterTheStoreTimeout(t *testing.T) {
 	// One success for the missed slot; before it, when the hung claim
 	// committed, that claim's attempt, recorded interrupted as it was
 	// found dead.
-	runs, err := a.e.store.RunList(context.Background(), store.RunListParams{Job: "minutely"})
+	runs, err := a.e.Store.RunList(context.Background(), store.RunListParams{Job: "minutely"})
 	successes, others := 0, 0
 	for _, r := range runs {
 		switch {

@@ -3,13 +3,10 @@ package cronfence
 import (
 	"context"
 	"fmt"
-	"runtime"
-	"strings"
 	"sync"
 	"time"
-	"weak"
 
-	"github.com/cronfence/cronfence/schedule"
+	"github.com/cronfence/cronfence/internal/schedcache"
 	"github.com/cronfence/cronfence/store"
 )
 
@@ -119,10 +116,10 @@ type Job struct {
 // the other jobs of the same spec and zone. One per job, of 136 bytes (the
 // 144-byte size class): small, which is why the schedule is held by a
 // pointer rather than as an interface and when a job was first seen lives
-// in Scheduler.firstSeen.
+// in jobSet.
 type registered struct {
 	Job
-	sched *sharedSchedule
+	sched *schedcache.Schedule
 }
 
 func (j Job) prepare() (*registered, error) {
@@ -145,11 +142,11 @@ func (j Job) prepare() (*registered, error) {
 	}
 	if j.TimeZone != "" {
 		var err error
-		if loc, err = loadLocation(j.TimeZone); err != nil {
+		if loc, err = schedcache.Location(j.TimeZone); err != nil {
 			return nil, errInvalid(fmt.Sprintf("job %q: time zone %q: %v", j.Name, j.TimeZone, err))
 		}
 	}
-	sched, err := parseSchedule(j.Schedule, j.TimeZone, loc)
+	sched, err := schedcache.Parse(j.Schedule, j.TimeZone, loc)
 	if err != nil {
 		return nil, errInvalid(fmt.Sprintf("job %q: %v", j.Name, err))
 	}
@@ -214,71 +211,6 @@ func (r *registered) claimParams(slot time.Time, owner string, liveKey int64, or
 		p.RetryFailed, p.RetryOf = true, retryOf
 	}
 	return p
-}
-
-// locations shares one *time.Location per zone name: time.LoadLocation
-// reads and keeps a fresh copy of the zone's transitions on every call,
-// about 6 KB a job for a zone with a long history.
-var locations sync.Map // zone name → *time.Location
-
-func loadLocation(name string) (*time.Location, error) {
-	if loc, ok := locations.Load(name); ok {
-		return loc.(*time.Location), nil
-	}
-	loc, err := time.LoadLocation(name)
-	if err != nil {
-		return nil, err
-	}
-	actual, _ := locations.LoadOrStore(name, loc)
-	return actual.(*time.Location), nil
-}
-
-// schedules shares one parsed schedule among the jobs registered with the
-// same spec and zone: a process with many jobs has few distinct schedules
-// ("0 0 * * *" for thousands of tenants), and each parse would hold its own
-// copy of the spec's text and field sets (about 190 bytes). A Schedule is
-// immutable and safe for concurrent use, so sharing one changes no answer.
-// The cache holds its schedules weakly: one no job uses any more is
-// collected, and its entry removed, so the cache never outgrows the
-// schedules in use however many distinct specs a process parses.
-var schedules sync.Map // scheduleKey → weak.Pointer[sharedSchedule]
-
-type scheduleKey struct{ spec, zone string }
-
-// sharedSchedule is the cached value: a pointer, for weak.Pointer.
-type sharedSchedule struct{ schedule.Schedule }
-
-// parseSchedule parses spec in loc, the location of the zone named zone
-// (loadLocation), or returns the schedule already parsed for them.
-func parseSchedule(spec, zone string, loc *time.Location) (*sharedSchedule, error) {
-	key := scheduleKey{spec, zone}
-	if v, ok := schedules.Load(key); ok {
-		if shared := v.(weak.Pointer[sharedSchedule]).Value(); shared != nil {
-			return shared, nil
-		}
-	}
-	sched, err := schedule.Parse(spec, &schedule.Options{Location: loc})
-	if err != nil {
-		return nil, err
-	}
-	shared := &sharedSchedule{sched}
-	wp := weak.Make(shared)
-	// Clone the key's strings: a spec cut from a larger text (a config
-	// file) would otherwise keep all of it alive.
-	key = scheduleKey{strings.Clone(spec), strings.Clone(zone)}
-	for {
-		v, loaded := schedules.LoadOrStore(key, wp)
-		if loaded {
-			if other := v.(weak.Pointer[sharedSchedule]).Value(); other != nil {
-				return other, nil // parsed meanwhile by another Register
-			}
-			if !schedules.CompareAndSwap(key, v, wp) {
-				continue // replaced meanwhile: look again
-			}
-		}
-		runtime.AddCleanup(shared, func(key scheduleKey) { schedules.CompareAndDelete(key, wp) }, key)
-		return shared, nil
-	}
 }
 
 // jobSet is a replica's registered jobs, and what it recorded of them in

@@ -3,7 +3,6 @@ package cronfence
 import (
 	"context"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -140,28 +139,4 @@ func TestPrepareSharesIdenticalSchedules(t *testing.T) {
 			t.Errorf("%q: String() = %q", tc.spec, got)
 		}
 	}
-}
-
-// The cache of parsed schedules holds them weakly: once no job uses one,
-// it is collected and its entry removed.
-func TestSharedSchedulesAreDroppedWithTheirJobs(t *testing.T) {
-	key := scheduleKey{"17 4 * * 3", "Pacific/Chatham"}
-	func() {
-		r, err := Job{Name: "report", Schedule: key.spec, TimeZone: key.zone, Handler: noop}.prepare()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, ok := schedules.Load(key); !ok {
-			t.Fatal("the parsed schedule is not cached")
-		}
-		runtime.KeepAlive(r)
-	}()
-	for range 500 {
-		runtime.GC()
-		if _, ok := schedules.Load(key); !ok {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatal("the cache still holds a schedule no job uses")
 }

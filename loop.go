@@ -5,6 +5,10 @@ import (
 	"time"
 
 	"github.com/cronfence/cronfence/internal/clock"
+	"github.com/cronfence/cronfence/internal/monitor"
+	"github.com/cronfence/cronfence/internal/peers"
+	"github.com/cronfence/cronfence/internal/prune"
+	"github.com/cronfence/cronfence/internal/registry"
 )
 
 // loop is the replica's one goroutine on its clock: it sleeps until the
@@ -16,10 +20,10 @@ type loop struct {
 	jobs      *jobSet
 	timers    *timers
 	claimer   *claimer
-	notices   *notices
-	heartbeat *heartbeat
-	monitor   *monitor
-	pruner    *pruner
+	peers     *peers.Peers
+	heartbeat *registry.Heartbeat
+	monitor   *monitor.Monitor
+	pruner    *prune.Pruner
 	resumer   *resumer
 
 	wake   chan struct{}
@@ -59,7 +63,7 @@ func (l *loop) run(ctx context.Context) {
 	cfg := &l.e.cfg
 	exact, _ := cfg.Clock.(exactSleeper)
 	for {
-		now := l.e.now()
+		now := l.e.Now()
 		wait, fire := cfg.MaxSleep, false // fire: the wait ends at the next fire's instant
 		if at, ok := l.timers.next(); ok {
 			if d := max(at.Sub(now), 0); d <= wait {
@@ -96,13 +100,13 @@ func (l *loop) run(ctx context.Context) {
 			case <-timer.C():
 			}
 			if timerWait < wait {
-				if step := l.e.clock.step(slept, timerWait); step != 0 {
+				if step := l.e.clock.Step(slept, timerWait); step != 0 {
 					l.tick(ctx, step)
 				}
 				continue
 			}
 		}
-		l.tick(ctx, l.e.clock.step(slept, wait))
+		l.tick(ctx, l.e.clock.Step(slept, wait))
 	}
 }
 
@@ -112,29 +116,23 @@ func (l *loop) run(ctx context.Context) {
 // them all right before anything fires early or waits for a clock that
 // jumped back.
 func (l *loop) tick(ctx context.Context, step time.Duration) {
-	l.e.busy.Add(1)
-	defer l.e.busy.Add(-1)
+	l.e.Busy.Add(1)
+	defer l.e.Busy.Add(-1)
 	e := l.e
 	if step != 0 {
-		e.log.Warn("cronfence: this replica's clock was stepped (or the host slept); measuring its offset from the database clock again", "step", step)
-		e.clock.measure(ctx)
+		e.Log.Warn("cronfence: this replica's clock was stepped (or the host slept); measuring its offset from the database clock again", "step", step)
+		e.clock.Measure(ctx)
 	}
-	now := e.now()
-	checkClock := e.clock.checkDue(now, step)
+	now := e.Now()
+	checkClock := e.clock.CheckDue(now, step)
 	var due []*entry
 	if e.timers() {
-		due = l.timers.popDue(now)
-		claim, later, told, old := l.notices.preferred(due, now)
-		l.timers.push(later...)
-		if len(told) > 0 || old {
-			l.timers.forgetPassedOver(told, now, settledKeep, old)
-		}
-		due = claim
+		due = l.preferred(l.timers.popDue(now), now)
 	}
 	if checkClock || l.claimer.isDown() {
 		// While the store is down, every tick probes it, so its return is
 		// noticed (and the missed slots caught up) before the next fire.
-		e.clock.measure(ctx)
+		e.clock.Measure(ctx)
 	}
 	if names := l.jobs.takeUnrecorded(); len(names) > 0 {
 		recordRegistrations(ctx, e, l.jobs, names)
@@ -142,13 +140,47 @@ func (l *loop) tick(ctx context.Context, step time.Duration) {
 	// After the probe: when it found the store back, the missed slots are
 	// claimed now, before this tick's fires, which they came before.
 	l.claimer.catchUpMissed(ctx, now)
-	l.pruner.tick(ctx, now)
+	l.pruner.Tick(ctx, now)
 	if e.timers() {
-		l.monitor.tick(ctx, now)
+		l.monitor.Tick(ctx, now)
 	}
 	l.resumer.tick(ctx, now)
 	if len(due) > 0 {
 		l.claimer.fire(ctx, due, l.timers.takePassedOver(due), now)
 	}
-	l.heartbeat.tick(ctx, now)
+	l.heartbeat.Tick(ctx, now)
+}
+
+// preferred returns the due entries this replica claims now, and puts back
+// on the heap as fallbacks those another replica is preferred for, as the
+// peers choose (peers.Prefer).
+func (l *loop) preferred(due []*entry, now time.Time) []*entry {
+	in := make([]peers.Due, len(due))
+	for i, e := range due {
+		in[i] = peers.Due{Job: e.job.Name, Slot: e.slot, Scheduled: e.origin == OriginScheduled && !e.again, Fallback: e.fallback}
+	}
+	choices, pruned := l.peers.Prefer(in, now)
+	if choices == nil {
+		return due
+	}
+	claim := due[:0]
+	var later []*entry
+	var told []slotKey
+	for i, e := range due {
+		switch c := choices[i]; {
+		case c.Told:
+			// The replica that claimed it records what a stall passed
+			// over before it.
+			told = append(told, keyOf(e.job.Name, e.slot))
+		case !c.Later.IsZero():
+			later = append(later, &entry{job: e.job, slot: e.slot, fireAt: c.Later, origin: e.origin, again: true, fallback: true})
+		default:
+			claim = append(claim, e)
+		}
+	}
+	l.timers.push(later...)
+	if len(told) > 0 || pruned {
+		l.timers.forgetPassedOver(told, now, peers.SettledKeep, pruned)
+	}
+	return claim
 }

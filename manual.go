@@ -43,7 +43,7 @@ func (s *Scheduler) Trigger(ctx context.Context, name string) (ManualRun, error)
 		leaseName = fmt.Sprintf("job:%s@manual-%d", r.Name, s.e.cfg.Clock.Now().UnixNano())
 	}
 	sent := s.e.cfg.Clock.Now()
-	lease, acquired, err := s.e.store.LeaseAcquire(ctx, store.LeaseAcquireParams{Name: leaseName, Owner: s.e.cfg.Owner, TTL: r.LeaseTTL, LiveKey: s.e.liveKey.Load()})
+	lease, acquired, err := s.e.Store.LeaseAcquire(ctx, store.LeaseAcquireParams{Name: leaseName, Owner: s.e.cfg.Owner, TTL: r.LeaseTTL, LiveKey: s.e.LiveKey.Load()})
 	if err != nil {
 		return ManualRun{}, fmt.Errorf("cronfence: trigger %q: %w", name, err)
 	}
@@ -52,12 +52,12 @@ func (s *Scheduler) Trigger(ctx context.Context, name string) (ManualRun, error)
 		if lease.Owner != "" {
 			holder = fmt.Sprintf("%s at generation %d", lease.Owner, lease.Generation)
 		}
-		skip, err := s.e.store.RunInsert(ctx, store.Run{
+		skip, err := s.e.Store.RunInsert(ctx, store.Run{
 			Job: name, Manual: true, Owner: s.e.cfg.Owner, Success: true, Skipped: true, Reason: string(store.ClaimHeld),
 			Logs: []string{fmt.Sprintf("Skipped: the previous run has not finished (lease %s held by %s)", leaseName, holder)},
 		})
 		if err != nil {
-			s.e.log.Warn("cronfence: could not record a refused manual run", "job", name, "error", err)
+			s.e.Log.Warn("cronfence: could not record a refused manual run", "job", name, "error", err)
 		}
 		s.e.observe(SkipEvent{Job: name, Reason: string(store.ClaimHeld), Holder: lease.Owner, Origin: OriginManual})
 		return ManualRun{}, &AlreadyExecutingError{Job: name, Holder: lease, Skip: skip}
@@ -91,7 +91,7 @@ func (s *Scheduler) SetEnabled(ctx context.Context, name string, enabled *bool, 
 	if s.jobs.get(name) == nil {
 		return store.JobState{}, unknownJob(name)
 	}
-	js, err := s.e.store.JobStateSet(ctx, store.JobStateSetParams{Job: name, Enabled: enabled, By: by, Note: note})
+	js, err := s.e.Store.JobStateSet(ctx, store.JobStateSetParams{Job: name, Enabled: enabled, By: by, Note: note})
 	if err != nil {
 		return store.JobState{}, fmt.Errorf("cronfence: set enabled of %q: %w", name, err)
 	}

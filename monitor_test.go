@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -11,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cronfence/cronfence/internal/clock"
@@ -150,7 +153,7 @@ func (m *monitored) settle() {
 	idle := func() bool {
 		var busy int64
 		for _, s := range m.replicas {
-			busy += s.e.busy.Load()
+			busy += s.e.Busy.Load()
 		}
 		return busy == int64(m.held) && m.db.Timers() == len(m.replicas)+m.heldTimers
 	}
@@ -802,7 +805,7 @@ func BenchmarkMonitorPass(b *testing.B) {
 				}
 			}
 		}
-		s.heartbeat.beat(ctx, db.Now())
+		s.heartbeat.Beat(ctx, db.Now())
 		db.Advance(time.Hour)
 		if !alerting {
 			for i := range jobs {
@@ -817,9 +820,9 @@ func BenchmarkMonitorPass(b *testing.B) {
 				}
 			}
 		}
-		s.heartbeat.beat(ctx, db.Now())
-		s.monitor.pass(ctx) // takes the lease, prepares the statements
-		if s.monitor.lease.Generation == 0 {
+		s.heartbeat.Beat(ctx, db.Now())
+		s.monitor.Pass(ctx) // takes the lease, prepares the statements
+		if s.monitor.Lease().Generation == 0 {
 			b.Fatal("the pass did not take the monitor lease")
 		}
 		openAlerts, err := st.AlertList(ctx, store.AlertListParams{OpenOnly: true, Limit: 1000})
@@ -835,7 +838,7 @@ func BenchmarkMonitorPass(b *testing.B) {
 			if trips != nil {
 				t0 = trips.Total()
 			}
-			s.monitor.pass(ctx)
+			s.monitor.Pass(ctx)
 			if trips != nil {
 				rt += trips.Total() - t0
 			}
@@ -1012,7 +1015,7 @@ func TestAlertFailingRaisedOnceAndResolved(t *testing.T) {
 			t.Errorf("details %v; want 3 slots from 12:01 to 12:03, 2 attempts, the handler's error", d)
 		}
 		for _, slot := range []time.Time{time.Date(2026, 3, 1, 12, 1, 0, 0, time.UTC), time.Date(2026, 3, 1, 12, 2, 0, 0, time.UTC)} {
-			if runs := slotRuns(t, m.replicas[0].e.store, "export", slot); len(runs) != 2 || runs[0].Attempt != 1 || runs[1].Attempt != 2 ||
+			if runs := slotRuns(t, m.replicas[0].e.Store, "export", slot); len(runs) != 2 || runs[0].Attempt != 1 || runs[1].Attempt != 2 ||
 				runs[1].StartedAt.Sub(runs[0].FinishedAt) != 10*time.Second {
 				t.Errorf("slot %s: runs %+v; want attempts 1 and 2, 10s apart", slot.Format(time.TimeOnly), runs)
 			}
@@ -1024,5 +1027,74 @@ func TestAlertFailingRaisedOnceAndResolved(t *testing.T) {
 		broken.Store(false)
 		m.wantResolvedOnce(key, 2*time.Minute)
 		c.wantNeverDown()
+	})
+}
+
+// snapshotSpy records what the checks ask of MonitorSnapshot and what
+// each replica's row came back as.
+type snapshotSpy struct {
+	store.Store
+	mu      sync.Mutex
+	known   []map[string]string // KnownJobs of each call
+	digests []map[string]string // each call's answer: owner → JobsHash, where the store keeps one
+	leftOut []map[string]bool   // each call's answer: owners whose jobs were left out
+}
+
+func (s *snapshotSpy) MonitorSnapshot(ctx context.Context, p store.MonitorSnapshotParams) (store.MonitorSnapshot, error) {
+	res, err := s.Store.MonitorSnapshot(ctx, p)
+	if err != nil {
+		return res, err
+	}
+	digests, leftOut := map[string]string{}, map[string]bool{}
+	for _, r := range res.Replicas {
+		if r.JobsHash != "" {
+			digests[r.Owner] = r.JobsHash
+		}
+		if r.JobsUnchanged {
+			leftOut[r.Owner] = true
+		}
+	}
+	s.mu.Lock()
+	s.known = append(s.known, maps.Clone(p.KnownJobs))
+	s.digests = append(s.digests, digests)
+	s.leftOut = append(s.leftOut, leftOut)
+	s.mu.Unlock()
+	return res, nil
+}
+
+func (s *snapshotSpy) calls() int { s.mu.Lock(); defer s.mu.Unlock(); return len(s.known) }
+
+// The checks name the jobs they hold to the store at every pass after
+// the first, so that PostgreSQL, which digests them, sends a replica's
+// thousands of jobs only when they change. (The store's side is the
+// conformance suite's; without this, a scheduler that never named them
+// passed every test and read every replica's jobs every pass.)
+func TestMonitorNamesTheJobsItHoldsToTheSnapshot(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		m := newMonitored(t, c)
+		spy := &snapshotSpy{Store: c.open(t)}
+		noop := func(ctx context.Context, run *Run) error { return nil }
+		m.startWith(Config{Owner: "replica-0", Clock: offsetClock{m.db, 0}, Retention: -1, Observer: m.log.observer("replica-0"), Store: spy},
+			Job{Name: "sync", Schedule: "@every 1m", Handler: noop})
+		m.advanceUntil("three passes of the checks", 2*time.Minute, time.Second, func() bool { return spy.calls() >= 3 })
+
+		spy.mu.Lock()
+		defer spy.mu.Unlock()
+		if len(spy.known[0]) != 0 {
+			t.Errorf("the first pass named %v as known; it holds none yet", spy.known[0])
+		}
+		for i := 1; i < len(spy.known); i++ {
+			if diff := cmp.Diff(spy.digests[i-1], spy.known[i], cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("pass %d named as known (-the digests the pass before read +named):\n%s", i+1, diff)
+			}
+		}
+		if c.kind == "postgres" {
+			if spy.digests[0]["replica-0"] == "" {
+				t.Fatal("PostgreSQL returned no digest of the replica's jobs")
+			}
+			if !spy.leftOut[2]["replica-0"] {
+				t.Error("the third pass read the replica's unchanged jobs again")
+			}
+		}
 	})
 }

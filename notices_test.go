@@ -3,11 +3,13 @@ package cronfence
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/cronfence/cronfence/internal/peers"
 	"github.com/cronfence/cronfence/internal/wait"
 	"github.com/cronfence/cronfence/store"
 	"github.com/cronfence/cronfence/store/postgres"
@@ -49,10 +51,7 @@ func hearEachOther(t *testing.T, replicas ...*Scheduler) {
 	t.Helper()
 	wait.For(t, 10*time.Second, func() bool {
 		for _, s := range replicas {
-			s.notices.mu.Lock()
-			n := len(s.notices.alive)
-			s.notices.mu.Unlock()
-			if n != len(replicas)-1 {
+			if n := len(s.peers.Alive()); n != len(replicas)-1 {
 				return false
 			}
 		}
@@ -66,14 +65,11 @@ func heardSettled(t *testing.T, slot time.Time, jobs []string, replicas ...*Sche
 	t.Helper()
 	wait.For(t, 10*time.Second, func() bool {
 		for _, s := range replicas {
-			s.notices.mu.Lock()
 			for _, j := range jobs {
-				if _, ok := s.notices.settled[keyOf(j, slot)]; !ok {
-					s.notices.mu.Unlock()
+				if !s.peers.Settled(j, slot) {
 					return false
 				}
 			}
-			s.notices.mu.Unlock()
 		}
 		return true
 	}, func() string { return "the replicas did not hear every claim" })
@@ -92,10 +88,7 @@ func startGhost(t *testing.T, c *cluster) {
 func hearsGhost(t *testing.T, s *Scheduler) {
 	t.Helper()
 	wait.For(t, 10*time.Second, func() bool {
-		s.notices.mu.Lock()
-		defer s.notices.mu.Unlock()
-		_, ok := s.notices.alive["ghost"]
-		return ok
+		return slices.Contains(s.peers.Alive(), "ghost")
 	}, func() string { return s.e.cfg.Owner + " did not hear the ghost replica" })
 }
 
@@ -119,7 +112,7 @@ func besideGhost(t *testing.T, c *cluster) (slot time.Time, job string, l *ledge
 func preferredOf(job string, slot time.Time, owners ...string) string {
 	best, bestScore := "", uint64(0)
 	for _, o := range owners {
-		if h := rendezvous(o, keyOf(job, slot).rankKey()); best == "" || h > bestScore || (h == bestScore && o < best) {
+		if h := peers.Score(o, job, slot); best == "" || h > bestScore || (h == bestScore && o < best) {
 			best, bestScore = o, h
 		}
 	}
@@ -277,7 +270,7 @@ func (s *scanCounter) SlotListInterrupted(ctx context.Context) ([]store.Slot, er
 
 // While nobody died, replicas that listen do not scan for dead runs every
 // ResumeEvery: only once as they start listening and, one replica, every
-// resumeBackstopEvery. A run whose owner dies is still resumed within
+// peers.ResumeBackstopEvery. A run whose owner dies is still resumed within
 // about ResumeEvery of its lease's end, by the replica that watches it.
 func TestDeadRunScansOnlyWhileAWatchedRunGoesOn(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
@@ -303,7 +296,7 @@ func TestDeadRunScansOnlyWhileAWatchedRunGoesOn(t *testing.T) {
 		// Every ResumeEvery on each replica would be 720; what is left is
 		// one scan per replica after it started listening, and the
 		// backstop's 5 by one replica.
-		if n := scans() - before; n > int64(2*time.Minute/resumeBackstopEvery)+1+3 {
+		if n := scans() - before; n > int64(2*time.Minute/peers.ResumeBackstopEvery)+1+3 {
 			t.Fatalf("%d scans for dead runs in 2 idle minutes on 3 replicas, want at most the backstop's", n)
 		}
 
@@ -318,10 +311,7 @@ func TestDeadRunScansOnlyWhileAWatchedRunGoesOn(t *testing.T) {
 		}
 		wait.For(t, 10*time.Second, func() bool {
 			for _, s := range replicas {
-				s.notices.mu.Lock()
-				_, ok := s.notices.watched[keyOf("report", dead)]
-				s.notices.mu.Unlock()
-				if !ok {
+				if !s.peers.Watched("report", dead) {
 					return false
 				}
 			}
@@ -352,12 +342,9 @@ func TestAReplicaThatStopsHearingClaimsAtOnce(t *testing.T) {
 		b := c.startWith(Config{Owner: "b", Clock: offsetClock{c.db, 0}, Retention: -1},
 			Job{Name: job, Schedule: "*/10 * * * * *", Handler: l.handler(c.db)})
 		wait.For(t, 10*time.Second, func() bool {
-			b.notices.mu.Lock()
-			defer b.notices.mu.Unlock()
-			_, ok := b.notices.alive["ghost"]
-			return ok && b.notices.hearing
+			return slices.Contains(b.peers.Alive(), "ghost") && b.peers.Hearing()
 		}, func() string { return "b did not hear the ghost replica" })
-		b.notices.heard(context.Background(), store.Notice{Kind: store.NoticeLost}) // as Listen says when its connection breaks
+		b.peers.Heard(context.Background(), store.Notice{Kind: store.NoticeLost}) // as Listen says when its connection breaks
 
 		c.advance(slot.Sub(c.db.Now()), time.Minute)
 		if n := l.ran(job, slot); n != 1 {
@@ -437,10 +424,7 @@ func TestAFallbackWaitsWhileItsPreferredReplicaClaimsTheInstant(t *testing.T) {
 				t.Fatalf("the ghost's claim of %s: %+v, %v", other, r, err)
 			}
 			wait.For(t, 10*time.Second, func() bool {
-				b.notices.mu.Lock()
-				defer b.notices.mu.Unlock()
-				_, ok := b.notices.settled[keyOf(other, slot)]
-				return ok
+				return b.peers.Settled(other, slot)
 			}, func() string { return "b did not hear the ghost's claim of " + other })
 		}
 

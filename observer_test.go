@@ -208,7 +208,7 @@ func TestObserverSeesLeaseLostAndFenceRefused(t *testing.T) {
 		// No resume pass: it would try to claim the taken-over slot again
 		// in the same step, which is another test's subject.
 		a := c.startWith(Config{Owner: "a", Clock: offsetClock{c.db, 0}, Retention: -1, ResumeEvery: -1, Observer: rec}, job)
-		st = a.e.store
+		st = a.e.Store
 		c.db.Advance(time.Minute)
 		run := <-started
 		c.settleHolding(1)

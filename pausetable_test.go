@@ -91,7 +91,7 @@ func TestBrokenPauseTableFailsOpen(t *testing.T) {
 		}
 		wantRan("before", m1, map[string]int{"on": 1, "off": 0, "paused": 0})
 
-		renameTable(t, a.e.store, "job_state", false)
+		renameTable(t, a.e.Store, "job_state", false)
 		c.advance(time.Minute, time.Second) // 12:02
 		m2 := c.db.Now()
 		wantRan("renamed", m2, map[string]int{"on": 1, "off": 0, "paused": 1})
@@ -102,7 +102,7 @@ func TestBrokenPauseTableFailsOpen(t *testing.T) {
 		c.advance(time.Minute, time.Second) // 12:03
 		wantRan("renamed, two replicas", c.db.Now(), map[string]int{"on": 1, "off": 0, "paused": 1})
 
-		renameTable(t, a.e.store, "job_state", true)
+		renameTable(t, a.e.Store, "job_state", true)
 		c.advance(time.Minute, time.Second) // 12:04: the override decides again
 		wantRan("back", c.db.Now(), map[string]int{"on": 1, "off": 0, "paused": 0})
 		if !strings.Contains(logs.String(), "the pause overrides read again") {

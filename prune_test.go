@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cronfence/cronfence/internal/prune"
 	"github.com/cronfence/cronfence/store"
 )
 
@@ -212,7 +213,7 @@ func (h *hangingPrune) Prune(ctx context.Context, _ store.PruneParams) (store.Pr
 	return store.PruneResult{}, ctx.Err()
 }
 
-// A prune step that does not end is cancelled pruneStepTimeout after the
+// A prune step that does not end is cancelled prune.StepTimeout after the
 // lease was last renewed, a minute before the retention lease would
 // expire, so no other replica starts pruning beside it; and the lease is
 // given back.
@@ -223,7 +224,7 @@ func TestAPruneStepThatDoesNotEndIsCancelledBeforeItsLeaseExpires(t *testing.T) 
 		c.startHolding(1, Config{Owner: "a", Clock: offsetClock{c.db, 0}, Retention: 7 * 24 * time.Hour, Store: st},
 			Job{Name: "daily", Schedule: "@daily", Handler: nopHandler})
 		<-st.entered
-		c.db.Advance(pruneStepTimeout - time.Second)
+		c.db.Advance(prune.StepTimeout - time.Second)
 		select {
 		case cause := <-st.cause:
 			t.Fatalf("the prune step was cancelled %s before its timeout: %v", time.Second, cause)
@@ -232,11 +233,11 @@ func TestAPruneStepThatDoesNotEndIsCancelledBeforeItsLeaseExpires(t *testing.T) 
 		c.db.Advance(time.Second)
 		select {
 		case cause := <-st.cause:
-			if !errors.Is(cause, errPruneStepTimeout) {
-				t.Fatalf("the prune step ended for %v; want errPruneStepTimeout", cause)
+			if !errors.Is(cause, prune.ErrStepTimeout) {
+				t.Fatalf("the prune step ended for %v; want prune.ErrStepTimeout", cause)
 			}
 		case <-time.After(30 * time.Second):
-			t.Fatalf("the prune step was not cancelled %s after it started", pruneStepTimeout)
+			t.Fatalf("the prune step was not cancelled %s after it started", prune.StepTimeout)
 		}
 		c.settle()
 		l, err := st.LeaseGet(context.Background(), "cronfence:retention")

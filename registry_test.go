@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/cronfence/cronfence/internal/registry"
 	"github.com/cronfence/cronfence/store"
 	"github.com/cronfence/cronfence/store/mysql"
 	"github.com/cronfence/cronfence/store/postgres"
@@ -65,7 +66,7 @@ func TestReplicaRegistry(t *testing.T) {
 			t.Fatalf("registry has %d replicas, want 3: %+v", len(rows), rows)
 		}
 		for owner, r := range rows {
-			if r.Host != hostname() || r.PID != os.Getpid() || r.Version == "" || !r.Timers {
+			if r.Host != registry.Hostname() || r.PID != os.Getpid() || r.Version == "" || !r.Timers {
 				t.Errorf("replica %s: host %q, pid %d, version %q, timers %v", owner, r.Host, r.PID, r.Version, r.Timers)
 			}
 			if !r.StartedAt.Equal(start) || !r.HeartbeatAt.Equal(start) {
@@ -144,7 +145,7 @@ func TestReplicaHeartbeatRetriedNextTick(t *testing.T) {
 		renameTable := func(from, to string) {
 			t.Helper()
 			var err error
-			switch st := a.e.store.(type) {
+			switch st := a.e.Store.(type) {
 			case *sqlite.Store:
 				_, err = st.DB().Exec(`ALTER TABLE ` + from + ` RENAME TO ` + to)
 			case *mysql.Store:
@@ -277,11 +278,9 @@ func TestHeartbeatOfTooManyJobsRefusedAsTheStoreWould(t *testing.T) {
 	if got == nil || want == nil || got.Error() != want.Error() || !errors.Is(got, store.ErrInvalidArgument) {
 		t.Fatalf("%d jobs: %v; want the store's %v", store.MaxReplicaJobs+1, got, want)
 	}
-	s.heartbeat.beat(context.Background(), time.Now())
-	h := s.heartbeat
-	h.mu.Lock()
-	failing, due := h.failing, !h.recorded
-	h.mu.Unlock()
+	s.heartbeat.Beat(context.Background(), time.Now())
+	failing, recorded := s.heartbeat.State()
+	due := !recorded
 	if !failing || !due {
 		t.Fatalf("after the heartbeat: failing %t, due again %t; want both (retried at the next tick)", failing, due)
 	}

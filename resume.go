@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cronfence/cronfence/internal/peers"
 	"github.com/cronfence/cronfence/store"
 )
 
@@ -13,7 +14,7 @@ import (
 // lost its lease) and claims them again with one more attempt, or ends
 // them failed on their last; and the failed slots whose retry the replica
 // whose attempt failed did not make (it stopped or died), and retries
-// them. A scan runs every ResumeEvery, when wanted (notices.resumeWanted),
+// them. A scan runs every ResumeEvery, when wanted (peers.ResumeWanted),
 // on a goroutine of its own, one at a time: its claim of a dead run's slot
 // must take that slot's lease row, which a deposed writer's transaction
 // may hold for as long as that writer is frozen, and a scan in the loop
@@ -22,7 +23,7 @@ type resumer struct {
 	e        *env
 	jobs     *jobSet
 	retries  *retryPlanner
-	notices  *notices
+	peers    *peers.Peers
 	claim    func(ctx context.Context, batch []*entry) // the claimer's
 	down     func() bool                               // the claimer's: the store is down
 	buffered func(job *registered, slot time.Time)     // the claimer's runBuffered
@@ -63,7 +64,7 @@ func (r *resumer) tick(ctx context.Context, now time.Time) {
 	}
 	r.next = now.Add(r.e.cfg.ResumeEvery)
 	r.mu.Unlock()
-	if !r.notices.resumeWanted(now) {
+	if !r.peers.ResumeWanted(now) {
 		return
 	}
 	r.mu.Lock()
@@ -74,9 +75,9 @@ func (r *resumer) tick(ctx context.Context, now time.Time) {
 	r.running = true
 	r.done.Add(1)
 	r.mu.Unlock()
-	r.e.busy.Add(1)
+	r.e.Busy.Add(1)
 	go func() {
-		defer r.e.busy.Add(-1)
+		defer r.e.Busy.Add(-1)
 		defer r.done.Done()
 		defer func() { r.mu.Lock(); r.running = false; r.mu.Unlock() }()
 		r.scan(ctx)
@@ -93,20 +94,20 @@ func (r *resumer) stop() { r.done.Wait() }
 // trip.
 func (r *resumer) scan(ctx context.Context) {
 	const failed = "cronfence: could not look for interrupted runs"
-	listCtx, cancel := r.e.bounded(ctx)
-	dead, err := r.e.store.SlotListInterrupted(listCtx)
+	listCtx, cancel := r.e.Bounded(ctx)
+	dead, err := r.e.Store.SlotListInterrupted(listCtx)
 	cancel()
 	if err != nil {
 		if ctx.Err() == nil { // else stopping: nothing to warn about
-			r.e.warnRepeated(failed, "error", err)
+			r.e.WarnRepeated(failed, "error", err)
 		}
 		return
 	}
-	r.e.failures.over(failed)
+	r.e.Failures.Over(failed)
 	if len(dead) == 0 {
 		return
 	}
-	now := r.e.now()
+	now := r.e.Now()
 	// The latest slot of each job that has an attempt left: one out of
 	// attempts would only be refused, on every scan, and would hide an
 	// older slot that can still be resumed; those are abandoned instead.
@@ -147,7 +148,7 @@ func (r *resumer) scan(ctx context.Context) {
 		// Until a scan finds none: a claim here may be refused lease_busy.
 		// Not for failed slots waiting for their retry: those are the
 		// failed replica's to retry, and a scan's only when it is gone.
-		r.notices.rescanSoon()
+		r.peers.RescanSoon()
 	}
 	for _, a := range spent {
 		r.abandon(ctx, a.job, a.slot)
@@ -179,15 +180,15 @@ func (r *resumer) recordInterrupted(ctx context.Context, dead []deadSlot) {
 		}
 	}
 	const failed = "cronfence: could not record the interrupted runs of the slots it resumes"
-	bctx, cancel := r.e.bounded(ctx)
+	bctx, cancel := r.e.Bounded(ctx)
 	defer cancel()
-	if _, err := r.e.store.RunInterrupted(bctx, items); err != nil {
+	if _, err := r.e.Store.RunInterrupted(bctx, items); err != nil {
 		if ctx.Err() == nil {
-			r.e.warnRepeated(failed, "slots", len(items), "first_job", items[0].Job, "error", err)
+			r.e.WarnRepeated(failed, "slots", len(items), "first_job", items[0].Job, "error", err)
 		}
 		return
 	}
-	r.e.failures.over(failed)
+	r.e.Failures.Over(failed)
 }
 
 // recordDeadAmong records the dead attempts of the slots a catch-up is
@@ -200,8 +201,8 @@ func (r *resumer) recordDeadAmong(ctx context.Context, batch []*entry) {
 	if len(batch) == 0 {
 		return
 	}
-	listCtx, cancel := r.e.bounded(ctx)
-	dead, err := r.e.store.SlotListInterrupted(listCtx)
+	listCtx, cancel := r.e.Bounded(ctx)
+	dead, err := r.e.Store.SlotListInterrupted(listCtx)
 	cancel()
 	if err != nil || len(dead) == 0 {
 		return // the claim that follows meets the same store, and says so
@@ -226,36 +227,42 @@ type deadSlot struct {
 	slot store.Slot
 }
 
-// abandon ends as failed a dead slot that has no attempt left: its run
+// abandon ends a dead slot with no attempt left failed, and starts the
+// slot buffered behind it.
+func (r *resumer) abandon(ctx context.Context, job *registered, sl store.Slot) {
+	ctx, cancel := r.e.Bounded(ctx)
+	defer cancel()
+	if res, ok := abandonDead(ctx, r.e, job, sl); ok && !res.Buffered.IsZero() {
+		r.buffered(job, res.Buffered)
+	}
+}
+
+// abandonDead ends as failed a dead slot that has no attempt left: its run
 // died (its process was killed, or it could not record its end) on the
 // job's last attempt, and no claim may run it again, so it would otherwise
-// stay running for good, in the dashboard and for every check. One round
-// trip; of several replicas scanning at once, one records it. The grace of
-// one lease TTL past the lease's end leaves a live owner that lost its
-// lease (and cancelled its handler at the expiry) time to record the end
-// itself; on PostgreSQL an owner whose process is gone is not waited for.
-func (r *resumer) abandon(ctx context.Context, job *registered, sl store.Slot) {
+// stay running for good. Of several replicas (or lock hosts) at once, one
+// records it, and only once the run has been dead for a lease TTL: a live
+// owner that lost its lease records its own end first (on PostgreSQL and
+// MySQL an owner whose process is gone is not waited for). ok says this
+// call ended it.
+func abandonDead(ctx context.Context, e *env, job *registered, sl store.Slot) (res store.SlotFinishResult, ok bool) {
 	why := fmt.Sprintf("interrupted on its last attempt (%d of %d): the run by %s at generation %d died without recording its end",
 		sl.Attempts, job.MaxAttempts, sl.Owner, sl.Generation)
-	ctx, cancel := r.e.bounded(ctx)
-	defer cancel()
-	res, err := r.e.store.SlotAbandon(ctx, store.SlotAbandonParams{
+	res, err := e.Store.SlotAbandon(ctx, store.SlotAbandonParams{
 		Job: sl.Job, Slot: sl.Slot, LeaseName: sl.LeaseName, Owner: sl.Owner, Generation: sl.Generation,
 		MaxAttempts: job.MaxAttempts, Grace: job.LeaseTTL, Error: why,
 		Logs: []string{fmt.Sprintf("Slot %s ended failed by %s: %s; no attempt is left",
-			sl.Slot.UTC().Format(time.RFC3339), r.e.cfg.Owner, why)},
+			sl.Slot.UTC().Format(time.RFC3339), e.cfg.Owner, why)},
 	})
 	if err != nil {
 		if ctx.Err() == nil {
-			r.e.log.Warn("cronfence: could not end a dead slot that has no attempt left", "job", sl.Job, "slot", sl.Slot, "error", err)
+			e.Log.Warn("cronfence: could not end a dead slot that has no attempt left", "job", sl.Job, "slot", sl.Slot, "error", err)
 		}
-		return
+		return res, false
 	}
 	if !res.SlotUpdated {
-		return // another replica did, or its owner finished after all
+		return res, false // another replica did, or its owner finished after all
 	}
-	r.e.log.Warn("cronfence: slot failed: "+why, "job", sl.Job, "slot", sl.Slot, "attempts", sl.Attempts)
-	if !res.Buffered.IsZero() {
-		r.buffered(job, res.Buffered)
-	}
+	e.Log.Warn("cronfence: slot failed: "+why, "job", sl.Job, "slot", sl.Slot, "attempts", sl.Attempts)
+	return res, true
 }

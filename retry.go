@@ -57,7 +57,7 @@ func (p *retryPlanner) plan(spec runSpec) retryPlan {
 	if spec.attempt >= job.MaxAttempts {
 		return retryPlan{why: "its last attempt failed"}
 	}
-	at := p.e.now().Add(retryDelay(job.RetryBackoff, spec.attempt))
+	at := p.e.Now().Add(retryDelay(job.RetryBackoff, spec.attempt))
 	until := retryWindowEnd(job, spec.slot)
 	if !at.Before(until) {
 		return retryPlan{why: "its retry would not start before the job's next slot"}
@@ -87,12 +87,12 @@ func retryWindowEnd(job *registered, slot time.Time) time.Time {
 func (p *retryPlanner) arm(spec runSpec, plan retryPlan) {
 	job := spec.job
 	if plan.at.IsZero() {
-		p.e.log.Warn("cronfence: slot failed: "+plan.why, "job", job.Name, "slot", spec.slot,
+		p.e.Log.Warn("cronfence: slot failed: "+plan.why, "job", job.Name, "slot", spec.slot,
 			"attempt", spec.attempt, "max_attempts", job.MaxAttempts)
 		return
 	}
-	p.rearm(&entry{job: job, slot: spec.slot, fireAt: plan.at, origin: OriginRetry, attempt: int32(spec.attempt), retry: true})
-	p.e.log.Info("cronfence: the failed attempt will be retried", "job", job.Name, "slot", spec.slot,
+	p.rearm(&entry{job: job, slot: spec.slot, fireAt: plan.at, origin: OriginRetry, attempt: int32(spec.attempt), again: true})
+	p.e.Log.Info("cronfence: the failed attempt will be retried", "job", job.Name, "slot", spec.slot,
 		"attempt", spec.attempt, "next_attempt", spec.attempt+1, "at", plan.at)
 }
 

@@ -96,7 +96,7 @@ func TestAFailedAttemptIsRetriedWithBackoffUntilItSucceeds(t *testing.T) {
 				t.Errorf("attempt %d = %+v; want number %d, origin %s, at %s", i+1, m, i+1, wantOrigin[i], wantAt[i].Format(time.TimeOnly))
 			}
 		}
-		s := c.replicas[0].e.store
+		s := c.replicas[0].e.Store
 		runs := slotRuns(t, s, "flaky", slot)
 		if len(runs) != 3 {
 			t.Fatalf("run rows of the slot = %+v, want one per attempt", runs)
@@ -135,7 +135,7 @@ func TestASlotWhoseAttemptsAreSpentEndsFailed(t *testing.T) {
 				t.Fatalf("attempts of slot %s = %+v; want 3, at +0s, +5s and +15s", slot.Format(time.TimeOnly), made)
 			}
 		}
-		s := c.replicas[0].e.store
+		s := c.replicas[0].e.Store
 		if sl, err := s.SlotGet(context.Background(), "broken", first); err != nil || sl.Status != store.SlotFailed || sl.Attempts != 3 {
 			t.Fatalf("slot = %+v, %v; want failed after 3 attempts", sl, err)
 		}
@@ -165,7 +165,7 @@ func TestARetryNeverPassesTheNextSlot(t *testing.T) {
 		if len(next) == 0 || next[0].attempt != 1 || next[0].at != first.Add(15*time.Second) {
 			t.Fatalf("attempts of the next slot = %+v; want its first on time", next)
 		}
-		if sl, err := c.replicas[0].e.store.SlotGet(context.Background(), "quick", first); err != nil || sl.Status != store.SlotFailed || sl.Attempts != 2 {
+		if sl, err := c.replicas[0].e.Store.SlotGet(context.Background(), "quick", first); err != nil || sl.Status != store.SlotFailed || sl.Attempts != 2 {
 			t.Fatalf("first slot = %+v, %v; want failed after 2 attempts", sl, err)
 		}
 	})
@@ -241,7 +241,7 @@ func TestARetryOutlivesTheReplicaWhoseAttemptFailed(t *testing.T) {
 			retry.at.Before(slot.Add(10*time.Second)) || !retry.at.Before(slot.Add(time.Minute)) {
 			t.Fatalf("retry = %+v; want attempt 2 by another replica, after the 10s backoff and before the next slot", retry)
 		}
-		if sl, err := c.replicas[0].e.store.SlotGet(context.Background(), "handover", slot); err != nil || sl.Status != store.SlotCompleted {
+		if sl, err := c.replicas[0].e.Store.SlotGet(context.Background(), "handover", slot); err != nil || sl.Status != store.SlotCompleted {
 			t.Fatalf("slot = %+v, %v; want completed by the retry", sl, err)
 		}
 	})

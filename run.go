@@ -6,9 +6,9 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/cronfence/cronfence/internal/runlog"
 	"github.com/cronfence/cronfence/store"
 )
 
@@ -33,7 +33,7 @@ type Run struct {
 	Logger *slog.Logger
 
 	lease   *Lease
-	logs    *logBuffer
+	logs    *runlog.Buffer
 	observe func(Event) // the scheduler's; nil outside one
 }
 
@@ -99,94 +99,4 @@ func (r *Run) IdempotencyKey(parts ...string) string {
 		b.WriteString(p)
 	}
 	return b.String()
-}
-
-// logBuffer keeps the lines a run logs, bounded like the run row.
-type logBuffer struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (b *logBuffer) add(line string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.lines = append(b.lines, line)
-	if len(b.lines) > 2*store.MaxRunLogLines {
-		b.lines = append(b.lines[:0:0], b.lines[len(b.lines)-store.MaxRunLogLines:]...)
-	}
-}
-
-func (b *logBuffer) snapshot() []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return append([]string(nil), b.lines...)
-}
-
-// runLogger is a run's Logger: records go to base and to logs, with attrs
-// (the job, slot, attempt...) on base's side only.
-func runLogger(base slog.Handler, logs *logBuffer, attrs []any) *slog.Logger {
-	return slog.New(&teeHandler{next: &lazyHandler{base: base}, buf: logs}).With(attrs...)
-}
-
-// teeHandler sends records to the scheduler's handler and, formatted as one
-// line, to the run's buffer.
-type teeHandler struct {
-	next *lazyHandler
-	buf  *logBuffer
-}
-
-func (h *teeHandler) Enabled(ctx context.Context, l slog.Level) bool { return true }
-
-func (h *teeHandler) Handle(ctx context.Context, r slog.Record) error {
-	var b strings.Builder
-	b.WriteString(r.Level.String())
-	b.WriteByte(' ')
-	b.WriteString(r.Message)
-	r.Attrs(func(a slog.Attr) bool {
-		b.WriteByte(' ')
-		b.WriteString(a.String())
-		return true
-	})
-	h.buf.add(b.String())
-	if next := h.next.handler(); next.Enabled(ctx, r.Level) {
-		return next.Handle(ctx, r)
-	}
-	return nil
-}
-
-func (h *teeHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return &teeHandler{next: &lazyHandler{parent: h.next, attrs: attrs}, buf: h.buf}
-}
-
-func (h *teeHandler) WithGroup(name string) slog.Handler {
-	return &teeHandler{next: &lazyHandler{parent: h.next, group: name}, buf: h.buf}
-}
-
-// lazyHandler is a handler derived from another by WithAttrs or WithGroup,
-// derived only when a record first reaches it. Every run's logger carries
-// the job's attributes, and a handler such as slog's text and JSON ones
-// formats them as it derives: at thousands of runs a second that was a
-// tenth of a replica's CPU, for runs that mostly log nothing.
-type lazyHandler struct {
-	parent *lazyHandler // nil: base is the handler itself
-	base   slog.Handler
-	attrs  []slog.Attr // one of attrs and group
-	group  string
-
-	once    sync.Once
-	derived slog.Handler
-}
-
-func (l *lazyHandler) handler() slog.Handler {
-	if l.parent == nil {
-		return l.base
-	}
-	l.once.Do(func() {
-		if p := l.parent.handler(); l.group != "" {
-			l.derived = p.WithGroup(l.group)
-		} else {
-			l.derived = p.WithAttrs(l.attrs)
-		}
-	})
-	return l.derived
 }

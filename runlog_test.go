@@ -115,7 +115,7 @@ func TestARunsLoggerCarriesTheRunAndCostsNothingUnused(t *testing.T) {
 		if l["job"] != "talks" || l["owner"] != "a" || l["attempt"] != 1.0 || l["slot"] != slot.Format(time.RFC3339) || step["n"] != 1.0 {
 			t.Errorf("the run's line = %v; want job talks, owner a, attempt 1, slot %s and step.n 1", l, slot.Format(time.RFC3339))
 		}
-		runs, err := s.e.store.RunList(context.Background(), store.RunListParams{Job: "talks"})
+		runs, err := s.e.Store.RunList(context.Background(), store.RunListParams{Job: "talks"})
 		if err != nil || len(runs) != 1 || len(runs[0].Logs) != 1 || !strings.Contains(runs[0].Logs[0], "working") {
 			t.Fatalf("talks's runs = %+v, %v; want one with its line", runs, err)
 		}

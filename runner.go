@@ -10,6 +10,7 @@ import (
 
 	"github.com/cronfence/cronfence/internal/clock"
 	"github.com/cronfence/cronfence/internal/leasekeeper"
+	"github.com/cronfence/cronfence/internal/runlog"
 	"github.com/cronfence/cronfence/store"
 )
 
@@ -69,11 +70,11 @@ func (r *runner) start(spec runSpec) {
 // beside runs f on a goroutine of its own, with the runs' context: Stop
 // waits for it through the shutdown grace, and cancels it after.
 func (r *runner) beside(f func(ctx context.Context)) {
-	r.e.busy.Add(1)
+	r.e.Busy.Add(1)
 	r.runs.Add(1)
 	go func() {
 		defer r.runs.Done()
-		defer r.e.busy.Add(-1)
+		defer r.e.Busy.Add(-1)
 		f(r.ctx)
 	}()
 }
@@ -91,9 +92,9 @@ func (r *runner) stop(ctx context.Context, grace time.Duration) {
 	select {
 	case <-done:
 	case <-timer.C():
-		r.e.log.Warn("cronfence: shutdown grace passed; cancelling running handlers", "grace", grace)
+		r.e.Log.Warn("cronfence: shutdown grace passed; cancelling running handlers", "grace", grace)
 	case <-deadline:
-		r.e.log.Warn("cronfence: the context given to Stop ended during the shutdown grace; cancelling running handlers", "cause", context.Cause(ctx))
+		r.e.Log.Warn("cronfence: the context given to Stop ended during the shutdown grace; cancelling running handlers", "cause", context.Cause(ctx))
 	}
 	timer.Stop()
 	r.cancel()
@@ -125,27 +126,11 @@ func (r *runner) execute(spec runSpec) runEnd {
 		defer stop()
 	}
 
-	logs := &logBuffer{}
-	attrs := []any{"job", job.Name, "generation", spec.lease.Generation, "attempt", spec.attempt}
-	if !spec.slot.IsZero() {
-		attrs = append(attrs, "slot", spec.slot)
-	}
-	logger := runLogger(e.log.Handler(), logs, attrs)
-	if line := spec.firstLine(); line != "" {
-		logger.Info(line)
-	}
-	run := &Run{
-		Job: job.Name, Slot: spec.slot, Generation: spec.lease.Generation, Lease: spec.lease.Name, Attempt: spec.attempt,
-		Origin: spec.origin, Owner: e.cfg.Owner, Logger: logger, logs: logs, observe: e.observe,
-	}
-	if spec.lease.Generation > 0 {
-		run.lease = newLease(spec.lease, e.store)
-	}
-
+	run, attrs := r.newRun(spec)
 	started := e.cfg.Clock.Now()
 	var latency time.Duration
 	if !spec.slot.IsZero() {
-		latency = e.now().Sub(spec.slot)
+		latency = e.Now().Sub(spec.slot)
 	}
 	e.observe(RunStartEvent{
 		Job: job.Name, Slot: spec.slot, Lease: spec.lease.Name, Generation: spec.lease.Generation, Attempt: spec.attempt,
@@ -158,22 +143,22 @@ func (r *runner) execute(spec runSpec) runEnd {
 	duration := e.cfg.Clock.Now().Sub(started)
 	var ended time.Time
 	if r.policy.stampEnd {
-		ended = e.now()
+		ended = e.Now()
 	}
 	var lost error
 	if hold != nil {
 		lost = hold.Lost()
 	}
-	err = handlerError(ctx, err, lost, e.log, attrs)
+	err = handlerError(ctx, err, lost, e.Log, attrs)
 	if err != nil && r.policy.logEnd {
 		// The run row gets the error; the scheduler's log gets it too, but
 		// not the run's own lines.
-		e.log.Error("cronfence: run failed", append(attrs, "error", err)...)
+		e.Log.Error("cronfence: run failed", append(attrs, "error", err)...)
 	}
-	end := r.finish.finish(spec, hold, err, logs.snapshot(), ended)
+	end := r.finish.finish(spec, hold, err, run.logs.Lines(), ended)
 	end.err, end.lost = err, lost
 	if r.policy.logEnd {
-		logRunEnd(e.log, spec, end.outcome, duration, end.recorded)
+		logRunEnd(e.Log, spec, end.outcome, duration, end.recorded)
 	}
 	e.observe(RunEndEvent{
 		Job: job.Name, Slot: spec.slot, Lease: spec.lease.Name, Generation: spec.lease.Generation, Attempt: spec.attempt,
@@ -185,6 +170,30 @@ func (r *runner) execute(spec runSpec) runEnd {
 		r.buffered(job, end.buffered)
 	}
 	return end
+}
+
+// newRun is the Run a handler gets, and the attributes of the lines
+// logged of it; the run's own lines start with why it runs, when that is
+// not simply its timer.
+func (r *runner) newRun(spec runSpec) (*Run, []any) {
+	e, job := r.e, spec.job
+	logs := &runlog.Buffer{}
+	attrs := []any{"job", job.Name, "generation", spec.lease.Generation, "attempt", spec.attempt}
+	if !spec.slot.IsZero() {
+		attrs = append(attrs, "slot", spec.slot)
+	}
+	logger := runlog.Logger(e.Log.Handler(), logs, attrs)
+	if line := spec.firstLine(); line != "" {
+		logger.Info(line)
+	}
+	run := &Run{
+		Job: job.Name, Slot: spec.slot, Generation: spec.lease.Generation, Lease: spec.lease.Name, Attempt: spec.attempt,
+		Origin: spec.origin, Owner: e.cfg.Owner, Logger: logger, logs: logs, observe: e.observe,
+	}
+	if spec.lease.Generation > 0 {
+		run.lease = newLease(spec.lease, e.Store)
+	}
+	return run, attrs
 }
 
 // logRunEnd writes the line that ends every run: what ran, how it ended

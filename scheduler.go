@@ -8,7 +8,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cronfence/cronfence/internal/finishbatch"
 	"github.com/cronfence/cronfence/internal/leasekeeper"
+	"github.com/cronfence/cronfence/internal/monitor"
+	"github.com/cronfence/cronfence/internal/peers"
+	"github.com/cronfence/cronfence/internal/prune"
+	"github.com/cronfence/cronfence/internal/registry"
 	"github.com/cronfence/cronfence/store"
 )
 
@@ -20,10 +25,11 @@ import (
 // their state: the timers (timers.go) hand due slots to the claimer
 // (claim.go), whose winners the runner runs (runner.go), whose ends the
 // finisher records (finish.go). Beside them, services the loop (loop.go)
-// gives a turn at each tick: the clock offset (clock.go), the replica
-// registry (registry.go), the peers' notices (notices.go), the absence
-// checks (monitor.go), pruning (prune.go) and the scan for dead runs
-// (resume.go). The Scheduler only builds and wires them.
+// gives a turn at each tick: the clock offset (internal/dbclock), the
+// replica registry (internal/registry), the peers' notices
+// (internal/peers), the absence checks (internal/monitor), pruning
+// (internal/prune) and the scan for dead runs (resume.go). The Scheduler
+// only builds and wires them.
 type Scheduler struct {
 	e         *env
 	jobs      *jobSet
@@ -31,10 +37,10 @@ type Scheduler struct {
 	claimer   *claimer
 	runner    *runner
 	loop      *loop
-	notices   *notices
-	heartbeat *heartbeat
-	monitor   *monitor
-	pruner    *pruner
+	peers     *peers.Peers
+	heartbeat *registry.Heartbeat
+	monitor   *monitor.Monitor
+	pruner    *prune.Pruner
 	resumer   *resumer
 	manual    manualRuns // the manual runs started here that have not ended (manual.go)
 
@@ -61,30 +67,38 @@ func New(cfg Config) (*Scheduler, error) {
 	e := newEnv(c)
 	s := &Scheduler{e: e, jobs: &jobSet{}}
 	s.timers = &timers{e: e}
-	s.notices = &notices{e: e, jobs: s.jobs}
-	alerts := &alerter{e: e}
+	s.peers = &peers.Peers{Base: e.Base, Listen: e.timers() && c.ClaimGrace >= 0, ClaimGrace: c.ClaimGrace,
+		ResumeEvery: c.ResumeEvery, ReplicaStale: c.Alerts.ReplicaStale,
+		Registered: func(job string) bool { return s.jobs.get(job) != nil }}
+	alerts := &monitor.Alerter{Base: e.Base, InRegistry: e.inRegistry(),
+		Changed: func(a store.Alert, raised bool, endedAck store.AlertAck) {
+			e.observe(AlertEvent{Alert: a, Raised: raised, EndedAck: endedAck})
+		}}
 	retries := &retryPlanner{e: e}
-	batch := &finishBatcher{store: c.Store}
+	batch := &finishbatch.Batcher{Store: c.Store}
 
 	s.runner = &runner{e: e, policy: runPolicy{resume: true, stampEnd: true, logEnd: true}}
 	s.runner.ctx, s.runner.cancel = context.WithCancel(context.Background())
 	s.runner.finish = &finisher{e: e, resume: true, retries: retries, batch: batch, stop: s.runner.ctx.Done(),
-		watchOwn: s.notices.watchOwn}
+		watchOwn: s.peers.WatchOwn}
 
 	s.claimer = &claimer{e: e, jobs: s.jobs, alerts: alerts, retries: retries,
 		skips:  &skipRecorder{e: e, beside: s.runner.beside},
-		refire: s.timers.refire, start: s.runner.start, endsFirst: batch.drain, stopped: s.stopping}
+		refire: s.timers.refire, start: s.runner.start, endsFirst: batch.Drain, stopped: s.stopping}
 	s.runner.buffered = s.claimer.runBuffered
-	e.clock.reached = s.claimer.storeUp
+	e.clock.Reached = s.claimer.storeUp
 
-	s.resumer = &resumer{e: e, jobs: s.jobs, retries: retries, notices: s.notices,
+	s.resumer = &resumer{e: e, jobs: s.jobs, retries: retries, peers: s.peers,
 		claim: func(ctx context.Context, batch []*entry) { s.claimer.claim(ctx, batch) },
 		down:  s.claimer.isDown, buffered: s.claimer.runBuffered}
 	s.claimer.beforeCatchUp = s.resumer.recordDeadAmong
-	s.heartbeat = &heartbeat{e: e, jobs: s.jobs}
-	s.monitor = &monitor{e: e, alerts: alerts, chosen: s.notices.runsChecks}
-	s.pruner = &pruner{e: e}
-	s.loop = &loop{e: e, jobs: s.jobs, timers: s.timers, claimer: s.claimer, notices: s.notices,
+	s.heartbeat = &registry.Heartbeat{Base: e.Base, Every: c.HeartbeatEvery, Version: c.Version, Timers: e.timers(),
+		Jobs:    func() (int, uint64) { return s.jobs.count(), s.jobs.generation() },
+		JobRows: s.jobs.replicaJobs, Offset: e.clock.Offset, Answered: e.clock.FromHeartbeat}
+	s.monitor = &monitor.Monitor{Base: e.Base, Alerts: alerts, Chosen: s.peers.RunsChecks, InRegistry: e.inRegistry(),
+		CheckEvery: c.CheckEvery, Thresholds: c.Alerts.absence(c.Retention)}
+	s.pruner = &prune.Pruner{Base: e.Base, Retention: c.Retention, Every: c.PruneEvery, Timers: e.timers()}
+	s.loop = &loop{e: e, jobs: s.jobs, timers: s.timers, claimer: s.claimer, peers: s.peers,
 		heartbeat: s.heartbeat, monitor: s.monitor, pruner: s.pruner, resumer: s.resumer, wake: make(chan struct{}, 1)}
 	s.claimer.wake = s.loop.poke
 	retries.rearm = func(en *entry) {
@@ -122,7 +136,7 @@ func (s *Scheduler) Register(job Job) error {
 		return err
 	}
 	if s.state == started && s.e.timers() {
-		s.timers.arm(r, s.e.now())
+		s.timers.arm(r, s.e.Now())
 		s.loop.poke()
 	}
 	return nil
@@ -142,28 +156,28 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	s.mu.Unlock()
 
 	e := s.e
-	db, bin, err := e.store.SchemaVersion(ctx)
+	db, bin, err := e.Store.SchemaVersion(ctx)
 	if err != nil {
 		return fmt.Errorf("cronfence: start: %w", err)
 	}
 	if db != bin {
 		return fmt.Errorf("cronfence: start: %w", &store.SchemaVersionError{Database: db, Binary: bin})
 	}
-	if lv, ok := e.store.(store.Liveness); ok {
+	if lv, ok := e.Store.(store.Liveness); ok {
 		key, release, err := lv.LivenessHold(ctx, e.cfg.Owner)
 		if err != nil {
-			e.log.Warn("cronfence: no liveness lock; a crash of this replica frees its leases only at their TTL", "error", err)
+			e.Log.Warn("cronfence: no liveness lock; a crash of this replica frees its leases only at their TTL", "error", err)
 		} else {
-			e.liveKey.Store(key)
+			e.LiveKey.Store(key)
 			s.release = release
 		}
 	}
-	s.runner.keeper = leasekeeper.New(e.store, leasekeeper.Options{Clock: e.cfg.Clock})
-	e.clock.measure(ctx)
-	s.notices.start()
-	now := e.now()
-	e.clock.checked(now) // just measured: the heartbeat below need not
-	s.heartbeat.beat(ctx, now)
+	s.runner.keeper = leasekeeper.New(e.Store, leasekeeper.Options{Clock: e.cfg.Clock})
+	e.clock.Measure(ctx)
+	s.peers.Start()
+	now := e.Now()
+	e.clock.Checked(now) // just measured: the heartbeat below need not
+	s.heartbeat.Beat(ctx, now)
 	all, _ := s.jobs.all()
 	names := make([]string, len(all))
 	for i, r := range all {
@@ -205,11 +219,11 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 	s.state = stopped
 	s.mu.Unlock()
 	s.loop.stop()
-	s.monitor.stop()   // after the last tick, so no pass follows
-	s.heartbeat.stop() // after the last tick, so no heartbeat writes the row back
+	s.monitor.Stop()   // after the last tick, so no pass follows
+	s.heartbeat.Stop() // after the last tick, so no heartbeat writes the row back
 	s.resumer.stop()   // a scan may still start a run, which the runner waits for
-	s.pruner.stop()
-	s.notices.stop() // last of the services: nothing decides by them any more
+	s.pruner.Stop()
+	s.peers.Stop() // last of the services: nothing decides by them any more
 	s.runner.stop(ctx, s.e.cfg.ShutdownGrace)
 	s.runner.keeper.Close()
 	if s.release != nil {
@@ -226,7 +240,7 @@ type JobInfo struct {
 
 // Jobs returns the registered jobs, by name.
 func (s *Scheduler) Jobs() []JobInfo {
-	now := s.e.now()
+	now := s.e.Now()
 	all, _ := s.jobs.all()
 	out := make([]JobInfo, 0, len(all))
 	for _, r := range all {
@@ -237,19 +251,19 @@ func (s *Scheduler) Jobs() []JobInfo {
 }
 
 // Store returns the store the scheduler coordinates through.
-func (s *Scheduler) Store() store.Store { return s.e.store }
+func (s *Scheduler) Store() store.Store { return s.e.Store }
 
 // ClockOffset returns the last measured offset of this replica's clock from
 // the database clock (positive: this clock is ahead). It is an upper bound:
 // at most one round trip to the database more than the true offset.
-func (s *Scheduler) ClockOffset() time.Duration { return time.Duration(s.e.clock.offset.Load()) }
+func (s *Scheduler) ClockOffset() time.Duration { return time.Duration(s.e.clock.Offset()) }
 
 // Replicas returns the replica registry: every replica that recorded
 // itself, by owner, with its last heartbeat (by the database clock: compare
 // with Store().Now, not this replica's clock). A replica that crashed stays
 // listed, its heartbeat ageing, until pruned.
 func (s *Scheduler) Replicas(ctx context.Context) ([]store.Replica, error) {
-	replicas, err := s.e.store.ReplicaList(ctx)
+	replicas, err := s.e.Store.ReplicaList(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("cronfence: list replicas: %w", err)
 	}

@@ -241,7 +241,7 @@ func (c *cluster) settleHolding(held int) {
 	idle := func() bool {
 		var busy int64
 		for _, s := range c.replicas {
-			busy += s.e.busy.Load()
+			busy += s.e.Busy.Load()
 		}
 		return busy == int64(held) && c.db.Timers() == len(c.replicas)+held
 	}

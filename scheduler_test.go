@@ -31,7 +31,7 @@ func TestEverySlotOnceAcrossThreeReplicas(t *testing.T) {
 		c.advance(time.Minute, time.Second)
 		defer func() {
 			if t.Failed() {
-				dumpRuns(t, c.replicas[0].e.store, "tick")
+				dumpRuns(t, c.replicas[0].e.Store, "tick")
 			}
 		}()
 		l.wantEachOnce(t, "tick", start.Add(time.Second), start.Add(time.Minute+time.Second), time.Second)
@@ -144,7 +144,7 @@ func TestPauseReachesEveryReplicaAndSurvivesRestart(t *testing.T) {
 			}
 		}
 		l.mu.Unlock()
-		runs, err := c.replicas[0].e.store.RunList(context.Background(), store.RunListParams{Job: "tick"})
+		runs, err := c.replicas[0].e.Store.RunList(context.Background(), store.RunListParams{Job: "tick"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -255,7 +255,7 @@ func TestOverlapSkipRecordedAndTriggerRefused(t *testing.T) {
 		c.settleHolding(1)
 		c.db.Advance(time.Minute) // the next slot overlaps
 		c.settleHolding(1)
-		runs, err := a.e.store.RunList(context.Background(), store.RunListParams{Job: "long"})
+		runs, err := a.e.Store.RunList(context.Background(), store.RunListParams{Job: "long"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -305,7 +305,7 @@ func TestCatchUpRunsOnlyTheLatestMissedSlotInsideTheWindow(t *testing.T) {
 				t.Fatalf("catch-up replayed slot %s", slot.Format(time.TimeOnly))
 			}
 		}
-		runs, err := b.e.store.RunList(context.Background(), store.RunListParams{Job: "minutely", Limit: 1})
+		runs, err := b.e.Store.RunList(context.Background(), store.RunListParams{Job: "minutely", Limit: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -367,7 +367,7 @@ func TestShutdownReleasesLeaseAndHandsOver(t *testing.T) {
 		if err := <-stopped; err != nil {
 			t.Fatal(err)
 		}
-		l, err := s.e.store.LeaseGet(context.Background(), "job:long")
+		l, err := s.e.Store.LeaseGet(context.Background(), "job:long")
 		if err != nil || l.Generation != run.Generation || l.ExpiresAt.After(c.db.Now()) {
 			t.Fatalf("after Stop the lease is %+v (%v); want generation %d released", l, err, run.Generation)
 		}
@@ -395,7 +395,7 @@ func TestBufferOneRunsTheOverlappedSlotWhenTheRunEnds(t *testing.T) {
 		}
 		close(b.release)
 		c.settle()
-		skipped, err := c.replicas[0].e.store.SlotGet(context.Background(), "long", t0.Add(3*time.Minute))
+		skipped, err := c.replicas[0].e.Store.SlotGet(context.Background(), "long", t0.Add(3*time.Minute))
 		if err != nil || skipped.Status != store.SlotSkipped {
 			t.Fatalf("12:03 = %+v, %v; want skipped", skipped, err)
 		}
@@ -535,11 +535,11 @@ func TestShutdownGraceCancelsStuckHandler(t *testing.T) {
 		if err := <-stopped; err != nil {
 			t.Fatal(err)
 		}
-		l, err := s.e.store.LeaseGet(context.Background(), "job:long")
+		l, err := s.e.Store.LeaseGet(context.Background(), "job:long")
 		if err != nil || l.Generation != run.Generation || l.ExpiresAt.After(c.db.Now()) {
 			t.Fatalf("after Stop the lease is %+v (%v); want generation %d released", l, err, run.Generation)
 		}
-		runs, err := s.e.store.RunList(context.Background(), store.RunListParams{Job: "long"})
+		runs, err := s.e.Store.RunList(context.Background(), store.RunListParams{Job: "long"})
 		if err != nil || len(runs) != 1 || runs[0].Success || !strings.Contains(runs[0].Error, "interrupted by shutdown") {
 			t.Fatalf("run rows = %+v, %v; want one run, interrupted by the shutdown", runs, err)
 		}
@@ -581,7 +581,7 @@ func TestStopWithACancelledContextGivesRunningHandlersTheGrace(t *testing.T) {
 		go func() { timers <- c.db.WaitForTimers(wait, 2) }() // the lease's renewal and the grace
 		select {
 		case err := <-stopped:
-			runs, _ := s.e.store.RunList(context.Background(), store.RunListParams{Job: "long"})
+			runs, _ := s.e.Store.RunList(context.Background(), store.RunListParams{Job: "long"})
 			t.Fatalf("Stop(an ended context) returned (%v) at once, cancelling the running handler instead of giving it the grace; run rows: %+v", err, runs)
 		case err := <-timers:
 			if err != nil {
@@ -598,7 +598,7 @@ func TestStopWithACancelledContextGivesRunningHandlersTheGrace(t *testing.T) {
 		if err := <-stopped; err != nil {
 			t.Fatal(err)
 		}
-		runs, err := s.e.store.RunList(context.Background(), store.RunListParams{Job: "long"})
+		runs, err := s.e.Store.RunList(context.Background(), store.RunListParams{Job: "long"})
 		if err != nil || len(runs) != 1 || !runs[0].Success || runs[0].Generation != run.Generation {
 			t.Fatalf("run rows = %+v, %v; want the one run, successful: Stop with an ended context cancelled it instead of giving it the grace", runs, err)
 		}
@@ -640,7 +640,7 @@ func TestLostLeaseLeavesTheSlotToResume(t *testing.T) {
 				run := <-first // on either replica
 				c.settleHolding(1)
 
-				st := a.e.store
+				st := a.e.Store
 				held, err := st.LeaseGet(context.Background(), "job:victim")
 				if err != nil {
 					t.Fatal(err)
@@ -1063,7 +1063,7 @@ func TestLongFencedTransactionHoldsNothingUp(t *testing.T) {
 		if err := pool.QueryRow(ctx, `SELECT count(*) FROM `+writes+` WHERE generation = $1`, run.Generation).Scan(&n); err != nil || n != 1 {
 			t.Fatalf("fenced writes at generation %d = %d, %v; want 1", run.Generation, n, err)
 		}
-		runs, err := c.replicas[0].e.store.RunList(ctx, store.RunListParams{Job: "long"})
+		runs, err := c.replicas[0].e.Store.RunList(ctx, store.RunListParams{Job: "long"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1125,7 +1125,7 @@ func TestFailedRunRecordsTheHandlersError(t *testing.T) {
 		}}
 		s := c.start("a", 0, job)
 		c.advance(time.Second, time.Second)
-		runs, err := s.e.store.RunList(context.Background(), store.RunListParams{Job: "failing"})
+		runs, err := s.e.Store.RunList(context.Background(), store.RunListParams{Job: "failing"})
 		if err != nil || len(runs) != 1 {
 			t.Fatalf("runs = %+v, %v", runs, err)
 		}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cronfence/cronfence/internal/service"
 	"github.com/cronfence/cronfence/store"
 )
 
@@ -114,19 +115,19 @@ func (r *skipRecorder) recordPassedOver(items []store.SlotSkipParams) {
 // it, unless the store did not answer in time: then the rest are given up
 // too, as a claim that timed out is not sent again.
 func (r *skipRecorder) record(ctx context.Context, items []store.SlotSkipParams) {
-	log := r.e.log
+	log := r.e.Log
 	logged := 0
 	for len(items) > 0 {
 		n := min(len(items), maxSkipBatch)
-		bctx, cancel := r.e.bounded(ctx)
-		runs, err := r.e.store.SlotSkip(bctx, items[:n])
-		err = r.e.timedOut(ctx, bctx, err)
+		bctx, cancel := r.e.Bounded(ctx)
+		runs, err := r.e.Store.SlotSkip(bctx, items[:n])
+		err = r.e.TimedOut(ctx, bctx, err)
 		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
 				return // stopping
 			}
-			if errors.Is(err, errStoreTimeout) {
+			if errors.Is(err, service.ErrStoreTimeout) {
 				log.Warn("cronfence: could not record slots given up as skipped, nor the ones after them: the store did not answer", "slots", len(items), "first_job", items[0].Job, "error", err)
 				break
 			}

@@ -3,7 +3,6 @@ package cronfence
 import (
 	"container/heap"
 	"log/slog"
-	"strconv"
 	"sync"
 	"time"
 )
@@ -26,9 +25,9 @@ type entry struct {
 	// attempt is, for OriginRetry, the failed attempt the entry retries
 	// (store.SlotClaimParams.RetryOf). An int32 fits the struct's padding.
 	attempt int32
-	retry   bool // a slot tried again; its job was re-armed when it first fired
-	busy    bool // a retry of a slot whose lease a deposed writer still held: its alert is raised
-	// fallback is a retry of a slot another replica is preferred for
+	again   bool // a slot fired again; its job was re-armed when it first fired
+	deposed bool // fired again because a deposed writer still held its lease: its alert is raised
+	// fallback is a slot fired again because another replica is preferred for it
 	// (notices.go), dropped when that one's claim is told.
 	fallback bool
 }
@@ -72,7 +71,7 @@ func (t *timers) arm(r *registered, now time.Time) {
 func (t *timers) armLocked(r *registered, now time.Time) {
 	next := r.sched.Next(now)
 	if next.IsZero() {
-		t.e.log.Warn("cronfence: job has no future slot", "job", r.Name, "schedule", r.Schedule)
+		t.e.Log.Warn("cronfence: job has no future slot", "job", r.Name, "schedule", r.Schedule)
 		return
 	}
 	heap.Push(&t.heap, &entry{job: r, slot: next.UTC(), fireAt: next.Add(-t.e.claimLead), origin: OriginScheduled})
@@ -91,7 +90,7 @@ func (t *timers) push(es ...*entry) {
 // MaxSleep), keeping its origin, without re-arming its job.
 func (t *timers) refire(e *entry, wait time.Duration) {
 	wait = min(max(wait+20*time.Millisecond, 20*time.Millisecond), t.e.cfg.MaxSleep)
-	t.push(&entry{job: e.job, slot: e.slot, fireAt: t.e.now().Add(wait), origin: e.origin, attempt: e.attempt, retry: true, busy: e.busy})
+	t.push(&entry{job: e.job, slot: e.slot, fireAt: t.e.Now().Add(wait), origin: e.origin, attempt: e.attempt, again: true, deposed: e.deposed})
 }
 
 // next is the earliest fire, if any.
@@ -121,7 +120,7 @@ func (t *timers) popDue(now time.Time) []*entry {
 	}
 	var stalled stall
 	for _, e := range due {
-		if e.retry {
+		if e.again {
 			continue
 		}
 		t.armLocked(e.job, latest(now, e.slot))
@@ -134,7 +133,7 @@ func (t *timers) popDue(now time.Time) []*entry {
 			e.slot = last.UTC()
 		}
 	}
-	stalled.log(t.e.log)
+	stalled.log(t.e.Log)
 	return due
 }
 
@@ -177,8 +176,7 @@ func (t *timers) forgetPassedOver(keys []slotKey, now time.Time, keep time.Durat
 }
 
 // stall gathers the jobs a pass found slots passed over for, to say so in
-// one line: a replica that fell behind with thousands of jobs wrote a line
-// per job, with CPU it was short of.
+// one line, not a line per job of thousands.
 type stall struct {
 	jobs                int
 	firstJob            string
@@ -212,8 +210,10 @@ type slotKey struct {
 
 func keyOf(job string, slot time.Time) slotKey { return slotKey{job, slot.UnixNano()} }
 
-// rankKey is the slot as the ranking hashes it: the same text on every
-// replica.
-func (k slotKey) rankKey() string {
-	return k.job + "\x00" + strconv.FormatInt(k.slot, 10)
+// latest is the later of a and b.
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

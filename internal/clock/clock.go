@@ -46,3 +46,21 @@ const TimerSlack = 1500 * time.Microsecond
 func (Real) SleepExactly(d time.Duration) {
 	sleepExactly(min(d, TimerSlack))
 }
+
+// AfterFunc is time.AfterFunc on c: f runs on a goroutine of its own once d
+// passes, unless stop (called once) comes first.
+func AfterFunc(c Clock, d time.Duration, f func()) (stop func()) {
+	timer := c.NewTimer(d)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-timer.C():
+			f()
+		case <-done:
+		}
+	}()
+	return func() {
+		timer.Stop()
+		close(done)
+	}
+}

@@ -1,4 +1,10 @@
-package cronfence
+// Package monitor runs the absence checks (package absence) on one replica
+// at a time and reconciles their verdicts with the alerts kept in the store:
+// every CheckEvery, the holder of the lease LeaseName gathers a snapshot of
+// the replica registry and of each registered job's lease, latest claim and
+// recent runs, evaluates the checks on it, and raises and resolves alerts
+// through an Alerter. docs/alerts.md describes the checks.
+package monitor
 
 import (
 	"context"
@@ -9,22 +15,16 @@ import (
 	"time"
 
 	"github.com/cronfence/cronfence/internal/absence"
+	"github.com/cronfence/cronfence/internal/service"
 	"github.com/cronfence/cronfence/store"
 )
 
-// The absence monitor: every CheckEvery, one replica at a time (the holder
-// of the lease MonitorLeaseName) gathers a snapshot of the replica registry
-// and of each registered job's lease, latest claim and recent runs, evaluates
-// the checks of package absence on it, and reconciles their verdict with
-// the alerts open in the store (alerter.reconcile). docs/alerts.md
-// describes the checks.
-
-// MonitorLeaseName is the lease held by the replica that runs the absence
+// LeaseName is the lease held by the replica that runs the absence
 // checks. Its holder keeps it from pass to pass (renewing it each pass,
 // with a TTL of two passes), so the checks run once per CheckEvery across
 // the cluster, and another replica takes over within two passes of the
 // holder's death. Readers judge whether the checks run by its renewals.
-const MonitorLeaseName = "cronfence:monitor"
+const LeaseName = "cronfence:monitor"
 
 // Bounds of what one pass reads. Run rows carry their logs (up to
 // store.MaxRunLogBytes each), so these stay small.
@@ -46,14 +46,18 @@ const (
 // its verdicts on drift and orphans unsafe.
 var errNotRegistered = errors.New("this replica is not in the replica registry yet")
 
-// monitor runs the absence checks, one pass at a time, each on a goroutine
-// of its own so that a slow pass never delays a fire.
-type monitor struct {
-	e      *env
-	alerts *alerter
-	// chosen reports whether this replica is the one to check
-	// (notices.runsChecks).
-	chosen func() bool
+// Monitor runs the checks, one pass at a time, each on a goroutine of its
+// own so that a slow pass never delays a fire. Set its exported fields
+// before its first Tick.
+type Monitor struct {
+	*service.Base
+	Alerts *Alerter
+	// Chosen reports whether this replica is the one to check
+	// (peers.RunsChecks).
+	Chosen     func() bool
+	InRegistry bool // this replica keeps a registry row; without one it runs no checks
+	CheckEvery time.Duration
+	Thresholds absence.Thresholds
 
 	mu      sync.Mutex
 	next    time.Time // next pass, on this replica's clock
@@ -61,7 +65,7 @@ type monitor struct {
 	passes  sync.WaitGroup
 	// Only the pass in progress, and stop after the last, touch what
 	// follows.
-	lease  store.Lease // MonitorLeaseName while this replica holds it
+	lease  store.Lease // LeaseName while this replica holds it
 	scheds absence.Schedules
 	jobs   map[string]knownJobs // each replica's jobs as the last snapshot had them, by owner
 }
@@ -74,40 +78,39 @@ type knownJobs struct {
 	jobs []store.ReplicaJob
 }
 
-// tick starts a pass when one is due. A replica without a registry row of
+// Tick starts a pass when one is due. A replica without a registry row of
 // its own runs none: every pass would wait for it (errNotRegistered).
-func (m *monitor) tick(ctx context.Context, now time.Time) {
-	cfg := &m.e.cfg
-	if !m.e.registers() || cfg.CheckEvery < 0 {
+func (m *Monitor) Tick(ctx context.Context, now time.Time) {
+	if !m.InRegistry || m.CheckEvery < 0 {
 		return
 	}
 	m.mu.Lock()
 	// A next pass further away than CheckEvery means this clock went back:
 	// the pass is due now rather than after the jump.
-	if m.running || (now.Before(m.next) && m.next.Sub(now) <= cfg.CheckEvery) {
+	if m.running || (now.Before(m.next) && m.next.Sub(now) <= m.CheckEvery) {
 		m.mu.Unlock()
 		return
 	}
-	m.next, m.running = now.Add(cfg.CheckEvery), true
+	m.next, m.running = now.Add(m.CheckEvery), true
 	m.passes.Add(1)
 	m.mu.Unlock()
-	m.e.busy.Add(1)
-	go func() {
-		defer m.e.busy.Add(-1)
+	m.Go(func() {
 		defer m.passes.Done()
 		defer func() { m.mu.Lock(); m.running = false; m.mu.Unlock() }()
 		// One bound for the whole pass: a few reads and the alerts' writes.
-		ctx, cancel := m.e.bounded(ctx)
+		ctx, cancel := m.Bounded(ctx)
 		defer cancel()
-		m.pass(ctx)
-	}()
+		m.Pass(ctx)
+	})
 }
 
-// pass is one pass: lease, snapshot, evaluation, reconciliation. A
+// Pass is one pass: lease, snapshot, evaluation, reconciliation. Tick runs
+// it on a goroutine of its own; a caller of its own must not run two at
+// once. A
 // snapshot that could not be read whole changes nothing: no evidence is
 // not evidence of health.
-func (m *monitor) pass(ctx context.Context) {
-	if !m.chosen() {
+func (m *Monitor) Pass(ctx context.Context) {
+	if !m.Chosen() {
 		m.releaseLease(ctx) // when held: hand it to the one that checks
 		return
 	}
@@ -115,73 +118,73 @@ func (m *monitor) pass(ctx context.Context) {
 	if !ok {
 		return
 	}
-	th := m.e.cfg.Alerts.absence(m.e.cfg.Retention)
+	th := m.Thresholds
 	snap, open, err := m.snapshot(ctx, now, th)
 	if errors.Is(err, errNotRegistered) {
 		// Hand the checks to a replica that is registered.
-		m.e.log.Debug("cronfence: absence checks wait for this replica's heartbeat")
+		m.Log.Debug("cronfence: absence checks wait for this replica's heartbeat")
 		m.releaseLease(ctx)
 		return
 	}
 	const failed = "cronfence: absence checks skipped: could not read their snapshot"
 	if err != nil {
 		if ctx.Err() == nil {
-			m.e.warnRepeated(failed, "error", err)
+			m.WarnRepeated(failed, "error", err)
 		}
 		return
 	}
-	m.e.failures.over(failed)
-	m.alerts.reconcile(ctx, now, absence.Evaluate(snap, th), open)
+	m.Failures.Over(failed)
+	m.Alerts.Reconcile(ctx, now, absence.Evaluate(snap, th), open)
 }
 
-// leaseHeld renews MonitorLeaseName, or takes it when free, and returns
+// leaseHeld renews LeaseName, or takes it when free, and returns
 // the database clock as the lease saw it; false when another replica
 // holds it or the store cannot be reached.
-func (m *monitor) leaseHeld(ctx context.Context) (time.Time, bool) {
-	ttl := 2 * m.e.cfg.CheckEvery
+func (m *Monitor) leaseHeld(ctx context.Context) (time.Time, bool) {
+	ttl := 2 * m.CheckEvery
 	if m.lease.Generation != 0 {
 		const failed = "cronfence: could not renew the monitor lease"
-		l, err := m.e.store.LeaseRenew(ctx, store.LeaseRenewParams{LeaseRef: m.lease.Ref(), TTL: ttl})
+		l, err := m.Store.LeaseRenew(ctx, store.LeaseRenewParams{LeaseRef: m.lease.Ref(), TTL: ttl})
 		if err == nil {
-			m.e.failures.over(failed)
+			m.Failures.Over(failed)
 			m.lease = l
 			return l.RenewedAt, true
 		}
 		if !errors.Is(err, store.ErrLeaseLost) {
 			if ctx.Err() == nil {
-				m.e.warnRepeated(failed, "error", err)
+				m.WarnRepeated(failed, "error", err)
 			}
 			return time.Time{}, false
 		}
-		m.e.log.Info("cronfence: lost the monitor lease; another replica runs the absence checks", "generation", m.lease.Generation)
+		m.Log.Info("cronfence: lost the monitor lease; another replica runs the absence checks", "generation", m.lease.Generation)
 		m.lease = store.Lease{}
 	}
-	l, ok := m.e.takeLease(ctx, MonitorLeaseName, ttl)
+	l, ok := m.TakeLease(ctx, LeaseName, ttl)
 	if !ok {
 		return time.Time{}, false
 	}
 	m.lease = l
-	m.e.log.Info("cronfence: this replica runs the absence checks", "generation", l.Generation, "every", m.e.cfg.CheckEvery)
+	m.Log.Info("cronfence: this replica runs the absence checks", "generation", l.Generation, "every", m.CheckEvery)
 	return l.AcquiredAt, true
 }
 
-// stop waits for a pass in progress and gives MonitorLeaseName up, so
+// Stop waits for a pass in progress and gives LeaseName up, so
 // another replica takes the checks over at its next pass rather than after
 // the lease's TTL. Called once the loop ended: no pass starts after.
-func (m *monitor) stop() {
+func (m *Monitor) Stop() {
 	m.passes.Wait()
-	ctx, cancel := context.WithTimeout(context.Background(), removeTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), service.StopTimeout)
 	defer cancel()
 	m.releaseLease(ctx)
 }
 
-// releaseLease gives MonitorLeaseName up, when held.
-func (m *monitor) releaseLease(ctx context.Context) {
+// releaseLease gives LeaseName up, when held.
+func (m *Monitor) releaseLease(ctx context.Context) {
 	if m.lease.Generation == 0 {
 		return
 	}
-	if _, err := m.e.store.LeaseRelease(context.WithoutCancel(ctx), m.lease.Ref()); err != nil {
-		m.e.log.Warn("cronfence: could not release the monitor lease; it expires at its TTL", "error", err)
+	if _, err := m.Store.LeaseRelease(context.WithoutCancel(ctx), m.lease.Ref()); err != nil {
+		m.Log.Warn("cronfence: could not release the monitor lease; it expires at its TTL", "error", err)
 	}
 	m.lease = store.Lease{}
 }
@@ -192,9 +195,9 @@ func (m *monitor) releaseLease(ctx context.Context) {
 // register (their runs, RunListPerJob), 1 per job with a deadline (the
 // claim of its deadline slot), and, past the lease answer's limit, the
 // leases it did not hold one by one (see jobLeases).
-func (m *monitor) snapshot(ctx context.Context, now time.Time, th absence.Thresholds) (absence.Snapshot, []store.Alert, error) {
+func (m *Monitor) snapshot(ctx context.Context, now time.Time, th absence.Thresholds) (absence.Snapshot, []store.Alert, error) {
 	var snap absence.Snapshot
-	all, err := m.e.store.MonitorSnapshot(ctx, store.MonitorSnapshotParams{
+	all, err := m.Store.MonitorSnapshot(ctx, store.MonitorSnapshotParams{
 		RecentRuns: monitorRecentRuns, OpenAlerts: store.MaxRunListLimit,
 		Leases:    store.LeaseListParams{Prefix: "job:", Limit: store.MaxRunListLimit},
 		KnownJobs: m.knownHashes(),
@@ -206,7 +209,7 @@ func (m *monitor) snapshot(ctx context.Context, now time.Time, th absence.Thresh
 		return snap, nil, err
 	}
 	reg := absence.NewRegistry(all.Replicas, now, th.ReplicaStale, &m.scheds)
-	if !reg.IsLive(m.e.cfg.Owner) {
+	if !reg.IsLive(m.Owner) {
 		return snap, nil, errNotRegistered
 	}
 	snap.Registry, snap.States, snap.Recent = reg, all.JobStates, all.RecentRuns
@@ -242,7 +245,7 @@ func (m *monitor) snapshot(ctx context.Context, now time.Time, th absence.Thresh
 		j := reg.Jobs[name]
 		d := absence.JobData{Runs: runs[i]}
 		if slot := j.DeadlineSlot(now); !slot.IsZero() {
-			if d.DeadlineSlot, err = m.e.store.SlotGet(ctx, name, slot); err != nil && !errors.Is(err, store.ErrNotFound) {
+			if d.DeadlineSlot, err = m.Store.SlotGet(ctx, name, slot); err != nil && !errors.Is(err, store.ErrNotFound) {
 				return snap, nil, err
 			}
 		}
@@ -256,10 +259,10 @@ func (m *monitor) snapshot(ctx context.Context, now time.Time, th absence.Thresh
 
 // runsPerJob reads the newest limit runs of each job named, in statements
 // of store.MaxRunListJobs jobs.
-func (m *monitor) runsPerJob(ctx context.Context, names []string, limit int) ([][]store.Run, error) {
+func (m *Monitor) runsPerJob(ctx context.Context, names []string, limit int) ([][]store.Run, error) {
 	runs := make([][]store.Run, 0, len(names))
 	for chunk := range slices.Chunk(names, store.MaxRunListJobs) {
-		got, err := m.e.store.RunListPerJob(ctx, store.RunListPerJobParams{Jobs: chunk, Limit: limit})
+		got, err := m.Store.RunListPerJob(ctx, store.RunListPerJobParams{Jobs: chunk, Limit: limit})
 		if err != nil {
 			return nil, err
 		}
@@ -301,7 +304,7 @@ func failingRows(reg *absence.Registry, limit int) int {
 // lease check would. Past its limit (more job leases held at once than one
 // answer holds) the jobs it did not reach are read one by one, and judged
 // by a clock read after them.
-func (m *monitor) jobLeases(ctx context.Context, snap *absence.Snapshot, res store.LeaseListResult) error {
+func (m *Monitor) jobLeases(ctx context.Context, snap *absence.Snapshot, res store.LeaseListResult) error {
 	held := make(map[string]store.Lease, len(res.Leases))
 	for _, l := range res.Leases {
 		held[l.Name] = l
@@ -316,7 +319,7 @@ func (m *monitor) jobLeases(ctx context.Context, snap *absence.Snapshot, res sto
 		l, ok := held[lease]
 		if !ok && !complete {
 			var err error
-			if l, err = m.e.store.LeaseGet(ctx, lease); err != nil && !errors.Is(err, store.ErrNotFound) {
+			if l, err = m.Store.LeaseGet(ctx, lease); err != nil && !errors.Is(err, store.ErrNotFound) {
 				return err
 			}
 		}
@@ -325,31 +328,16 @@ func (m *monitor) jobLeases(ctx context.Context, snap *absence.Snapshot, res sto
 	}
 	if !complete {
 		var err error
-		if snap.LeasesReadBy, err = m.e.store.Now(ctx); err != nil {
+		if snap.LeasesReadBy, err = m.Store.Now(ctx); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// absence converts the thresholds, with defaults applied, to the checks':
-// a negative threshold turns its check off (zero there). retention is
-// Config.Retention, the age past which pruning may have deleted a slot
-// (negative: never pruned, zero there).
-func (t AlertThresholds) absence(retention time.Duration) absence.Thresholds {
-	return absence.Thresholds{
-		SkipStreak:   max(t.SkipStreak, 0),
-		Failing:      max(t.FailingSlots, 0),
-		ClockOffset:  max(t.ClockOffset, 0),
-		ReplicaStale: t.ReplicaStale,
-		OrphanWindow: max(t.OrphanWindow, 0),
-		Retention:    max(retention, 0),
-	}
-}
-
 // knownHashes is the digest of each replica's jobs this replica holds, for
 // MonitorSnapshotParams.KnownJobs.
-func (m *monitor) knownHashes() map[string]string {
+func (m *Monitor) knownHashes() map[string]string {
 	known := make(map[string]string, len(m.jobs))
 	for owner, k := range m.jobs {
 		known[owner] = k.hash
@@ -361,7 +349,7 @@ func (m *monitor) knownHashes() map[string]string {
 // here) their jobs, and keeps the jobs of the rest for the next pass: of
 // the replicas it lists, those with a digest. Jobs left out that are not
 // held here fail the pass, and the next asks for all.
-func (m *monitor) fillJobs(replicas []store.Replica) error {
+func (m *Monitor) fillJobs(replicas []store.Replica) error {
 	kept := make(map[string]knownJobs, len(replicas))
 	for i := range replicas {
 		r := &replicas[i]
@@ -380,3 +368,6 @@ func (m *monitor) fillJobs(replicas []store.Replica) error {
 	m.jobs = kept
 	return nil
 }
+
+// Lease is LeaseName as this replica holds it; zero when it does not.
+func (m *Monitor) Lease() store.Lease { return m.lease }

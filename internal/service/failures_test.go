@@ -1,4 +1,4 @@
-package cronfence
+package service
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 // A failure that goes on is logged at its first occurrence, then once a
 // minute with how many times it failed since its last line and since
 // when; once it succeeds again, its next failure is logged at once.
-func TestFailureLogOnceThenEveryMinute(t *testing.T) {
+func TestFailuresOnceThenEveryMinute(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
@@ -22,15 +22,15 @@ func TestFailureLogOnceThenEveryMinute(t *testing.T) {
 		return a
 	}}))
 	c := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	var f failureLog
+	var f Failures
 	fail := func() {
-		f.failed(log, c.Now(), slog.LevelWarn, "cronfence: could not read the database clock", "error", "refused")
+		f.Failed(log, c.Now(), slog.LevelWarn, "cronfence: could not read the database clock", "error", "refused")
 	}
 	for range 130 { // a failure a second for 130 s
 		fail()
 		c.Advance(time.Second)
 	}
-	f.over("cronfence: could not read the database clock")
+	f.Over("cronfence: could not read the database clock")
 	fail()
 	want := `level=WARN msg="cronfence: could not read the database clock" error=refused
 level=WARN msg="cronfence: could not read the database clock" error=refused repeated=60 failing_since=2026-03-01T12:00:00.000Z

@@ -1,11 +1,17 @@
-package cronfence
+// Package peers is what a replica hears of the others, on a store that
+// tells every replica what the others did (store.Notices, PostgreSQL's
+// LISTEN/NOTIFY), and the choices made from it: who claims a slot, who
+// scans for dead runs, who runs the absence checks.
+package peers
 
 import (
 	"context"
 	"hash/fnv"
+	"strconv"
 	"sync"
 	"time"
 
+	"github.com/cronfence/cronfence/internal/service"
 	"github.com/cronfence/cronfence/store"
 )
 
@@ -20,14 +26,14 @@ import (
 //     was not; every other waits twice that. While a replica ranked
 //     before it is still told claiming slots of that instant, a fallback
 //     waits on, until that replica went ClaimGrace without one (at most
-//     fallbackWaitMax past the slot). A replica that died or hangs costs a
+//     FallbackWaitMax past the slot). A replica that died or hangs costs a
 //     slot that much delay, never the slot: every claim is still the
 //     store's atomic statement.
 //   - A run another replica started is watched by one replica (the first
 //     by the same ranking, the run's owner left out); once it has gone on
 //     for Config.ResumeEvery without its end told, the watcher scans for
 //     dead runs every ResumeEvery until it is. A scan also follows every
-//     gap in the notices, one replica scans every resumeBackstopEvery
+//     gap in the notices, one replica scans every ResumeBackstopEvery
 //     whatever it heard, and a replica watches its own runs that ended
 //     leaving their slot running.
 //   - One replica, the first for "monitor", runs the absence checks.
@@ -36,24 +42,32 @@ import (
 // notices, and while this replica does not hear them, it claims every slot
 // at once and scans every ResumeEvery.
 
-// resumeBackstopEvery is how often one replica scans for dead runs
+// ResumeBackstopEvery is how often one replica scans for dead runs
 // whatever it heard: notices are a saving, never a guarantee.
-const resumeBackstopEvery = 30 * time.Second
+const ResumeBackstopEvery = 30 * time.Second
 
-// settledKeep is how long a slot told as settled is remembered: longer
-// than any fallback waits (fallbackWaitMax) plus a late notice.
-const settledKeep = 10 * time.Second
+// SettledKeep is how long a slot told as settled is remembered: longer
+// than any fallback waits (FallbackWaitMax) plus a late notice.
+const SettledKeep = 10 * time.Second
 
-// fallbackWaitMax bounds how long past its slot a fallback waits for a
+// FallbackWaitMax bounds how long past its slot a fallback waits for a
 // replica ranked before it that is still told claiming the slot's
 // instant; past it, the fallback claims (at worst refused).
-const fallbackWaitMax = 5 * time.Second
+const FallbackWaitMax = 5 * time.Second
 
-// notices is what this replica heard of the others, and the choices made
-// from it: who claims a slot, who scans for dead runs, who checks.
-type notices struct {
-	e    *env
-	jobs *jobSet
+// Peers is what this replica heard of the others, and the choices made
+// from it. Set its exported fields before Start.
+type Peers struct {
+	*service.Base
+	// Listen: this replica fires and prefers claims (Config.ClaimGrace
+	// not negative), so it listens when the store tells.
+	Listen       bool
+	ClaimGrace   time.Duration // how long a fallback waits for the preferred replica's claim
+	ResumeEvery  time.Duration // how long a run goes on before its watcher scans
+	ReplicaStale time.Duration // a replica not heard from for this long is not live
+	// Registered reports whether this replica registers the job: it
+	// watches only the runs of its own jobs.
+	Registered func(job string) bool
 
 	mu       sync.Mutex
 	on       bool                      // the store tells and this replica listens
@@ -82,11 +96,11 @@ type watchedRun struct {
 	always bool // this replica's own run, left to resume: watched here, whatever the ranking
 }
 
-// start listens for the store's notices when it tells them and this
+// Start listens for the store's notices when it tells them and this
 // replica fires.
-func (n *notices) start() {
-	ns, ok := n.e.store.(store.Notices)
-	if !ok || !n.e.timers() || n.e.cfg.ClaimGrace < 0 {
+func (n *Peers) Start() {
+	ns, ok := n.Store.(store.Notices)
+	if !ok || !n.Listen {
 		return
 	}
 	n.mu.Lock()
@@ -98,12 +112,12 @@ func (n *notices) start() {
 	n.mu.Unlock()
 	go func() {
 		defer close(n.done)
-		_ = ns.Listen(ctx, func(no store.Notice) { n.heard(ctx, no) })
+		_ = ns.Listen(ctx, func(no store.Notice) { n.Heard(ctx, no) })
 	}()
 }
 
-// stop stops listening.
-func (n *notices) stop() {
+// Stop stops listening.
+func (n *Peers) Stop() {
 	n.mu.Lock()
 	cancel, done := n.cancel, n.done
 	n.mu.Unlock()
@@ -113,9 +127,9 @@ func (n *notices) stop() {
 	}
 }
 
-// heard takes one notice in.
-func (n *notices) heard(ctx context.Context, no store.Notice) {
-	now, own := n.e.now(), n.e.cfg.Owner
+// Heard takes one notice in (the store's Listen calls it).
+func (n *Peers) Heard(ctx context.Context, no store.Notice) {
+	now, own := n.Now(), n.Owner
 	switch no.Kind {
 	case store.NoticeGap:
 		n.gap(ctx, now)
@@ -128,7 +142,7 @@ func (n *notices) heard(ctx context.Context, no store.Notice) {
 		n.mu.Unlock()
 		return
 	}
-	mine := no.Kind == store.NoticeClaimed && n.jobs.get(no.Job) != nil
+	mine := no.Kind == store.NoticeClaimed && n.Registered(no.Job)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	key := keyOf(no.Job, no.Slot)
@@ -165,7 +179,7 @@ func (n *notices) heard(ctx context.Context, no store.Notice) {
 
 // heardClaiming notes that another replica is claiming slots of no's
 // instant. Callers hold n.mu.
-func (n *notices) heardClaiming(no store.Notice, now time.Time) {
+func (n *Peers) heardClaiming(no store.Notice, now time.Time) {
 	if no.Owner != "" {
 		n.claiming[claimingKey{no.Owner, no.Slot.UnixNano()}] = now
 	}
@@ -174,9 +188,9 @@ func (n *notices) heardClaiming(no store.Notice, now time.Time) {
 // gap forgets the runs watched (their ends may have gone unheard; the
 // scan that follows finds the dead ones) and reads the live replicas from
 // the registry, in one round trip.
-func (n *notices) gap(ctx context.Context, now time.Time) {
-	ctx, cancel := n.e.bounded(ctx)
-	replicas, err := n.e.store.ReplicaList(ctx)
+func (n *Peers) gap(ctx context.Context, now time.Time) {
+	ctx, cancel := n.Bounded(ctx)
+	replicas, err := n.Store.ReplicaList(ctx)
 	cancel()
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -187,7 +201,7 @@ func (n *notices) gap(ctx context.Context, now time.Time) {
 	}
 	for _, r := range replicas {
 		// HeartbeatAt is by the database clock, as now is.
-		if r.Timers && r.Owner != n.e.cfg.Owner && now.Sub(r.HeartbeatAt) < n.e.cfg.Alerts.ReplicaStale {
+		if r.Timers && r.Owner != n.Owner && now.Sub(r.HeartbeatAt) < n.ReplicaStale {
 			n.alive[r.Owner] = r.HeartbeatAt
 		}
 	}
@@ -196,12 +210,12 @@ func (n *notices) gap(ctx context.Context, now time.Time) {
 // rank is this replica's place, from 0, among the live replicas (itself
 // included, except left out) ordered by the hash of (replica, key).
 // Callers hold n.mu.
-func (n *notices) rank(key string, now time.Time, except string) int {
-	own := n.e.cfg.Owner
+func (n *Peers) rank(key string, now time.Time, except string) int {
+	own := n.Owner
 	mine := rendezvous(own, key)
 	r := 0
 	for owner, heard := range n.alive {
-		if now.Sub(heard) >= n.e.cfg.Alerts.ReplicaStale {
+		if now.Sub(heard) >= n.ReplicaStale {
 			delete(n.alive, owner) // silent for too long: stopped, or cut off
 			continue
 		}
@@ -219,8 +233,8 @@ func (n *notices) rank(key string, now time.Time, except string) int {
 // those heard claiming slots of key's instant, will have gone ClaimGrace
 // without a claim of it told: the fallback for key waits until then.
 // Callers hold n.mu.
-func (n *notices) claimingBefore(key slotKey, now time.Time) time.Time {
-	own := n.e.cfg.Owner
+func (n *Peers) claimingBefore(key slotKey, now time.Time) time.Time {
+	own := n.Owner
 	rankKey := key.rankKey()
 	mine := rendezvous(own, rankKey)
 	var until time.Time
@@ -230,7 +244,7 @@ func (n *notices) claimingBefore(key slotKey, now time.Time) time.Time {
 			continue
 		}
 		if h := rendezvous(owner, rankKey); h > mine || (h == mine && owner < own) {
-			if t := heard.Add(n.e.cfg.ClaimGrace); t.After(until) {
+			if t := heard.Add(n.ClaimGrace); t.After(until) {
 				until = t
 			}
 		}
@@ -246,91 +260,99 @@ func rendezvous(owner, key string) uint64 {
 	return h.Sum64()
 }
 
-// preferred splits due into the entries to claim now and the fallbacks to
-// put back on the heap: a scheduled slot another replica is preferred for
-// waits ClaimGrace (twice that past second place); a fallback whose slot
-// was told settled is dropped, and its key returned in told (what a stall
-// passed over before it is the claimer's to record); old says what the
-// timers passed over long ago may be forgotten.
-func (n *notices) preferred(due []*entry, now time.Time) (claim, later []*entry, told []slotKey, old bool) {
+// Due is a slot due to be claimed, as Prefer judges it.
+type Due struct {
+	Job       string
+	Slot      time.Time
+	Scheduled bool // its timer fired it for the first time (not a retry, catch-up or resume)
+	Fallback  bool // a fallback put back by an earlier Prefer
+}
+
+// Choice is Prefer's answer for one slot: claim it now (the zero Choice),
+// fire it again as a fallback at Later, or drop it (Told: another
+// replica's claim of it was told).
+type Choice struct {
+	Later time.Time
+	Told  bool
+}
+
+// Prefer chooses, for each due slot, whether this replica claims it now:
+// a scheduled slot another replica is preferred for waits ClaimGrace
+// (twice that past second place); a fallback whose slot was told settled
+// is dropped; a fallback waits on while a replica ranked before it is told
+// claiming the slot's instant. A nil answer claims every slot now, as
+// without notices. pruned says the slots told long ago were forgotten: a
+// caller may forget what it keeps of them too (SettledKeep).
+func (n *Peers) Prefer(due []Due, now time.Time) (choices []Choice, pruned bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if !n.on {
-		return due, nil, nil, false
-	}
-	if !n.hearing {
-		// Claim the fallbacks now too: their preferred replica's claim
-		// would not be heard.
-		for _, e := range due {
-			e.fallback = false
-		}
-		return due, nil, nil, false
+	if !n.on || !n.hearing {
+		// Without notices, or not hearing them now: claim at once, what
+		// this replica does not hear it cannot wait for.
+		return nil, false
 	}
 	if !now.Before(n.prune) {
 		for k, heard := range n.settled {
-			if now.Sub(heard) > settledKeep {
+			if now.Sub(heard) > SettledKeep {
 				delete(n.settled, k)
 			}
 		}
 		for k, heard := range n.claiming {
-			if now.Sub(heard) > settledKeep {
+			if now.Sub(heard) > SettledKeep {
 				delete(n.claiming, k)
 			}
 		}
-		n.prune, old = now.Add(settledKeep), true
+		n.prune, pruned = now.Add(SettledKeep), true
 	}
-	claim = due[:0]
-	for _, e := range due {
+	choices = make([]Choice, len(due))
+	for i, d := range due {
+		key := keyOf(d.Job, d.Slot)
 		switch {
-		case e.fallback:
-			key := keyOf(e.job.Name, e.slot)
+		case d.Fallback:
 			if _, ok := n.settled[key]; ok {
-				told = append(told, key)
-				continue
+				choices[i].Told = true
+			} else if until := n.claimingBefore(key, now); until.After(now) && now.Before(d.Slot.Add(FallbackWaitMax)) {
+				choices[i].Later = until
 			}
-			if until := n.claimingBefore(key, now); until.After(now) && now.Before(e.slot.Add(fallbackWaitMax)) {
-				later = append(later, &entry{job: e.job, slot: e.slot, fireAt: until, origin: e.origin, retry: true, fallback: true})
-				continue
-			}
-		case e.origin == OriginScheduled && !e.retry:
-			if r := n.rank(keyOf(e.job.Name, e.slot).rankKey(), now, ""); r > 0 {
+		case d.Scheduled:
+			if r := n.rank(key.rankKey(), now, ""); r > 0 {
 				// The grace runs from the slot, or from now when this loop
 				// woke late for it: the preferred replica, late too, is
 				// only now claiming it.
-				wait := n.e.cfg.ClaimGrace * time.Duration(min(r, 2))
-				later = append(later, &entry{job: e.job, slot: e.slot, fireAt: latest(now, e.slot).Add(wait),
-					origin: e.origin, retry: true, fallback: true})
-				continue
+				at := d.Slot
+				if now.After(at) {
+					at = now
+				}
+				choices[i].Later = at.Add(n.ClaimGrace * time.Duration(min(r, 2)))
 			}
 		}
-		claim = append(claim, e)
 	}
-	return claim, later, told, old
+	return choices, pruned
 }
 
-// rescanSoon asks for a resume scan at the next due time: the last found
+// RescanSoon asks for a resume scan at the next due time: the last found
 // dead runs, which may still be there (a claim refused lease_busy).
-func (n *notices) rescanSoon() {
+func (n *Peers) RescanSoon() {
 	n.mu.Lock()
 	n.rescan = true
 	n.mu.Unlock()
 }
 
-// watchOwn watches one of this replica's own runs that ended without
+// WatchOwn watches one of this replica's own runs that ended without
 // ending its slot: left running for a resume, or its end not recorded.
 // Other replicas watch it too, but a replica alone has nobody else.
-func (n *notices) watchOwn(job string, slot time.Time) {
+func (n *Peers) WatchOwn(job string, slot time.Time) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.on {
-		n.watched[keyOf(job, slot)] = watchedRun{owner: n.e.cfg.Owner, since: n.e.now().Add(-n.e.cfg.ResumeEvery), always: true}
+		n.watched[keyOf(job, slot)] = watchedRun{owner: n.Owner, since: n.Now().Add(-n.ResumeEvery), always: true}
 	}
 }
 
-// resumeWanted reports whether a resume scan due now has anything to
+// ResumeWanted reports whether a resume scan due now has anything to
 // find: a gap since the last, the backstop, or a watched run that went on
 // for ResumeEvery. Without notices every due scan is wanted.
-func (n *notices) resumeWanted(now time.Time) bool {
+func (n *Peers) ResumeWanted(now time.Time) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if !n.on || !n.hearing || n.rescan {
@@ -338,24 +360,79 @@ func (n *notices) resumeWanted(now time.Time) bool {
 		return true
 	}
 	if !now.Before(n.backstop) {
-		n.backstop = now.Add(resumeBackstopEvery)
+		n.backstop = now.Add(ResumeBackstopEvery)
 		if n.rank("resume", now, "") == 0 {
 			return true
 		}
 	}
 	for key, w := range n.watched {
-		if now.Sub(w.since) >= n.e.cfg.ResumeEvery && (w.always || n.rank(key.rankKey(), now, w.owner) == 0) {
+		if now.Sub(w.since) >= n.ResumeEvery && (w.always || n.rank(key.rankKey(), now, w.owner) == 0) {
 			return true
 		}
 	}
 	return false
 }
 
-// runsChecks reports whether this replica is the one to run the absence
+// RunsChecks reports whether this replica is the one to run the absence
 // checks: always without notices (the monitor lease decides), else the
 // first live replica for "monitor".
-func (n *notices) runsChecks() bool {
+func (n *Peers) RunsChecks() bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return !n.on || !n.hearing || n.rank("monitor", n.e.now(), "") == 0
+	return !n.on || !n.hearing || n.rank("monitor", n.Now(), "") == 0
+}
+
+type slotKey struct {
+	job  string
+	slot int64 // UnixNano
+}
+
+func keyOf(job string, slot time.Time) slotKey { return slotKey{job, slot.UnixNano()} }
+
+// rankKey is the slot as the ranking hashes it: the same text on every
+// replica.
+func (k slotKey) rankKey() string {
+	return k.job + "\x00" + strconv.FormatInt(k.slot, 10)
+}
+
+// What this replica heard, as it stands: for the tests that watch it.
+
+// Hearing reports whether this replica hears the notices now.
+func (n *Peers) Hearing() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.hearing
+}
+
+// Alive returns the other replicas heard from lately.
+func (n *Peers) Alive() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	owners := make([]string, 0, len(n.alive))
+	for o := range n.alive {
+		owners = append(owners, o)
+	}
+	return owners
+}
+
+// Settled reports whether the job's slot was told settled.
+func (n *Peers) Settled(job string, slot time.Time) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	_, ok := n.settled[keyOf(job, slot)]
+	return ok
+}
+
+// Watched reports whether this replica watches the run of the job's slot.
+func (n *Peers) Watched(job string, slot time.Time) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	_, ok := n.watched[keyOf(job, slot)]
+	return ok
+}
+
+// Score is the rank of owner for the job's slot: the replica with the
+// highest score is the slot's preferred.
+func Score(owner, job string, slot time.Time) uint64 {
+	return rendezvous(owner, keyOf(job, slot).rankKey())
 }
