@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/cronfence/cronfence"
+	"github.com/cronfence/cronfence/admin/client"
 )
 
 // Roles a Token may have.
@@ -47,15 +48,6 @@ const (
 // DefaultMaxBodyBytes bounds a request body when Options.MaxBodyBytes is
 // zero.
 const DefaultMaxBodyBytes = 64 << 10
-
-// Default and maximum ?limit= of the logs endpoint.
-const (
-	DefaultLogsLimit = 50
-	MaxLogsLimit     = 1000
-)
-
-// Prefix is the path the admin API is served under.
-const Prefix = "/api/admin/cron"
 
 // Token is one bearer token the API accepts.
 type Token struct {
@@ -147,7 +139,7 @@ const (
 // written. The escaped path is what tells them apart, so no job name is
 // refused.
 func match(escaped, method string) (route, bool) {
-	rest, ok := strings.CutPrefix(escaped, Prefix)
+	rest, ok := strings.CutPrefix(escaped, client.Prefix)
 	if !ok {
 		return route{}, false
 	}
@@ -215,7 +207,7 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.readyz(w, r)
 		return
 	}
-	if path != Prefix && !strings.HasPrefix(path, Prefix+"/") {
+	if path != client.Prefix && !strings.HasPrefix(path, client.Prefix+"/") {
 		writeError(w, http.StatusNotFound, "NOT_FOUND", "no such path: "+r.URL.Path, nil)
 		return
 	}

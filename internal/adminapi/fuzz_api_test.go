@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cronfence/cronfence/admin/client"
 	"github.com/cronfence/cronfence/internal/adminapi"
 )
 
@@ -66,7 +67,7 @@ func FuzzPutBody(f *testing.F) {
 		if contentType != "" {
 			h.Set("Content-Type", contentType)
 		}
-		req := request(http.MethodPut, adminapi.Prefix+"/"+url.PathEscape(name), body, h)
+		req := request(http.MethodPut, client.Prefix+"/"+url.PathEscape(name), body, h)
 		if req == nil {
 			t.Skip()
 		}
@@ -96,7 +97,7 @@ func FuzzJobPath(f *testing.F) {
 		if m == http.MethodPut {
 			body = []byte(`{"enabled": false, "note": "fuzz"}`)
 		}
-		req := request(m, adminapi.Prefix+"/"+segment+suffix, body, http.Header{"Authorization": {"Bearer " + adminSecret}})
+		req := request(m, client.Prefix+"/"+segment+suffix, body, http.Header{"Authorization": {"Bearer " + adminSecret}})
 		if req == nil {
 			t.Skip()
 		}
@@ -114,7 +115,7 @@ func FuzzLogsLimit(f *testing.F) {
 	b := hostileSetup(f, nil)
 	f.Fuzz(func(t *testing.T, limit string, job uint8) {
 		name := hostileJobs[int(job)%len(hostileJobs)]
-		req := request(http.MethodGet, adminapi.Prefix+"/"+url.PathEscape(name)+"/logs?limit="+limit, nil,
+		req := request(http.MethodGet, client.Prefix+"/"+url.PathEscape(name)+"/logs?limit="+limit, nil,
 			http.Header{"Authorization": {"Bearer " + readSecret}})
 		if req == nil {
 			t.Skip()
@@ -138,12 +139,12 @@ func FuzzAuthorization(f *testing.F) {
 		h := http.Header{"Authorization": {auth}}
 		switch which % 3 {
 		case 0:
-			req = request(http.MethodGet, adminapi.Prefix, nil, h)
+			req = request(http.MethodGet, client.Prefix, nil, h)
 		case 1:
 			h.Set("Content-Type", "application/json")
-			req = request(http.MethodPut, adminapi.Prefix+"/nightly", []byte(`{"enabled": false}`), h)
+			req = request(http.MethodPut, client.Prefix+"/nightly", []byte(`{"enabled": false}`), h)
 		default:
-			req = request(http.MethodPost, adminapi.Prefix+"/nightly/run", nil, h)
+			req = request(http.MethodPost, client.Prefix+"/nightly/run", nil, h)
 		}
 		rec := b.serve(t, req)
 		accepted := rec.Code < 400
@@ -170,7 +171,7 @@ func FuzzQuery(f *testing.F) {
 	paths := []string{"/nightly/logs", "/alerts", "/replicas", "", "/nightly"}
 	b := hostileSetup(f, nil)
 	f.Fuzz(func(t *testing.T, query string, which uint8) {
-		req := request(http.MethodGet, adminapi.Prefix+paths[int(which)%len(paths)]+"?"+query, nil,
+		req := request(http.MethodGet, client.Prefix+paths[int(which)%len(paths)]+"?"+query, nil,
 			http.Header{"Authorization": {"Bearer " + readSecret}})
 		if req == nil {
 			t.Skip()

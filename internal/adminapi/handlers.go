@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/cronfence/cronfence"
+	"github.com/cronfence/cronfence/admin/client"
+	"github.com/cronfence/cronfence/internal/adminview"
 	"github.com/cronfence/cronfence/store"
 )
 
@@ -46,121 +48,18 @@ func (a *api) storeError(w http.ResponseWriter, r *http.Request, op string, err 
 	writeError(w, http.StatusServiceUnavailable, "STORE_UNAVAILABLE", op+": the store is unavailable: "+err.Error(), nil)
 }
 
-// timeOrNil formats t in RFC 3339 (UTC, with fractions), or null when zero.
-func timeOrNil(t time.Time) *string {
-	if t.IsZero() {
-		return nil
-	}
-	s := t.UTC().Format(time.RFC3339Nano)
-	return &s
-}
-
-// RunResult is a run row's "result". It is always an object, also for a run
-// that was not skipped ({"skipped": false, "reason": ""}), so clients never
-// test for null. "reason" is a skip's, or "interrupted" for an attempt a
-// replica found dead (not a success; "error" says how it was found).
-type RunResult struct {
-	Skipped bool   `json:"skipped"`
-	Reason  string `json:"reason"`
-}
-
-// Run is a run row in the seed's shape. "slot" is null for a manual
-// run, "error" null for none, "logs" never null.
-type Run struct {
-	ID         int64     `json:"id"`
-	JobID      string    `json:"jobId"`
-	Slot       *string   `json:"slot"`
-	Manual     bool      `json:"manual"`
-	CatchUp    bool      `json:"catchUp"`
-	Owner      string    `json:"owner"`
-	Generation int64     `json:"generation"`
-	Attempt    int       `json:"attempt"`
-	StartedAt  *string   `json:"startedAt"`
-	FinishedAt *string   `json:"finishedAt"`
-	Success    bool      `json:"success"`
-	Result     RunResult `json:"result"`
-	Error      *string   `json:"error"`
-	Logs       []string  `json:"logs"`
-}
-
-// RunOf is the API view of a run row.
-func RunOf(r store.Run) Run {
-	v := Run{
-		ID: r.ID, JobID: r.Job, Slot: timeOrNil(r.Slot), Manual: r.Manual, CatchUp: r.CatchUp,
-		Owner: r.Owner, Generation: r.Generation, Attempt: r.Attempt,
-		StartedAt: timeOrNil(r.StartedAt), FinishedAt: timeOrNil(r.FinishedAt), Success: r.Success,
-		Result: RunResult{Skipped: r.Skipped, Reason: r.Reason}, Logs: r.Logs,
-	}
-	if r.Error != "" {
-		e := r.Error
-		v.Error = &e
-	}
-	if v.Logs == nil {
-		v.Logs = []string{}
-	}
-	return v
-}
-
-// Override is a job's override row; "enabled" null means the override
-// was removed (the row still says who removed it and when).
-type Override struct {
-	Enabled *bool   `json:"enabled"`
-	By      string  `json:"by"`
-	At      *string `json:"at"`
-	Note    string  `json:"note"`
-}
-
-// Lease is the job's lease row as last written. A released or lapsed
-// lease stays (generations never go back): "active" says whether it is
-// still held, by the database clock.
-type Lease struct {
-	Holder     string  `json:"holder"`
-	Generation int64   `json:"generation"`
-	AcquiredAt *string `json:"acquiredAt"`
-	ExpiresAt  *string `json:"expiresAt"`
-	Active     bool    `json:"active"`
-}
-
-// Job is one job as GET answers it. "override" is null when no
-// override row exists; "enabled" is the effective value (the override's
-// when set, else the declared one). "next" is the next slot, null while
-// the job is not enabled. "lastRun" and "lease" may be null.
-type Job struct {
-	Name            string    `json:"name"`
-	Schedule        string    `json:"schedule"`
-	TimeZone        string    `json:"timeZone"`
-	Overlap         string    `json:"overlap"`
-	Next            *string   `json:"next"`
-	DeclaredEnabled bool      `json:"declaredEnabled"`
-	Override        *Override `json:"override"`
-	Enabled         bool      `json:"enabled"`
-	LastRun         *Run      `json:"lastRun"`
-	Lease           *Lease    `json:"lease"`
-}
-
-func baseView(info cronfence.JobInfo, st *store.JobState) Job {
-	j := info.Job
-	tz := j.TimeZone
-	if tz == "" {
-		tz = "UTC"
-	}
-	v := Job{
-		Name: j.Name, Schedule: j.Schedule, TimeZone: tz, Overlap: string(j.Overlap),
-		DeclaredEnabled: !j.Disabled, Enabled: !j.Disabled,
-	}
-	if st != nil {
-		v.Override = &Override{Enabled: st.EnabledOverride, By: st.OverrideBy, At: timeOrNil(st.OverrideAt), Note: st.Note}
-		if st.EnabledOverride != nil {
-			v.Enabled = *st.EnabledOverride
+// Declared is the jobs of infos as the views read them; the dashboard
+// uses it too.
+func Declared(infos ...cronfence.JobInfo) []adminview.Declared {
+	out := make([]adminview.Declared, len(infos))
+	for i, info := range infos {
+		j := info.Job
+		out[i] = adminview.Declared{
+			Name: j.Name, Schedule: j.Schedule, TimeZone: j.TimeZone, Overlap: string(j.Overlap),
+			Disabled: j.Disabled, Next: info.Next,
 		}
 	}
-	// A paused or disabled job runs no slot: it has no next one to show
-	// (its slots are settled skipped as they come due).
-	if v.Enabled && !info.Next.IsZero() {
-		s := info.Next.Format(time.RFC3339)
-		v.Next = &s
-	}
-	return v
+	return out
 }
 
 // findJob returns the registered job called name.
@@ -173,58 +72,8 @@ func (a *api) findJob(name string) (cronfence.JobInfo, bool) {
 	return cronfence.JobInfo{}, false
 }
 
-// Jobs builds the API's view of infos from the store: one Now, one
-// JobStateList, and per job one RunList and one LeaseGet. On failure it
-// names the operation that failed. The CLI's direct mode uses it too, so
-// both show the same facts.
-func Jobs(ctx context.Context, st store.Store, infos []cronfence.JobInfo) ([]Job, string, error) {
-	now, err := st.Now(ctx)
-	if err != nil {
-		return nil, "read the database clock", err
-	}
-	return JobsAt(ctx, st, infos, now)
-}
-
-// JobsAt is Jobs judging leases against now, a database clock reading the
-// caller already made (the dashboard reads it once per page).
-func JobsAt(ctx context.Context, st store.Store, infos []cronfence.JobInfo, now time.Time) ([]Job, string, error) {
-	states, err := st.JobStateList(ctx)
-	if err != nil {
-		return nil, "read job states", err
-	}
-	byJob := make(map[string]*store.JobState, len(states))
-	for i := range states {
-		byJob[states[i].Job] = &states[i]
-	}
-	out := make([]Job, 0, len(infos))
-	for _, info := range infos {
-		v := baseView(info, byJob[info.Job.Name])
-		runs, err := st.RunList(ctx, store.RunListParams{Job: info.Job.Name, Limit: 1})
-		if err != nil {
-			return nil, "list runs", err
-		}
-		if len(runs) > 0 {
-			rv := RunOf(runs[0])
-			v.LastRun = &rv
-		}
-		l, err := st.LeaseGet(ctx, "job:"+info.Job.Name)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-		case err != nil:
-			return nil, "read lease", err
-		default:
-			v.Lease = &Lease{
-				Holder: l.Owner, Generation: l.Generation, AcquiredAt: timeOrNil(l.AcquiredAt),
-				ExpiresAt: timeOrNil(l.ExpiresAt), Active: l.ExpiresAt.After(now),
-			}
-		}
-		out = append(out, v)
-	}
-	return out, "", nil
-}
-
 func (a *api) listJobs(w http.ResponseWriter, r *http.Request) {
-	vs, op, err := Jobs(r.Context(), a.sched.Store(), a.sched.Jobs())
+	vs, op, err := adminview.Jobs(r.Context(), a.sched.Store(), Declared(a.sched.Jobs()...))
 	if err != nil {
 		a.storeError(w, r, op, err)
 		return
@@ -242,7 +91,7 @@ func (a *api) getJob(w http.ResponseWriter, r *http.Request, name string) {
 		unknownJob(w, name)
 		return
 	}
-	vs, op, err := Jobs(r.Context(), a.sched.Store(), []cronfence.JobInfo{info})
+	vs, op, err := adminview.Jobs(r.Context(), a.sched.Store(), Declared(info))
 	if err != nil {
 		a.storeError(w, r, op, err)
 		return
@@ -339,10 +188,10 @@ func (a *api) putJob(w http.ResponseWriter, r *http.Request, by, name string) {
 		a.storeError(w, r, "save the override", err)
 		return
 	}
-	vs, _, err := Jobs(r.Context(), a.sched.Store(), []cronfence.JobInfo{info})
+	vs, _, err := adminview.Jobs(r.Context(), a.sched.Store(), Declared(info))
 	if err != nil {
 		a.log.Warn("cronfence: admin API: the override is saved, but the job's state could not be read back", "job", name, "error", err)
-		writeJSON(w, http.StatusOK, baseView(info, &st))
+		writeJSON(w, http.StatusOK, adminview.JobOf(Declared(info)[0], &st))
 		return
 	}
 	writeJSON(w, http.StatusOK, vs[0])
@@ -360,7 +209,7 @@ func (a *api) runJob(w http.ResponseWriter, r *http.Request, name string) {
 		// under whatever prefix the API is mounted at.
 		w.Header().Set("Location", "runs/"+id)
 		writeJSON(w, http.StatusAccepted, map[string]any{
-			"jobId": run.Job, "runId": id, "generation": run.Generation, "owner": run.Owner, "startedAt": timeOrNil(run.StartedAt),
+			"jobId": run.Job, "runId": id, "generation": run.Generation, "owner": run.Owner, "startedAt": adminview.Time(run.StartedAt),
 		})
 	case errors.As(err, &busy):
 		skip := busy.Skip
@@ -371,7 +220,7 @@ func (a *api) runJob(w http.ResponseWriter, r *http.Request, name string) {
 		}
 		writeError(w, http.StatusConflict, "CRON_JOB_ALREADY_EXECUTING",
 			fmt.Sprintf("job %q is already executing (lease held by %s at generation %d)", name, busy.Holder.Owner, busy.Holder.Generation),
-			map[string]any{"log": RunOf(skip), "holder": holderOf(busy.Holder)})
+			map[string]any{"log": adminview.RunOf(skip), "holder": adminview.HolderOf(busy.Holder)})
 	case errors.Is(err, cronfence.ErrUnknownJob):
 		unknownJob(w, name)
 	case errors.Is(err, cronfence.ErrNotStarted):
@@ -386,7 +235,7 @@ func (a *api) logs(w http.ResponseWriter, r *http.Request, name string) {
 		unknownJob(w, name)
 		return
 	}
-	limit, ok := queryLimit(w, r, DefaultLogsLimit, MaxLogsLimit)
+	limit, ok := queryLimit(w, r, client.DefaultLogsLimit, client.MaxLogsLimit)
 	if !ok {
 		return
 	}
@@ -395,9 +244,9 @@ func (a *api) logs(w http.ResponseWriter, r *http.Request, name string) {
 		a.storeError(w, r, "list runs", err)
 		return
 	}
-	out := make([]Run, 0, len(runs))
+	out := make([]client.Run, 0, len(runs))
 	for _, run := range runs {
-		out = append(out, RunOf(run))
+		out = append(out, adminview.RunOf(run))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"jobId": name, "logs": out})
 }
@@ -417,19 +266,6 @@ func (a *api) readyz(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "schemaVersion": db})
 	}
-}
-
-// Holder is the lease holder a 409 names: who runs the job, under which
-// generation, since when. Fields are empty or null when it was not seen.
-type Holder struct {
-	Owner      string  `json:"owner"`
-	Generation int64   `json:"generation"`
-	AcquiredAt *string `json:"acquiredAt"`
-	ExpiresAt  *string `json:"expiresAt"`
-}
-
-func holderOf(l store.Lease) Holder {
-	return Holder{Owner: l.Owner, Generation: l.Generation, AcquiredAt: timeOrNil(l.AcquiredAt), ExpiresAt: timeOrNil(l.ExpiresAt)}
 }
 
 // RunID names a run by its holding (lease name and generation), which its
@@ -494,17 +330,17 @@ func (a *api) getRun(w http.ResponseWriter, r *http.Request, name, id string) {
 	run, err := st.RunGet(r.Context(), lease, gen)
 	switch {
 	case err == nil:
-		writeJSON(w, http.StatusOK, map[string]any{"jobId": name, "runId": id, "state": "finished", "run": RunOf(run)})
+		writeJSON(w, http.StatusOK, map[string]any{"jobId": name, "runId": id, "state": "finished", "run": adminview.RunOf(run)})
 	case !errors.Is(err, store.ErrNotFound):
 		a.storeError(w, r, "read the run", err)
 	case held:
-		writeJSON(w, http.StatusOK, map[string]any{"jobId": name, "runId": id, "state": "running", "run": nil, "holder": holderOf(l)})
+		writeJSON(w, http.StatusOK, map[string]any{"jobId": name, "runId": id, "state": "running", "run": nil, "holder": adminview.HolderOf(l)})
 	case ending:
 		// Its end is being recorded, its lease lapsed meanwhile or taken
 		// at a newer generation: the holder is still this run.
-		h := Holder{Owner: mine.Owner, Generation: mine.Generation, AcquiredAt: timeOrNil(mine.StartedAt)}
+		h := client.Holder{Owner: mine.Owner, Generation: mine.Generation, AcquiredAt: adminview.Time(mine.StartedAt)}
 		if l.Generation == gen {
-			h.ExpiresAt = timeOrNil(l.ExpiresAt)
+			h.ExpiresAt = adminview.Time(l.ExpiresAt)
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"jobId": name, "runId": id, "state": "running", "run": nil, "holder": h})
 	default:

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cronfence/cronfence/admin/client"
 	"github.com/cronfence/cronfence/internal/adminapi"
 )
 
@@ -88,7 +89,7 @@ func wantCode(t *testing.T, what string, status int, body []byte, wantStatus int
 func TestHostileBodies(t *testing.T) {
 	t.Parallel()
 	s := newHostileServer(t, nil)
-	path := adminapi.Prefix + "/nightly"
+	path := client.Prefix + "/nightly"
 	const jsonType = "application/json"
 	big := []byte(`{"enabled": false, "note": "` + strings.Repeat("x", adminapi.DefaultMaxBodyBytes) + `"}`)
 	for _, tc := range []struct {
@@ -139,7 +140,7 @@ func TestHostileHeadersAndPaths(t *testing.T) {
 		t.Fatal(err)
 	}
 	var req bytes.Buffer
-	fmt.Fprintf(&req, "GET %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n", adminapi.Prefix, adminSecret)
+	fmt.Fprintf(&req, "GET %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n", client.Prefix, adminSecret)
 	for i := range 40000 {
 		fmt.Fprintf(&req, "X-Hostile-%d: %s\r\n", i, strings.Repeat("v", 20))
 	}
@@ -156,7 +157,7 @@ func TestHostileHeadersAndPaths(t *testing.T) {
 	_ = conn.Close()
 
 	// 5000 small headers stay under the limit: answered as usual.
-	r, _ := http.NewRequest(http.MethodGet, s.srv.URL+adminapi.Prefix, nil)
+	r, _ := http.NewRequest(http.MethodGet, s.srv.URL+client.Prefix, nil)
 	r.Header.Set("Authorization", "Bearer "+adminSecret)
 	for i := range 5000 {
 		r.Header.Set(fmt.Sprintf("X-H-%d", i), "v")
@@ -169,17 +170,17 @@ func TestHostileHeadersAndPaths(t *testing.T) {
 
 	// A 100 KB job segment: an unknown job; a 100 KB extra segment: no such path.
 	long := strings.Repeat("a", 100<<10)
-	status, body := s.send(t, http.MethodGet, adminapi.Prefix+"/"+long, "", nil)
+	status, body := s.send(t, http.MethodGet, client.Prefix+"/"+long, "", nil)
 	wantCode(t, "100 KB job name", status, body, http.StatusNotFound, "CRON_JOB_NOT_FOUND")
-	status, body = s.send(t, http.MethodGet, adminapi.Prefix+"/nightly/"+long, "", nil)
+	status, body = s.send(t, http.MethodGet, client.Prefix+"/nightly/"+long, "", nil)
 	wantCode(t, "100 KB segment", status, body, http.StatusNotFound, "NOT_FOUND")
-	status, body = s.send(t, http.MethodGet, adminapi.Prefix+"/"+strings.Repeat("%2F", 30000)+"/logs", "", nil)
+	status, body = s.send(t, http.MethodGet, client.Prefix+"/"+strings.Repeat("%2F", 30000)+"/logs", "", nil)
 	wantCode(t, "90 KB of escaped slashes", status, body, http.StatusNotFound, "CRON_JOB_NOT_FOUND")
-	status, body = s.send(t, http.MethodGet, adminapi.Prefix+strings.Repeat("/x", 50000), "", nil)
+	status, body = s.send(t, http.MethodGet, client.Prefix+strings.Repeat("/x", 50000), "", nil)
 	wantCode(t, "50000 segments", status, body, http.StatusNotFound, "NOT_FOUND")
 
 	// Still serving.
-	if status, body := s.send(t, http.MethodGet, adminapi.Prefix+"/nightly", "", nil); status != http.StatusOK {
+	if status, body := s.send(t, http.MethodGet, client.Prefix+"/nightly", "", nil); status != http.StatusOK {
 		t.Fatalf("after the hostile requests: %d %s", status, body)
 	}
 }
@@ -191,8 +192,8 @@ func TestHostileJobNamesREST(t *testing.T) {
 	t.Parallel()
 	s := newHostileServer(t, nil)
 	for _, name := range hostileJobs {
-		p := adminapi.Prefix + "/" + url.PathEscape(name)
-		var job adminapi.Job
+		p := client.Prefix + "/" + url.PathEscape(name)
+		var job client.Job
 		status, body := s.send(t, http.MethodGet, p, "", nil)
 		if status != http.StatusOK || json.Unmarshal(body, &job) != nil || job.Name != name {
 			t.Errorf("GET %q: %d %s", name, status, body)
@@ -209,8 +210,8 @@ func TestHostileJobNamesREST(t *testing.T) {
 			t.Errorf("POST %q/run: %d %s", name, status, body)
 		}
 		var logs struct {
-			JobID string         `json:"jobId"`
-			Logs  []adminapi.Run `json:"logs"`
+			JobID string       `json:"jobId"`
+			Logs  []client.Run `json:"logs"`
 		}
 		status, body = s.send(t, http.MethodGet, p+"/logs?limit=5", "", nil)
 		if status != http.StatusOK || json.Unmarshal(body, &logs) != nil || logs.JobID != name || len(logs.Logs) != 1 || logs.Logs[0].JobID != name {
@@ -218,7 +219,7 @@ func TestHostileJobNamesREST(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"a\x00b", strings.Repeat("x", 10<<10), "\xff", "nightly\n", " nightly"} {
-		p := adminapi.Prefix + "/" + url.PathEscape(name)
+		p := client.Prefix + "/" + url.PathEscape(name)
 		for _, call := range []struct{ method, suffix, body string }{
 			{http.MethodGet, "", ""}, {http.MethodPut, "", `{"enabled": false}`}, {http.MethodPost, "/run", ""}, {http.MethodGet, "/logs", ""},
 		} {
@@ -258,11 +259,11 @@ func TestHostileBrokenStore(t *testing.T) {
 				t.Errorf("/readyz: %d %s, want 503 naming %s", status, body, table)
 			}
 			for _, call := range []struct{ method, path, body string }{
-				{http.MethodGet, adminapi.Prefix, ""},
-				{http.MethodGet, adminapi.Prefix + "/nightly", ""},
-				{http.MethodPut, adminapi.Prefix + "/nightly", `{"enabled": false}`},
-				{http.MethodGet, adminapi.Prefix + "/nightly/logs", ""},
-				{http.MethodPost, adminapi.Prefix + "/nightly/run", ""}, // last: its finish may write late
+				{http.MethodGet, client.Prefix, ""},
+				{http.MethodGet, client.Prefix + "/nightly", ""},
+				{http.MethodPut, client.Prefix + "/nightly", `{"enabled": false}`},
+				{http.MethodGet, client.Prefix + "/nightly/logs", ""},
+				{http.MethodPost, client.Prefix + "/nightly/run", ""}, // last: its finish may write late
 			} {
 				// send checks: no 5xx but 503, JSON errors, nothing changed
 				// by a refusal.

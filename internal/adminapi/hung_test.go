@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cronfence/cronfence"
+	"github.com/cronfence/cronfence/admin/client"
 	"github.com/cronfence/cronfence/internal/adminapi"
 	"github.com/cronfence/cronfence/internal/pgtest"
 	"github.com/cronfence/cronfence/store"
@@ -95,7 +96,7 @@ func TestHungStoreAnswers503AndSavesNothing(t *testing.T) {
 				t.Fatalf("job states after a 503 PUT: %+v; want nothing saved", states)
 			}
 			// Answering again, the same PUT is saved.
-			var j adminapi.Job
+			var j client.Job
 			if resp := b.do(t, "PUT", "/api/admin/cron/nightly", adminSecret, `{"enabled":false}`, &j); resp.StatusCode != 200 || j.Override == nil {
 				t.Fatalf("PUT once the store answers: %d %+v", resp.StatusCode, j)
 			}

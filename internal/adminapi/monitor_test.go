@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cronfence/cronfence"
+	"github.com/cronfence/cronfence/admin/client"
 	"github.com/cronfence/cronfence/internal/adminapi"
 	"github.com/cronfence/cronfence/internal/pgtest"
 	"github.com/cronfence/cronfence/store"
@@ -73,7 +74,7 @@ func serveStore(t *testing.T, st store.Store, opts *adminapi.Options, jobs ...st
 }
 
 // alertsJSON spells the wire shape out on its own rather than decoding into
-// adminapi.Alert: a renamed or retyped field of Alert must fail this test,
+// client.Alert: a renamed or retyped field of Alert must fail this test,
 // not silently change both sides.
 type alertsJSON struct {
 	Alerts []struct {
@@ -190,7 +191,7 @@ func TestAlertAcknowledgeEndpoint(t *testing.T) {
 			b := serveStore(t, st, nil, "nightly")
 			res, err := st.AlertRaise(ctx, store.AlertRaiseParams{Kind: store.AlertFailing, Subject: "a/job", Message: "failing", RaisedBy: "r1"})
 			must(t, err)
-			path := adminapi.AlertAckPath("failing", "a/job")
+			path := client.AlertAckPath("failing", "a/job")
 			if path != "/api/admin/cron/alerts/failing/a%2Fjob/ack" {
 				t.Fatalf("AlertAckPath = %q", path)
 			}
@@ -201,8 +202,8 @@ func TestAlertAcknowledgeEndpoint(t *testing.T) {
 				t.Fatalf("after refused acknowledgements: %+v, %v; want none recorded", list, err)
 			}
 			b.wantErr(t, "POST", path, adminSecret, `{"alertId": `+strconv.FormatInt(res.Alert.ID+1, 10)+`}`, 404, "ALERT_NOT_FOUND")
-			b.wantErr(t, "POST", adminapi.AlertAckPath("slow_run", "a/job"), adminSecret, "", 404, "ALERT_NOT_FOUND")
-			b.wantErr(t, "POST", adminapi.AlertAckPath("Not-A-Kind", "a/job"), adminSecret, "", 400, "INVALID_ARGUMENT")
+			b.wantErr(t, "POST", client.AlertAckPath("slow_run", "a/job"), adminSecret, "", 404, "ALERT_NOT_FOUND")
+			b.wantErr(t, "POST", client.AlertAckPath("Not-A-Kind", "a/job"), adminSecret, "", 400, "INVALID_ARGUMENT")
 			b.wantErr(t, "POST", path, adminSecret, `{"note": "`+strings.Repeat("n", store.MaxNoteLength+1)+`"}`, 400, "INVALID_ARGUMENT")
 			b.wantErr(t, "POST", path, adminSecret, `{"by": "someone else"}`, 400, "MALFORMED_BODY")
 			resp := b.wantErr(t, "GET", path, adminSecret, "", 405, "METHOD_NOT_ALLOWED")

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cronfence/cronfence"
+	"github.com/cronfence/cronfence/admin/client"
 	"github.com/cronfence/cronfence/internal/adminapi"
 	"github.com/cronfence/cronfence/internal/clock"
 	"github.com/cronfence/cronfence/internal/pgtest"
@@ -125,7 +126,7 @@ func pollRun(t *testing.T, srv *httptest.Server, loc string) (odd []string) {
 // its Location names.
 func trigger(t *testing.T, srv *httptest.Server, job string) string {
 	t.Helper()
-	req, err := http.NewRequest("POST", srv.URL+adminapi.JobPath(job)+"/run", nil)
+	req, err := http.NewRequest("POST", srv.URL+client.JobPath(job)+"/run", nil)
 	must(t, err)
 	req.Header.Set("Authorization", "Bearer "+adminSecret)
 	resp, err := srv.Client().Do(req)

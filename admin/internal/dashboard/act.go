@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cronfence/cronfence/admin/client"
 	"github.com/cronfence/cronfence/internal/adminapi"
 )
 
@@ -139,7 +140,7 @@ func (d *dashboard) act(w http.ResponseWriter, r *http.Request) {
 		actError(w, http.StatusForbidden, "BAD_ACTION_KEY", err.Error())
 		return
 	}
-	path := adminapi.Prefix + "/" + url.PathEscape(body.Job)
+	path := client.Prefix + "/" + url.PathEscape(body.Job)
 	method, payload := http.MethodPut, map[string]any{"note": body.Note}
 	switch body.Action {
 	case "pause":
@@ -151,7 +152,7 @@ func (d *dashboard) act(w http.ResponseWriter, r *http.Request) {
 	case "trigger":
 		method, path, payload = http.MethodPost, path+"/run", nil
 	case "acknowledge":
-		method, path = http.MethodPost, adminapi.AlertAckPath(body.Kind, body.Subject)
+		method, path = http.MethodPost, client.AlertAckPath(body.Kind, body.Subject)
 		payload["alertId"] = body.AlertID
 	default:
 		actError(w, http.StatusBadRequest, "MALFORMED_BODY", "action must be pause, resume, unset, trigger or acknowledge, got "+strconv.Quote(body.Action))

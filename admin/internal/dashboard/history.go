@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/cronfence/cronfence/internal/adminapi"
+	"github.com/cronfence/cronfence/admin/client"
 	"github.com/cronfence/cronfence/schedule"
 	"github.com/cronfence/cronfence/store"
 )
@@ -76,14 +76,14 @@ type chartView struct {
 // read) and the job's state: its schedule in its zone, whether it is
 // paused, its lease. A slot older than the oldest run read is left out:
 // the job may not have existed then.
-func historyOf(job adminapi.Job, runs []adminapi.Run, now time.Time, n int) (stripView, chartView) {
+func historyOf(job client.Job, runs []client.Run, now time.Time, n int) (stripView, chartView) {
 	loc := zone(job.TimeZone)
 	sched, err := schedule.Parse(job.Schedule, &schedule.Options{Location: loc})
 	if err != nil {
 		return stripView{}, chartView{}
 	}
 	// Each slot's runs, newest first: the first is its last attempt.
-	bySlot := map[int64][]adminapi.Run{}
+	bySlot := map[int64][]client.Run{}
 	oldest := time.Time{}
 	for _, r := range runs {
 		slot := parseTime(r.Slot)
@@ -127,7 +127,7 @@ func historyOf(job adminapi.Job, runs []adminapi.Run, now time.Time, n int) (str
 // can tell: the slot at or before the lease's acquisition, unless a run
 // of it ended since (the lease then runs something else, a manual run).
 // Zero when the lease is not held.
-func runningSlot(job adminapi.Job, sched schedule.Schedule, bySlot map[int64][]adminapi.Run) time.Time {
+func runningSlot(job client.Job, sched schedule.Schedule, bySlot map[int64][]client.Run) time.Time {
 	l := job.Lease
 	if l == nil || !l.Active {
 		return time.Time{}
@@ -145,7 +145,7 @@ func runningSlot(job adminapi.Job, sched schedule.Schedule, bySlot map[int64][]a
 
 // cellOf is how the slot s ended, from its runs (newest first), and a
 // word on it for the tooltip.
-func cellOf(s time.Time, runs []adminapi.Run, job adminapi.Job, now, running time.Time) (string, string) {
+func cellOf(s time.Time, runs []client.Run, job client.Job, now, running time.Time) (string, string) {
 	if !running.IsZero() && running.Equal(s) {
 		return cellRunning, "running"
 	}
@@ -176,7 +176,7 @@ func cellOf(s time.Time, runs []adminapi.Run, job adminapi.Job, now, running tim
 	}
 }
 
-func attempts(r adminapi.Run) string {
+func attempts(r client.Run) string {
 	if r.Attempt > 1 {
 		return " on attempt " + strconv.Itoa(r.Attempt)
 	}
@@ -186,7 +186,7 @@ func attempts(r adminapi.Run) string {
 // chartOf charts the durations of the last n finished runs (skips and
 // runs still going left out), oldest on the left, against the interval
 // between the newest run's slot and the next.
-func chartOf(runs []adminapi.Run, sched schedule.Schedule, loc *time.Location, n int) chartView {
+func chartOf(runs []client.Run, sched schedule.Schedule, loc *time.Location, n int) chartView {
 	type point struct {
 		took  time.Duration
 		state string

@@ -5,16 +5,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cronfence/cronfence/internal/adminapi"
+	"github.com/cronfence/cronfence/admin/client"
 )
 
 // hist builds run rows from a compact form, newest first: per slot (a
 // minute apart, the newest at 12:09), "ok", "x" (failed), "s" (skip),
 // "p" (skipped while the job was paused), "-" (no row), or attempts joined
 // by "/", newest first ("ok2/x1").
-func hist(t *testing.T, kinds ...string) []adminapi.Run {
+func hist(t *testing.T, kinds ...string) []client.Run {
 	t.Helper()
-	var out []adminapi.Run
+	var out []client.Run
 	slot := time.Date(2026, 3, 1, 12, 9, 0, 0, time.UTC)
 	id := int64(1000)
 	for _, k := range kinds {
@@ -24,14 +24,14 @@ func hist(t *testing.T, kinds ...string) []adminapi.Run {
 			}
 			s := slot.Format(time.RFC3339)
 			start := slot.Add(time.Second)
-			r := adminapi.Run{ID: id, Slot: &s, Attempt: 1}
+			r := client.Run{ID: id, Slot: &s, Attempt: 1}
 			id--
 			switch {
 			case a == "s":
-				r.Result = adminapi.RunResult{Skipped: true, Reason: "already_executing"}
+				r.Result = client.RunResult{Skipped: true, Reason: "already_executing"}
 				r.Success = true
 			case a == "p":
-				r.Result = adminapi.RunResult{Skipped: true, Reason: "paused"}
+				r.Result = client.RunResult{Skipped: true, Reason: "paused"}
 				r.Success = true
 			case strings.HasPrefix(a, "ok"):
 				r.Success = true
@@ -62,19 +62,19 @@ func states(s stripView) string {
 func TestStripOfTheLastSlots(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 3, 1, 12, 9, 30, 0, time.UTC)
-	job := adminapi.Job{Name: "sync", Schedule: "* * * * *", TimeZone: "UTC", Enabled: true}
+	job := client.Job{Name: "sync", Schedule: "* * * * *", TimeZone: "UTC", Enabled: true}
 	paused := job
 	paused.Enabled = false
 	acquired := "2026-03-01T12:09:00.5Z"
 	held := job
-	held.Lease = &adminapi.Lease{Active: true, AcquiredAt: &acquired}
+	held.Lease = &client.Lease{Active: true, AcquiredAt: &acquired}
 	retried := "2026-03-01T12:09:21Z" // after the first attempt ended, at 12:09:11
 	retrying := job
-	retrying.Lease = &adminapi.Lease{Active: true, AcquiredAt: &retried}
+	retrying.Lease = &client.Lease{Active: true, AcquiredAt: &retried}
 	for _, tc := range []struct {
 		name  string
-		job   adminapi.Job
-		runs  []adminapi.Run
+		job   client.Job
+		runs  []client.Run
 		n     int
 		want  string // oldest first
 		rate  string
@@ -122,7 +122,7 @@ func TestStripOfTheLastSlots(t *testing.T) {
 func TestStripPendingSlot(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 3, 1, 12, 10, 3, 0, time.UTC)
-	strip, _ := historyOf(adminapi.Job{Schedule: "* * * * *", TimeZone: "UTC", Enabled: true}, hist(t, "ok"), now, 5)
+	strip, _ := historyOf(client.Job{Schedule: "* * * * *", TimeZone: "UTC", Enabled: true}, hist(t, "ok"), now, 5)
 	if got := states(strip); got != "ok pending" {
 		t.Fatalf("strip %q, want ok then pending", got)
 	}
@@ -131,7 +131,7 @@ func TestStripPendingSlot(t *testing.T) {
 func TestChartOfRunDurations(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 3, 1, 12, 9, 30, 0, time.UTC)
-	job := adminapi.Job{Schedule: "* * * * *", TimeZone: "UTC", Enabled: true}
+	job := client.Job{Schedule: "* * * * *", TimeZone: "UTC", Enabled: true}
 	// Durations 10s, 20s (attempt 2), 10s, a skip (not charted), newest first.
 	_, c := historyOf(job, hist(t, "ok", "ok2", "s", "x"), now, 10)
 	if len(c.Bars) != 3 || c.Interval != "1m0s" || c.LongestLabel != "20s" || c.OffChart {
@@ -151,10 +151,10 @@ func TestChartOfRunDurations(t *testing.T) {
 		}
 	}
 	// A daily job whose runs take seconds: the interval is off the chart.
-	daily := adminapi.Job{Schedule: "0 12 * * *", TimeZone: "UTC", Enabled: true}
+	daily := client.Job{Schedule: "0 12 * * *", TimeZone: "UTC", Enabled: true}
 	slot := "2026-03-01T12:00:00Z"
 	s, f := "2026-03-01T12:00:00Z", "2026-03-01T12:00:02Z"
-	_, c = historyOf(daily, []adminapi.Run{{ID: 1, Slot: &slot, StartedAt: &s, FinishedAt: &f, Success: true, Attempt: 1}}, now, 10)
+	_, c = historyOf(daily, []client.Run{{ID: 1, Slot: &slot, StartedAt: &s, FinishedAt: &f, Success: true, Attempt: 1}}, now, 10)
 	if !c.OffChart || c.IntervalY != 0 || c.Interval != "24h0m0s" || len(c.Bars) != 1 || c.Bars[0].H != plot {
 		t.Fatalf("daily chart %+v; want the interval off the chart and the run's bar full height", c)
 	}

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/cronfence/cronfence"
+	"github.com/cronfence/cronfence/admin/client"
 	"github.com/cronfence/cronfence/internal/adminapi"
+	"github.com/cronfence/cronfence/internal/adminview"
 	"github.com/cronfence/cronfence/store"
 )
 
@@ -112,7 +114,7 @@ func allowAck(alerts []alertView, admin bool) {
 }
 
 type replicaView struct {
-	adminapi.Replica
+	client.Replica
 	Started   stamp
 	Heartbeat stamp
 }
@@ -169,7 +171,7 @@ func (d *dashboard) chromeFor(r *http.Request, title string, id adminapi.Identit
 	return c
 }
 
-func runOf(r adminapi.Run, loc *time.Location, now time.Time) runView {
+func runOf(r client.Run, loc *time.Location, now time.Time) runView {
 	v := runView{
 		ID: r.ID, Started: parseAt(r.StartedAt, loc, now), Finished: parseAt(r.FinishedAt, loc, now),
 		Slot: parseAt(r.Slot, loc, time.Time{}), Kind: "scheduled", Owner: r.Owner, Generation: r.Generation,
@@ -200,7 +202,7 @@ func runOf(r adminapi.Run, loc *time.Location, now time.Time) runView {
 	return v
 }
 
-func jobOf(j adminapi.Job, now time.Time) jobView {
+func jobOf(j client.Job, now time.Time) jobView {
 	loc := zone(j.TimeZone)
 	v := jobView{
 		Name: j.Name, Schedule: j.Schedule, Zone: j.TimeZone, Overlap: j.Overlap, Next: parseAt(j.Next, loc, now),
@@ -237,7 +239,7 @@ func jobOf(j adminapi.Job, now time.Time) jobView {
 	return v
 }
 
-func (d *dashboard) alertViews(list []adminapi.Alert, now time.Time) []alertView {
+func (d *dashboard) alertViews(list []client.Alert, now time.Time) []alertView {
 	jobs := map[string]string{} // name → zone
 	for _, info := range d.sched.Jobs() {
 		jobs[info.Job.Name] = info.Job.TimeZone
@@ -263,11 +265,11 @@ func (d *dashboard) alertViews(list []adminapi.Alert, now time.Time) []alertView
 // names a failed read.
 func (d *dashboard) monitor(r *http.Request, subject string, now time.Time) (MonitorView, string, error) {
 	st := d.sched.Store()
-	alerts, err := adminapi.Alerts(r.Context(), st, store.AlertListParams{OpenOnly: true, Subject: subject, Limit: adminapi.MaxAlertsLimit})
+	alerts, err := adminview.Alerts(r.Context(), st, store.AlertListParams{OpenOnly: true, Subject: subject, Limit: client.MaxAlertsLimit})
 	if err != nil {
 		return MonitorView{}, "list alerts", err
 	}
-	reps, op, err := adminapi.ReplicasAt(r.Context(), st, d.liveFor, now)
+	reps, op, err := adminview.ReplicasAt(r.Context(), st, cronfence.MonitorLeaseName, d.liveFor, now)
 	if err != nil {
 		return MonitorView{}, op, err
 	}
@@ -289,7 +291,7 @@ func (d *dashboard) overview(w http.ResponseWriter, r *http.Request, id adminapi
 		d.storeError(w, r, "read the database clock", err)
 		return
 	}
-	jobs, op, err := adminapi.JobsAt(r.Context(), st, d.sched.Jobs(), now)
+	jobs, op, err := adminview.JobsAt(r.Context(), st, adminapi.Declared(d.sched.Jobs()...), now)
 	if err != nil {
 		d.storeError(w, r, op, err)
 		return
@@ -324,21 +326,21 @@ const (
 // recentRuns reads each job's newest runs for its strip, in one round
 // trip per store.MaxRunListJobs jobs: enough rows for overviewStrip slots
 // of a few attempts each.
-func (d *dashboard) recentRuns(r *http.Request, jobs []adminapi.Job) ([][]adminapi.Run, error) {
+func (d *dashboard) recentRuns(r *http.Request, jobs []client.Job) ([][]client.Run, error) {
 	names := make([]string, len(jobs))
 	for i, j := range jobs {
 		names[i] = j.Name
 	}
-	out := make([][]adminapi.Run, 0, len(jobs))
+	out := make([][]client.Run, 0, len(jobs))
 	for chunk := range slices.Chunk(names, store.MaxRunListJobs) {
 		got, err := d.sched.Store().RunListPerJob(r.Context(), store.RunListPerJobParams{Jobs: chunk, Limit: 3 * overviewStrip})
 		if err != nil {
 			return nil, err
 		}
 		for _, runs := range got {
-			views := make([]adminapi.Run, len(runs))
+			views := make([]client.Run, len(runs))
 			for k, run := range runs {
-				views[k] = adminapi.RunOf(run)
+				views[k] = adminview.RunOf(run)
 			}
 			out = append(out, views)
 		}
@@ -348,7 +350,7 @@ func (d *dashboard) recentRuns(r *http.Request, jobs []adminapi.Job) ([][]admina
 
 // runOrder is where a run sits in a job page's list: its slot, or its
 // start for a manual run.
-func runOrder(r adminapi.Run) time.Time {
+func runOrder(r client.Run) time.Time {
 	if t := parseTime(r.Slot); !t.IsZero() {
 		return t
 	}
@@ -383,7 +385,7 @@ func (d *dashboard) job(w http.ResponseWriter, r *http.Request, id adminapi.Iden
 		d.storeError(w, r, "read the database clock", err)
 		return
 	}
-	jobs, op, err := adminapi.JobsAt(r.Context(), st, []cronfence.JobInfo{*info}, now)
+	jobs, op, err := adminview.JobsAt(r.Context(), st, adminapi.Declared(*info), now)
 	if err != nil {
 		d.storeError(w, r, op, err)
 		return
@@ -402,16 +404,16 @@ func (d *dashboard) job(w http.ResponseWriter, r *http.Request, id adminapi.Iden
 	p := jobPage{Chrome: d.chromeFor(r, name, id, now), Job: jobOf(jobs[0], now), Limit: limit, MonitorView: mv}
 	allowAck(p.Alerts, p.Admin)
 	loc := zone(jobs[0].TimeZone)
-	views := make([]adminapi.Run, len(runs))
+	views := make([]client.Run, len(runs))
 	for i, run := range runs {
-		views[i] = adminapi.RunOf(run)
+		views[i] = adminview.RunOf(run)
 	}
 	p.Job.Strip, p.Job.Chart = historyOf(jobs[0], views, now, jobStrip)
 	p.Job.Admin = p.Admin
 	// By slot, newest first (a manual run by its start), each slot's
 	// attempts newest first: a retry sits with its slot, not with
 	// whatever ran in between.
-	slices.SortStableFunc(views, func(a, b adminapi.Run) int {
+	slices.SortStableFunc(views, func(a, b client.Run) int {
 		return cmp.Or(runOrder(b).Compare(runOrder(a)), cmp.Compare(b.ID, a.ID))
 	})
 	for _, run := range views {
@@ -447,9 +449,9 @@ func (d *dashboard) alerts(w http.ResponseWriter, r *http.Request, id adminapi.I
 		d.storeError(w, r, "read the database clock", err)
 		return
 	}
-	limit := queryLimit(r, alertsPageLimit, adminapi.MaxAlertsLimit)
+	limit := queryLimit(r, alertsPageLimit, client.MaxAlertsLimit)
 	p := alertsPage{Chrome: d.chromeFor(r, "Alerts", id, now), Limit: limit}
-	list, err := adminapi.Alerts(r.Context(), st, store.AlertListParams{Limit: limit})
+	list, err := adminview.Alerts(r.Context(), st, store.AlertListParams{Limit: limit})
 	if err != nil {
 		d.storeError(w, r, "list alerts", err)
 		return

@@ -1,4 +1,4 @@
-package adminapi
+package client
 
 import (
 	"bytes"
@@ -12,12 +12,10 @@ import (
 	"strings"
 )
 
-// Client speaks this API over HTTP, for the binary's admin commands with
-// --server: it lives beside the handlers so the two change together, and
-// its tests run it against the real handler.
+// Client speaks the admin API over HTTP.
 type Client struct {
 	// Base is the server's base URL, http:// or https://, without the API's
-	// path (http://cron-1:8080).
+	// path (http://cron-1:8080, or http://svc:8080/cron under a prefix).
 	Base string
 	// Token is the bearer token sent with every request.
 	Token string
@@ -25,19 +23,6 @@ type Client struct {
 	// call with its context.
 	HTTP *http.Client
 }
-
-// Error is an error answer of the API: its {"code", "message",
-// "details"} and the HTTP status. An answer that is not the API's JSON
-// (a proxy's page, say) has the status as its code and the body as its
-// message.
-type Error struct {
-	Status  int             `json:"-"`
-	Code    string          `json:"code"`
-	Message string          `json:"message"`
-	Details json.RawMessage `json:"details"`
-}
-
-func (e *Error) Error() string { return e.Code + ": " + e.Message }
 
 // maxAnswerBytes bounds the body of an answer the client reads.
 const maxAnswerBytes = 32 << 20
@@ -98,13 +83,4 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) err
 		return fmt.Errorf("%s %s: unexpected answer: %w", method, path, err)
 	}
 	return nil
-}
-
-// JobPath is the API's path of one job.
-func JobPath(job string) string { return Prefix + "/" + url.PathEscape(job) }
-
-// AlertAckPath is the path that acknowledges the open alert of (kind,
-// subject), each escaped.
-func AlertAckPath(kind, subject string) string {
-	return Prefix + "/" + alertsSegment + "/" + url.PathEscape(kind) + "/" + url.PathEscape(subject) + "/ack"
 }
