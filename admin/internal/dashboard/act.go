@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/cronfence/cronfence/admin/client"
-	"github.com/cronfence/cronfence/internal/adminapi"
+	"github.com/cronfence/cronfence/admin/internal/adminapi"
 )
 
 // The buttons: one sign-in. A page rendered for an admin carries an action

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cronfence/cronfence/internal/adminapi"
+	"github.com/cronfence/cronfence/admin/internal/adminapi"
 )
 
 func TestActionKeyExpiresAndNamesItsToken(t *testing.T) {

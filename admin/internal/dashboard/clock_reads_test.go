@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/cronfence/cronfence"
+	"github.com/cronfence/cronfence/admin/internal/adminapi"
 	"github.com/cronfence/cronfence/admin/internal/dashboard"
-	"github.com/cronfence/cronfence/internal/adminapi"
 	"github.com/cronfence/cronfence/store/sqlite"
 )
 

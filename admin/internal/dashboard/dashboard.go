@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/cronfence/cronfence"
-	"github.com/cronfence/cronfence/internal/adminapi"
+	"github.com/cronfence/cronfence/admin/internal/adminapi"
 )
 
 //go:embed templates/*.html

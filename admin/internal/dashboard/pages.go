@@ -9,7 +9,7 @@ import (
 
 	"github.com/cronfence/cronfence"
 	"github.com/cronfence/cronfence/admin/client"
-	"github.com/cronfence/cronfence/internal/adminapi"
+	"github.com/cronfence/cronfence/admin/internal/adminapi"
 	"github.com/cronfence/cronfence/internal/adminview"
 	"github.com/cronfence/cronfence/store"
 )

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/cronfence/cronfence/admin/client"
-	"github.com/cronfence/cronfence/internal/adminapi"
+	"github.com/cronfence/cronfence/admin/internal/adminapi"
 )
 
 // hostileServer is a hostileBundle behind a real HTTP server.

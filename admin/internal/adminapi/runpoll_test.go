@@ -15,7 +15,7 @@ import (
 
 	"github.com/cronfence/cronfence"
 	"github.com/cronfence/cronfence/admin/client"
-	"github.com/cronfence/cronfence/internal/adminapi"
+	"github.com/cronfence/cronfence/admin/internal/adminapi"
 	"github.com/cronfence/cronfence/internal/clock"
 	"github.com/cronfence/cronfence/internal/pgtest"
 	"github.com/cronfence/cronfence/internal/wait"

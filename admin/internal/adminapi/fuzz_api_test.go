@@ -15,7 +15,7 @@ import (
 	"testing"
 
 	"github.com/cronfence/cronfence/admin/client"
-	"github.com/cronfence/cronfence/internal/adminapi"
+	"github.com/cronfence/cronfence/admin/internal/adminapi"
 )
 
 // request builds a request for target (path and query, as sent on the

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/cronfence/cronfence"
-	"github.com/cronfence/cronfence/internal/adminapi"
+	"github.com/cronfence/cronfence/admin/internal/adminapi"
 	"github.com/cronfence/cronfence/store/sqlite"
 )
 
