@@ -11,7 +11,8 @@
 // It is a program of its own, not a test helper, so that the benchmark
 // measures replicas as they are deployed: one process each, its own pool,
 // its own clock reads, and a binary built from any tree (a before and an
-// after in the same session).
+// after in the same session). Only the benchmark runs it: it is no part of
+// what cronfence offers its users.
 package main
 
 import (
