@@ -1,8 +1,10 @@
-// Package client holds the JSON of cronfence's admin REST API and a small
-// Go client for it: what a program that pauses, resumes or triggers jobs,
-// reads their runs or watches the alerts of a running cronfence (the
-// binary's `serve --listen`, or a service that mounts package admin)
-// decodes. The cronfence binary's admin commands use it with --server.
+// Package client is the Go side of cronfence's admin REST API: the types
+// its JSON answers decode into, the paths of its endpoints, and Client,
+// which sends a request with a bearer token and decodes the answer. A
+// program that pauses, resumes or triggers jobs, reads their runs or
+// watches the alerts of a running cronfence (the binary's serve --listen,
+// or a service that mounts package admin) uses it, as the cronfence
+// binary's admin commands do with --server.
 //
 // Each endpoint, under Prefix, answers:
 //
@@ -16,10 +18,9 @@
 //	POST /api/admin/cron/alerts/{kind}/{subject}/ack  Alert, after {"note": "…", "alertId": N}
 //	GET  /api/admin/cron/replicas            ReplicaList
 //
-// Any other answer is an Error: {"code", "message", "details"}; a 409
-// CRON_JOB_ALREADY_EXECUTING of /run has details {"log": Run, "holder":
-// Holder}. Times are RFC 3339 strings in UTC, null when unknown.
-//
-// Every request needs a bearer token; writes need an admin one. Client
-// sends it, and answers anything but 2xx as *Error.
+// Every request needs a bearer token; writes need an admin one. An error
+// is answered {"code", "message", "details"}, which Client returns as
+// *Error; the details of a 409 CRON_JOB_ALREADY_EXECUTING from /run are
+// {"log": Run, "holder": Holder}. Times are RFC 3339 strings, in UTC but
+// for a job's next slot (in the job's zone), and null when unknown.
 package client

@@ -11,7 +11,8 @@ type Job struct {
 	TimeZone string `json:"timeZone"`
 	// Overlap is its overlap policy: "skip", "allow" or "buffer-one".
 	Overlap string `json:"overlap"`
-	// Next is its next slot, null while the job is not enabled.
+	// Next is its next slot, in the job's zone; null while the job is not
+	// enabled.
 	Next *string `json:"next"`
 	// DeclaredEnabled is what the replicas declare, before any override.
 	DeclaredEnabled bool `json:"declaredEnabled"`
