@@ -24,7 +24,7 @@ import (
 	"github.com/cronfence/cronfence/store/postgres"
 )
 
-// BenchmarkReplicas runs real replica processes (internal/benchreplica) on
+// BenchmarkReplicas runs real replica processes (cmd/benchreplica) on
 // a throwaway PostgreSQL cluster with pg_stat_statements, on the real
 // clock, and measures what a user's deployment would see:
 //
@@ -99,7 +99,7 @@ func BenchmarkReplicas(b *testing.B) {
 	bin := os.Getenv("CRONFENCE_BENCH_REPLICA")
 	if bin == "" {
 		bin = filepath.Join(b.TempDir(), "benchreplica")
-		if out, err := exec.Command("go", "build", "-o", bin, "./internal/benchreplica").CombinedOutput(); err != nil {
+		if out, err := exec.Command("go", "build", "-o", bin, "./cmd/benchreplica").CombinedOutput(); err != nil {
 			b.Fatalf("building the replica: %v\n%s", err, out)
 		}
 	}

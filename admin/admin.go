@@ -41,8 +41,8 @@ import (
 	"time"
 
 	"github.com/cronfence/cronfence"
-	"github.com/cronfence/cronfence/internal/adminapi"
-	"github.com/cronfence/cronfence/internal/dashboard"
+	"github.com/cronfence/cronfence/admin/internal/adminapi"
+	"github.com/cronfence/cronfence/admin/internal/dashboard"
 	"github.com/cronfence/cronfence/store"
 )
 
@@ -53,6 +53,12 @@ const (
 	// RoleRead may only read.
 	RoleRead = adminapi.RoleRead
 )
+
+// DefaultReplicaLiveFor is Options.ReplicaLiveFor's default: three
+// heartbeat periods, as the absence checks' default
+// (cronfence.AlertThresholds.ReplicaStale), so the API, the dashboard and
+// the checks agree on which replicas are live.
+const DefaultReplicaLiveFor = adminapi.DefaultReplicaLiveFor
 
 // Token is one secret the handler accepts.
 type Token struct {
@@ -82,7 +88,8 @@ type Options struct {
 	Logger *slog.Logger
 	// ReplicaLiveFor is how recent a replica's heartbeat must be, by the
 	// database clock, for the API and the dashboard to call it live.
-	// Defaults to 30s; set it to the replicas' Config.Alerts.ReplicaStale.
+	// Defaults to DefaultReplicaLiveFor (30s); set it to the replicas'
+	// Config.Alerts.ReplicaStale.
 	ReplicaLiveFor time.Duration
 	// StoreTimeout bounds the store's work for one request: a database that
 	// does not answer gets 503 within it. Defaults to 5s.

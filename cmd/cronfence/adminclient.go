@@ -12,8 +12,8 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/cronfence/cronfence/admin/client"
 	"github.com/cronfence/cronfence/cmd/cronfence/internal/config"
-	"github.com/cronfence/cronfence/internal/adminapi"
 )
 
 // httpTimeout bounds one request to a server.
@@ -25,9 +25,9 @@ type serverFlags struct {
 	Token  string `name:"token" env:"CRONFENCE_TOKEN" placeholder:"TOKEN" help:"Bearer token for --server."`
 }
 
-// call sends one request to the server (adminapi.Client, beside the API it
-// speaks) and decodes a 2xx answer into out. A non-2xx answer is returned
-// as *adminapi.Error.
+// call sends one request to the server (client.Client, whose tests run it
+// against the real handler) and decodes a 2xx answer into out. A non-2xx
+// answer is returned as *client.Error.
 func (s *serverFlags) call(ctx context.Context, method, path string, body, out any) error {
 	if s.Token == "" {
 		return usageError("--server needs --token (or CRONFENCE_TOKEN)")
@@ -37,7 +37,7 @@ func (s *serverFlags) call(ctx context.Context, method, path string, body, out a
 	}
 	ctx, cancel := context.WithTimeout(ctx, httpTimeout)
 	defer cancel()
-	c := adminapi.Client{Base: s.Server, Token: s.Token}
+	c := client.Client{Base: s.Server, Token: s.Token}
 	return c.Do(ctx, method, path, body, out)
 }
 

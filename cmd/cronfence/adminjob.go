@@ -13,8 +13,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cronfence/cronfence/admin/client"
 	"github.com/cronfence/cronfence/cmd/cronfence/internal/config"
-	"github.com/cronfence/cronfence/internal/adminapi"
 	"github.com/cronfence/cronfence/store"
 )
 
@@ -27,7 +27,7 @@ func validJob(job string) error {
 }
 
 // jobPath is the REST API path of job.
-func jobPath(job string) string { return adminapi.JobPath(job) }
+func jobPath(job string) string { return client.JobPath(job) }
 
 // unknownJob is the error for a job the replicas do not know: exit 1, as
 // through --server, where the API answers 404 CRON_JOB_NOT_FOUND.

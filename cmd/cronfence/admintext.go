@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/cronfence/cronfence/internal/adminapi"
+	"github.com/cronfence/cronfence/admin/client"
 	"github.com/cronfence/cronfence/store"
 )
 
@@ -23,7 +23,7 @@ func short(s *string) string {
 }
 
 // resultText is a run's outcome for a table.
-func resultText(r adminapi.Run) string {
+func resultText(r client.Run) string {
 	switch {
 	case r.Result.Skipped:
 		return "skipped: " + r.Result.Reason

@@ -15,8 +15,9 @@ import (
 	"strconv"
 	"text/tabwriter"
 
+	"github.com/cronfence/cronfence/admin/client"
 	"github.com/cronfence/cronfence/cmd/cronfence/internal/config"
-	"github.com/cronfence/cronfence/internal/adminapi"
+	"github.com/cronfence/cronfence/internal/adminview"
 	"github.com/cronfence/cronfence/store"
 )
 
@@ -41,15 +42,15 @@ type alertsListCmd struct {
 }
 
 func (c *alertsListCmd) Run(a *app) error {
-	if c.Limit < 1 || c.Limit > adminapi.MaxAlertsLimit {
-		return usageError("-n must be between 1 and %d, got %d", adminapi.MaxAlertsLimit, c.Limit)
+	if c.Limit < 1 || c.Limit > client.MaxAlertsLimit {
+		return usageError("-n must be between 1 and %d, got %d", client.MaxAlertsLimit, c.Limit)
 	}
 	if c.Kind != "" {
 		if err := store.ValidateAlertKind(store.AlertKind(c.Kind)); err != nil {
 			return usageError("--kind: %w", err)
 		}
 	}
-	var alerts []adminapi.Alert
+	var alerts []client.Alert
 	if c.Server != "" {
 		q := url.Values{"open": {strconv.FormatBool(!c.All)}, "limit": {strconv.Itoa(c.Limit)}}
 		if c.Kind != "" {
@@ -59,7 +60,7 @@ func (c *alertsListCmd) Run(a *app) error {
 			q.Set("subject", c.Subject)
 		}
 		var out struct {
-			Alerts []adminapi.Alert `json:"alerts"`
+			Alerts []client.Alert `json:"alerts"`
 		}
 		if err := c.call(a.ctx, http.MethodGet, "/api/admin/cron/alerts?"+q.Encode(), nil, &out); err != nil {
 			return err
@@ -72,7 +73,7 @@ func (c *alertsListCmd) Run(a *app) error {
 		}
 		defer db.close()
 		p := store.AlertListParams{OpenOnly: !c.All, Kind: store.AlertKind(c.Kind), Subject: c.Subject, Limit: c.Limit}
-		if alerts, err = adminapi.Alerts(a.ctx, db.Store, p); err != nil {
+		if alerts, err = adminview.Alerts(a.ctx, db.Store, p); err != nil {
 			return wrapInvalid(fmt.Errorf("listing the alerts in %s: %w", db.where, err))
 		}
 	}
@@ -103,7 +104,7 @@ func (c *alertsListCmd) Run(a *app) error {
 
 // alertState is an alert's state for a table: open, acknowledged (by whom,
 // when, why) or resolved.
-func alertState(al adminapi.Alert) string {
+func alertState(al client.Alert) string {
 	state := "open"
 	if !al.Open {
 		state = "resolved " + short(al.ResolvedAt)
@@ -135,10 +136,10 @@ func (c *alertsAckCmd) Run(a *app) error {
 	if c.ID < 0 {
 		return usageError("--id must be positive, got %d", c.ID)
 	}
-	var al adminapi.Alert
+	var al client.Alert
 	if c.Server != "" {
-		err := c.call(a.ctx, http.MethodPost, adminapi.AlertAckPath(c.Kind, c.Subject), map[string]any{"note": c.Note, "alertId": c.ID}, &al)
-		var ae *adminapi.Error
+		err := c.call(a.ctx, http.MethodPost, client.AlertAckPath(c.Kind, c.Subject), map[string]any{"note": c.Note, "alertId": c.ID}, &al)
+		var ae *client.Error
 		if errors.As(err, &ae) && ae.Code == "ALERT_NOT_FOUND" {
 			return c.notOpen(c.Server)
 		}
@@ -165,7 +166,7 @@ func (c *alertsAckCmd) Run(a *app) error {
 		if err != nil {
 			return wrapInvalid(fmt.Errorf("acknowledging the alert in %s: %w", db.where, err))
 		}
-		al = adminapi.AlertOf(row)
+		al = adminview.AlertOf(row)
 	}
 	fmt.Fprintf(a.stdout, "%s %s (alert %d): %s; silenced until it changes or is resolved\n",
 		al.Kind, flat.Replace(al.Subject), al.ID, alertState(al))

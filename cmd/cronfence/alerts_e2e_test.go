@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/cronfence/cronfence"
+	"github.com/cronfence/cronfence/admin/client"
 	"github.com/cronfence/cronfence/cmd/cronfence/internal/webhook"
-	"github.com/cronfence/cronfence/internal/adminapi"
 	"github.com/cronfence/cronfence/internal/wait"
 	"github.com/cronfence/cronfence/store"
 )
@@ -227,10 +227,10 @@ webhook:
 // alertDetails reads one alert's details through the REST API.
 func alertDetails(t *testing.T, addr string, id int64) map[string]string {
 	t.Helper()
-	var c adminapi.Client
+	var c client.Client
 	c.Base, c.Token = "http://"+addr, "s3cret"
 	var out struct {
-		Alerts []adminapi.Alert `json:"alerts"`
+		Alerts []client.Alert `json:"alerts"`
 	}
 	if err := c.Do(context.Background(), http.MethodGet, "/api/admin/cron/alerts?limit=1000", nil, &out); err != nil {
 		t.Fatal(err)

@@ -13,8 +13,9 @@ import (
 	"time"
 
 	"github.com/cronfence/cronfence"
+	"github.com/cronfence/cronfence/admin/client"
 	"github.com/cronfence/cronfence/cmd/cronfence/internal/config"
-	"github.com/cronfence/cronfence/internal/adminapi"
+	"github.com/cronfence/cronfence/internal/adminview"
 	"github.com/cronfence/cronfence/store"
 )
 
@@ -49,11 +50,11 @@ func (c *checkCmd) Help() string {
 
 // checkState is what check found.
 type checkState struct {
-	alerts  []adminapi.Alert       // open alerts, newest first, acknowledged ones included
-	live    int                    // replicas with a recent heartbeat
-	total   int                    // replicas in the registry
-	now     time.Time              // the database clock
-	monitor *adminapi.MonitorState // the absence checks' lease; nil if never taken
+	alerts  []client.Alert       // open alerts, newest first, acknowledged ones included
+	live    int                  // replicas with a recent heartbeat
+	total   int                  // replicas in the registry
+	now     time.Time            // the database clock
+	monitor *client.MonitorState // the absence checks' lease; nil if never taken
 }
 
 // verdict says why check cannot tell, or nil when the state can be trusted:
@@ -180,11 +181,11 @@ func (c *checkCmd) direct(ctx context.Context, a *app) (checkState, error) {
 		return checkState{}, cannotTell("%w", err)
 	}
 	defer db.close()
-	reps, op, err := adminapi.Replicas(ctx, db.Store, c.StaleAfter)
+	reps, op, err := adminview.Replicas(ctx, db.Store, cronfence.MonitorLeaseName, c.StaleAfter)
 	if err != nil {
 		return checkState{}, cannotTell("%s in %s: %w", op, db.where, err)
 	}
-	alerts, err := adminapi.Alerts(ctx, db.Store, store.AlertListParams{OpenOnly: true, Limit: adminapi.MaxAlertsLimit})
+	alerts, err := adminview.Alerts(ctx, db.Store, store.AlertListParams{OpenOnly: true, Limit: client.MaxAlertsLimit})
 	if err != nil {
 		return checkState{}, cannotTell("listing the open alerts in %s: %w", db.where, err)
 	}
@@ -202,14 +203,14 @@ func (c *checkCmd) viaServer(ctx context.Context) (checkState, error) {
 		}
 		return checkState{}, cannotTell("%s is not ready: %w", c.Server, err)
 	}
-	var reps adminapi.ReplicaList
+	var reps client.ReplicaList
 	if err := c.call(ctx, http.MethodGet, "/api/admin/cron/replicas", nil, &reps); err != nil {
 		return checkState{}, cannotTell("listing replicas: %w", err)
 	}
 	var out struct {
-		Alerts []adminapi.Alert `json:"alerts"`
+		Alerts []client.Alert `json:"alerts"`
 	}
-	if err := c.call(ctx, http.MethodGet, "/api/admin/cron/alerts?open=true&limit="+strconv.Itoa(adminapi.MaxAlertsLimit), nil, &out); err != nil {
+	if err := c.call(ctx, http.MethodGet, "/api/admin/cron/alerts?open=true&limit="+strconv.Itoa(client.MaxAlertsLimit), nil, &out); err != nil {
 		return checkState{}, cannotTell("listing the open alerts: %w", err)
 	}
 	st := checkState{alerts: out.Alerts, total: len(reps.Replicas), now: parseRFC3339(reps.Now), monitor: reps.Monitor}

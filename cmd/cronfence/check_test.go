@@ -14,8 +14,8 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/cronfence/cronfence"
+	"github.com/cronfence/cronfence/admin"
 	"github.com/cronfence/cronfence/cmd/cronfence/internal/config"
-	"github.com/cronfence/cronfence/internal/adminapi"
 	"github.com/cronfence/cronfence/internal/pgtest"
 	"github.com/cronfence/cronfence/store"
 	"github.com/cronfence/cronfence/store/postgres"
@@ -236,8 +236,8 @@ jobs:
 // check's default bound is the REST API's, so both agree on "live"; with a
 // serve file it follows the file's monitor: section.
 func TestCheckStaleAfterDefault(t *testing.T) {
-	if defaultStaleAfter != adminapi.DefaultReplicaLiveFor {
-		t.Fatalf("--stale-after default %s, want the API's %s", defaultStaleAfter, adminapi.DefaultReplicaLiveFor)
+	if defaultStaleAfter != admin.DefaultReplicaLiveFor {
+		t.Fatalf("--stale-after default %s, want the API's %s", defaultStaleAfter, admin.DefaultReplicaLiveFor)
 	}
 	for _, tc := range []struct {
 		m    config.Monitor

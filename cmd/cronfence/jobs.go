@@ -7,9 +7,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/cronfence/cronfence"
+	"github.com/cronfence/cronfence/admin/client"
 	"github.com/cronfence/cronfence/cmd/cronfence/internal/config"
-	"github.com/cronfence/cronfence/internal/adminapi"
+	"github.com/cronfence/cronfence/internal/adminview"
 	"github.com/cronfence/cronfence/schedule"
 )
 
@@ -20,10 +20,10 @@ type jobsCmd struct {
 }
 
 func (c *jobsCmd) Run(a *app) error {
-	var jobs []adminapi.Job
+	var jobs []client.Job
 	if c.Server != "" {
 		var out struct {
-			Jobs []adminapi.Job `json:"jobs"`
+			Jobs []client.Job `json:"jobs"`
 		}
 		if err := c.call(a.ctx, http.MethodGet, "/api/admin/cron", nil, &out); err != nil {
 			return err
@@ -65,7 +65,7 @@ func (c *jobsCmd) Run(a *app) error {
 
 // nextText is a job's next slot for the table: "paused" or "disabled" for
 // a job that will not run (the API gives it no next slot).
-func nextText(j adminapi.Job) string {
+func nextText(j client.Job) string {
 	switch {
 	case j.Enabled:
 		return short(j.Next)
@@ -76,7 +76,7 @@ func nextText(j adminapi.Job) string {
 	}
 }
 
-func (c *jobsCmd) direct(a *app) ([]adminapi.Job, error) {
+func (c *jobsCmd) direct(a *app) ([]client.Job, error) {
 	f, err := loadConfig(a.globals, c.Config, config.Reads{Schedules: true})
 	if err != nil {
 		return nil, err
@@ -87,21 +87,19 @@ func (c *jobsCmd) direct(a *app) ([]adminapi.Job, error) {
 	}
 	defer db.close()
 	now := time.Now()
-	infos := make([]cronfence.JobInfo, len(f.Jobs))
+	declared := make([]adminview.Declared, len(f.Jobs))
 	for i, j := range f.Jobs {
-		info := cronfence.JobInfo{Job: cronfence.Job{
-			Name: j.Name, Schedule: j.Schedule, TimeZone: j.TimeZone, Overlap: cronfence.Overlap(j.Overlap), Disabled: j.Disabled,
-		}}
+		d := adminview.Declared{Name: j.Name, Schedule: j.Schedule, TimeZone: j.TimeZone, Overlap: j.Overlap, Disabled: j.Disabled}
 		if loc, err := time.LoadLocation(j.TimeZone); err == nil {
 			if s, err := schedule.Parse(j.Schedule, &schedule.Options{Location: loc}); err == nil {
-				info.Next = s.Next(now)
+				d.Next = s.Next(now)
 			}
 		}
-		infos[i] = info
+		declared[i] = d
 	}
 	// The same view the REST API builds, from the same store reads (the
 	// lease's state judged by the database clock).
-	jobs, op, err := adminapi.Jobs(a.ctx, db, infos)
+	jobs, op, err := adminview.Jobs(a.ctx, db, declared)
 	if err != nil {
 		return nil, fmt.Errorf("%s in %s: %w", op, db.where, err)
 	}

@@ -11,7 +11,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/cronfence/cronfence/internal/adminapi"
+	"github.com/cronfence/cronfence/admin/client"
+	"github.com/cronfence/cronfence/internal/adminview"
 	"github.com/cronfence/cronfence/store"
 )
 
@@ -59,12 +60,12 @@ func (c *logsCmd) Run(a *app) error {
 
 // lister returns how to read the job's newest runs (newest first), through
 // the server or directly, and what closes the database when done.
-func (c *logsCmd) lister(a *app) (list func(limit int) ([]adminapi.Run, error), done func(), err error) {
+func (c *logsCmd) lister(a *app) (list func(limit int) ([]client.Run, error), done func(), err error) {
 	if c.Server != "" {
-		return func(limit int) ([]adminapi.Run, error) {
+		return func(limit int) ([]client.Run, error) {
 			var out struct {
-				JobID string         `json:"jobId"`
-				Logs  []adminapi.Run `json:"logs"`
+				JobID string       `json:"jobId"`
+				Logs  []client.Run `json:"logs"`
 			}
 			err := c.call(a.ctx, http.MethodGet, jobPath(c.Job)+"/logs?limit="+strconv.Itoa(limit), nil, &out)
 			return out.Logs, err
@@ -74,14 +75,14 @@ func (c *logsCmd) lister(a *app) (list func(limit int) ([]adminapi.Run, error), 
 	if err != nil {
 		return nil, nil, err
 	}
-	return func(limit int) ([]adminapi.Run, error) {
+	return func(limit int) ([]client.Run, error) {
 		rs, err := db.RunList(a.ctx, store.RunListParams{Job: c.Job, Limit: limit})
 		if err != nil {
 			return nil, wrapInvalid(fmt.Errorf("listing the runs of %s in %s: %w", c.Job, db.where, err))
 		}
-		runs := make([]adminapi.Run, 0, len(rs))
+		runs := make([]client.Run, 0, len(rs))
 		for _, r := range rs {
-			runs = append(runs, adminapi.RunOf(r))
+			runs = append(runs, adminview.RunOf(r))
 		}
 		return runs, nil
 	}, db.close, nil
@@ -92,7 +93,7 @@ func (c *logsCmd) lister(a *app) (list func(limit int) ([]adminapi.Run, error), 
 // interrupted. A run's row is written when it ends, and ids grow in the
 // order rows are written: the rows with an id above the highest printed
 // are the runs that ended since, whenever they started.
-func (c *logsCmd) follow(a *app, list func(int) ([]adminapi.Run, error), runs []adminapi.Run) error {
+func (c *logsCmd) follow(a *app, list func(int) ([]client.Run, error), runs []client.Run) error {
 	slices.Reverse(runs)
 	if err := c.print(a, runs, true); err != nil {
 		return err
@@ -116,13 +117,13 @@ func (c *logsCmd) follow(a *app, list func(int) ([]adminapi.Run, error), runs []
 			}
 			return err
 		}
-		var fresh []adminapi.Run
+		var fresh []client.Run
 		for _, r := range newest {
 			if r.ID > last {
 				fresh = append(fresh, r)
 			}
 		}
-		slices.SortFunc(fresh, func(a, b adminapi.Run) int { return cmp.Compare(a.ID, b.ID) })
+		slices.SortFunc(fresh, func(a, b client.Run) int { return cmp.Compare(a.ID, b.ID) })
 		if len(fresh) == followPage && last > 0 {
 			fmt.Fprintf(a.stderr, "cronfence: more than %d runs ended since the last look; the older ones are not shown\n", followPage)
 		}
@@ -139,7 +140,7 @@ func (c *logsCmd) follow(a *app, list func(int) ([]adminapi.Run, error), runs []
 // print writes runs as JSON lines or as a table; with logs, each row is
 // followed by its run's log lines, indented. A table's header is written
 // once (a follow's later rows go under it).
-func (c *logsCmd) print(a *app, runs []adminapi.Run, logs bool) error {
+func (c *logsCmd) print(a *app, runs []client.Run, logs bool) error {
 	if c.JSON {
 		enc := json.NewEncoder(a.stdout)
 		for _, r := range runs {
@@ -186,7 +187,7 @@ func (c *logsCmd) print(a *app, runs []adminapi.Run, logs bool) error {
 
 // durationText is how long a run took, for a table: "-" for a skip (it
 // took no time) and a run not finished.
-func durationText(r adminapi.Run) string {
+func durationText(r client.Run) string {
 	if r.Result.Skipped || r.StartedAt == nil || r.FinishedAt == nil {
 		return "-"
 	}
@@ -206,7 +207,7 @@ func durationText(r adminapi.Run) string {
 }
 
 // slotText is a run's slot for a table, "manual" for a manual run.
-func slotText(r adminapi.Run) string {
+func slotText(r client.Run) string {
 	if r.Manual || r.Slot == nil {
 		return "manual"
 	}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cronfence/cronfence/internal/adminapi"
+	"github.com/cronfence/cronfence/admin/client"
 	"github.com/cronfence/cronfence/internal/wait"
 	"github.com/cronfence/cronfence/store"
 )
@@ -175,14 +175,14 @@ func TestDurationText(t *testing.T) {
 	t.Parallel()
 	at := func(s string) *string { return &s }
 	for _, tc := range []struct {
-		run  adminapi.Run
+		run  client.Run
 		want string
 	}{
-		{adminapi.Run{StartedAt: at("2026-03-01T12:00:00Z"), FinishedAt: at("2026-03-01T12:00:00.0134Z")}, "13ms"},
-		{adminapi.Run{StartedAt: at("2026-03-01T12:00:00Z"), FinishedAt: at("2026-03-01T12:00:02.46Z")}, "2.5s"},
-		{adminapi.Run{StartedAt: at("2026-03-01T12:00:00Z"), FinishedAt: at("2026-03-01T12:03:05.6Z")}, "3m6s"},
-		{adminapi.Run{StartedAt: at("2026-03-01T12:00:00Z")}, "-"},
-		{adminapi.Run{StartedAt: at("2026-03-01T12:00:00Z"), FinishedAt: at("2026-03-01T12:00:00Z"), Result: adminapi.RunResult{Skipped: true}}, "-"},
+		{client.Run{StartedAt: at("2026-03-01T12:00:00Z"), FinishedAt: at("2026-03-01T12:00:00.0134Z")}, "13ms"},
+		{client.Run{StartedAt: at("2026-03-01T12:00:00Z"), FinishedAt: at("2026-03-01T12:00:02.46Z")}, "2.5s"},
+		{client.Run{StartedAt: at("2026-03-01T12:00:00Z"), FinishedAt: at("2026-03-01T12:03:05.6Z")}, "3m6s"},
+		{client.Run{StartedAt: at("2026-03-01T12:00:00Z")}, "-"},
+		{client.Run{StartedAt: at("2026-03-01T12:00:00Z"), FinishedAt: at("2026-03-01T12:00:00Z"), Result: client.RunResult{Skipped: true}}, "-"},
 	} {
 		if got := durationText(tc.run); got != tc.want {
 			t.Errorf("durationText(%v → %v) = %q, want %q", *tc.run.StartedAt, tc.run.FinishedAt, got, tc.want)

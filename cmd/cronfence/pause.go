@@ -9,7 +9,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/cronfence/cronfence/internal/adminapi"
+	"github.com/cronfence/cronfence/admin/client"
 	"github.com/cronfence/cronfence/store"
 )
 
@@ -41,11 +41,11 @@ func setOverride(a *app, s *serverFlags, configPath, job string, enabled *bool, 
 		return err
 	}
 	if s.Server != "" {
-		var v adminapi.Job
+		var v client.Job
 		if err := s.call(a.ctx, http.MethodPut, jobPath(job), map[string]any{"enabled": enabled, "note": note}, &v); err != nil {
 			return err
 		}
-		o := adminapi.Override{}
+		o := client.Override{}
 		if v.Override != nil {
 			o = *v.Override
 		}

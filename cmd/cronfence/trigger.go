@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/cronfence/cronfence"
+	"github.com/cronfence/cronfence/admin/client"
 	"github.com/cronfence/cronfence/cmd/cronfence/internal/config"
-	"github.com/cronfence/cronfence/internal/adminapi"
 )
 
 // exitBusy is the exit status of `trigger` when a run holds the job's lease.
@@ -43,14 +43,14 @@ func (c *triggerCmd) Run(a *app) error {
 	}
 	var out json.RawMessage
 	err := c.call(a.ctx, http.MethodPost, jobPath(c.Job)+"/run", nil, &out)
-	var ae *adminapi.Error
+	var ae *client.Error
 	if errors.As(err, &ae) && ae.Status == http.StatusConflict {
 		if c.JSON {
 			return &exitError{code: exitBusy, err: ae}
 		}
 		// The sentence of direct mode, from the answer's holder.
 		var d struct {
-			Holder adminapi.Holder `json:"holder"`
+			Holder client.Holder `json:"holder"`
 		}
 		_ = json.Unmarshal(ae.Details, &d)
 		return &exitError{code: exitBusy, err: busyTrigger(c.Job, d.Holder.Owner, d.Holder.Generation)}

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cronfence/cronfence/admin/client"
 	"github.com/cronfence/cronfence/cmd/cronfence/internal/webhook"
-	"github.com/cronfence/cronfence/internal/adminapi"
 	"github.com/cronfence/cronfence/internal/wait"
 )
 
@@ -303,7 +303,7 @@ func checkMonitorSection(t *testing.T, addr string) {
 	}
 }
 
-func getReplicas(t *testing.T, addr string) adminapi.ReplicaList {
+func getReplicas(t *testing.T, addr string) client.ReplicaList {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/api/admin/cron/replicas", nil)
 	if err != nil {
@@ -315,7 +315,7 @@ func getReplicas(t *testing.T, addr string) adminapi.ReplicaList {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var l adminapi.ReplicaList
+	var l client.ReplicaList
 	if err := json.NewDecoder(resp.Body).Decode(&l); err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET replicas: %d: %v", resp.StatusCode, err)
 	}
