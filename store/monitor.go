@@ -149,8 +149,13 @@ type Replica struct {
 	// only (Config.DisableTimers).
 	Timers bool
 	// Jobs are the jobs this replica registers, by name (the caller
-	// sorts them; the store keeps the order). Nil when none.
+	// sorts them; the store keeps the order). Nil when none. Stored
+	// schedules are not among them: they are the store's (Schedules).
 	Jobs []ReplicaJob
+	// Kinds are the handler kinds this replica runs stored schedules of
+	// (RegisterKind), sorted. Sent, kept and left out with Jobs
+	// (JobsUnchanged).
+	Kinds []string
 	// JobsUnchanged, on a heartbeat, says the jobs are those this owner's
 	// last recorded heartbeat sent: the store keeps them (Jobs must be
 	// empty). On the row a heartbeat returns, it says Jobs were not read

@@ -55,6 +55,9 @@ const (
 	// NoticeGone: Owner removed itself from the replica registry (it
 	// stopped).
 	NoticeGone
+	// NoticeSchedule: a stored schedule changed; Seq is the change's
+	// sequence number (Schedules.ScheduleChanges) and Job its name.
+	NoticeSchedule
 )
 
 // Notice is one thing a replica's statement did, as Notices tells it.
@@ -63,4 +66,5 @@ type Notice struct {
 	Job   string    // for claims and ends
 	Slot  time.Time // for claims and ends
 	Owner string
+	Seq   int64 // for NoticeSchedule
 }

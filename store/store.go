@@ -16,6 +16,9 @@ type Store interface {
 	// monitoring, which every store keeps.
 	Monitor
 
+	// Schedules are the stored schedules and their change log.
+	Schedules
+
 	// Migrate brings the schema up to the version this binary knows. It is safe
 	// to call from many processes at once: one applies each migration, the
 	// others wait and then find nothing to do. It refuses, with
