@@ -29,6 +29,9 @@ const (
 	DefaultRetention = 7 * 24 * time.Hour
 	// DefaultPruneEvery is how often one replica prunes history.
 	DefaultPruneEvery = time.Hour
+	// DefaultSchedulePollEvery is how often a replica reads the stored
+	// schedules' change log when the store does not tell it of changes.
+	DefaultSchedulePollEvery = 2 * time.Second
 	// DefaultShutdownGrace is how long Stop lets running handlers finish
 	// before cancelling them.
 	DefaultShutdownGrace = 30 * time.Second
@@ -99,6 +102,12 @@ type Config struct {
 	// PruneEvery is how often one replica (under a lease) prunes. Defaults to
 	// DefaultPruneEvery (1 hour).
 	PruneEvery time.Duration
+	// SchedulePollEvery is how often the replica reads the stored
+	// schedules' change log (Scheduler.Schedules). On PostgreSQL a change
+	// is also told at once (LISTEN/NOTIFY); the poll is what catches what
+	// a lost notice did not. Defaults to DefaultSchedulePollEvery (2s);
+	// negative reads the stored schedules only at Start.
+	SchedulePollEvery time.Duration
 
 	// ShutdownGrace is how long Stop lets running handlers finish before
 	// cancelling their contexts. Defaults to DefaultShutdownGrace (30s).
@@ -236,6 +245,9 @@ func (c *Config) withDefaults() Config {
 	}
 	if out.Retention == 0 {
 		out.Retention = DefaultRetention
+	}
+	if out.SchedulePollEvery == 0 {
+		out.SchedulePollEvery = DefaultSchedulePollEvery
 	}
 	if out.PruneEvery == 0 {
 		out.PruneEvery = DefaultPruneEvery

@@ -9,6 +9,7 @@ import (
 	"github.com/cronfence/cronfence/internal/peers"
 	"github.com/cronfence/cronfence/internal/prune"
 	"github.com/cronfence/cronfence/internal/registry"
+	"github.com/cronfence/cronfence/internal/schedsync"
 )
 
 // loop is the replica's one goroutine on its clock: it sleeps until the
@@ -25,6 +26,7 @@ type loop struct {
 	monitor   *monitor.Monitor
 	pruner    *prune.Pruner
 	resumer   *resumer
+	sync      *schedsync.Sync
 
 	wake   chan struct{}
 	cancel context.CancelFunc
@@ -68,6 +70,11 @@ func (l *loop) run(ctx context.Context) {
 		if at, ok := l.timers.next(); ok {
 			if d := max(at.Sub(now), 0); d <= wait {
 				wait, fire = d, true
+			}
+		}
+		if at := l.sync.Next(); !at.IsZero() && l.e.timers() {
+			if d := max(at.Sub(now), 0); d < wait {
+				wait, fire = d, false
 			}
 		}
 		if at, ok := l.resumer.nextScan(); ok {
@@ -127,6 +134,7 @@ func (l *loop) tick(ctx context.Context, step time.Duration) {
 	checkClock := e.clock.CheckDue(now, step)
 	var due []*entry
 	if e.timers() {
+		l.sync.Tick(ctx, now) // a schedule changed is armed before the fires
 		due = l.preferred(l.timers.popDue(now), now)
 	}
 	if checkClock || l.claimer.isDown() {

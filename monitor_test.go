@@ -805,7 +805,7 @@ func BenchmarkMonitorPass(b *testing.B) {
 				}
 			}
 		}
-		s.heartbeat.Beat(ctx, db.Now())
+		s.loop.heartbeat.Beat(ctx, db.Now())
 		db.Advance(time.Hour)
 		if !alerting {
 			for i := range jobs {
@@ -820,9 +820,9 @@ func BenchmarkMonitorPass(b *testing.B) {
 				}
 			}
 		}
-		s.heartbeat.Beat(ctx, db.Now())
-		s.monitor.Pass(ctx) // takes the lease, prepares the statements
-		if s.monitor.Lease().Generation == 0 {
+		s.loop.heartbeat.Beat(ctx, db.Now())
+		s.loop.monitor.Pass(ctx) // takes the lease, prepares the statements
+		if s.loop.monitor.Lease().Generation == 0 {
 			b.Fatal("the pass did not take the monitor lease")
 		}
 		openAlerts, err := st.AlertList(ctx, store.AlertListParams{OpenOnly: true, Limit: 1000})
@@ -838,7 +838,7 @@ func BenchmarkMonitorPass(b *testing.B) {
 			if trips != nil {
 				t0 = trips.Total()
 			}
-			s.monitor.Pass(ctx)
+			s.loop.monitor.Pass(ctx)
 			if trips != nil {
 				rt += trips.Total() - t0
 			}

@@ -51,7 +51,7 @@ func hearEachOther(t *testing.T, replicas ...*Scheduler) {
 	t.Helper()
 	wait.For(t, 10*time.Second, func() bool {
 		for _, s := range replicas {
-			if n := len(s.peers.Alive()); n != len(replicas)-1 {
+			if n := len(s.loop.peers.Alive()); n != len(replicas)-1 {
 				return false
 			}
 		}
@@ -66,7 +66,7 @@ func heardSettled(t *testing.T, slot time.Time, jobs []string, replicas ...*Sche
 	wait.For(t, 10*time.Second, func() bool {
 		for _, s := range replicas {
 			for _, j := range jobs {
-				if !s.peers.Settled(j, slot) {
+				if !s.loop.peers.Settled(j, slot) {
 					return false
 				}
 			}
@@ -88,7 +88,7 @@ func startGhost(t *testing.T, c *cluster) {
 func hearsGhost(t *testing.T, s *Scheduler) {
 	t.Helper()
 	wait.For(t, 10*time.Second, func() bool {
-		return slices.Contains(s.peers.Alive(), "ghost")
+		return slices.Contains(s.loop.peers.Alive(), "ghost")
 	}, func() string { return s.e.cfg.Owner + " did not hear the ghost replica" })
 }
 
@@ -311,7 +311,7 @@ func TestDeadRunScansOnlyWhileAWatchedRunGoesOn(t *testing.T) {
 		}
 		wait.For(t, 10*time.Second, func() bool {
 			for _, s := range replicas {
-				if !s.peers.Watched("report", dead) {
+				if !s.loop.peers.Watched("report", dead) {
 					return false
 				}
 			}
@@ -342,9 +342,9 @@ func TestAReplicaThatStopsHearingClaimsAtOnce(t *testing.T) {
 		b := c.startWith(Config{Owner: "b", Clock: offsetClock{c.db, 0}, Retention: -1},
 			Job{Name: job, Schedule: "*/10 * * * * *", Handler: l.handler(c.db)})
 		wait.For(t, 10*time.Second, func() bool {
-			return slices.Contains(b.peers.Alive(), "ghost") && b.peers.Hearing()
+			return slices.Contains(b.loop.peers.Alive(), "ghost") && b.loop.peers.Hearing()
 		}, func() string { return "b did not hear the ghost replica" })
-		b.peers.Heard(context.Background(), store.Notice{Kind: store.NoticeLost}) // as Listen says when its connection breaks
+		b.loop.peers.Heard(context.Background(), store.Notice{Kind: store.NoticeLost}) // as Listen says when its connection breaks
 
 		c.advance(slot.Sub(c.db.Now()), time.Minute)
 		if n := l.ran(job, slot); n != 1 {
@@ -424,7 +424,7 @@ func TestAFallbackWaitsWhileItsPreferredReplicaClaimsTheInstant(t *testing.T) {
 				t.Fatalf("the ghost's claim of %s: %+v, %v", other, r, err)
 			}
 			wait.For(t, 10*time.Second, func() bool {
-				return b.peers.Settled(other, slot)
+				return b.loop.peers.Settled(other, slot)
 			}, func() string { return "b did not hear the ghost's claim of " + other })
 		}
 

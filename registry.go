@@ -40,9 +40,10 @@ func settingsHash(rj store.ReplicaJob) string {
 	return hex.EncodeToString(sum[:])[:16]
 }
 
-// replicaJobs are the registered jobs as the replica registry records them.
+// replicaJobs are the declared jobs as the replica registry records them
+// (the stored schedules are the store's already).
 func (js *jobSet) replicaJobs() []store.ReplicaJob {
-	all, _ := js.all()
+	all := js.declaredJobs()
 	jobs := make([]store.ReplicaJob, len(all))
 	for i, r := range all {
 		jobs[i] = replicaJob(r.Job)

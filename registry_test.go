@@ -278,8 +278,8 @@ func TestHeartbeatOfTooManyJobsRefusedAsTheStoreWould(t *testing.T) {
 	if got == nil || want == nil || got.Error() != want.Error() || !errors.Is(got, store.ErrInvalidArgument) {
 		t.Fatalf("%d jobs: %v; want the store's %v", store.MaxReplicaJobs+1, got, want)
 	}
-	s.heartbeat.Beat(context.Background(), time.Now())
-	failing, recorded := s.heartbeat.State()
+	s.loop.heartbeat.Beat(context.Background(), time.Now())
+	failing, recorded := s.loop.heartbeat.State()
 	due := !recorded
 	if !failing || !due {
 		t.Fatalf("after the heartbeat: failing %t, due again %t; want both (retried at the next tick)", failing, due)

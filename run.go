@@ -2,6 +2,7 @@ package cronfence
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"strconv"
@@ -24,6 +25,9 @@ type Run struct {
 	Attempt int    // 1 for the first attempt of a slot
 	Origin  Origin // why it runs: its timer, catch-up, a resume, Trigger, …
 	Owner   string // this replica
+	// Args are a stored schedule's arguments, as JSON, for its kind's
+	// handler to decode (RegisterKind); nil for a declared job.
+	Args json.RawMessage
 
 	// Logger logs to the scheduler's logger and into the run's row (the
 	// newest lines, bounded), where operators see them with the run. The

@@ -193,6 +193,9 @@ func (r *runner) newRun(spec runSpec) (*Run, []any) {
 	if spec.lease.Generation > 0 {
 		run.lease = newLease(spec.lease, e.Store)
 	}
+	if job.stored != nil {
+		run.Args = job.stored.args
+	}
 	return run, attrs
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cronfence/cronfence/internal/finishbatch"
@@ -14,6 +15,7 @@ import (
 	"github.com/cronfence/cronfence/internal/peers"
 	"github.com/cronfence/cronfence/internal/prune"
 	"github.com/cronfence/cronfence/internal/registry"
+	"github.com/cronfence/cronfence/internal/schedsync"
 	"github.com/cronfence/cronfence/store"
 )
 
@@ -28,25 +30,24 @@ import (
 // gives a turn at each tick: the clock offset (internal/dbclock), the
 // replica registry (internal/registry), the peers' notices
 // (internal/peers), the absence checks (internal/monitor), pruning
-// (internal/prune) and the scan for dead runs (resume.go). The Scheduler
-// only builds and wires them.
+// (internal/prune), the stored schedules (internal/schedsync, stored.go)
+// and the scan for dead runs (resume.go). The Scheduler only builds and
+// wires them.
 type Scheduler struct {
-	e         *env
-	jobs      *jobSet
-	timers    *timers
-	claimer   *claimer
-	runner    *runner
-	loop      *loop
-	peers     *peers.Peers
-	heartbeat *registry.Heartbeat
-	monitor   *monitor.Monitor
-	pruner    *prune.Pruner
-	resumer   *resumer
-	manual    manualRuns // the manual runs started here that have not ended (manual.go)
+	e       *env
+	jobs    *jobSet
+	stored  *stored
+	timers  *timers
+	claimer *claimer
+	runner  *runner
+	loop    *loop
+	resumer *resumer
+	manual  manualRuns // the manual runs started here that have not ended (manual.go)
 
 	mu      sync.Mutex
 	state   lifecycle
-	release func() // gives the liveness lock up; nil without one
+	armed   atomic.Bool // Start armed the jobs: a job added since is armed as it comes
+	release func()      // gives the liveness lock up; nil without one
 }
 
 // lifecycle is where a Scheduler is: built, started, stopped.
@@ -66,8 +67,9 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	e := newEnv(c)
 	s := &Scheduler{e: e, jobs: &jobSet{}}
-	s.timers = &timers{e: e}
-	s.peers = &peers.Peers{Base: e.Base, Listen: e.timers() && c.ClaimGrace >= 0, ClaimGrace: c.ClaimGrace,
+	s.timers = &timers{e: e, current: s.jobs.current}
+	s.stored = &stored{e: e, jobs: s.jobs, arm: s.armAdded}
+	peers := &peers.Peers{Base: e.Base, Listen: e.timers() && c.ClaimGrace >= 0, ClaimGrace: c.ClaimGrace,
 		ResumeEvery: c.ResumeEvery, ReplicaStale: c.Alerts.ReplicaStale,
 		Registered: func(job string) bool { return s.jobs.get(job) != nil }}
 	alerts := &monitor.Alerter{Base: e.Base, InRegistry: e.inRegistry(),
@@ -80,7 +82,7 @@ func New(cfg Config) (*Scheduler, error) {
 	s.runner = &runner{e: e, policy: runPolicy{resume: true, stampEnd: true, logEnd: true}}
 	s.runner.ctx, s.runner.cancel = context.WithCancel(context.Background())
 	s.runner.finish = &finisher{e: e, resume: true, retries: retries, batch: batch, stop: s.runner.ctx.Done(),
-		watchOwn: s.peers.WatchOwn}
+		watchOwn: peers.WatchOwn}
 
 	s.claimer = &claimer{e: e, jobs: s.jobs, alerts: alerts, retries: retries,
 		skips:  &skipRecorder{e: e, beside: s.runner.beside},
@@ -88,18 +90,30 @@ func New(cfg Config) (*Scheduler, error) {
 	s.runner.buffered = s.claimer.runBuffered
 	e.clock.Reached = s.claimer.storeUp
 
-	s.resumer = &resumer{e: e, jobs: s.jobs, retries: retries, peers: s.peers,
+	s.resumer = &resumer{e: e, jobs: s.jobs, retries: retries, peers: peers,
 		claim: func(ctx context.Context, batch []*entry) { s.claimer.claim(ctx, batch) },
 		down:  s.claimer.isDown, buffered: s.claimer.runBuffered}
 	s.claimer.beforeCatchUp = s.resumer.recordDeadAmong
-	s.heartbeat = &registry.Heartbeat{Base: e.Base, Every: c.HeartbeatEvery, Version: c.Version, Timers: e.timers(),
-		Jobs:    func() (int, uint64) { return s.jobs.count(), s.jobs.generation() },
-		JobRows: s.jobs.replicaJobs, Offset: e.clock.Offset, Answered: e.clock.FromHeartbeat}
-	s.monitor = &monitor.Monitor{Base: e.Base, Alerts: alerts, Chosen: s.peers.RunsChecks, InRegistry: e.inRegistry(),
-		CheckEvery: c.CheckEvery, Thresholds: c.Alerts.absence(c.Retention)}
-	s.pruner = &prune.Pruner{Base: e.Base, Retention: c.Retention, Every: c.PruneEvery, Timers: e.timers()}
-	s.loop = &loop{e: e, jobs: s.jobs, timers: s.timers, claimer: s.claimer, peers: s.peers,
-		heartbeat: s.heartbeat, monitor: s.monitor, pruner: s.pruner, resumer: s.resumer, wake: make(chan struct{}, 1)}
+	heartbeat := &registry.Heartbeat{Base: e.Base, Every: c.HeartbeatEvery, Version: c.Version, Timers: e.timers(),
+		Jobs: func() (int, uint64) {
+			return s.jobs.count(), s.jobs.generation() + uint64(len(s.stored.handlerKinds()))
+		},
+		JobRows: s.jobs.replicaJobs, Kinds: s.stored.handlerKinds, Offset: e.clock.Offset, Answered: e.clock.FromHeartbeat}
+	mon := &monitor.Monitor{Base: e.Base, Alerts: alerts, Chosen: peers.RunsChecks, InRegistry: e.inRegistry(),
+		CheckEvery: c.CheckEvery, Thresholds: c.Alerts.absence(c.Retention), StoredKinds: s.stored.usedKinds}
+	sync := &schedsync.Sync{Base: e.Base, Every: max(c.SchedulePollEvery, 0), Load: s.stored.load, Apply: s.stored.apply,
+		Applied: s.schedulesApplied}
+	s.loop = &loop{e: e, jobs: s.jobs, timers: s.timers, claimer: s.claimer, peers: peers, heartbeat: heartbeat,
+		monitor: mon, pruner: &prune.Pruner{Base: e.Base, Retention: c.Retention, Every: c.PruneEvery, Timers: e.timers()},
+		resumer: s.resumer, sync: sync, wake: make(chan struct{}, 1)}
+	peers.ScheduleChanged = func(seq int64) {
+		if seq == 0 {
+			sync.Missed()
+		} else {
+			sync.Told(seq)
+		}
+		s.loop.poke()
+	}
 	s.claimer.wake = s.loop.poke
 	retries.rearm = func(en *entry) {
 		if !s.stopping() {
@@ -132,15 +146,49 @@ func (s *Scheduler) Register(job Job) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.jobs.add(r, s.state != built); err != nil {
+	shadowed, err := s.jobs.add(r, s.state != built)
+	if err != nil {
 		return err
 	}
-	if s.state == started && s.e.timers() {
+	if shadowed != nil {
+		s.stored.shadowed(shadowed)
+	}
+	s.armAdded(r)
+	return nil
+}
+
+// RegisterKind adds the handler of a kind of stored schedules
+// (Scheduler.Schedules): this replica runs every stored schedule of that
+// kind, with the schedule's arguments in Run.Args. Kinds may be
+// registered before or after Start; a stored schedule whose kind no
+// replica registers does not run, and raises the alert kind_unknown.
+func (s *Scheduler) RegisterKind(kind string, handler Handler) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stored.registerKind(kind, handler)
+}
+
+// armAdded puts a job added after Start armed the others on the timers.
+func (s *Scheduler) armAdded(r *registered) {
+	if s.armed.Load() && s.e.timers() {
 		s.timers.arm(r, s.e.Now())
 		s.loop.poke()
 	}
-	return nil
 }
+
+// schedulesApplied follows a read of the stored schedules that changed
+// jobs: the timers drop the entries of the jobs replaced, once enough of
+// them wait on the heap.
+func (s *Scheduler) schedulesApplied(int64) {
+	if s.stored.takeStale() >= compactAfter {
+		s.timers.compact()
+	}
+}
+
+// compactAfter is how many stored schedules' jobs are replaced or removed
+// before the timers drop their entries at once; until then each is dropped
+// when it fires.
+const compactAfter = 1024
 
 // Start begins firing jobs. It checks the store's schema, takes this
 // replica's liveness lock where the store has them, and runs catch-up for
@@ -174,24 +222,31 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	}
 	s.runner.keeper = leasekeeper.New(e.Store, leasekeeper.Options{Clock: e.cfg.Clock})
 	e.clock.Measure(ctx)
-	s.peers.Start()
+	s.loop.peers.Start()
 	now := e.Now()
 	e.clock.Checked(now) // just measured: the heartbeat below need not
-	s.heartbeat.Beat(ctx, now)
-	all, _ := s.jobs.all()
-	names := make([]string, len(all))
-	for i, r := range all {
+	if e.timers() {
+		s.loop.sync.Tick(ctx, now) // the stored schedules, before the jobs are armed
+	}
+	s.loop.heartbeat.Beat(ctx, now)
+	declared := s.jobs.declaredJobs()
+	names := make([]string, len(declared))
+	for i, r := range declared {
 		names[i] = r.Name
 	}
 	recordRegistrations(ctx, e, s.jobs, names)
 	if e.timers() {
 		// An API-only process (DisableTimers) arms nothing: its loop only
 		// measures the clock offset and keeps its registry row fresh.
+		s.mu.Lock() // Register and RegisterKind arm what they add once this is done
+		all := s.jobs.all()
 		latest := make(map[string]time.Time, len(all))
 		for _, r := range all {
 			s.timers.arm(r, now)
 			latest[r.Name] = r.sched.Prev(now)
 		}
+		s.armed.Store(true)
+		s.mu.Unlock()
 		s.claimer.catchUp(ctx, now, latest, true)
 	}
 	s.loop.start()
@@ -219,11 +274,11 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 	s.state = stopped
 	s.mu.Unlock()
 	s.loop.stop()
-	s.monitor.Stop()   // after the last tick, so no pass follows
-	s.heartbeat.Stop() // after the last tick, so no heartbeat writes the row back
-	s.resumer.stop()   // a scan may still start a run, which the runner waits for
-	s.pruner.Stop()
-	s.peers.Stop() // last of the services: nothing decides by them any more
+	s.loop.monitor.Stop()   // after the last tick, so no pass follows
+	s.loop.heartbeat.Stop() // after the last tick, so no heartbeat writes the row back
+	s.resumer.stop()        // a scan may still start a run, which the runner waits for
+	s.loop.pruner.Stop()
+	s.loop.peers.Stop() // last of the services: nothing decides by them any more
 	s.runner.stop(ctx, s.e.cfg.ShutdownGrace)
 	s.runner.keeper.Close()
 	if s.release != nil {
@@ -241,7 +296,7 @@ type JobInfo struct {
 // Jobs returns the registered jobs, by name.
 func (s *Scheduler) Jobs() []JobInfo {
 	now := s.e.Now()
-	all, _ := s.jobs.all()
+	all := s.jobs.all()
 	out := make([]JobInfo, 0, len(all))
 	for _, r := range all {
 		out = append(out, JobInfo{Job: r.Job, Next: r.sched.Next(now)})

@@ -52,6 +52,10 @@ func (h *entryHeap) Pop() any {
 // timers is the heap and the slots a stall passed over.
 type timers struct {
 	e *env
+	// current is the job registered in place of an entry's, when it
+	// fires: the job itself, the same stored schedule edited, or nil for
+	// an entry to drop (jobSet.current).
+	current func(r *registered, again bool) *registered
 
 	mu   sync.Mutex
 	heap entryHeap
@@ -116,7 +120,10 @@ func (t *timers) popDue(now time.Time) []*entry {
 	defer t.mu.Unlock()
 	var due []*entry
 	for t.heap.Len() > 0 && !t.heap[0].fireAt.After(now) {
-		due = append(due, heap.Pop(&t.heap).(*entry))
+		e := heap.Pop(&t.heap).(*entry)
+		if e.job = t.current(e.job, e.again); e.job != nil {
+			due = append(due, e)
+		}
 	}
 	var stalled stall
 	for _, e := range due {
@@ -135,6 +142,23 @@ func (t *timers) popDue(now time.Time) []*entry {
 	}
 	stalled.log(t.e.Log)
 	return due
+}
+
+// compact drops the entries of jobs no longer registered as they were (a
+// stored schedule edited or deleted), which would otherwise wait on the
+// heap until their fire; edits of many schedules at once call it.
+func (t *timers) compact() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	kept := t.heap[:0]
+	for _, e := range t.heap {
+		if e.job = t.current(e.job, e.again); e.job != nil {
+			kept = append(kept, e)
+		}
+	}
+	clear(t.heap[len(kept):])
+	t.heap = kept
+	heap.Init(&t.heap)
 }
 
 // takePassedOver takes out the first slot a stall passed over before each

@@ -224,6 +224,10 @@ const (
 	// absence checks; resolved when a claim of the job finds the lease
 	// takeable again. Subject: the job.
 	AlertDeposedWriter AlertKind = "deposed_writer"
+	// AlertKindUnknown: stored schedules name a handler kind that no
+	// live replica registers (RegisterKind), so none of them runs. Subject:
+	// the kind.
+	AlertKindUnknown AlertKind = "kind_unknown"
 )
 
 // Alert is one row of the alerts table: an absence noticed, open until

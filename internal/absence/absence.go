@@ -13,6 +13,7 @@ import (
 var Kinds = []store.AlertKind{
 	store.AlertDeadlineMissed, store.AlertLeaseStuck, store.AlertSkipStreak, store.AlertSlowRun,
 	store.AlertConfigDrift, store.AlertOrphanJob, store.AlertClockOffset, store.AlertFailing,
+	store.AlertKindUnknown,
 }
 
 // Thresholds tune the checks. The scheduler fills them from its Config,
@@ -60,11 +61,17 @@ type Result struct {
 	Alerts []Alert
 	// unknown are the (kind, subject) pairs no check could judge.
 	unknown map[Key]bool
+	// kindsUnread: the stored schedules were not read, so no
+	// kind_unknown alert is judged.
+	kindsUnread bool
 }
 
 // Judged reports whether the checks could judge (kind, subject): when they
 // could not, an open alert of it must be left open, not resolved.
 func (r Result) Judged(kind store.AlertKind, subject string) bool {
+	if kind == store.AlertKindUnknown && r.kindsUnread {
+		return false
+	}
 	return !r.unknown[Key{kind, subject}] && slices.Contains(Kinds, kind)
 }
 
@@ -88,6 +95,9 @@ type Snapshot struct {
 	// in between has an expiry after Registry.Now, and, judged by that,
 	// looks held and unrenewed for most of its (release-shortened) TTL.
 	LeasesReadBy time.Time
+	// StoredKinds are the handler kinds the enabled stored schedules name,
+	// with a few of the schedules naming each; nil when they were not read.
+	StoredKinds map[string][]string
 }
 
 // JobData is what the monitor read for one registered job.
@@ -144,6 +154,12 @@ func Evaluate(s Snapshot, th Thresholds) Result {
 		r.add(a, true)
 	}
 	for _, a := range checkClockOffsets(reg, th.ClockOffset) {
+		r.add(a, true)
+	}
+	if s.StoredKinds == nil {
+		r.kindsUnread = true
+	}
+	for _, a := range checkKinds(reg, s.StoredKinds) {
 		r.add(a, true)
 	}
 	slices.SortFunc(r.Alerts, func(a, b Alert) int {

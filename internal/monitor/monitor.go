@@ -58,6 +58,10 @@ type Monitor struct {
 	InRegistry bool // this replica keeps a registry row; without one it runs no checks
 	CheckEvery time.Duration
 	Thresholds absence.Thresholds
+	// StoredKinds, when set, returns the handler kinds the enabled stored
+	// schedules name, with a few of the schedules naming each; false while
+	// they are not read.
+	StoredKinds func() (map[string][]string, bool)
 
 	mu      sync.Mutex
 	next    time.Time // next pass, on this replica's clock
@@ -213,6 +217,14 @@ func (m *Monitor) snapshot(ctx context.Context, now time.Time, th absence.Thresh
 		return snap, nil, errNotRegistered
 	}
 	snap.Registry, snap.States, snap.Recent = reg, all.JobStates, all.RecentRuns
+	if m.StoredKinds != nil {
+		if used, ok := m.StoredKinds(); ok {
+			snap.StoredKinds = used
+			if used == nil {
+				snap.StoredKinds = map[string][]string{}
+			}
+		}
+	}
 	snap.Jobs = make(map[string]absence.JobData, len(reg.Jobs))
 	names := reg.Names()
 	// Every job's newest runs, as many as every check but failing needs;

@@ -68,6 +68,10 @@ type Peers struct {
 	// Registered reports whether this replica registers the job: it
 	// watches only the runs of its own jobs.
 	Registered func(job string) bool
+	// ScheduleChanged, when set, is told of a stored schedule's change
+	// (its sequence number), and with 0 when changes may have been missed
+	// (a gap in the notices).
+	ScheduleChanged func(seq int64)
 
 	mu       sync.Mutex
 	on       bool                      // the store tells and this replica listens
@@ -133,6 +137,10 @@ func (n *Peers) Heard(ctx context.Context, no store.Notice) {
 	switch no.Kind {
 	case store.NoticeGap:
 		n.gap(ctx, now)
+		n.scheduleChanged(0)
+		return
+	case store.NoticeSchedule:
+		n.scheduleChanged(no.Seq)
 		return
 	case store.NoticeLost:
 		// Until the next gap, claim at once and scan every ResumeEvery:
@@ -174,6 +182,12 @@ func (n *Peers) Heard(ctx context.Context, no store.Notice) {
 		if w, ok := n.watched[key]; ok && w.owner == no.Owner {
 			delete(n.watched, key)
 		}
+	}
+}
+
+func (n *Peers) scheduleChanged(seq int64) {
+	if n.ScheduleChanged != nil {
+		n.ScheduleChanged(seq)
 	}
 }
 

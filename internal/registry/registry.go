@@ -30,6 +30,10 @@ type Heartbeat struct {
 	Jobs func() (count int, added uint64)
 	// JobRows returns the replica's jobs as the row records them.
 	JobRows func() []store.ReplicaJob
+	// Kinds, when set, returns the handler kinds the replica runs stored
+	// schedules of, sent with the jobs: a kind added counts in Jobs'
+	// added.
+	Kinds func() []string
 	// Offset is the replica's last measured clock offset.
 	Offset func() time.Duration
 	// Answered is told of each heartbeat's answer: the database stamped
@@ -158,6 +162,9 @@ func (h *Heartbeat) row(jobsUnchanged bool) store.Replica {
 	jobs := h.JobRows()
 	sort.Slice(jobs, func(i, j int) bool { return jobs[i].Name < jobs[j].Name })
 	row.Jobs = jobs
+	if h.Kinds != nil {
+		row.Kinds = h.Kinds()
+	}
 	return row
 }
 
