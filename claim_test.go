@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/cronfence/cronfence/internal/finishbatch"
 	"github.com/cronfence/cronfence/internal/wait"
 	"github.com/cronfence/cronfence/store"
 )
@@ -33,46 +33,6 @@ func (f *finishCounter) SlotFinishBatch(ctx context.Context, items []store.SlotF
 	f.batches.Add(1)
 	f.items.Add(int64(len(items)))
 	return f.Store.SlotFinishBatch(ctx, items)
-}
-
-// minuteJobs is n jobs, job-0 to job-(n-1), every minute, each run by h.
-func minuteJobs(n int, h Handler) []Job {
-	jobs := make([]Job, n)
-	for i := range jobs {
-		jobs[i] = Job{Name: fmt.Sprintf("job-%d", i), Schedule: "* * * * *", Handler: h}
-	}
-	return jobs
-}
-
-// Runs that end together are recorded together: the ends that come in
-// while one is being recorded go in the next round trip, so 300 runs
-// ending at once cost a few, not 300. Each run's slot is still completed,
-// once.
-func TestRunsEndingTogetherAreRecordedInFewRoundTrips(t *testing.T) {
-	eachStore(t, func(t *testing.T, c *cluster) {
-		l := newLedger()
-		fc := &finishCounter{Store: c.open(t)}
-		const n = 300
-		jobs := minuteJobs(n, l.handler(c.db))
-		c.startWith(Config{Owner: "a", Store: fc, Clock: offsetClock{c.db, 0}, Retention: -1}, jobs...)
-		slot := c.db.Now().Truncate(time.Minute).Add(time.Minute)
-		c.advance(time.Minute, time.Minute)
-		st := c.open(t)
-		for i := range n {
-			job := fmt.Sprintf("job-%d", i)
-			if got := l.ran(job, slot); got != 1 {
-				t.Fatalf("%s ran %d times, want once", job, got)
-			}
-			if sl, err := st.SlotGet(context.Background(), job, slot); err != nil || sl.Status != store.SlotCompleted {
-				t.Fatalf("%s's slot: %+v, %v; want completed", job, sl, err)
-			}
-		}
-		trips := fc.singles.Load() + fc.batches.Load()
-		if trips > n/4 {
-			t.Fatalf("%d round trips (%d alone, %d batches of %d ends) recorded %d ends, want a few", trips, fc.singles.Load(), fc.batches.Load(), fc.items.Load(), n)
-		}
-		c.wantNeverDown()
-	})
 }
 
 func (f *finishCounter) SlotClaimBatch(ctx context.Context, items []store.SlotClaimParams) ([]store.SlotClaimResult, error) {
@@ -119,82 +79,6 @@ func TestALargeBatchIsClaimedInBoundedStatements(t *testing.T) {
 			t.Fatalf("claims of %v items, %d in all; want the %d slots once each", fc.claims, sum, n)
 		}
 		c.wantNeverDown()
-	})
-}
-
-// gatedFinishes is a store whose finishes wait for the test's word, to
-// hold a batch in flight.
-type gatedFinishes struct {
-	store.Store
-	entered chan int      // the size of each finish call, as it starts
-	release chan struct{} // one receive lets one call go on
-}
-
-func (g *gatedFinishes) SlotFinish(ctx context.Context, p store.SlotFinishParams) (store.SlotFinishResult, error) {
-	g.entered <- 1
-	<-g.release
-	return g.Store.SlotFinish(ctx, p)
-}
-
-func (g *gatedFinishes) SlotFinishBatch(ctx context.Context, items []store.SlotFinishParams) ([]store.SlotFinishResult, error) {
-	g.entered <- len(items)
-	<-g.release
-	return g.Store.SlotFinishBatch(ctx, items)
-}
-
-// Under load that never lets up, no run's end waits for more than its own
-// batch and the one in flight before it: the run whose end went first is
-// answered while the ends queued behind it are still being sent.
-func TestAGroupCommitAnswersEachEndWithItsOwnBatch(t *testing.T) {
-	eachStore(t, func(t *testing.T, c *cluster) {
-		st := c.open(t)
-		g := &gatedFinishes{Store: st, entered: make(chan int, 10), release: make(chan struct{})}
-		b := &finishbatch.Batcher{Store: g}
-		now, err := st.Now(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		finish := func(job string) <-chan error {
-			r, err := st.SlotClaim(context.Background(), store.SlotClaimParams{Job: job, Slot: now.Add(-time.Second), LeaseName: "job:" + job,
-				Owner: "a", TTL: time.Minute, MaxAttempts: 1})
-			if err != nil || !r.Claimed {
-				t.Fatalf("claim %s: %+v, %v", job, r, err)
-			}
-			done := make(chan error, 1)
-			go func() {
-				_, err := b.Finish(store.SlotFinishParams{Job: job, Slot: r.Slot.Slot, LeaseName: r.Lease.Name, Owner: "a",
-					Generation: r.Lease.Generation, Status: store.SlotCompleted, Run: store.Run{Attempt: 1, Success: true}}, 10*time.Second)
-				done <- err
-			}()
-			return done
-		}
-		first := finish("first")
-		if n := <-g.entered; n != 1 {
-			t.Fatalf("the first end went in a batch of %d", n)
-		}
-		second, third := finish("second"), finish("third") // queued behind the first
-		wait.For(t, 10*time.Second, func() bool {
-			return b.Queued() == 2
-		}, func() string { return "the later ends did not queue" })
-		g.release <- struct{}{} // the first batch lands
-		if n := <-g.entered; n != 2 {
-			t.Fatalf("the queued ends went in a batch of %d, want 2", n)
-		}
-		// The second batch is in flight, held: the first end is answered.
-		select {
-		case err := <-first:
-			if err != nil {
-				t.Fatal(err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("the first end waited for the batch after its own")
-		}
-		g.release <- struct{}{}
-		for _, done := range []<-chan error{second, third} {
-			if err := <-done; err != nil {
-				t.Fatal(err)
-			}
-		}
 	})
 }
 
@@ -327,5 +211,338 @@ func TestALargeBatchClaimsItsJobsInTheSameOrderAtEverySlot(t *testing.T) {
 			}
 		}
 		c.wantNeverDown()
+	})
+}
+
+// clockAhead is a store whose clock reads run ahead of the database clock
+// by by: to the replica measuring its offset, the same as its own clock
+// drifting behind the database's after the measurement. It fires every
+// slot that much early by the database clock.
+type clockAhead struct {
+	store.Store
+	by time.Duration
+}
+
+func (c clockAhead) Now(ctx context.Context) (time.Time, error) {
+	now, err := c.Store.Now(ctx)
+	return now.Add(c.by), err
+}
+
+// dbClockBound bounds a store's clock from above at this process's
+// instants: read between two readings of the monotonic clock (before it),
+// the database clock reads at most read + (at − before) at a later at.
+type dbClockBound struct{ before, read time.Time }
+
+func boundDBClock(t *testing.T, st store.Store) dbClockBound {
+	t.Helper()
+	before := time.Now()
+	read, err := st.Now(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dbClockBound{before: before, read: read}
+}
+
+// wantNotBefore fails the test when a handler that started at started (this
+// process's clock) certainly started before slot by the database clock.
+func (b dbClockBound) wantNotBefore(t *testing.T, slot, started time.Time) {
+	t.Helper()
+	if latest := b.read.Add(started.Sub(b.before)); latest.Before(slot) {
+		t.Errorf("the handler of slot %s started at %s at the latest by the database clock: %s early",
+			slot.Format(time.RFC3339Nano), latest.Format(time.RFC3339Nano), slot.Sub(latest))
+	}
+}
+
+// TestClaimSentAheadIsJudgedAtTheSlot: on the real clock, a replica that
+// fires a slot early by the database clock (its offset measured a little
+// off, or its clock drifted since) still wins the slot with its first
+// claim: the store waits for the slot, by its own clock, inside the claim,
+// or commits the claim ahead and says how long the replica must still
+// wait. It used to refuse the claim not_due and the replica to try again
+// 20 ms later, so a slot started 20–40 ms late. Nothing starts before its
+// slot by the database clock: neither the run's record nor its handler.
+func TestClaimSentAheadIsJudgedAtTheSlot(t *testing.T) {
+	for _, o := range storeOpeners {
+		t.Run(o.name, func(t *testing.T) {
+			t.Parallel()
+			st := o.open(t, nil)(t) // the database's own clock, not a test's
+			var claims, notDue, won atomic.Int64
+			obs := ObserverFunc(func(e Event) {
+				if ce, ok := e.(ClaimEvent); ok {
+					claims.Add(1)
+					if ce.Refusal == store.ClaimNotDue {
+						notDue.Add(1)
+					}
+					if ce.Won {
+						won.Add(1)
+					}
+				}
+			})
+			var mu sync.Mutex
+			var slots, starts []time.Time
+			bound := boundDBClock(t, st)
+			s, err := New(Config{Store: clockAhead{Store: st, by: 30 * time.Millisecond}, Owner: "a", Logger: quiet,
+				Retention: -1, HeartbeatEvery: -1, Observer: obs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Register(Job{Name: "tick", Schedule: "* * * * * *", Handler: func(_ context.Context, r *Run) error {
+				started := time.Now()
+				mu.Lock()
+				slots, starts = append(slots, r.Slot), append(starts, started)
+				mu.Unlock()
+				return nil
+			}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			const want = 3
+			wait.For(t, 20*time.Second, func() bool {
+				mu.Lock()
+				defer mu.Unlock()
+				return len(slots) >= want
+			}, func() string { return "the job did not run 3 slots" })
+			if err := s.Stop(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if n := notDue.Load(); n != 0 {
+				t.Errorf("%d claims refused not_due over %d won: the store did not wait for the slot", n, won.Load())
+			}
+			// One claim a slot: a slot fired ahead is not fired again.
+			if c, w := claims.Load(), won.Load(); c != w {
+				t.Errorf("%d claims sent for %d slots won", c, w)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for i, slot := range slots {
+				bound.wantNotBefore(t, slot, starts[i])
+				sl, err := st.SlotGet(context.Background(), "tick", slot)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if sl.StartedAt.Before(slot) {
+					t.Errorf("slot %s started at %s by the database clock: early", slot.Format(time.RFC3339Nano), sl.StartedAt.Format(time.RFC3339Nano))
+				}
+			}
+		})
+	}
+}
+
+// heldEnds is a store whose runs' ends are held back until release, as a
+// loaded database holds them, and which logs, in order, each end answered
+// and each claim sent.
+type heldEnds struct {
+	store.Store
+	*gate // the ends' calls wait at it
+
+	mu     sync.Mutex
+	events []string // "end <job>" once answered, "claim <job> <slot>" as sent
+}
+
+func (h *heldEnds) log(e string) {
+	h.mu.Lock()
+	h.events = append(h.events, e)
+	h.mu.Unlock()
+}
+
+func (h *heldEnds) logged() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.events...)
+}
+
+func (h *heldEnds) SlotFinish(ctx context.Context, p store.SlotFinishParams) (store.SlotFinishResult, error) {
+	if err := h.passUnlessDone(ctx); err != nil {
+		return store.SlotFinishResult{}, err
+	}
+	r, err := h.Store.SlotFinish(ctx, p)
+	h.log("end " + p.Job)
+	return r, err
+}
+
+func (h *heldEnds) SlotFinishBatch(ctx context.Context, items []store.SlotFinishParams) ([]store.SlotFinishResult, error) {
+	if err := h.passUnlessDone(ctx); err != nil {
+		return nil, err
+	}
+	r, err := h.Store.SlotFinishBatch(ctx, items)
+	for _, p := range items {
+		h.log("end " + p.Job)
+	}
+	return r, err
+}
+
+func (h *heldEnds) SlotClaimBatch(ctx context.Context, items []store.SlotClaimParams) ([]store.SlotClaimResult, error) {
+	for _, p := range items {
+		h.log("claim " + p.Job + " " + p.Slot.Format(time.TimeOnly))
+	}
+	return h.Store.SlotClaimBatch(ctx, items)
+}
+
+// A replica whose runs' ends wait to be recorded behind the batch in
+// flight (a backlog: under load) records them before it claims its next
+// slots. Each end releases a job's lease; claimed first, the job's next
+// slot found the lease held, was recorded buffered, and was claimed again
+// once the end was in: under overload, two claims for a run, and claims
+// that slowed the ends further.
+func TestARunsEndsAreRecordedBeforeTheNextClaims(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		held := &heldEnds{Store: c.open(t), gate: newGate()}
+		release := sync.OnceFunc(func() { close(held.release) })
+		l := newLedger()
+		// The ends of one and two go, and are held (in one batch or two);
+		// three's run ends only then, so its end waits behind them.
+		afterHeld := func(ctx context.Context, run *Run) error {
+			select {
+			case <-held.entered:
+			case <-ctx.Done():
+			}
+			return l.handler(c.db)(ctx, run)
+		}
+		s := c.startHolding(-1, Config{Owner: "a", Store: held, Clock: offsetClock{c.db, 0}, Retention: -1},
+			Job{Name: "one", Schedule: "*/10 * * * * *", Handler: l.handler(c.db)},
+			Job{Name: "two", Schedule: "*/10 * * * * *", Handler: l.handler(c.db)},
+			Job{Name: "three", Schedule: "*/10 * * * * *", Handler: afterHeld})
+		t.Cleanup(release) // after startHolding's: cleanups run last first, so before the replica's Stop
+		first := c.db.Now().Truncate(10 * time.Second).Add(10 * time.Second)
+		c.db.Advance(first.Sub(c.db.Now()))
+		backlog := func() bool {
+			return s.runner.finish.batch.Queued() > 0
+		}
+		wait.For(t, 10*time.Second, backlog, func() string { return "the runs' ends did not queue up" })
+
+		// The next slots fall due while the ends are held.
+		c.db.Advance(10 * time.Second)
+		next := first.Add(10 * time.Second).Format(time.TimeOnly)
+		isNextClaim := func(e string) bool { return strings.HasPrefix(e, "claim ") && strings.HasSuffix(e, " "+next) }
+		claimedNext := func() bool { return slices.ContainsFunc(held.logged(), isNextClaim) }
+		draining := func() bool {
+			return s.runner.finish.batch.Draining()
+		}
+		wait.For(t, 10*time.Second, func() bool { return claimedNext() || draining() },
+			func() string { return "the replica neither claimed its next slots nor waited for its ends" })
+		if claimedNext() {
+			t.Fatalf("the replica claimed its next slots while its runs' ends waited to be recorded: %v", held.logged())
+		}
+		release()
+		wait.For(t, 10*time.Second, claimedNext, func() string { return "the next slots were not claimed once the ends were in" })
+		events := held.logged()
+		ends := 0
+		for _, e := range events {
+			if strings.HasPrefix(e, "end ") {
+				ends++
+				continue
+			}
+			if isNextClaim(e) && ends < 3 {
+				t.Fatalf("a claim of the next slots went before the three ends were answered: %v", events)
+			}
+		}
+		wait.For(t, 10*time.Second, func() bool {
+			return l.ran("one", first.Add(10*time.Second)) == 1 && l.ran("two", first.Add(10*time.Second)) == 1 &&
+				l.ran("three", first.Add(10*time.Second)) == 1
+		}, func() string { return "the next slots did not run" })
+	})
+}
+
+// flakyStore fails the next n claims, as a pooled connection a database
+// restart killed fails the first statement sent on it.
+type flakyStore struct {
+	store.Store
+	failNext *atomic.Int64
+}
+
+func (f *flakyStore) SlotClaimBatch(ctx context.Context, items []store.SlotClaimParams) ([]store.SlotClaimResult, error) {
+	if f.failNext.Add(-1) >= 0 {
+		return nil, errCut
+	}
+	return f.Store.SlotClaimBatch(ctx, items)
+}
+
+// One failed claim does not lose the slot: the replica tries once more at
+// once, and only a second failure leaves the slot to catch-up.
+func TestOneFailedClaimIsRetried(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		var failNext atomic.Int64
+		open := c.open
+		c.open = func(t *testing.T) store.Store { return &flakyStore{Store: open(t), failNext: &failNext} }
+		l := newLedger()
+		job := Job{Name: "tick", Schedule: "* * * * * *", Handler: l.handler(c.db)}
+		start := c.db.Now()
+		c.start("replica", 0, job)
+		c.advance(3*time.Second, time.Second)
+		failNext.Store(1)
+		c.advance(3*time.Second, time.Second)
+		l.wantEachOnce(t, "tick", start.Add(time.Second), start.Add(7*time.Second), time.Second)
+		c.wantNeverDown()
+	})
+}
+
+func TestBufferOneRunsTheOverlappedSlotWhenTheRunEnds(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		b := newBlocker()
+		job := Job{Name: "long", Schedule: "* * * * *", Overlap: OverlapBufferOne, Handler: b.handler}
+		c.start("a", 0, job)
+		c.start("b", 0, job)
+		t0 := c.db.Now()
+		c.db.Advance(time.Minute)
+		first := <-b.started
+		c.settleHolding(1)
+		c.db.Advance(time.Minute) // 12:02 is buffered
+		c.settleHolding(1)
+		c.db.Advance(time.Minute) // 12:03 is skipped: one is buffered already
+		c.settleHolding(1)
+		b.release <- struct{}{} // the first run ends...
+		buffered := <-b.started // ...and the buffered slot runs at once
+		if !first.Slot.Equal(t0.Add(time.Minute)) || !buffered.Slot.Equal(t0.Add(2*time.Minute)) || buffered.Origin != OriginBuffered {
+			t.Fatalf("runs: first %s, then %s; want 12:01 then the buffered 12:02", first.Slot, buffered.Slot)
+		}
+		close(b.release)
+		c.settle()
+		skipped, err := c.replicas[0].e.Store.SlotGet(context.Background(), "long", t0.Add(3*time.Minute))
+		if err != nil || skipped.Status != store.SlotSkipped {
+			t.Fatalf("12:03 = %+v, %v; want skipped", skipped, err)
+		}
+	})
+}
+
+// The fire of a job whose lease a deposed writer still holds, frozen
+// inside its fenced transaction after the lease expired, shares its batch
+// with every job due at that instant. The takeover must wait for the
+// writer; the others must not: "tick" runs its slot, and "frozen"'s slot,
+// tried again beside the loop, runs once the writer's transaction ends.
+func TestFireOfAFrozenWritersJobDoesNotHoldUpOthers(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		needRowLocks(t, c)
+		ctx := context.Background()
+		st := c.open(t)
+		start := c.db.Now()
+		dead := start.Add(-time.Minute)
+		r, tx := frozenWriter(t, st, dead, 1)
+
+		l := newLedger()
+		c.startWith(Config{Owner: "a", Clock: offsetClock{c.db, 0}, Retention: -1},
+			Job{Name: "frozen", Schedule: "* * * * *", MaxAttempts: 1, Handler: l.handler(c.db)},
+			Job{Name: "tick", Schedule: "* * * * *", Handler: l.handler(c.db)})
+		slot := start.Add(time.Minute)
+		c.advance(time.Minute, time.Minute) // both due, in one batch
+		if n := l.ran("tick", slot); n != 1 {
+			t.Fatalf("tick's slot ran %d times while the batch held a claim of a frozen writer's lease, want 1", n)
+		}
+		c.advance(2*time.Second, 500*time.Millisecond) // retries, refused while the writer is inside
+		if n := l.ran("frozen", slot); n != 0 {
+			t.Fatalf("frozen's slot ran %d times while the deposed writer's transaction held its lease", n)
+		}
+		if err := tx.Rollback(ctx); err != nil {
+			t.Fatal(err)
+		}
+		c.advance(time.Second, 500*time.Millisecond) // the next retry
+		if n := l.ran("frozen", slot); n != 1 {
+			t.Fatalf("frozen's slot ran %d times after the writer's transaction ended, want once", n)
+		}
+		c.wantNeverDown()
+		if got, err := st.LeaseGet(ctx, "job:frozen"); err != nil || got.Generation != r.Lease.Generation+1 {
+			t.Fatalf("frozen's lease = %+v, %v; want taken over at generation %d", got, err, r.Lease.Generation+1)
+		}
 	})
 }

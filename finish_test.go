@@ -7,13 +7,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/cronfence/cronfence/internal/clock"
+	"github.com/cronfence/cronfence/internal/finishbatch"
 	"github.com/cronfence/cronfence/internal/pgtest"
+	"github.com/cronfence/cronfence/internal/wait"
 	"github.com/cronfence/cronfence/store"
 	"github.com/cronfence/cronfence/store/postgres"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // withoutLiveness hides the store's liveness lock (store.Liveness), so a
@@ -264,5 +265,112 @@ func TestARunsRecordedEndIsWhenItsHandlerReturned(t *testing.T) {
 				r.StartedAt.Format(time.TimeOnly), r.FinishedAt.Format("15:04:05.000"), took)
 		}
 		c.wantNeverDown()
+	})
+}
+
+// Runs that end together are recorded together: the ends that come in
+// while one is being recorded go in the next round trip, so 300 runs
+// ending at once cost a few, not 300. Each run's slot is still completed,
+// once.
+func TestRunsEndingTogetherAreRecordedInFewRoundTrips(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		l := newLedger()
+		fc := &finishCounter{Store: c.open(t)}
+		const n = 300
+		jobs := minuteJobs(n, l.handler(c.db))
+		c.startWith(Config{Owner: "a", Store: fc, Clock: offsetClock{c.db, 0}, Retention: -1}, jobs...)
+		slot := c.db.Now().Truncate(time.Minute).Add(time.Minute)
+		c.advance(time.Minute, time.Minute)
+		st := c.open(t)
+		for i := range n {
+			job := fmt.Sprintf("job-%d", i)
+			if got := l.ran(job, slot); got != 1 {
+				t.Fatalf("%s ran %d times, want once", job, got)
+			}
+			if sl, err := st.SlotGet(context.Background(), job, slot); err != nil || sl.Status != store.SlotCompleted {
+				t.Fatalf("%s's slot: %+v, %v; want completed", job, sl, err)
+			}
+		}
+		trips := fc.singles.Load() + fc.batches.Load()
+		if trips > n/4 {
+			t.Fatalf("%d round trips (%d alone, %d batches of %d ends) recorded %d ends, want a few", trips, fc.singles.Load(), fc.batches.Load(), fc.items.Load(), n)
+		}
+		c.wantNeverDown()
+	})
+}
+
+// gatedFinishes is a store whose finishes wait for the test's word, to
+// hold a batch in flight.
+type gatedFinishes struct {
+	store.Store
+	entered chan int      // the size of each finish call, as it starts
+	release chan struct{} // one receive lets one call go on
+}
+
+func (g *gatedFinishes) SlotFinish(ctx context.Context, p store.SlotFinishParams) (store.SlotFinishResult, error) {
+	g.entered <- 1
+	<-g.release
+	return g.Store.SlotFinish(ctx, p)
+}
+
+func (g *gatedFinishes) SlotFinishBatch(ctx context.Context, items []store.SlotFinishParams) ([]store.SlotFinishResult, error) {
+	g.entered <- len(items)
+	<-g.release
+	return g.Store.SlotFinishBatch(ctx, items)
+}
+
+// Under load that never lets up, no run's end waits for more than its own
+// batch and the one in flight before it: the run whose end went first is
+// answered while the ends queued behind it are still being sent.
+func TestAGroupCommitAnswersEachEndWithItsOwnBatch(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		st := c.open(t)
+		g := &gatedFinishes{Store: st, entered: make(chan int, 10), release: make(chan struct{})}
+		b := &finishbatch.Batcher{Store: g}
+		now, err := st.Now(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		finish := func(job string) <-chan error {
+			r, err := st.SlotClaim(context.Background(), store.SlotClaimParams{Job: job, Slot: now.Add(-time.Second), LeaseName: "job:" + job,
+				Owner: "a", TTL: time.Minute, MaxAttempts: 1})
+			if err != nil || !r.Claimed {
+				t.Fatalf("claim %s: %+v, %v", job, r, err)
+			}
+			done := make(chan error, 1)
+			go func() {
+				_, err := b.Finish(store.SlotFinishParams{Job: job, Slot: r.Slot.Slot, LeaseName: r.Lease.Name, Owner: "a",
+					Generation: r.Lease.Generation, Status: store.SlotCompleted, Run: store.Run{Attempt: 1, Success: true}}, 10*time.Second)
+				done <- err
+			}()
+			return done
+		}
+		first := finish("first")
+		if n := <-g.entered; n != 1 {
+			t.Fatalf("the first end went in a batch of %d", n)
+		}
+		second, third := finish("second"), finish("third") // queued behind the first
+		wait.For(t, 10*time.Second, func() bool {
+			return b.Queued() == 2
+		}, func() string { return "the later ends did not queue" })
+		g.release <- struct{}{} // the first batch lands
+		if n := <-g.entered; n != 2 {
+			t.Fatalf("the queued ends went in a batch of %d, want 2", n)
+		}
+		// The second batch is in flight, held: the first end is answered.
+		select {
+		case err := <-first:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the first end waited for the batch after its own")
+		}
+		g.release <- struct{}{}
+		for _, done := range []<-chan error{second, third} {
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		}
 	})
 }

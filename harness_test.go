@@ -2,6 +2,7 @@ package cronfence
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/cronfence/cronfence/store/mysql"
 	"github.com/cronfence/cronfence/store/postgres"
 	"github.com/cronfence/cronfence/store/sqlite"
+	"github.com/jackc/pgx/v5"
 )
 
 // A cluster is n schedulers, each with its own store (its own connections)
@@ -337,5 +339,97 @@ func dumpRuns(t *testing.T, s store.Store, job string) {
 	runs, _ := s.RunList(context.Background(), store.RunListParams{Job: job, Limit: 20})
 	for _, r := range runs {
 		t.Logf("run %d slot %s owner %s gen %d skipped %v reason %q err %q logs %q", r.ID, r.Slot.Format("15:04:05"), r.Owner, r.Generation, r.Skipped, r.Reason, r.Error, r.Logs)
+	}
+}
+
+// minuteJobs is n jobs, job-0 to job-(n-1), every minute, each run by h.
+func minuteJobs(n int, h Handler) []Job {
+	jobs := make([]Job, n)
+	for i := range jobs {
+		jobs[i] = Job{Name: fmt.Sprintf("job-%d", i), Schedule: "* * * * *", Handler: h}
+	}
+	return jobs
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// blocker is a handler that runs until released, to hold a job's lease.
+type blocker struct {
+	started chan *Run
+	release chan struct{}
+}
+
+func newBlocker() *blocker {
+	return &blocker{started: make(chan *Run, 10), release: make(chan struct{})}
+}
+
+func (b *blocker) handler(ctx context.Context, run *Run) error {
+	b.started <- run
+	select {
+	case <-b.release:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// needRowLocks skips the test on SQLite, which has no row locks: a fenced
+// transaction there holds the file's one write lock, and every write, a
+// frozen writer's included, waits for it.
+func needRowLocks(t *testing.T, c *cluster) {
+	t.Helper()
+	if c.kind != "postgres" {
+		t.Skip("SQLite has no row locks: a fenced transaction holds up every write")
+	}
+}
+
+// frozenWriter claims job "frozen"'s slot dead as owner "dead" (a 90 s
+// lease) and opens the dead owner's fenced transaction, left open as if
+// its writer froze inside it: the lease row is held FOR KEY SHARE until
+// the test ends the transaction (or its cleanup rolls it back).
+func frozenWriter(t *testing.T, st store.Store, dead time.Time, maxAttempts int) (store.SlotClaimResult, pgx.Tx) {
+	t.Helper()
+	ctx := context.Background()
+	r, err := st.SlotClaim(ctx, store.SlotClaimParams{
+		Job: "frozen", Slot: dead, LeaseName: "job:frozen", Owner: "dead", TTL: 90 * time.Second, MaxAttempts: maxAttempts, Now: dead,
+	})
+	if err != nil || !r.Claimed {
+		t.Fatalf("claim: %+v, %v", r, err)
+	}
+	tx, err := st.(*postgres.Store).Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	if err := st.LeaseFence(ctx, tx, "job:frozen", r.Lease.Generation); err != nil {
+		t.Fatal(err)
+	}
+	return r, tx
+}
+
+// gate holds a store call, once entered, until the test releases it: a
+// call that takes long on a real database (thousands of rows).
+type gate struct {
+	entered chan struct{} // closed by the first call
+	release chan struct{} // closed by the test
+	once    sync.Once
+}
+
+func newGate() *gate { return &gate{entered: make(chan struct{}), release: make(chan struct{})} }
+
+func (g *gate) pass() {
+	g.once.Do(func() { close(g.entered) })
+	<-g.release
+}
+
+// passUnlessDone is pass for a call that ends with its context: it returns
+// the context's error if that ends first.
+func (g *gate) passUnlessDone(ctx context.Context) error {
+	g.once.Do(func() { close(g.entered) })
+	select {
+	case <-g.release:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }

@@ -2,11 +2,13 @@ package cronfence
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cronfence/cronfence/store"
 	"github.com/cronfence/cronfence/store/sqlite"
 )
 
@@ -138,5 +140,120 @@ func TestPrepareSharesIdenticalSchedules(t *testing.T) {
 		if got := r.sched.String(); got != tc.spec {
 			t.Errorf("%q: String() = %q", tc.spec, got)
 		}
+	}
+}
+
+// hostileJobNames are job names an attacker or a careless operator might
+// declare. ok says whether Register must accept them (and every interface
+// give them back byte for byte) or refuse them naming the field.
+var hostileJobNames = []struct {
+	label, name string
+	ok          bool
+}{
+	{"quotes", `it's a "quoted" \name\`, true},
+	{"sql", `'; DROP TABLE runs; --`, true},
+	{"newlines", "line1\nline2\r\n", true},
+	{"rtl", "\u202Eevil\u202C\u200F", true},
+	{"emoji", "⏰ backup 🚀👩‍👩‍👧", true},
+	{"combining", "e\u0301\u0301\u0301", true},
+	{"dotdot", "../../etc/passwd", true},
+	{"escaped-slash", "a%2Fb", true},
+	{"slash", "reports/daily", true},
+	{"max-length", strings.Repeat("é", MaxJobNameLength/2), true},
+	{"nul", "a\x00b", false},
+	{"empty", "", false},
+	{"invalid-utf8", "\xff\xfe", false},
+	{"over-max", strings.Repeat("é", MaxJobNameLength/2) + "x", false},
+	{"10KB", strings.Repeat("x", 10<<10), false},
+}
+
+// Register takes a hostile name exactly or refuses it naming the field;
+// an accepted name comes back unchanged from Jobs, the handler's Run,
+// Trigger, SetEnabled and the store's run rows.
+func TestHostileJobNames(t *testing.T) {
+	t.Parallel()
+	for _, kind := range hostileStores {
+		t.Run(kind.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			st, _ := kind.open(t)
+			seen := make(chan string, len(hostileJobNames))
+			s, err := New(Config{Store: st, Logger: quiet, DisableTimers: true, Owner: "hostile-1", ShutdownGrace: 5 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = s.Stop(context.Background()) })
+			for _, tc := range hostileJobNames {
+				before := len(s.Jobs())
+				err := s.Register(Job{Name: tc.name, Schedule: "@daily", Handler: func(ctx context.Context, run *Run) error {
+					seen <- run.Job
+					return nil
+				}})
+				if !tc.ok {
+					if !errors.Is(err, store.ErrInvalidArgument) || !strings.Contains(err.Error(), "name") {
+						t.Errorf("%s: Register: %v, want ErrInvalidArgument naming the name", tc.label, err)
+					}
+					if len(s.Jobs()) != before {
+						t.Errorf("%s: a refused Register added a job", tc.label)
+					}
+					if _, err := s.Trigger(ctx, tc.name); !errors.Is(err, ErrUnknownJob) {
+						t.Errorf("%s: Trigger of a refused name: %v, want ErrUnknownJob", tc.label, err)
+					}
+					continue
+				}
+				if err != nil {
+					t.Errorf("%s: Register: %v", tc.label, err)
+					continue
+				}
+				found := false
+				for _, info := range s.Jobs() {
+					found = found || info.Job.Name == tc.name
+				}
+				if !found {
+					t.Errorf("%s: Jobs() lacks the name", tc.label)
+				}
+				off := false
+				js, err := s.SetEnabled(ctx, tc.name, &off, tc.name, tc.name)
+				if err != nil || js.Job != tc.name || js.OverrideBy != tc.name || js.Note != tc.name {
+					t.Errorf("%s: SetEnabled: %+v %v", tc.label, js, err)
+				}
+				if _, err := s.SetEnabled(ctx, tc.name, nil, "ops", ""); err != nil {
+					t.Errorf("%s: SetEnabled(nil): %v", tc.label, err)
+				}
+				mr, err := s.Trigger(ctx, tc.name)
+				if err != nil || mr.Job != tc.name {
+					t.Errorf("%s: Trigger: %+v %v", tc.label, mr, err)
+					continue
+				}
+				select {
+				case got := <-seen:
+					if got != tc.name {
+						t.Errorf("%s: the handler's Run.Job is %q", tc.label, got)
+					}
+				case <-ctx.Done():
+					t.Fatalf("%s: the manual run never started", tc.label)
+				}
+				for {
+					runs, err := st.RunList(ctx, store.RunListParams{Job: tc.name})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if len(runs) == 1 {
+						if runs[0].Job != tc.name || !runs[0].Manual {
+							t.Errorf("%s: run row %+v", tc.label, runs[0])
+						}
+						break
+					}
+					if ctx.Err() != nil {
+						t.Fatalf("%s: no run row", tc.label)
+					}
+					time.Sleep(time.Millisecond)
+				}
+			}
+		})
 	}
 }

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/cronfence/cronfence/internal/clock"
 	"github.com/cronfence/cronfence/internal/mytest"
 	"github.com/cronfence/cronfence/internal/pgtest"
@@ -16,9 +14,8 @@ import (
 	"github.com/cronfence/cronfence/store/mysql"
 	"github.com/cronfence/cronfence/store/postgres"
 	"github.com/cronfence/cronfence/store/sqlite"
+	"github.com/jackc/pgx/v5"
 )
-
-func TestMain(m *testing.M) { pgtest.Main(m) }
 
 const ttl = 30 * time.Second
 

@@ -497,3 +497,48 @@ func TestLockSlotEndsADeadLastAttempt(t *testing.T) {
 		}
 	})
 }
+
+// slotClaimCounter counts a store's claim calls.
+type slotClaimCounter struct {
+	store.Store
+	claims atomic.Int64
+}
+
+func (c *slotClaimCounter) SlotClaim(ctx context.Context, p store.SlotClaimParams) (store.SlotClaimResult, error) {
+	c.claims.Add(1)
+	return c.Store.SlotClaim(ctx, p)
+}
+
+// TestLockSlotEarlyHostClaimsOnceAtTheSlot: a host whose clock runs ahead
+// of the database's sleeps to the slot by its own clock, a little early by
+// the database's; its one claim waits there for the slot, where it used to
+// be refused not_due and sent again 100 ms later. Nothing runs before the
+// slot by the database clock.
+func TestLockSlotEarlyHostClaimsOnceAtTheSlot(t *testing.T) {
+	for _, o := range storeOpeners {
+		t.Run(o.name, func(t *testing.T) {
+			t.Parallel()
+			st := o.open(t, nil)(t) // the database's own clock
+			counter := &slotClaimCounter{Store: st}
+			ahead := clockAhead{Store: counter, by: 50 * time.Millisecond}
+			bound := boundDBClock(t, st)
+			var started time.Time
+			res, err := LockSlot(context.Background(), ahead, SlotLock{Name: "tick", Schedule: "* * * * * *", Owner: "host-a", Logger: quiet},
+				func(context.Context, *Run) error { started = time.Now(); return nil })
+			if err != nil || !res.Ran {
+				t.Fatalf("LockSlot = %+v, %v; want run", res, err)
+			}
+			if n := counter.claims.Load(); n != 1 {
+				t.Errorf("%d claims sent for one slot, want one", n)
+			}
+			bound.wantNotBefore(t, res.Slot, started)
+			sl, err := st.SlotGet(context.Background(), "tick", res.Slot)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sl.StartedAt.Before(res.Slot) {
+				t.Errorf("slot %s started at %s by the database clock: early", res.Slot.Format(time.RFC3339Nano), sl.StartedAt.Format(time.RFC3339Nano))
+			}
+		})
+	}
+}

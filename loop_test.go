@@ -2,6 +2,7 @@ package cronfence
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -9,10 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cronfence/cronfence/internal/clock"
 	"github.com/cronfence/cronfence/internal/peers"
+	"github.com/cronfence/cronfence/internal/prune"
 	"github.com/cronfence/cronfence/internal/wait"
 	"github.com/cronfence/cronfence/store"
-	"github.com/cronfence/cronfence/store/postgres"
 )
 
 // Preferred claims need a store that tells the replicas of each other's
@@ -257,78 +259,6 @@ func TestAFallbackDropsASlotItsPreferredReplicaPassedOver(t *testing.T) {
 	})
 }
 
-// scanCounter is a PostgreSQL store that counts its scans for dead runs.
-type scanCounter struct {
-	*postgres.Store // its Listen too: the scheduler sees notices
-	scans           atomic.Int64
-}
-
-func (s *scanCounter) SlotListInterrupted(ctx context.Context) ([]store.Slot, error) {
-	s.scans.Add(1)
-	return s.Store.SlotListInterrupted(ctx)
-}
-
-// While nobody died, replicas that listen do not scan for dead runs every
-// ResumeEvery: only once as they start listening and, one replica, every
-// peers.ResumeBackstopEvery. A run whose owner dies is still resumed within
-// about ResumeEvery of its lease's end, by the replica that watches it.
-func TestDeadRunScansOnlyWhileAWatchedRunGoesOn(t *testing.T) {
-	eachStore(t, func(t *testing.T, c *cluster) {
-		needNotices(t, c)
-		l := newLedger()
-		job := Job{Name: "report", Schedule: "0 0 1 1 *", Handler: l.handler(c.db), MaxAttempts: 3}
-		var counters []*scanCounter
-		var replicas []*Scheduler
-		for _, o := range []string{"a", "b", "c"} {
-			sc := &scanCounter{Store: c.open(t).(*postgres.Store)}
-			counters = append(counters, sc)
-			replicas = append(replicas, c.startWith(Config{Owner: o, Store: sc, Clock: offsetClock{c.db, 0}, Retention: -1}, job))
-		}
-		hearEachOther(t, replicas...)
-		scans := func() (n int64) {
-			for _, sc := range counters {
-				n += sc.scans.Load()
-			}
-			return n
-		}
-		before := scans()
-		c.advance(2*time.Minute, DefaultResumeEvery)
-		// Every ResumeEvery on each replica would be 720; what is left is
-		// one scan per replica after it started listening, and the
-		// backstop's 5 by one replica.
-		if n := scans() - before; n > int64(2*time.Minute/peers.ResumeBackstopEvery)+1+3 {
-			t.Fatalf("%d scans for dead runs in 2 idle minutes on 3 replicas, want at most the backstop's", n)
-		}
-
-		// An owner outside the cluster claims a slot of the job and dies:
-		// its lease (10 s) runs out without its end.
-		st := c.open(t)
-		dead := c.db.Now().Add(-time.Hour).Truncate(time.Minute)
-		r, err := st.SlotClaim(context.Background(), store.SlotClaimParams{Job: "report", Slot: dead, LeaseName: "job:report",
-			Owner: "dead", TTL: 10 * time.Second, MaxAttempts: 3})
-		if err != nil || !r.Claimed {
-			t.Fatalf("claim: %+v, %v", r, err)
-		}
-		wait.For(t, 10*time.Second, func() bool {
-			for _, s := range replicas {
-				if !s.loop.peers.Watched("report", dead) {
-					return false
-				}
-			}
-			return true
-		}, func() string { return "the replicas did not hear the claim" })
-		c.advance(10*time.Second+DefaultResumeEvery, DefaultResumeEvery)
-		if n := l.ran("report", dead); n != 1 {
-			t.Fatalf("the dead owner's slot ran %d times within ResumeEvery of its lease's end, want resumed once", n)
-		}
-		sl, err := st.SlotGet(context.Background(), "report", dead)
-		if err != nil || sl.Attempts != 2 || sl.Status != store.SlotCompleted {
-			t.Fatalf("slot after the resume: %+v, %v; want completed at attempt 2", sl, err)
-		}
-		c.wantNeverDown()
-	})
-}
-
 // A replica that stops hearing the notices (its listening connection
 // broke) does without them until it hears again: it claims every slot at
 // once rather than wait for a claim it could not hear.
@@ -565,4 +495,372 @@ func TestAFallbackThatWokeLateGivesTheGraceFromWhenItWoke(t *testing.T) {
 		}
 		c.wantNeverDown()
 	})
+}
+
+// While the store is unreachable a replica probes it once a tick, not in a
+// tight loop: the resume scan it skips meanwhile must not leave its loop
+// sleeping for zero (the chaos suite saw 220,000 probes in 6 s, and the
+// spinning replica starved its neighbours' lease renewals).
+func TestStoreOutageDoesNotSpinTheLoop(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		var down atomic.Bool
+		var probes atomic.Int64
+		open := c.open
+		c.open = func(t *testing.T) store.Store { return &outageStore{Store: open(t), down: &down, probes: &probes} }
+		job := Job{Name: "tick", Schedule: "* * * * * *", Handler: nopHandler}
+		c.start("replica", 0, job)
+		c.advance(3*time.Second, time.Second)
+
+		down.Store(true)
+		c.advance(10*time.Second, time.Second)
+		// One probe at the failed fire and at most a couple a tick after.
+		if n := probes.Load(); n == 0 || n > 40 {
+			t.Fatalf("%d clock probes during a 10 s outage; want a few a second, not a spin", n)
+		}
+		down.Store(false)
+		c.advance(2*time.Second, time.Second)
+	})
+}
+
+// exactClock is the cluster clock with the real clock's SleepExactly: a
+// sleep moves the fake time on by its length, and is recorded.
+type exactClock struct {
+	*clock.Fake
+	mu    sync.Mutex
+	until []time.Time // where each exact sleep ended
+}
+
+func (e *exactClock) SleepExactly(d time.Duration) {
+	e.Advance(d)
+	e.mu.Lock()
+	e.until = append(e.until, e.Now())
+	e.mu.Unlock()
+}
+
+func (e *exactClock) sleptUntil(t time.Time) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, u := range e.until {
+		if u.Equal(t) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestLoopSleepsTheLastMomentsBeforeAFireExactly: a real timer wakes up to
+// a millisecond late (the Go runtime waits for timers in whole
+// milliseconds), and every claim of the slot with it. On a clock that can
+// sleep exactly (clock.Real), the loop sets its timer clock.TimerSlack
+// before the fire and sleeps the rest exactly; here a fake clock records
+// that sleep, which must end on the slot's instant, where the slot then
+// runs.
+func TestLoopSleepsTheLastMomentsBeforeAFireExactly(t *testing.T) {
+	// 300 ms past the second, so the wait for the fire (not MaxSleep's)
+	// ends on the slot.
+	start := time.Date(2026, 3, 1, 12, 0, 0, 300_000_000, time.UTC)
+	eachStoreFrom(t, start, func(t *testing.T, c *cluster) {
+		ec := &exactClock{Fake: c.db}
+		l := newLedger()
+		c.startWith(Config{Owner: "a", Clock: ec, Retention: -1, HeartbeatEvery: -1},
+			Job{Name: "ten", Schedule: "*/10 * * * * *", Handler: l.handler(c.db)})
+		slot := time.Date(2026, 3, 1, 12, 0, 10, 0, time.UTC)
+		// To the timer's deadline, TimerSlack before the slot, and no
+		// further: the loop's own sleep takes the clock the rest of the
+		// way.
+		c.advance(slot.Add(-clock.TimerSlack).Sub(c.db.Now()), time.Second)
+		wait.For(t, 10*time.Second, func() bool { return l.ran("ten", slot) == 1 }, func() string {
+			return "the slot did not run"
+		})
+		if !ec.sleptUntil(slot) {
+			t.Fatalf("no exact sleep ended on the slot (%s); the loop's exact sleeps ended at %v", slot, ec.until)
+		}
+		l.wantNoneTwiceOrEarly(t)
+	})
+}
+
+// heldPrune is a store whose Prune waits at a gate: a prune of a large
+// history (an hour of thousands of runs a second is millions of rows).
+type heldPrune struct {
+	store.Store
+	*gate
+}
+
+func (h *heldPrune) Prune(ctx context.Context, p store.PruneParams) (store.PruneResult, error) {
+	h.pass()
+	return h.Store.Prune(ctx, p)
+}
+
+// The replica that prunes goes on firing while the prune runs: it used to
+// prune on its loop and fire nothing until the prune ended (up to
+// StoreTimeout, every PruneEvery).
+func TestAPruneDoesNotHoldUpTheLoop(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		st := &heldPrune{Store: c.open(t), gate: newGate()}
+		start := c.db.Now()
+		l := newLedger()
+		s, err := New(Config{Store: st, Owner: "a", Logger: quiet, Clock: offsetClock{c.db, 0}, Retention: 24 * time.Hour,
+			StoreTimeout: time.Hour}) // the held prune is not cut short: it ends when released
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Register(Job{Name: "secondly", Schedule: "* * * * * *", Handler: l.handler(c.db)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			close(st.release)
+			_ = s.Stop(context.Background())
+		}()
+		// The first tick comes at once, at 12:00:00 (the first resume pass
+		// is due at start): it prunes.
+		select {
+		case <-st.entered:
+		case <-time.After(30 * time.Second):
+			t.Fatal("no prune started at the first tick")
+		}
+		// The clock moves only once the loop sleeps on its timer for
+		// 12:00:01, beside the prune step's timeout (waitForTimers): moved
+		// before, it left the slot waiting a second more, and the test
+		// failed under -race.
+		c.waitForTimers(2)
+		c.db.Advance(time.Second) // fires 12:00:01
+		slot := start.Add(time.Second)
+		for deadline := time.Now().Add(30 * time.Second); l.ran("secondly", slot) == 0; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("secondly's slot %s did not run while the prune was under way", slot.Format(time.TimeOnly))
+			}
+		}
+	})
+}
+
+// pruneDeadlines records how long each Prune was given to finish.
+type pruneDeadlines struct {
+	store.Store
+	mu   sync.Mutex
+	left []time.Duration // time.Until the context's deadline; -1 for none
+}
+
+func (p *pruneDeadlines) Prune(ctx context.Context, params store.PruneParams) (store.PruneResult, error) {
+	left := time.Duration(-1)
+	if dl, ok := ctx.Deadline(); ok {
+		left = time.Until(dl)
+	}
+	p.mu.Lock()
+	p.left = append(p.left, left)
+	p.mu.Unlock()
+	return p.Store.Prune(ctx, params)
+}
+
+// A prune is not cut off at StoreTimeout, which bounds the loop's round
+// trips: it runs beside the loop, and an hour of a busy cluster's history
+// takes longer (a million slots and runs took 19 s on PostgreSQL on a
+// 2-core machine). Cut off, it was rolled back whole, hour after hour, and
+// the history grew without bound. It now runs in steps for as long as it
+// holds its lease (TestAPruneRenewsItsLeaseAtEveryStep), with no deadline.
+func TestAPruneIsNotCutOffAtTheStoreTimeout(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		st := &pruneDeadlines{Store: c.open(t)}
+		c.startWith(Config{Owner: "a", Clock: offsetClock{c.db, 0}, Retention: 24 * time.Hour, Store: st, StoreTimeout: time.Second},
+			Job{Name: "daily", Schedule: "@daily", Handler: nopHandler})
+		c.advance(time.Second, time.Second) // the first tick prunes
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		if len(st.left) != 1 || st.left[0] != -1 {
+			t.Fatalf("the prunes had %v to finish; want one, with no deadline (-1), not StoreTimeout's 1s", st.left)
+		}
+	})
+}
+
+// smallPruneSteps is a store whose Prune deletes two rows of each table a
+// step, counting its steps and the renewals of the retention lease; with
+// lost, every renewal of it fails as lost.
+type smallPruneSteps struct {
+	store.Store
+	lost bool
+
+	mu              sync.Mutex
+	steps, renewals int
+	result          store.PruneResult
+}
+
+func (p *smallPruneSteps) Prune(ctx context.Context, params store.PruneParams) (store.PruneResult, error) {
+	params.Batch = 2
+	afterStep := params.AfterStep
+	params.AfterStep = func(total store.PruneResult) error {
+		p.mu.Lock()
+		p.steps++
+		p.mu.Unlock()
+		if afterStep == nil {
+			return nil
+		}
+		return afterStep(total)
+	}
+	res, err := p.Store.Prune(ctx, params)
+	p.mu.Lock()
+	p.result = res
+	p.mu.Unlock()
+	return res, err
+}
+
+func (p *smallPruneSteps) LeaseRenew(ctx context.Context, params store.LeaseRenewParams) (store.Lease, error) {
+	if params.Name == "cronfence:retention" {
+		p.mu.Lock()
+		p.renewals++
+		p.mu.Unlock()
+		if p.lost {
+			return store.Lease{}, store.ErrLeaseLost
+		}
+	}
+	return p.Store.LeaseRenew(ctx, params)
+}
+
+// pruneTenDays writes ten days of a daily job's history
+// (writeDailyHistory) and starts a replica on st with a week's retention,
+// which prunes at its first tick.
+func pruneTenDays(c *cluster, st store.Store) {
+	c.t.Helper()
+	writeDailyHistory(c.t, st, c.db.Now())
+	c.startWith(Config{Owner: "a", Clock: offsetClock{c.db, 0}, Retention: 7 * 24 * time.Hour, Store: st},
+		Job{Name: "daily", Schedule: "@daily", Handler: nopHandler})
+	c.advance(time.Second, time.Second)
+}
+
+// A prune deletes in steps and renews its lease after each, so it goes on
+// for as long as the history needs, one replica at a time: ten days of a
+// daily job with a week's retention is three slots and three runs to
+// delete, two steps of two.
+func TestAPruneRenewsItsLeaseAtEveryStep(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		st := &smallPruneSteps{Store: c.open(t)}
+		pruneTenDays(c, st)
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		if want := (store.PruneResult{Slots: 3, Runs: 3}); st.result != want {
+			t.Fatalf("pruned %+v, want %+v", st.result, want)
+		}
+		if st.steps != 2 || st.renewals != 2 {
+			t.Fatalf("%d steps and %d renewals of the retention lease; want 2 steps, each followed by a renewal", st.steps, st.renewals)
+		}
+	})
+}
+
+// A prune whose lease was lost stops after the step it was in: another
+// replica may be pruning now. What that step deleted stays deleted.
+func TestAPruneStopsWhenItsLeaseIsLost(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		st := &smallPruneSteps{Store: c.open(t), lost: true}
+		pruneTenDays(c, st)
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		if want := (store.PruneResult{Slots: 2, Runs: 2}); st.result != want || st.steps != 1 {
+			t.Fatalf("pruned %+v in %d steps; want %+v, the first step's, and no step after the lease was lost", st.result, st.steps, want)
+		}
+		runs, err := st.RunList(context.Background(), store.RunListParams{Job: "daily"})
+		if err != nil || len(runs) != 8 {
+			t.Fatalf("%d runs left (%v), want the 8 the first step left", len(runs), err)
+		}
+	})
+}
+
+// hangingPrune is a store whose prune never ends a step by itself (a
+// database that stopped answering, a lock never granted): it waits for its
+// context, and tells why that ended.
+type hangingPrune struct {
+	store.Store
+	entered chan struct{}
+	cause   chan error
+}
+
+func (h *hangingPrune) Prune(ctx context.Context, _ store.PruneParams) (store.PruneResult, error) {
+	close(h.entered)
+	<-ctx.Done()
+	h.cause <- context.Cause(ctx)
+	return store.PruneResult{}, ctx.Err()
+}
+
+// A prune step that does not end is cancelled prune.StepTimeout after the
+// lease was last renewed, a minute before the retention lease would
+// expire, so no other replica starts pruning beside it; and the lease is
+// given back.
+func TestAPruneStepThatDoesNotEndIsCancelledBeforeItsLeaseExpires(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		st := &hangingPrune{Store: c.open(t), entered: make(chan struct{}), cause: make(chan error, 1)}
+		// It prunes as it starts, and the prune holds: one busy, one timer.
+		c.startHolding(1, Config{Owner: "a", Clock: offsetClock{c.db, 0}, Retention: 7 * 24 * time.Hour, Store: st},
+			Job{Name: "daily", Schedule: "@daily", Handler: nopHandler})
+		<-st.entered
+		c.db.Advance(prune.StepTimeout - time.Second)
+		select {
+		case cause := <-st.cause:
+			t.Fatalf("the prune step was cancelled %s before its timeout: %v", time.Second, cause)
+		default:
+		}
+		c.db.Advance(time.Second)
+		select {
+		case cause := <-st.cause:
+			if !errors.Is(cause, prune.ErrStepTimeout) {
+				t.Fatalf("the prune step ended for %v; want prune.ErrStepTimeout", cause)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("the prune step was not cancelled %s after it started", prune.StepTimeout)
+		}
+		c.settle()
+		l, err := st.LeaseGet(context.Background(), "cronfence:retention")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if now := c.db.Now(); l.ExpiresAt.After(now) {
+			t.Fatalf("the retention lease = %+v, held until after now (%s); want it given back", l, now)
+		}
+	})
+}
+
+func TestRetentionPrunesOnOneReplicaKeepingTheLatestClaim(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		st := c.open(t)
+		day := 24 * time.Hour
+		now := c.db.Now()
+		writeDailyHistory(t, st, now)
+		noop := func(context.Context, *Run) error { return nil }
+		for _, name := range []string{"a", "b"} {
+			c.startWith(Config{Owner: name, Clock: offsetClock{c.db, 0}, Retention: 7 * day},
+				Job{Name: "daily", Schedule: "@daily", Handler: noop})
+		}
+		c.advance(time.Second, time.Second) // the first tick prunes, on one replica
+		runs, err := st.RunList(context.Background(), store.RunListParams{Job: "daily"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The runs 0.5 to 6.5 days old stay.
+		if len(runs) != 7 {
+			t.Fatalf("%d runs left after pruning, want the 7 younger than the retention", len(runs))
+		}
+		if _, err := st.SlotGet(context.Background(), "daily", now.Add(-10*day+12*time.Hour)); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("a 10-day-old claim survived: %v", err)
+		}
+	})
+}
+
+// writeDailyHistory writes ten days of a daily job's history: "daily"
+// claimed and ran a slot each day at noon, 9.5 to 0.5 days before now.
+func writeDailyHistory(t *testing.T, st store.Store, now time.Time) {
+	t.Helper()
+	for age := 10; age >= 1; age-- {
+		at := now.Add(-time.Duration(age)*24*time.Hour + 12*time.Hour)
+		r, err := st.SlotClaim(context.Background(), store.SlotClaimParams{
+			Job: "daily", Slot: at, LeaseName: "job:daily", Owner: "old", TTL: time.Minute, MaxAttempts: 1, Now: at,
+		})
+		if err != nil || !r.Claimed {
+			t.Fatal(r, err)
+		}
+		if _, err := st.SlotFinish(context.Background(), store.SlotFinishParams{
+			Job: "daily", Slot: at, LeaseName: r.Lease.Name, Owner: "old", Generation: r.Lease.Generation,
+			Status: store.SlotCompleted, Now: at, Run: store.Run{Success: true, StartedAt: at},
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -11,12 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/cronfence/cronfence/store"
 	"github.com/cronfence/cronfence/store/mysql"
 	"github.com/cronfence/cronfence/store/postgres"
 	"github.com/cronfence/cronfence/store/sqlite"
+	"github.com/jackc/pgx/v5"
 )
 
 // effects is a handler's own table on the store's database, written the way
@@ -408,5 +407,97 @@ func TestCompletesInTxTrustsOnlyTheTransaction(t *testing.T) {
 			t.Errorf("attempts trusts, never, believes = %s; want [1 2] [1 2] [1]", got)
 		}
 		c.wantNeverDown()
+	})
+}
+
+// A handler may keep its fenced transaction open for its whole run, here
+// three lease TTLs and the job's next three slots. Meanwhile its replica
+// renews the lease (the fence's row lock does not hold renewals up), so the
+// other replica never takes the run over; each overlapping slot is
+// refused at once, so "tick", fired in the same batches, runs every slot;
+// and the transaction commits at the end under its own generation.
+func TestLongFencedTransactionHoldsNothingUp(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		needRowLocks(t, c)
+		ctx := context.Background()
+		pg := c.open(t).(*postgres.Store)
+		pool, writes := pg.Pool(), pgx.Identifier{pg.Schema(), "long_writes"}.Sanitize()
+		if _, err := pool.Exec(ctx, `CREATE TABLE `+writes+` (slot timestamptz, generation bigint)`); err != nil {
+			t.Fatal(err)
+		}
+		started, release, committed := make(chan *Run, 4), make(chan struct{}), make(chan error, 4)
+		long := func(ctx context.Context, run *Run) error {
+			tx, err := pool.Begin(ctx)
+			if err != nil {
+				return err
+			}
+			defer func() { _ = tx.Rollback(context.Background()) }()
+			if err := run.Fence(ctx, tx); err != nil {
+				return err
+			}
+			started <- run
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO `+writes+` VALUES ($1, $2)`, run.Slot, run.Generation); err != nil {
+				return err
+			}
+			err = tx.Commit(ctx)
+			committed <- err
+			return err
+		}
+		l := newLedger()
+		jobs := []Job{{Name: "long", Schedule: "* * * * *", LeaseTTL: 50 * time.Second, Handler: long},
+			{Name: "tick", Schedule: "* * * * *", Handler: l.handler(c.db)}}
+		// b starts once a's run holds the lease: a claim that races the
+		// winner of the very slot it fences may still wait for the fenced
+		// transaction (see finding 14 in docs/reliability.md); the slots
+		// after it must not.
+		c.start("a", 0, jobs...)
+		start := c.db.Now()
+		c.db.Advance(time.Minute)
+		run := <-started
+		c.settleHolding(1)
+		c.startHolding(1, Config{Owner: "b", Clock: offsetClock{c.db, 0}, Retention: -1}, jobs...)
+		// Three more minutes in steps of a renewal period: the held run is
+		// renewed at each, and long's slots come due beside tick's.
+		for range 9 {
+			c.db.Advance(20 * time.Second)
+			c.settleHolding(1)
+		}
+		close(release)
+		if err := <-committed; err != nil {
+			t.Fatalf("the fenced transaction's commit after three TTLs: %v", err)
+		}
+		c.settle()
+		c.wantNeverDown()
+		select {
+		case r := <-started:
+			t.Fatalf("long's run was started again (slot %s, by %s) while the first held its lease", r.Slot, r.Owner)
+		default:
+		}
+		l.wantEachOnce(t, "tick", start.Add(time.Minute), c.db.Now().Add(time.Second), time.Minute)
+		var n int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM `+writes+` WHERE generation = $1`, run.Generation).Scan(&n); err != nil || n != 1 {
+			t.Fatalf("fenced writes at generation %d = %d, %v; want 1", run.Generation, n, err)
+		}
+		runs, err := c.replicas[0].e.Store.RunList(ctx, store.RunListParams{Job: "long"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var skips int
+		for _, r := range runs {
+			switch {
+			case r.Skipped && r.Reason == "already_executing":
+				skips++
+			case r.Skipped || !r.Success || r.Generation != run.Generation:
+				t.Errorf("long's run row %+v; want its one run, successful at generation %d", r, run.Generation)
+			}
+		}
+		if skips != 3 {
+			t.Errorf("long's overlapping slots: %d skip rows, want 3", skips)
+		}
 	})
 }

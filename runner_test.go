@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -123,6 +124,98 @@ func TestARunsLoggerCarriesTheRunAndCostsNothingUnused(t *testing.T) {
 		defer d.mu.Unlock()
 		if n := d.jobs["quiet"]; n != 0 {
 			t.Errorf("the scheduler's handler derived %d handler(s) for a run that logged nothing", n)
+		}
+	})
+}
+
+// TestARunCutBeforeItsSlotDoesNotStart: a run whose claim committed ahead
+// of its slot (store.SlotClaimResult.Wait) waits for the slot before its
+// handler starts; when the replica's runs are cancelled meanwhile (Stop's
+// grace over), the handler does not start at all, and the slot is left as
+// a run cut short by shutdown is: still running, its lease released, for
+// a live replica to resume at once. (Stop cancels the runs only once its
+// loop is done, which on a real clock usually outlasts the 50 ms a claim
+// is sent ahead, so the run is started here by hand.)
+func TestARunCutBeforeItsSlotDoesNotStart(t *testing.T) {
+	for _, o := range storeOpeners {
+		t.Run(o.name, func(t *testing.T) {
+			t.Parallel()
+			st := o.open(t, nil)(t)
+			var called atomic.Int64
+			s, err := New(Config{Store: st, Owner: "a", Logger: quiet, Retention: -1, HeartbeatEvery: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Register(Job{Name: "yearly", Schedule: "0 0 1 1 *", Handler: func(context.Context, *Run) error {
+				called.Add(1)
+				return nil
+			}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = s.Stop(context.Background()) }()
+			now, err := st.Now(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			job := s.jobs.get("yearly")
+			slot := now.Add(-time.Second).Truncate(time.Second)
+			claim, err := st.SlotClaim(context.Background(), job.claimParams(slot, "a", 0, OriginScheduled, 0))
+			if err != nil || !claim.Claimed {
+				t.Fatalf("claim = %+v, %v", claim, err)
+			}
+			s.runner.cancel()
+			ended := make(chan struct{})
+			go func() {
+				defer close(ended)
+				s.runner.execute(runSpec{job: job, slot: slot, lease: claim.Lease, attempt: claim.Slot.Attempts, origin: OriginScheduled,
+					sent: now, startAt: time.Now().Add(time.Hour)})
+			}()
+			select {
+			case <-ended:
+			case <-time.After(30 * time.Second):
+				t.Fatal("a run cut before its slot (an hour away) did not end: it waits for the slot regardless")
+			}
+			if n := called.Load(); n != 0 {
+				t.Fatalf("the handler ran %d time(s) although the run was cut before its slot", n)
+			}
+			sl, err := st.SlotGet(context.Background(), "yearly", slot)
+			if err != nil {
+				t.Fatal(err)
+			}
+			interrupted, err := st.SlotListInterrupted(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			resumable := false
+			for _, i := range interrupted {
+				resumable = resumable || (i.Job == "yearly" && i.Slot.Equal(slot))
+			}
+			if sl.Status != store.SlotRunning || !resumable {
+				t.Fatalf("the slot after the cut = %+v (listed to resume: %v); want running and free to resume at once", sl, resumable)
+			}
+		})
+	}
+}
+
+// A handler's plain error is recorded as it is: not decorated with the
+// cancellation that ending the run's lease hold causes afterwards.
+func TestFailedRunRecordsTheHandlersError(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		job := Job{Name: "failing", Schedule: "* * * * * *", Handler: func(_ context.Context, run *Run) error {
+			run.Logger.Info("working")
+			return errors.New("exit status 3")
+		}}
+		s := c.start("a", 0, job)
+		c.advance(time.Second, time.Second)
+		runs, err := s.e.Store.RunList(context.Background(), store.RunListParams{Job: "failing"})
+		if err != nil || len(runs) != 1 {
+			t.Fatalf("runs = %+v, %v", runs, err)
+		}
+		if r := runs[0]; r.Success || r.Error != "exit status 3" || len(r.Logs) != 1 || !strings.Contains(r.Logs[0], "working") {
+			t.Fatalf("run row = %+v; want the handler's error as is and only its own log line", r)
 		}
 	})
 }

@@ -4,20 +4,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"slices"
+	"maps"
+	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cronfence/cronfence/internal/clock"
 	"github.com/cronfence/cronfence/internal/pgtest"
 	"github.com/cronfence/cronfence/store"
+	"github.com/cronfence/cronfence/store/mysql"
 	"github.com/cronfence/cronfence/store/postgres"
+	"github.com/cronfence/cronfence/store/sqlite"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/jackc/pgx/v5"
 )
 
 func TestEverySlotOnceAcrossThreeReplicas(t *testing.T) {
@@ -66,278 +69,6 @@ func TestManyJobsEverySlotOnce(t *testing.T) {
 	})
 }
 
-// Replica clocks 90 s ahead and behind: the database clock decides, so no
-// slot runs early and none twice. Replicas up to 2 s late with a fast job
-// are the failure of designs that release a lock at the end of a run.
-func TestSkewedClocksNeitherEarlyNorTwice(t *testing.T) {
-	for _, offsets := range [][]time.Duration{
-		{0, 90 * time.Second, -90 * time.Second},
-		{0, -time.Second, -2 * time.Second},
-	} {
-		t.Run(fmt.Sprint(offsets), func(t *testing.T) {
-			eachStore(t, func(t *testing.T, c *cluster) {
-				l := newLedger()
-				job := Job{Name: "fast", Schedule: "*/5 * * * * *", Handler: l.handler(c.db)}
-				start := c.db.Now()
-				for i, off := range offsets {
-					c.start(fmt.Sprintf("replica-%d", i), off, job)
-				}
-				c.advance(3*time.Minute, time.Second)
-				// Nothing ran early or twice, whatever the clocks. Once the
-				// replicas behind have caught up with the slots the others
-				// already ran (their first 90 s fire slots from before the
-				// cluster existed), every slot runs exactly once.
-				l.wantNoneTwiceOrEarly(t)
-				c.wantNeverDown()
-				for slot := start.Add(100 * time.Second); !slot.After(start.Add(3 * time.Minute)); slot = slot.Add(5 * time.Second) {
-					if n := l.ran("fast", slot); n != 1 {
-						t.Fatalf("slot %s ran %d times, want once", slot.Format(time.TimeOnly), n)
-					}
-				}
-			})
-		})
-	}
-}
-
-func TestEveryIsAnchoredAcrossReplicasStartedApart(t *testing.T) {
-	eachStore(t, func(t *testing.T, c *cluster) {
-		l := newLedger()
-		job := Job{Name: "seven", Schedule: "@every 7s", Handler: l.handler(c.db)}
-		c.start("early", 0, job)
-		c.advance(3*time.Second, time.Second)
-		c.start("late", 0, job)
-		c.advance(30*time.Second, time.Second)
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		if len(l.runs["seven"]) < 4 {
-			t.Fatalf("only %d slots ran", len(l.runs["seven"]))
-		}
-		for slot, by := range l.runs["seven"] {
-			if slot.Unix()%7 != 0 || len(by) != 1 {
-				t.Fatalf("slot %s (Unix %d) ran by %v: want multiples of 7 s since the epoch, once", slot, slot.Unix(), by)
-			}
-		}
-	})
-}
-
-func TestPauseReachesEveryReplicaAndSurvivesRestart(t *testing.T) {
-	eachStore(t, func(t *testing.T, c *cluster) {
-		l := newLedger()
-		job := Job{Name: "tick", Schedule: "* * * * * *", Handler: l.handler(c.db)}
-		a := c.start("a", 0, job)
-		c.start("b", 0, job)
-		c.advance(2*time.Second, time.Second)
-		if _, err := a.SetEnabled(context.Background(), "tick", ptr(false), "ana", "maintenance"); err != nil {
-			t.Fatal(err)
-		}
-		paused := c.db.Now()
-		c.advance(3*time.Second, time.Second)
-		// A restart keeps the pause.
-		c.stop(a)
-		c.start("a2", 0, job)
-		c.advance(2*time.Second, time.Second)
-		l.mu.Lock()
-		for slot := range l.runs["tick"] {
-			if slot.After(paused) {
-				l.mu.Unlock()
-				t.Fatalf("slot %s ran while paused", slot)
-			}
-		}
-		l.mu.Unlock()
-		runs, err := c.replicas[0].e.Store.RunList(context.Background(), store.RunListParams{Job: "tick"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range runs {
-			if r.Slot.After(paused) && (!r.Skipped || r.Reason != string(store.ClaimPaused)) {
-				t.Fatalf("a paused slot left a run row other than its skip: %+v", r)
-			}
-		}
-		// nil restores the declared value (enabled).
-		if _, err := c.replicas[0].SetEnabled(context.Background(), "tick", nil, "ana", ""); err != nil {
-			t.Fatal(err)
-		}
-		resumed := c.db.Now()
-		c.advance(3*time.Second, time.Second)
-		l.wantNoneTwiceOrEarly(t)
-		for s := resumed.Add(time.Second); !s.After(resumed.Add(3 * time.Second)); s = s.Add(time.Second) {
-			if n := l.ran("tick", s); n != 1 {
-				t.Fatalf("after resume slot %s ran %d times", s, n)
-			}
-		}
-	})
-}
-
-// Each slot due while its job is paused is settled skipped and shows in the
-// job's history as a skip with reason paused, recorded once across the
-// replicas that claimed it, and logged once, at INFO, naming the job and
-// the slot; a job declared disabled likewise. Before, nothing showed: the
-// dashboard drew the slot as missed.
-func TestAPausedSlotIsRecordedAndLoggedOnce(t *testing.T) {
-	eachStore(t, func(t *testing.T, c *cluster) {
-		var out syncBuffer
-		log := slog.New(slog.NewJSONHandler(&out, nil))
-		tick := Job{Name: "tick", Schedule: "* * * * * *", Handler: func(context.Context, *Run) error { return nil }}
-		off := Job{Name: "off", Schedule: "* * * * * *", Disabled: true, Handler: func(context.Context, *Run) error { return nil }}
-		a := c.startWith(Config{Owner: "a", Clock: offsetClock{c.db, 0}, Retention: -1, Logger: log}, tick, off)
-		c.startWith(Config{Owner: "b", Clock: offsetClock{c.db, 0}, Retention: -1, Logger: log}, tick, off)
-		if _, err := a.SetEnabled(context.Background(), "tick", ptr(false), "ana", "maintenance"); err != nil {
-			t.Fatal(err)
-		}
-		first := c.db.Now().Truncate(time.Second).Add(time.Second)
-		c.advance(3*time.Second, time.Second)
-		var slots []string
-		for s := first; !s.After(first.Add(2 * time.Second)); s = s.Add(time.Second) {
-			slots = append(slots, s.Format(time.RFC3339))
-		}
-		for job, line := range map[string]string{"tick": store.PausedSkipLine(true), "off": store.PausedSkipLine(false)} {
-			runs, err := a.Store().RunList(context.Background(), store.RunListParams{Job: job})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			for _, r := range runs {
-				if !r.Skipped || r.Reason != string(store.ClaimPaused) || len(r.Logs) != 1 || r.Logs[0] != line {
-					t.Fatalf("%s: run row %+v; want only skips with reason paused, logged %q", job, r, line)
-				}
-				got = append([]string{r.Slot.Format(time.RFC3339)}, got...)
-			}
-			if strings.Join(got, " ") != strings.Join(slots, " ") {
-				t.Fatalf("%s: skips of slots %v, want one of each slot due while paused %v", job, got, slots)
-			}
-			var logged []string
-			for _, l := range jsonLines(t, &out, "cronfence: slot skipped: the job is paused") {
-				if l["job"] == job {
-					if l["level"] != "INFO" {
-						t.Fatalf("%s: %v, want INFO", job, l)
-					}
-					logged = append(logged, l["slot"].(string))
-				}
-			}
-			slices.Sort(logged)
-			if strings.Join(logged, " ") != strings.Join(slots, " ") {
-				t.Fatalf("%s: logged paused slots %v across both replicas, want each once: %v", job, logged, slots)
-			}
-		}
-	})
-}
-
-func ptr[T any](v T) *T { return &v }
-
-// blocker is a handler that runs until released, to hold a job's lease.
-type blocker struct {
-	started chan *Run
-	release chan struct{}
-}
-
-func newBlocker() *blocker {
-	return &blocker{started: make(chan *Run, 10), release: make(chan struct{})}
-}
-
-func (b *blocker) handler(ctx context.Context, run *Run) error {
-	b.started <- run
-	select {
-	case <-b.release:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func TestOverlapSkipRecordedAndTriggerRefused(t *testing.T) {
-	eachStore(t, func(t *testing.T, c *cluster) {
-		b := newBlocker()
-		job := Job{Name: "long", Schedule: "* * * * *", Handler: b.handler}
-		a := c.start("a", 0, job)
-		other := c.start("b", 0, job)
-		c.db.Advance(time.Minute) // the first slot: one replica runs it and holds on
-		first := <-b.started
-		c.settleHolding(1)
-		c.db.Advance(time.Minute) // the next slot overlaps
-		c.settleHolding(1)
-		runs, err := a.e.Store.RunList(context.Background(), store.RunListParams{Job: "long"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(runs) != 1 || !runs[0].Skipped || runs[0].Reason != "already_executing" ||
-			!strings.Contains(runs[0].Logs[0], "held by "+first.Owner) {
-			t.Fatalf("runs after the overlap = %+v; want one skip row naming %s", runs, first.Owner)
-		}
-		_, err = other.Trigger(context.Background(), "long")
-		var ae *AlreadyExecutingError
-		if !errors.Is(err, ErrAlreadyExecuting) || !errors.As(err, &ae) || ae.Holder.Owner != first.Owner || !ae.Skip.Manual || !ae.Skip.Skipped {
-			t.Fatalf("Trigger during a run = %v; want ErrAlreadyExecuting naming %s with a manual skip row", err, first.Owner)
-		}
-		close(b.release)
-		c.settle()
-		// Now free: a manual run goes through.
-		mr, err := other.Trigger(context.Background(), "long")
-		if err != nil || mr.Generation != first.Generation+1 {
-			t.Fatalf("Trigger when free = %+v, %v", mr, err)
-		}
-		run := <-b.started
-		if run.Origin != OriginManual || !run.Slot.IsZero() {
-			t.Fatalf("triggered run = %+v", run)
-		}
-		c.settle()
-	})
-}
-
-func TestCatchUpRunsOnlyTheLatestMissedSlotInsideTheWindow(t *testing.T) {
-	eachStore(t, func(t *testing.T, c *cluster) {
-		l := newLedger()
-		job := Job{Name: "minutely", Schedule: "* * * * *", CatchUpWindow: 5 * time.Minute, Handler: l.handler(c.db)}
-		t0 := c.db.Now() // 12:00:00, itself a slot: the first start catches it up
-		a := c.start("a", 0, job)
-		c.advance(time.Minute, 10*time.Second) // 12:01 runs normally
-		c.stop(a)
-		// A deploy: nobody runs for three minutes and a half.
-		c.db.Advance(3*time.Minute + 30*time.Second)
-		b := c.start("b", 0, job)
-		missed := t0.Add(4 * time.Minute) // 12:04; 12:02 and 12:03 are history, not replayed
-		for _, slot := range []time.Time{t0, t0.Add(time.Minute), missed} {
-			if n := l.ran("minutely", slot); n != 1 {
-				t.Fatalf("slot %s ran %d times, want once", slot.Format(time.TimeOnly), n)
-			}
-		}
-		for _, slot := range []time.Time{t0.Add(2 * time.Minute), t0.Add(3 * time.Minute)} {
-			if n := l.ran("minutely", slot); n != 0 {
-				t.Fatalf("catch-up replayed slot %s", slot.Format(time.TimeOnly))
-			}
-		}
-		runs, err := b.e.Store.RunList(context.Background(), store.RunListParams{Job: "minutely", Limit: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		wantLine := fmt.Sprintf("Catch-up run for missed slot %s (30s late)", missed.Format(time.RFC3339))
-		if len(runs) != 1 || !runs[0].CatchUp || len(runs[0].Logs) == 0 || !strings.Contains(runs[0].Logs[0], wantLine) {
-			t.Fatalf("catch-up run row = %+v; want catch-up with first line %q", runs, wantLine)
-		}
-		// A restart right after: the latest slot is claimed, nothing extra.
-		c.stop(b)
-		c.start("c", 0, job)
-		l.wantNoneTwiceOrEarly(t)
-		l.mu.Lock()
-		n := len(l.runs["minutely"])
-		l.mu.Unlock()
-		if n != 3 {
-			t.Fatalf("%d slots ran after a quick restart, want 3", n)
-		}
-
-		// A slot missed longer ago than the window is not run.
-		hourly := Job{Name: "hourly", Schedule: "@hourly", CatchUpWindow: 5 * time.Minute, Handler: l.handler(c.db)}
-		c.stop(c.replicas[0])
-		c.db.Advance(10 * time.Minute) // 12:14:30: 12:00 is 14.5 min ago
-		c.start("d", 0, job, hourly)
-		if n := l.ran("hourly", t0); n != 0 {
-			t.Fatal("catch-up ran a slot older than its window")
-		}
-		if n := l.ran("minutely", t0.Add(14*time.Minute)); n != 1 {
-			t.Fatalf("the latest missed minutely slot ran %d times, want once", n)
-		}
-	})
-}
-
 func TestShutdownReleasesLeaseAndHandsOver(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
 		b := newBlocker()
@@ -372,141 +103,6 @@ func TestShutdownReleasesLeaseAndHandsOver(t *testing.T) {
 			t.Fatalf("after Stop the lease is %+v (%v); want generation %d released", l, err, run.Generation)
 		}
 	})
-}
-
-func TestBufferOneRunsTheOverlappedSlotWhenTheRunEnds(t *testing.T) {
-	eachStore(t, func(t *testing.T, c *cluster) {
-		b := newBlocker()
-		job := Job{Name: "long", Schedule: "* * * * *", Overlap: OverlapBufferOne, Handler: b.handler}
-		c.start("a", 0, job)
-		c.start("b", 0, job)
-		t0 := c.db.Now()
-		c.db.Advance(time.Minute)
-		first := <-b.started
-		c.settleHolding(1)
-		c.db.Advance(time.Minute) // 12:02 is buffered
-		c.settleHolding(1)
-		c.db.Advance(time.Minute) // 12:03 is skipped: one is buffered already
-		c.settleHolding(1)
-		b.release <- struct{}{} // the first run ends...
-		buffered := <-b.started // ...and the buffered slot runs at once
-		if !first.Slot.Equal(t0.Add(time.Minute)) || !buffered.Slot.Equal(t0.Add(2*time.Minute)) || buffered.Origin != OriginBuffered {
-			t.Fatalf("runs: first %s, then %s; want 12:01 then the buffered 12:02", first.Slot, buffered.Slot)
-		}
-		close(b.release)
-		c.settle()
-		skipped, err := c.replicas[0].e.Store.SlotGet(context.Background(), "long", t0.Add(3*time.Minute))
-		if err != nil || skipped.Status != store.SlotSkipped {
-			t.Fatalf("12:03 = %+v, %v; want skipped", skipped, err)
-		}
-	})
-}
-
-// The store goes away at a fire: the slot is not run (by default) but left
-// to catch-up, which runs it once the store is back; a job that runs when
-// the store is down (fail-open) runs without a lease.
-func TestStoreOutageLeavesSlotToCatchUp(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a PostgreSQL cluster of its own")
-	}
-	t.Parallel()
-	pg := pgtest.NewCluster(t)
-	db := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 30, 0, time.UTC))
-	pool, err := pgxpool.New(context.Background(), pg.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	st, err := postgres.New(pool, &postgres.Config{NowFunc: db.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Migrate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	c := &cluster{t: t, db: db, open: func(*testing.T) store.Store { return st }}
-	l := newLedger()
-	failOpen := make(chan *Run, 1)
-	c.start("a", 0,
-		Job{Name: "minutely", Schedule: "* * * * *", CatchUpWindow: 10 * time.Minute, Handler: l.handler(db)},
-		Job{Name: "open", Schedule: "* * * * *", RunWhenStoreDown: true, Handler: func(_ context.Context, run *Run) error {
-			failOpen <- run
-			return nil
-		}},
-	)
-	pg.Stop(t)
-	c.advance(time.Minute, time.Minute) // 12:01 comes due with the store down
-	if n := l.ran("minutely", time.Date(2026, 3, 1, 12, 1, 0, 0, time.UTC)); n != 0 {
-		t.Fatal("a slot ran while the store was down")
-	}
-	if run := <-failOpen; run.Generation != 0 || run.Origin != OriginFailOpen || run.Fence(context.Background(), nil) == nil {
-		t.Fatalf("fail-open run = %+v; want one without a lease (origin %s), whose fence refuses", run, OriginFailOpen)
-	}
-	pg.Start(t)
-	// The next tick's probe finds the store back; catch-up then runs the
-	// slot that fired while it was down, before the next slot comes due.
-	c.advance(time.Second, time.Second)
-	c.advance(time.Second, time.Second)
-	missed := time.Date(2026, 3, 1, 12, 1, 0, 0, time.UTC)
-	if n := l.ran("minutely", missed); n != 1 {
-		t.Fatalf("the slot missed during the outage ran %d times after the store came back, want once", n)
-	}
-	runs, err := st.RunList(context.Background(), store.RunListParams{Job: "minutely", Limit: 1})
-	if err != nil || len(runs) != 1 || !runs[0].CatchUp || !strings.HasPrefix(runs[0].Logs[0], "INFO Catch-up run for missed slot 2026-03-01T12:01:00Z") {
-		t.Fatalf("catch-up run row = %+v, %v", runs, err)
-	}
-	c.advance(time.Minute, 10*time.Second) // 12:02 runs normally
-	if n := l.ran("minutely", missed.Add(time.Minute)); n != 1 {
-		t.Fatalf("12:02 ran %d times, want once", n)
-	}
-	l.wantNoneTwiceOrEarly(t)
-}
-
-func TestRetentionPrunesOnOneReplicaKeepingTheLatestClaim(t *testing.T) {
-	eachStore(t, func(t *testing.T, c *cluster) {
-		st := c.open(t)
-		day := 24 * time.Hour
-		now := c.db.Now()
-		writeDailyHistory(t, st, now)
-		noop := func(context.Context, *Run) error { return nil }
-		for _, name := range []string{"a", "b"} {
-			c.startWith(Config{Owner: name, Clock: offsetClock{c.db, 0}, Retention: 7 * day},
-				Job{Name: "daily", Schedule: "@daily", Handler: noop})
-		}
-		c.advance(time.Second, time.Second) // the first tick prunes, on one replica
-		runs, err := st.RunList(context.Background(), store.RunListParams{Job: "daily"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		// The runs 0.5 to 6.5 days old stay.
-		if len(runs) != 7 {
-			t.Fatalf("%d runs left after pruning, want the 7 younger than the retention", len(runs))
-		}
-		if _, err := st.SlotGet(context.Background(), "daily", now.Add(-10*day+12*time.Hour)); !errors.Is(err, store.ErrNotFound) {
-			t.Fatalf("a 10-day-old claim survived: %v", err)
-		}
-	})
-}
-
-// writeDailyHistory writes ten days of a daily job's history: "daily"
-// claimed and ran a slot each day at noon, 9.5 to 0.5 days before now.
-func writeDailyHistory(t *testing.T, st store.Store, now time.Time) {
-	t.Helper()
-	for age := 10; age >= 1; age-- {
-		at := now.Add(-time.Duration(age)*24*time.Hour + 12*time.Hour)
-		r, err := st.SlotClaim(context.Background(), store.SlotClaimParams{
-			Job: "daily", Slot: at, LeaseName: "job:daily", Owner: "old", TTL: time.Minute, MaxAttempts: 1, Now: at,
-		})
-		if err != nil || !r.Claimed {
-			t.Fatal(r, err)
-		}
-		if _, err := st.SlotFinish(context.Background(), store.SlotFinishParams{
-			Job: "daily", Slot: at, LeaseName: r.Lease.Name, Owner: "old", Generation: r.Lease.Generation,
-			Status: store.SlotCompleted, Now: at, Run: store.Run{Success: true, StartedAt: at},
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // A handler that does not end by itself is cancelled when the shutdown
@@ -605,532 +201,1011 @@ func TestStopWithACancelledContextGivesRunningHandlersTheGrace(t *testing.T) {
 	})
 }
 
-// A run whose own replica loses its lease while it runs (here: another
-// owner takes the lease and lets it go, as after renewals that could not
-// reach the database until it expired) is cancelled, and its slot is left
-// running for a replica to resume with one more attempt, not counted as
-// failed — unless it was the slot's last attempt, which ends failed, since
-// nothing could take the slot again.
-func TestLostLeaseLeavesTheSlotToResume(t *testing.T) {
-	for _, tc := range []struct {
-		maxAttempts int
-		resumed     bool
-	}{
-		{maxAttempts: 3, resumed: true},
-		{maxAttempts: 1, resumed: false},
-	} {
-		t.Run(fmt.Sprintf("max_attempts=%d", tc.maxAttempts), func(t *testing.T) {
-			eachStore(t, func(t *testing.T, c *cluster) {
-				const ttl = 30 * time.Second
-				b := newBlocker()
-				close(b.release) // a resumed attempt succeeds at once
-				first := make(chan *Run, 1)
-				job := Job{Name: "victim", Schedule: "* * * * *", LeaseTTL: ttl, MaxAttempts: tc.maxAttempts,
-					Handler: func(ctx context.Context, run *Run) error {
-						if run.Attempt > 1 {
-							return b.handler(ctx, run)
-						}
-						first <- run
-						<-ctx.Done()
-						return context.Cause(ctx)
-					}}
-				a := c.start("a", 0, job)
-				c.start("b", 0, job)
-				c.db.Advance(time.Minute)
-				run := <-first // on either replica
-				c.settleHolding(1)
-
-				st := a.e.Store
-				held, err := st.LeaseGet(context.Background(), "job:victim")
-				if err != nil {
-					t.Fatal(err)
-				}
-				other, ok, err := st.LeaseAcquire(context.Background(), store.LeaseAcquireParams{Name: "job:victim", Owner: "other", TTL: ttl, Now: held.ExpiresAt})
-				if err != nil || !ok {
-					t.Fatalf("takeover: %v, %v", ok, err)
-				}
-				if ok, err := st.LeaseRelease(context.Background(), other.Ref()); err != nil || !ok {
-					t.Fatalf("release: %v, %v", ok, err)
-				}
-				// The holder's next renewal finds its lease gone, and its
-				// run ends; the resume scans (every 500 ms) then find the
-				// slot's run dead.
-				c.db.Advance(ttl / 3)
-				c.settle()
-				c.advance(2*time.Second, 500*time.Millisecond)
-
-				runs, err := st.RunList(context.Background(), store.RunListParams{Job: "victim"})
-				if err != nil {
-					t.Fatal(err)
-				}
-				slot, err := st.SlotGet(context.Background(), "victim", run.Slot)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !tc.resumed {
-					if slot.Status != store.SlotFailed || slot.Attempts != 1 || len(runs) != 1 || runs[0].Success ||
-						!strings.Contains(runs[0].Error, "lease") {
-						t.Fatalf("last attempt: slot %+v, runs %+v; want the slot failed after 1 attempt, one failed run naming the lease", slot, runs)
-					}
-					return
-				}
-				if slot.Status != store.SlotCompleted || slot.Attempts != 2 {
-					t.Fatalf("slot %+v; want completed at attempt 2", slot)
-				}
-				// The resume may start before the cut-short run has ended: the
-				// slot's lease moved on, so its run was dead already.
-				byAttempt := map[int]store.Run{}
-				for _, r := range runs {
-					byAttempt[r.Attempt] = r
-				}
-				cut, again := byAttempt[1], byAttempt[2]
-				if len(runs) != 2 || !again.Success || cut.Success ||
-					!strings.Contains(cut.Error, "interrupted by lease loss, left for a replica to resume") ||
-					strings.Count(cut.Error, "lease lost") != 1 || !cut.FinishedAt.Equal(held.AcquiredAt.Add(ttl/3)) {
-					t.Fatalf("runs = %+v; want attempt 1 interrupted by lease loss (said once, ended at the renewal), attempt 2 successful", runs)
-				}
-				if resumed := <-b.started; !resumed.Slot.Equal(run.Slot) || resumed.Generation <= other.Generation {
-					t.Fatalf("resumed run %+v; want slot %s at a generation above %d", resumed, run.Slot, other.Generation)
-				}
-			})
-		})
-	}
-}
-
-// The resume scan leaves a dead slot that has used all its attempts alone
-// (claiming it would be refused on every scan) and resumes an older dead
-// slot of the same job that has attempts left, which the newer one used to
-// hide.
-func TestResumeSkipsSlotsOutOfAttempts(t *testing.T) {
-	eachStore(t, func(t *testing.T, c *cluster) {
-		st := c.open(t)
-		start := c.db.Now() // 12:00
-		older, newer := start.Add(-2*time.Minute), start.Add(-time.Minute)
-		claim := func(slot time.Time, at time.Duration) {
-			t.Helper()
-			r, err := st.SlotClaim(context.Background(), store.SlotClaimParams{
-				Job: "victim", Slot: slot, LeaseName: "job:victim", Owner: "dead", TTL: time.Second, MaxAttempts: 3,
-				Now: newer.Add(at),
-			})
-			if err != nil || !r.Claimed {
-				t.Fatalf("claim of %s: %+v, %v", slot.Format(time.TimeOnly), r, err)
-			}
-		}
-		// A dead owner ran the older slot once and the newer one three
-		// times, each run dying with its lease (TTL 1 s).
-		claim(older, 0)
-		claim(newer, 2*time.Second)
-		claim(newer, 4*time.Second)
-		claim(newer, 6*time.Second)
-
-		l := newLedger()
-		rec := &recorder{}
-		c.startWith(Config{Owner: "a", Clock: offsetClock{c.db, 0}, Retention: -1, Observer: rec},
-			Job{Name: "victim", Schedule: "* * * * *", MaxAttempts: 3, Handler: l.handler(c.db)})
-		c.advance(2*time.Second, 500*time.Millisecond)
-
-		if n := l.ran("victim", older); n != 1 {
-			t.Errorf("older slot (1 attempt of 3 used) ran %d times, want resumed once", n)
-		}
-		if n := l.ran("victim", newer); n != 0 {
-			t.Errorf("newer slot (3 attempts of 3 used) ran %d times, want never", n)
-		}
-		for _, e := range rec.take() {
-			if ce, ok := e.(ClaimEvent); ok && ce.Origin == OriginResume && ce.Slot.Equal(newer) {
-				t.Errorf("the resume scan claimed the slot out of attempts: %+v", ce)
-			}
-		}
-		if sl, err := st.SlotGet(context.Background(), "victim", older); err != nil || sl.Status != store.SlotCompleted || sl.Attempts != 2 {
-			t.Errorf("older slot = %+v, %v; want completed at attempt 2", sl, err)
-		}
-	})
-}
-
-// A resume pass whose claim meets a lease row held FOR KEY SHARE — a
-// deposed writer frozen inside its fenced transaction — does not hold up
-// the fires of other jobs: "tick" runs its slot while "frozen"'s dead run
-// cannot be taken over, and the run is resumed by the first scan after the
-// writer's transaction ends. (On SQLite a frozen writer holds the file's
-// one write lock, and every write waits for it.)
-func TestResumeOfAFrozenWritersRunDoesNotHoldUpFires(t *testing.T) {
-	eachStore(t, func(t *testing.T, c *cluster) {
-		needRowLocks(t, c)
-		ctx := context.Background()
-		st := c.open(t)
-		start := c.db.Now()
-		dead := start.Add(-time.Minute)
-		_, tx := frozenWriter(t, st, dead, 3)
-
-		l := newLedger()
-		c.startWith(Config{Owner: "a", Clock: offsetClock{c.db, 0}, Retention: -1},
-			Job{Name: "frozen", Schedule: "0 0 1 1 *", Handler: l.handler(c.db)},
-			Job{Name: "tick", Schedule: "* * * * *", Handler: l.handler(c.db)})
-		// A minute on, the lease has expired: the resume pass's claim of the
-		// dead run's slot is refused lease_busy; tick's slot comes due.
-		c.db.Advance(time.Minute)
-		slot := start.Add(time.Minute)
-		c.settle() // nothing waits: not the fires, not the resume pass
-		if n := l.ran("tick", slot); n != 1 {
-			t.Fatalf("tick's slot ran %d times while a resume claim met another job's fenced lease row, want 1", n)
-		}
-		if n := l.ran("frozen", dead); n != 0 {
-			t.Fatalf("the frozen writer's slot ran %d times while its transaction held the lease row", n)
-		}
-		if err := tx.Rollback(ctx); err != nil {
+// hostileStores opens a fresh, migrated store of each kind, and a way to
+// run raw SQL on it (for breaking it on purpose).
+var hostileStores = []struct {
+	name string
+	open func(t *testing.T) (store.Store, func(sql string) error)
+}{
+	{"sqlite", func(t *testing.T) (store.Store, func(string) error) {
+		s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "cronfence.db"), nil)
+		if err != nil {
 			t.Fatal(err)
 		}
-		c.advance(time.Second, time.Second) // the next resume scan
-		if n := l.ran("frozen", dead); n != 1 {
-			t.Fatalf("the dead run's slot ran %d times after the writer's transaction ended, want resumed once", n)
+		t.Cleanup(func() { _ = s.Close() })
+		if err := s.Migrate(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return s, func(q string) error { _, err := s.DB().Exec(q); return err }
+	}},
+	{"postgres", func(t *testing.T) (store.Store, func(string) error) {
+		pool, schema := pgtest.Schema(t)
+		s, err := postgres.New(pool, &postgres.Config{Schema: schema})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Migrate(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return s, func(q string) error {
+			_, err := pool.Exec(context.Background(), strings.ReplaceAll(q, "cronfence_", pgx.Identifier{schema}.Sanitize()+"."))
+			return err
+		}
+	}},
+}
+
+// Start refuses a database with a table dropped by hand or migrated by a
+// newer binary, with an error saying which, promptly.
+func TestHostileStartBrokenSchema(t *testing.T) {
+	t.Parallel()
+	for _, kind := range hostileStores {
+		for _, tc := range []struct {
+			name, breakSQL, want string
+			is                   error
+		}{
+			{"missing table", `DROP TABLE cronfence_runs`, "runs", nil},
+			{"foreign version", `INSERT INTO cronfence_schema_migrations (version, applied_at) VALUES (99, 0)`, "99", store.ErrSchemaTooNew},
+		} {
+			t.Run(kind.name+"/"+tc.name, func(t *testing.T) {
+				t.Parallel()
+				st, exec := kind.open(t)
+				q := tc.breakSQL
+				if kind.name == "postgres" {
+					q = strings.ReplaceAll(q, "(version, applied_at) VALUES (99, 0)", "(version, name) VALUES (99, 'future')")
+				}
+				if err := exec(q); err != nil {
+					t.Fatal(err)
+				}
+				s, err := New(Config{Store: st, Logger: quiet})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Register(Job{Name: "nightly", Schedule: "@daily", Handler: func(context.Context, *Run) error { return nil }}); err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				err = s.Start(ctx)
+				if err == nil {
+					_ = s.Stop(context.Background())
+					t.Fatal("Start succeeded")
+				}
+				if ctx.Err() != nil || !strings.Contains(err.Error(), tc.want) || (tc.is != nil && !errors.Is(err, tc.is)) {
+					t.Fatalf("Start: %v, want an error naming %q", err, tc.want)
+				}
+			})
+		}
+	}
+}
+
+// The absence checks provoked for real on three replicas over both stores,
+// with time moved by hand: each alert must be raised once and resolved once
+// across the cluster, seen both as AlertEvents (counted on every replica's
+// Observer) and as rows in the store.
+
+// alertKey names one alert.
+type alertKey struct {
+	kind    store.AlertKind
+	subject string
+}
+
+// alertLog counts the AlertEvents of every replica.
+type alertLog struct {
+	mu       sync.Mutex
+	raised   map[alertKey][]string // the replicas that reported raising it
+	resolved map[alertKey][]string
+	again    map[alertKey][]store.AlertAck // the acknowledgements ended by a change, as reported
+}
+
+func newAlertLog() *alertLog {
+	return &alertLog{raised: map[alertKey][]string{}, resolved: map[alertKey][]string{}, again: map[alertKey][]store.AlertAck{}}
+}
+
+// observer is the Observer of replica owner.
+func (l *alertLog) observer(owner string) Observer {
+	return ObserverFunc(func(e Event) {
+		ev, ok := e.(AlertEvent)
+		if !ok {
+			return
+		}
+		k := alertKey{ev.Alert.Kind, ev.Alert.Subject}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		switch {
+		case ev.Raised && !ev.EndedAck.IsZero():
+			l.again[k] = append(l.again[k], ev.EndedAck)
+		case ev.Raised:
+			l.raised[k] = append(l.raised[k], owner)
+		default:
+			l.resolved[k] = append(l.resolved[k], owner)
 		}
 	})
 }
 
-// needRowLocks skips the test on SQLite, which has no row locks: a fenced
-// transaction there holds the file's one write lock, and every write, a
-// frozen writer's included, waits for it.
-func needRowLocks(t *testing.T, c *cluster) {
+func (l *alertLog) counts(k alertKey) (raised, resolved int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.raised[k]), len(l.resolved[k])
+}
+
+// wantOnly checks that exactly the alerts in want were raised, as often as
+// each says (and resolved as often as each says), and nothing else; slack
+// names alerts that may have been raised along the way as a side effect,
+// provided each was raised and resolved at most once.
+func (l *alertLog) wantOnly(t *testing.T, want map[alertKey][2]int, slack ...alertKey) {
 	t.Helper()
-	if c.kind != "postgres" {
-		t.Skip("SQLite has no row locks: a fenced transaction holds up every write")
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	keys := map[alertKey]bool{}
+	for k := range l.raised {
+		keys[k] = true
+	}
+	for k := range l.resolved {
+		keys[k] = true
+	}
+	for k := range want {
+		keys[k] = true
+	}
+	for k := range keys {
+		got := [2]int{len(l.raised[k]), len(l.resolved[k])}
+		if w, ok := want[k]; ok {
+			if got != w {
+				t.Errorf("%s %s: raised %d times (by %v), resolved %d times (by %v); want %d and %d",
+					k.kind, k.subject, got[0], l.raised[k], got[1], l.resolved[k], w[0], w[1])
+			}
+			continue
+		}
+		isSlack := false
+		for _, s := range slack {
+			isSlack = isSlack || s == k
+		}
+		if !isSlack || got[0] > 1 || got[1] > got[0] {
+			t.Errorf("unexpected alert %s %s: raised by %v, resolved by %v", k.kind, k.subject, l.raised[k], l.resolved[k])
+		}
 	}
 }
 
-// frozenWriter claims job "frozen"'s slot dead as owner "dead" (a 90 s
-// lease) and opens the dead owner's fenced transaction, left open as if
-// its writer froze inside it: the lease row is held FOR KEY SHARE until
-// the test ends the transaction (or its cleanup rolls it back).
-func frozenWriter(t *testing.T, st store.Store, dead time.Time, maxAttempts int) (store.SlotClaimResult, pgx.Tx) {
-	t.Helper()
-	ctx := context.Background()
-	r, err := st.SlotClaim(ctx, store.SlotClaimParams{
-		Job: "frozen", Slot: dead, LeaseName: "job:frozen", Owner: "dead", TTL: 90 * time.Second, MaxAttempts: maxAttempts, Now: dead,
+// monitored is a cluster of replicas whose alerts are counted.
+type monitored struct {
+	*cluster
+	log *alertLog
+	mon store.Monitor // a store of its own, for the test's reads
+
+	held, heldTimers int // see hold
+}
+
+func newMonitored(t *testing.T, c *cluster) *monitored {
+	st := c.open(t)
+	m := &monitored{cluster: c, log: newAlertLog(), mon: st}
+	t.Cleanup(func() {
+		if t.Failed() {
+			m.dumpAlerts()
+		}
 	})
-	if err != nil || !r.Claimed {
-		t.Fatalf("claim: %+v, %v", r, err)
+	return m
+}
+
+// start starts a replica with the default monitoring settings, on clk (nil:
+// the cluster's clock).
+func (m *monitored) start(name string, clk Clock, jobs ...Job) *Scheduler {
+	m.t.Helper()
+	if clk == nil {
+		clk = offsetClock{m.db, 0}
 	}
-	tx, err := st.(*postgres.Store).Pool().Begin(ctx)
+	return m.startWith(Config{Owner: name, Clock: clk, Retention: -1, Observer: m.log.observer(name)}, jobs...)
+}
+
+// hold says what settled looks like while handlers are deliberately
+// blocked: busy of them, keeping timers timers (a renewal each, and one
+// more while a job's timeout is pending).
+func (m *monitored) hold(busy, timers int) { m.held, m.heldTimers = busy, timers }
+
+// settle waits until every replica is idle but for the held handlers (see
+// cluster.settleHolding).
+func (m *monitored) settle() {
+	m.t.Helper()
+	idle := func() bool {
+		var busy int64
+		for _, s := range m.replicas {
+			busy += s.e.Busy.Load()
+		}
+		return busy == int64(m.held) && m.db.Timers() == len(m.replicas)+m.heldTimers
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if idle() {
+			time.Sleep(time.Millisecond)
+			if idle() {
+				return
+			}
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+	m.t.Fatalf("replicas did not settle: %d timers for %d replicas and %d held runs with %d timers",
+		m.db.Timers(), len(m.replicas), m.held, m.heldTimers)
+}
+
+// advanceUntil advances time in steps until cond holds, failing after
+// limit.
+func (m *monitored) advanceUntil(what string, limit, step time.Duration, cond func() bool) {
+	m.t.Helper()
+	for passed := time.Duration(0); !cond(); passed += step {
+		if passed >= limit {
+			m.t.Fatalf("%s: not within %s (now %s)", what, limit, m.db.Now().Format(time.TimeOnly))
+		}
+		m.db.Advance(step)
+		m.settle()
+	}
+}
+
+// advance advances d in steps.
+func (m *monitored) advance(d, step time.Duration) {
+	m.t.Helper()
+	for ; d > 0; d -= step {
+		m.db.Advance(min(step, d))
+		m.settle()
+	}
+}
+
+func (m *monitored) raised(k alertKey) bool   { r, _ := m.log.counts(k); return r > 0 }
+func (m *monitored) resolved(k alertKey) bool { _, r := m.log.counts(k); return r > 0 }
+
+// wantRows checks the store's rows of k: exactly one alert, open or not.
+func (m *monitored) wantRows(k alertKey, open bool) store.Alert {
+	m.t.Helper()
+	rows, err := m.mon.AlertList(context.Background(), store.AlertListParams{Kind: k.kind, Subject: k.subject})
 	if err != nil {
-		t.Fatal(err)
+		m.t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
-	if err := st.LeaseFence(ctx, tx, "job:frozen", r.Lease.Generation); err != nil {
-		t.Fatal(err)
+	if len(rows) != 1 || rows[0].Open() != open {
+		m.t.Fatalf("%s %s: %d alert rows (%+v), want one, open=%v", k.kind, k.subject, len(rows), rows, open)
 	}
-	return r, tx
+	return rows[0]
 }
 
-// The fire of a job whose lease a deposed writer still holds, frozen
-// inside its fenced transaction after the lease expired, shares its batch
-// with every job due at that instant. The takeover must wait for the
-// writer; the others must not: "tick" runs its slot, and "frozen"'s slot,
-// tried again beside the loop, runs once the writer's transaction ends.
-func TestFireOfAFrozenWritersJobDoesNotHoldUpOthers(t *testing.T) {
-	eachStore(t, func(t *testing.T, c *cluster) {
-		needRowLocks(t, c)
-		ctx := context.Background()
-		st := c.open(t)
-		start := c.db.Now()
-		dead := start.Add(-time.Minute)
-		r, tx := frozenWriter(t, st, dead, 1)
-
-		l := newLedger()
-		c.startWith(Config{Owner: "a", Clock: offsetClock{c.db, 0}, Retention: -1},
-			Job{Name: "frozen", Schedule: "* * * * *", MaxAttempts: 1, Handler: l.handler(c.db)},
-			Job{Name: "tick", Schedule: "* * * * *", Handler: l.handler(c.db)})
-		slot := start.Add(time.Minute)
-		c.advance(time.Minute, time.Minute) // both due, in one batch
-		if n := l.ran("tick", slot); n != 1 {
-			t.Fatalf("tick's slot ran %d times while the batch held a claim of a frozen writer's lease, want 1", n)
-		}
-		c.advance(2*time.Second, 500*time.Millisecond) // retries, refused while the writer is inside
-		if n := l.ran("frozen", slot); n != 0 {
-			t.Fatalf("frozen's slot ran %d times while the deposed writer's transaction held its lease", n)
-		}
-		if err := tx.Rollback(ctx); err != nil {
-			t.Fatal(err)
-		}
-		c.advance(time.Second, 500*time.Millisecond) // the next retry
-		if n := l.ran("frozen", slot); n != 1 {
-			t.Fatalf("frozen's slot ran %d times after the writer's transaction ended, want once", n)
-		}
-		c.wantNeverDown()
-		if got, err := st.LeaseGet(ctx, "job:frozen"); err != nil || got.Generation != r.Lease.Generation+1 {
-			t.Fatalf("frozen's lease = %+v, %v; want taken over at generation %d", got, err, r.Lease.Generation+1)
-		}
-	})
+// wantResolvedOnce advances until k is resolved (failing after limit), then
+// a minute more, and checks that k was raised once and resolved once: one
+// row, closed, and one event of each across the replicas.
+// Alerts of the slack keys may come and go meanwhile (see alertLog.wantOnly).
+func (m *monitored) wantResolvedOnce(k alertKey, limit time.Duration, slack ...alertKey) {
+	m.t.Helper()
+	m.advanceUntil(string(k.kind)+" resolved", limit, time.Second, func() bool { return m.resolved(k) })
+	m.advance(time.Minute, time.Second)
+	m.wantRows(k, false)
+	m.log.wantOnly(m.t, map[alertKey][2]int{k: {1, 1}}, slack...)
 }
 
-// A catch-up claim at start-up meets a lease a deposed writer still fences:
-// it is refused lease_busy, tried again beside the loop, and run, as a
-// catch-up, once the writer's transaction ends.
-func TestCatchUpOfAFrozenWritersJobRunsOnceItEnds(t *testing.T) {
+func (m *monitored) dumpAlerts() {
+	rows, _ := m.mon.AlertList(context.Background(), store.AlertListParams{})
+	for _, a := range rows {
+		m.t.Logf("alert %d %s %s by %s raised %s resolved %s: %s %v", a.ID, a.Kind, a.Subject, a.RaisedBy,
+			a.RaisedAt.Format(time.TimeOnly), a.ResolvedAt.Format(time.TimeOnly), a.Message, a.Details)
+	}
+}
+
+// A job whose handler starts failing stops completing its slots: the first
+// slot not completed by its deadline raises deadline_missed, once across
+// the replicas, and the first slot completed again after the handler
+// recovers resolves it.
+func TestAlertDeadlineMissedRaisedOnceAndResolved(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
-		needRowLocks(t, c)
-		ctx := context.Background()
-		st := c.open(t)
-		_, tx := frozenWriter(t, st, c.db.Now().Add(-time.Minute), 1)
-		c.db.Advance(time.Minute) // the writer froze; its lease expired 30 s ago
-		start := c.db.Now()
-		var mu sync.Mutex
-		var catchUps []time.Time
-		job := Job{Name: "frozen", Schedule: "* * * * *", MaxAttempts: 1, CatchUpWindow: 5 * time.Minute,
+		m := newMonitored(t, c)
+		var failing atomic.Bool
+		// One attempt a slot: a retry would be running at the deadline.
+		job := Job{Name: "report", Schedule: "@every 1m", Deadline: 30 * time.Second, MaxAttempts: 1,
 			Handler: func(ctx context.Context, run *Run) error {
-				mu.Lock()
-				defer mu.Unlock()
-				if run.Origin == OriginCatchUp {
-					catchUps = append(catchUps, run.Slot)
+				if failing.Load() {
+					return errors.New("the report service is down")
 				}
 				return nil
 			}}
-		rec := &recorder{}
-		c.startWith(Config{Owner: "a", Clock: offsetClock{c.db, 0}, Retention: -1, Observer: rec}, job)
-		c.advance(2*time.Second, 500*time.Millisecond) // retries, refused while the writer is inside
-		mu.Lock()
-		n := len(catchUps)
-		mu.Unlock()
-		if n != 0 {
-			t.Fatalf("%d catch-up runs while the deposed writer's transaction held the lease", n)
+		for i := range 3 {
+			m.start(fmt.Sprintf("replica-%d", i), nil, job)
 		}
-		if err := tx.Rollback(ctx); err != nil {
-			t.Fatal(err)
+		key := alertKey{store.AlertDeadlineMissed, "report"}
+		// Healthy for three minutes: several passes, no alert.
+		m.advance(3*time.Minute, time.Second)
+		m.log.wantOnly(t, nil)
+
+		failing.Store(true) // from the slot of 12:04 on
+		m.advanceUntil("deadline_missed raised", 2*time.Minute, time.Second, func() bool { return m.raised(key) })
+		if now := m.db.Now(); now.Before(time.Date(2026, 3, 1, 12, 4, 30, 0, time.UTC)) {
+			t.Fatalf("raised at %s, before the deadline of the first failed slot (12:04:30)", now.Format(time.TimeOnly))
 		}
-		c.advance(time.Second, 500*time.Millisecond)
+		a := m.wantRows(key, true)
+		if a.Details["status"] != string(store.SlotFailed) {
+			t.Errorf("details %v, want status failed", a.Details)
+		}
+		// Slots keep failing: the alert stays open, raised once.
+		m.advance(3*time.Minute, time.Second)
+		m.wantRows(key, true)
+
+		failing.Store(false)
+		// Three failed slots raise failing too (TestAlertFailingRaisedOnceAndResolved).
+		m.wantResolvedOnce(key, 2*time.Minute, alertKey{store.AlertFailing, "report"})
 		c.wantNeverDown()
-		mu.Lock()
-		defer mu.Unlock()
-		if len(catchUps) != 1 || !catchUps[0].Equal(start) {
-			t.Fatalf("catch-up runs %v after the writer's transaction ended; want one, of slot %s", catchUps, start)
-		}
-		// Every claim of the slot, the retries included, is a catch-up's.
-		claims := 0
-		for _, e := range rec.take() {
-			if ce, ok := e.(ClaimEvent); ok && ce.Job == "frozen" {
-				claims++
-				if ce.Origin != OriginCatchUp {
-					t.Errorf("claim of the catch-up slot %s (won %v, refusal %q) has origin %q, want %q", ce.Slot, ce.Won, ce.Refusal, ce.Origin, OriginCatchUp)
-				}
-			}
-		}
-		if claims < 3 {
-			t.Fatalf("%d claims of the catch-up slot; want the first, its retries and the winner", claims)
-		}
 	})
 }
 
-// A run that died on its job's last attempt (its process killed, say) can
-// be claimed by nobody again: the resume scan ends its slot failed, with a
-// run row saying why, once across replicas, instead of leaving it running
-// for good; and the slot that waited for it (buffer-one) runs then.
-func TestDeadRunOnItsLastAttemptEndsFailed(t *testing.T) {
+// A handler that blocks for longer than several intervals makes its job
+// skip slot after slot: more than three skips in a row raise skip_streak,
+// and the first run after the handler returns resolves it.
+func TestAlertSkipStreakRaisedOnceAndResolved(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
-		ctx := context.Background()
-		st := c.open(t)
-		start := c.db.Now()
-		dead := start.Add(-2 * time.Minute)
-		claim := func(slot time.Time, owner string, now time.Time) store.SlotClaimResult {
-			t.Helper()
-			r, err := st.SlotClaim(ctx, store.SlotClaimParams{
-				Job: "once", Slot: slot, LeaseName: "job:once", Owner: owner, TTL: 30 * time.Second, MaxAttempts: 2,
-				Overlap: store.OverlapBuffer, Now: now, RetryFailed: true, // the second attempt retries the first
-			})
+		m := newMonitored(t, c)
+		release := make(chan struct{})
+		var first atomic.Bool
+		job := Job{Name: "sync", Schedule: "@every 10s", Handler: func(ctx context.Context, run *Run) error {
+			if first.CompareAndSwap(false, true) {
+				<-release
+			}
+			return nil
+		}}
+		for i := range 3 {
+			m.start(fmt.Sprintf("replica-%d", i), nil, job)
+		}
+		t.Cleanup(func() {
+			select {
+			case <-release:
+			default:
+				close(release)
+			}
+		})
+		m.advance(9*time.Second, time.Second)
+		m.hold(1, 1) // from the run of 12:00:10 on: blocked, its lease renewed
+		m.advance(time.Second, time.Second)
+		key := alertKey{store.AlertSkipStreak, "sync"}
+		m.advanceUntil("skip_streak raised", 2*time.Minute, time.Second, func() bool { return m.raised(key) })
+		if a := m.wantRows(key, true); a.Details["reason"] != "already_executing" {
+			t.Errorf("details %v, want reason already_executing", a.Details)
+		}
+		m.advance(30*time.Second, time.Second)
+		m.wantRows(key, true)
+
+		close(release)
+		m.hold(0, 0)
+		m.advanceUntil("skip_streak resolved", time.Minute, time.Second, func() bool { return m.resolved(key) })
+		m.advance(time.Minute, time.Second)
+		m.wantRows(key, false)
+		// The blocked run lasted far more than half of its 10 s interval:
+		// slow_run may be raised by a pass that sees it as the latest run,
+		// and is resolved by the next fast one.
+		m.log.wantOnly(t, map[alertKey][2]int{key: {1, 1}}, alertKey{store.AlertSlowRun, "sync"})
+		c.wantNeverDown()
+	})
+}
+
+// Runs of a job every minute that last 40 s, more than half the interval
+// but short of a skip, raise slow_run once across the replicas, with the
+// slot, the duration and the interval in its details; a second slow run
+// refreshes those details without raising it again, and the next run,
+// fast again, resolves it.
+func TestAlertSlowRunRaisedOnceAndResolved(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		m := newMonitored(t, c)
+		release := make(chan struct{})
+		var slow atomic.Bool
+		job := Job{Name: "export", Schedule: "@every 1m", Handler: func(ctx context.Context, run *Run) error {
+			if slow.Load() {
+				<-release
+			}
+			return nil
+		}}
+		for i := range 3 {
+			m.start(fmt.Sprintf("replica-%d", i), nil, job)
+		}
+		t.Cleanup(func() { close(release) })
+		key := alertKey{store.AlertSlowRun, "export"}
+		at := func(hms string) time.Time {
+			v, err := time.Parse(time.TimeOnly, hms)
 			if err != nil {
 				t.Fatal(err)
 			}
-			return r
+			return time.Date(2026, 3, 1, v.Hour(), v.Minute(), v.Second(), 0, time.UTC)
 		}
-		first := claim(dead, "dead", dead)
-		if _, err := st.SlotFinish(ctx, store.SlotFinishParams{Job: "once", Slot: dead, LeaseName: "job:once", Owner: "dead",
-			Generation: first.Lease.Generation, Status: store.SlotFailed, Now: dead.Add(time.Second),
-			Run: store.Run{Attempt: 1, Error: "exit status 1"}}); err != nil {
-			t.Fatal(err)
+		// slowRun advances to the slot at hms and makes its run last 40 s;
+		// the alert must stay as it was while the run is in progress.
+		slowRun := func(hms string) {
+			t.Helper()
+			m.advance(at(hms).Add(-time.Second).Sub(c.db.Now()), time.Second)
+			raised, resolved := m.log.counts(key)
+			m.hold(1, 1) // the run blocks, its lease renewed
+			m.advance(time.Second, time.Second)
+			m.advance(40*time.Second, time.Second)
+			if r, s := m.log.counts(key); r != raised || s != resolved {
+				t.Fatalf("slow_run raised %d and resolved %d times during the run of %s, before %d and %d", r, s, hms, raised, resolved)
+			}
+			release <- struct{}{}
+			m.hold(0, 0)
+			m.settle()
 		}
-		// The second, last attempt dies mid-way; the next slot, overlapping
-		// it, waits buffered.
-		last := claim(dead, "dead", dead.Add(5*time.Second))
-		next := dead.Add(10 * time.Second)
-		if r := claim(next, "dead", next); r.Claimed || r.Recorded != store.SlotBuffered {
-			t.Fatalf("the next slot's claim = %+v; want it buffered behind the dying run", r)
-		}
-		if !last.Claimed || last.Slot.Attempts != 2 {
-			t.Fatalf("last attempt's claim = %+v", last)
+		slotOf := func() string { return m.wantRows(key, true).Details["slot"] }
+
+		// Healthy for three minutes: the runs of 12:01 and 12:02 take no
+		// time.
+		m.advance(3*time.Minute-time.Second, time.Second)
+		m.log.wantOnly(t, nil)
+
+		slow.Store(true)
+		slowRun("12:03:00")
+		m.advanceUntil("slow_run raised", DefaultCheckEvery+time.Second, time.Second, func() bool { return m.raised(key) })
+		a := m.wantRows(key, true)
+		if want := (map[string]string{"slot": "2026-03-01T12:03:00Z", "duration": "40s", "interval": "1m0s"}); a.Details["slot"] != want["slot"] ||
+			a.Details["duration"] != want["duration"] || a.Details["interval"] != want["interval"] || a.Details["owner"] == "" {
+			t.Errorf("details %v, want %v and the run's owner", a.Details, want)
 		}
 
-		l := newLedger()
-		job := Job{Name: "once", Schedule: "0 0 1 1 *", MaxAttempts: 2, LeaseTTL: 30 * time.Second, Overlap: OverlapBufferOne, Handler: l.handler(c.db)}
-		c.start("a", 0, job)
-		c.start("b", 0, job)
-		c.advance(time.Second, time.Second) // a resume scan on each replica
+		// The run of 12:04 is slow too: the open alert moves on to it.
+		slowRun("12:04:00")
+		slow.Store(false)
+		m.advanceUntil("slow_run refreshed for 12:04", DefaultCheckEvery+time.Second, time.Second, func() bool {
+			return slotOf() == "2026-03-01T12:04:00Z"
+		})
+		if r, _ := m.log.counts(key); r != 1 {
+			t.Fatalf("slow_run raised %d times over two slow runs, want once", r)
+		}
+
+		// The run of 12:05 is fast: the next pass resolves the alert.
+		m.advanceUntil("slow_run resolved", time.Minute, time.Second, func() bool { return m.resolved(key) })
+		if now := c.db.Now(); now.Before(at("12:05:00")) {
+			t.Fatalf("resolved at %s, before the next run (12:05)", now.Format(time.TimeOnly))
+		}
+		m.advance(time.Minute, time.Second)
+		m.wantRows(key, false)
+		m.log.wantOnly(t, map[alertKey][2]int{key: {1, 1}})
 		c.wantNeverDown()
+	})
+}
 
-		sl, err := st.SlotGet(ctx, "once", dead)
-		if err != nil || sl.Status != store.SlotFailed || sl.Attempts != 2 || sl.FinishedAt.IsZero() {
-			t.Fatalf("the dead slot = %+v, %v; want failed after its 2 attempts", sl, err)
+// Two replicas register a job with one schedule and a third with another,
+// as in a rolling deploy: config_drift is raised once, and resolved when
+// the odd replica is stopped (its registry row goes with it).
+func TestAlertConfigDriftRaisedOnceAndResolved(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		m := newMonitored(t, c)
+		noop := func(ctx context.Context, run *Run) error { return nil }
+		m.start("replica-0", nil, Job{Name: "sync", Schedule: "@every 1m", Handler: noop})
+		m.start("replica-1", nil, Job{Name: "sync", Schedule: "@every 1m", Handler: noop})
+		odd := m.start("replica-2", nil, Job{Name: "sync", Schedule: "@every 2m", Handler: noop})
+		key := alertKey{store.AlertConfigDrift, "sync"}
+		m.advanceUntil("config_drift raised", time.Minute, time.Second, func() bool { return m.raised(key) })
+		a := m.wantRows(key, true)
+		if a.Details["replica-2"] == "" || a.Details["replica-0"] == a.Details["replica-2"] || a.Details["differences"] != "schedule" {
+			t.Errorf("details %v: want each replica's hash and schedule, differing in the schedule", a.Details)
 		}
-		if n := l.ran("once", dead); n != 0 {
-			t.Errorf("the dead slot ran %d more times with no attempt left", n)
-		}
-		if n := l.ran("once", next); n != 1 {
-			t.Errorf("the buffered slot ran %d times once the dead run was ended, want 1", n)
-		}
-		runs, err := st.RunList(ctx, store.RunListParams{Job: "once"})
+		m.advance(time.Minute, time.Second)
+		m.wantRows(key, true)
+
+		m.stop(odd)
+		m.wantResolvedOnce(key, 2*time.Minute)
+	})
+}
+
+// An acknowledged alert stays silent while it only changes in measure,
+// and is raised again, once across the replicas, when it reports another
+// problem: here config_drift, acknowledged during a rolling deploy, stays
+// silent while a drifting replica restarts with its settings, and comes
+// back when a third version appears.
+func TestAlertAcknowledgedStaysSilentUntilItChanges(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		m := newMonitored(t, c)
+		noop := func(ctx context.Context, run *Run) error { return nil }
+		v := func(every string) Job { return Job{Name: "sync", Schedule: "@every " + every, Handler: noop} }
+		m.start("replica-0", nil, v("1m"))
+		odd := m.start("replica-1", nil, v("2m"))
+		key := alertKey{store.AlertConfigDrift, "sync"}
+		m.advanceUntil("config_drift raised", time.Minute, time.Second, func() bool { return m.raised(key) })
+		a := m.wantRows(key, true)
+		acked, err := m.mon.AlertAcknowledge(context.Background(), store.AlertAcknowledgeParams{
+			Kind: key.kind, Subject: key.subject, ID: a.ID, By: "ops", Note: "rolling out every 2m"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		var ended []store.Run
-		for _, r := range runs {
-			if r.Slot.Equal(dead) && r.Attempt == 2 {
-				ended = append(ended, r)
-			}
+
+		// The odd replica restarts with the same settings: the alert's
+		// details move on (another owner), its fingerprint does not.
+		m.stop(odd)
+		m.start("replica-2", nil, v("2m"))
+		m.advance(2*time.Minute, time.Second)
+		if got := m.wantRows(key, true); !got.Acknowledged() || got.Ack != acked.Ack || got.Details["replica-2"] == "" {
+			t.Fatalf("after the restart: %+v; want the alert refreshed with replica-2, still acknowledged by ops", got)
 		}
-		if len(ended) != 1 || ended[0].Success || ended[0].Owner != "dead" || !strings.Contains(ended[0].Error, "last attempt (2 of 2)") ||
-			len(ended[0].Logs) != 1 || !strings.Contains(ended[0].Logs[0], "no attempt is left") {
-			t.Fatalf("run rows of the last attempt = %+v; want one, failed, saying it died on its last attempt", ended)
+		m.log.wantOnly(t, map[alertKey][2]int{key: {1, 0}})
+		if n := len(m.log.again[key]); n != 0 {
+			t.Fatalf("raised again %d times while the alert stayed the same", n)
+		}
+
+		// A third version: another problem than the one acknowledged.
+		m.start("replica-3", nil, v("3m"))
+		m.advanceUntil("config_drift raised again", time.Minute, time.Second, func() bool {
+			m.log.mu.Lock()
+			defer m.log.mu.Unlock()
+			return len(m.log.again[key]) > 0
+		})
+		m.advance(time.Minute, time.Second)
+		if got := m.wantRows(key, true); got.Acknowledged() || got.ID != a.ID {
+			t.Fatalf("after a third version: %+v; want alert %d open, no longer acknowledged", got, a.ID)
+		}
+		m.log.mu.Lock()
+		again := m.log.again[key]
+		m.log.mu.Unlock()
+		if len(again) != 1 || again[0] != acked.Ack {
+			t.Fatalf("raised again with ended acknowledgements %+v, want once, with %+v", again, acked.Ack)
+		}
+		m.log.wantOnly(t, map[alertKey][2]int{key: {1, 0}})
+	})
+}
+
+// keepsRow is a replica's store that leaves its registry row behind at
+// Stop, as a process that died (kill -9, a lost host) leaves it: the row
+// stays with its jobs, its heartbeat aging.
+type keepsRow struct{ store.Store }
+
+func (keepsRow) ReplicaRemove(context.Context, string) error { return nil }
+
+// startDying starts a replica that leaves its registry row behind when it
+// stops (see keepsRow).
+func (m *monitored) startDying(name string, jobs ...Job) *Scheduler {
+	m.t.Helper()
+	return m.startWith(Config{Owner: name, Clock: offsetClock{m.db, 0}, Retention: -1, Observer: m.log.observer(name),
+		Store: keepsRow{m.open(m.t)}}, jobs...)
+}
+
+// A job whose only replica died (its registry row left behind, its
+// heartbeat lapsed) is an orphan until a replica registers it again.
+func TestAlertOrphanJobRaisedWhenItsOnlyReplicaDied(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		m := newMonitored(t, c)
+		noop := func(ctx context.Context, run *Run) error { return nil }
+		syncJob := Job{Name: "sync", Schedule: "@every 1m", Handler: noop}
+		extra := Job{Name: "extra", Schedule: "@every 1m", Handler: noop}
+		m.start("replica-0", nil, syncJob)
+		m.start("replica-1", nil, syncJob)
+		dead := m.startDying("replica-2", syncJob, extra)
+		m.advance(90*time.Second, time.Second) // extra runs at 12:01
+		m.stop(dead)
+		key := alertKey{store.AlertOrphanJob, "extra"}
+		m.advanceUntil("orphan_job raised", time.Minute, time.Second, func() bool { return m.raised(key) })
+		if a := m.wantRows(key, true); !strings.Contains(a.Details["replicas"], "replica-2") || !strings.Contains(a.Message, "replica-2") {
+			t.Errorf("orphan_job %q %v: want the dead replica named", a.Message, a.Details)
+		}
+
+		m.start("replica-3", nil, syncJob, extra)
+		m.wantResolvedOnce(key, time.Minute)
+	})
+}
+
+// A rolling deploy that drops one job and renames another: each old
+// replica stops cleanly and a new one starts without them. Those jobs are
+// retired, not orphaned: no alert at all, and their history stays.
+func TestAlertOrphanJobNotRaisedForARetiredJob(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		m := newMonitored(t, c)
+		noop := func(ctx context.Context, run *Run) error { return nil }
+		syncJob := Job{Name: "sync", Schedule: "@every 1m", Handler: noop}
+		dropped := Job{Name: "extra", Schedule: "@every 1m", Handler: noop}
+		report := Job{Name: "report", Schedule: "@every 1m", Handler: noop}
+		renamed := Job{Name: "report-v2", Schedule: "@every 1m", Handler: noop}
+		old := []*Scheduler{m.start("replica-0", nil, syncJob, dropped, report), m.start("replica-1", nil, syncJob, dropped, report)}
+		m.advance(90*time.Second, time.Second) // extra and report run at 12:01
+		for i, s := range old {
+			m.stop(s)
+			m.start(fmt.Sprintf("replica-%d-v2", i), nil, syncJob, renamed)
+			m.advance(20*time.Second, time.Second)
+		}
+		m.advance(3*time.Minute, time.Second)
+		m.log.wantOnly(t, nil)
+		if rows, err := m.mon.AlertList(context.Background(), store.AlertListParams{}); err != nil || len(rows) != 0 {
+			t.Fatalf("alerts after the deploy: %+v, %v; want none", rows, err)
+		}
+		for _, job := range []string{"extra", "report"} {
+			if runs, err := c.open(t).RunList(context.Background(), store.RunListParams{Job: job}); err != nil || len(runs) == 0 {
+				t.Errorf("the history of retired job %s: %d runs, %v; want it kept", job, len(runs), err)
+			}
 		}
 	})
 }
 
-// A handler may keep its fenced transaction open for its whole run, here
-// three lease TTLs and the job's next three slots. Meanwhile its replica
-// renews the lease (the fence's row lock does not hold renewals up), so the
-// other replica never takes the run over; each overlapping slot is
-// refused at once, so "tick", fired in the same batches, runs every slot;
-// and the transaction commits at the end under its own generation.
-func TestLongFencedTransactionHoldsNothingUp(t *testing.T) {
+// Slots run by LockSlot (cronfence lock --schedule), paused or not, and the
+// jobs of another application's replicas sharing the schema, are nobody's
+// orphans: no replica of this application registers them, and none ever
+// should.
+func TestAlertOrphanJobNotRaisedForLockSlotsOrAnotherApp(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
-		needRowLocks(t, c)
-		ctx := context.Background()
-		pg := c.open(t).(*postgres.Store)
-		pool, writes := pg.Pool(), pgx.Identifier{pg.Schema(), "long_writes"}.Sanitize()
-		if _, err := pool.Exec(ctx, `CREATE TABLE `+writes+` (slot timestamptz, generation bigint)`); err != nil {
+		m := newMonitored(t, c)
+		noop := func(ctx context.Context, run *Run) error { return nil }
+		m.start("app-a-0", nil, Job{Name: "sync", Schedule: "@every 1m", Handler: noop})
+		other := m.start("app-b-0", nil, Job{Name: "billing", Schedule: "@every 1m", Handler: noop})
+		st := c.open(t)
+		lockLine := func(name string) {
+			t.Helper()
+			l := SlotLock{Name: name, Schedule: "@every 1m", Owner: "cron-host:1:" + name, Clock: offsetClock{c.db, 0}, EarlyGrace: -1, Logger: quiet}
+			if _, err := LockSlot(context.Background(), st, l, func(ctx context.Context, run *Run) error { return nil }); err != nil {
+				t.Fatalf("LockSlot %s: %v", name, err)
+			}
+		}
+		off := false
+		if _, err := st.JobStateSet(context.Background(), store.JobStateSetParams{Job: "paused-backup", Enabled: &off, By: "ops"}); err != nil {
 			t.Fatal(err)
 		}
-		started, release, committed := make(chan *Run, 4), make(chan struct{}), make(chan error, 4)
-		long := func(ctx context.Context, run *Run) error {
-			tx, err := pool.Begin(ctx)
-			if err != nil {
-				return err
+		for range 4 {
+			m.advance(time.Minute, time.Second)
+			lockLine("backup")
+			lockLine("paused-backup")
+		}
+		// The other application is deployed anew: its replica stops
+		// cleanly and comes back with its job renamed.
+		m.stop(other)
+		m.start("app-b-1", nil, Job{Name: "billing-v2", Schedule: "@every 1m", Handler: noop})
+		m.advance(3*time.Minute, time.Second)
+		lockLine("backup")
+		m.advance(time.Minute, time.Second)
+		m.log.wantOnly(t, nil)
+		if runs, err := st.RunList(context.Background(), store.RunListParams{Job: "backup"}); err != nil || len(runs) < 4 {
+			t.Fatalf("backup's lock runs: %d, %v; want one a minute", len(runs), err)
+		}
+	})
+}
+
+// skewClock is the cluster clock seen by a replica whose clock can be set
+// off, and back, while it runs.
+type skewClock struct {
+	base   *clock.Fake
+	offset atomic.Int64
+}
+
+func (s *skewClock) Now() time.Time                       { return s.base.Now().Add(time.Duration(s.offset.Load())) }
+func (s *skewClock) NewTimer(d time.Duration) clock.Timer { return s.base.NewTimer(d) }
+
+// A replica whose clock runs three minutes ahead raises clock_offset with
+// itself as the subject; once its clock is set right, its next measurement
+// and heartbeat resolve it.
+func TestAlertClockOffsetRaisedOnceAndResolved(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		m := newMonitored(t, c)
+		job := Job{Name: "sync", Schedule: "@every 1m", Handler: func(ctx context.Context, run *Run) error { return nil }}
+		m.start("replica-0", nil, job)
+		m.start("replica-1", nil, job)
+		skewed := &skewClock{base: c.db}
+		skewed.offset.Store(int64(3 * time.Minute))
+		m.start("replica-2", skewed, job)
+		key := alertKey{store.AlertClockOffset, "replica-2"}
+		m.advanceUntil("clock_offset raised", time.Minute, time.Second, func() bool { return m.raised(key) })
+		if a := m.wantRows(key, true); a.Details["offset"] != "3m0s" {
+			t.Errorf("details %v, want offset 3m0s", a.Details)
+		}
+		m.advance(time.Minute, time.Second)
+		m.wantRows(key, true)
+
+		skewed.offset.Store(0)
+		// The next measurement is due a ClockCheckEvery after the last, on
+		// the replica's clock, which just went back three minutes.
+		m.wantResolvedOnce(key, 6*time.Minute)
+		c.wantNeverDown()
+	})
+}
+
+// A process that took a job's lease and stopped renewing it (as a paused
+// owner would) raises lease_stuck once two renewals are missed, and the
+// lease's expiry resolves it.
+func TestAlertLeaseStuckUnrenewedRaisedOnceAndResolved(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) { testLeaseStuckUnrenewed(t, c, 0) })
+}
+
+// The monitor reads the held job leases in one answer of at most
+// store.MaxRunListLimit; with that many held by jobs whose names sort
+// first, "sync"'s lease is past the answer, read on its own, and still
+// judged.
+func TestAlertLeaseStuckPastOneLeaseListAnswer(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) { testLeaseStuckUnrenewed(t, c, store.MaxRunListLimit) })
+}
+
+// testLeaseStuckUnrenewed is the unrenewed lease_stuck case, with crowd
+// other job leases ("job:a0000"…, unregistered) held for the whole test.
+func testLeaseStuckUnrenewed(t *testing.T, c *cluster, crowd int) {
+	m := newMonitored(t, c)
+	job := Job{Name: "sync", Schedule: "@every 1m", Handler: func(ctx context.Context, run *Run) error { return nil }}
+	for i := range 3 {
+		m.start(fmt.Sprintf("replica-%d", i), nil, job)
+	}
+	m.advance(5*time.Second, time.Second)
+	intruder := c.open(t)
+	holdLeases(t, intruder, c.db.Now(), crowd, "job:a%04d", "crowd", time.Hour)
+	l, ok, err := intruder.LeaseAcquire(context.Background(), store.LeaseAcquireParams{Name: "job:sync", Owner: "paused-owner", TTL: DefaultLeaseTTL})
+	if err != nil || !ok {
+		t.Fatalf("take the job's lease: acquired %v, %v", ok, err)
+	}
+	if crowd > 0 {
+		// The crowd is held, and fills the monitor's answer of held job
+		// leases before the job's own (its names sort first).
+		held, err := intruder.LeaseList(context.Background(), store.LeaseListParams{Prefix: "job:", Limit: crowd})
+		if err != nil || len(held.Leases) != crowd || held.Leases[crowd-1].Name >= "job:sync" {
+			t.Fatalf("held job leases: %d, %v; want the %d of the crowd first", len(held.Leases), err, crowd)
+		}
+	}
+	key := alertKey{store.AlertLeaseStuck, "sync"}
+	m.advanceUntil("lease_stuck raised", 2*time.Minute, time.Second, func() bool { return m.raised(key) })
+	if unrenewed := c.db.Now().Sub(l.RenewedAt); unrenewed <= 2*DefaultLeaseTTL/3 {
+		t.Fatalf("raised after %s unrenewed, not more than 2/3 of the TTL", unrenewed)
+	}
+	if a := m.wantRows(key, true); a.Details["reason"] != "not_renewed" || a.Details["owner"] != "paused-owner" {
+		t.Errorf("details %v, want reason not_renewed and owner paused-owner", a.Details)
+	}
+	m.advanceUntil("lease_stuck resolved", time.Minute, time.Second, func() bool { return m.resolved(key) })
+	if !c.db.Now().After(l.ExpiresAt) {
+		t.Fatalf("resolved at %s, before the lease expired at %s", c.db.Now().Format(time.TimeOnly), l.ExpiresAt.Format(time.TimeOnly))
+	}
+	m.advance(time.Minute, time.Second)
+	m.wantRows(key, false)
+	m.log.wantOnly(t, map[alertKey][2]int{key: {1, 1}})
+}
+
+// holdLeases writes n leases, named fmt.Sprintf(format, i), held by owner
+// from now for ttl, as LeaseAcquire would take them, in one statement
+// straight into st's table: taken one by one, 10,000 of them were most of
+// a test's time.
+func holdLeases(t *testing.T, st store.Store, now time.Time, n int, format, owner string, ttl time.Duration) {
+	t.Helper()
+	if n == 0 {
+		return
+	}
+	rows := func(at func(time.Time) string) string {
+		var b strings.Builder
+		for i := range n {
+			if i > 0 {
+				b.WriteString(", ")
 			}
-			defer func() { _ = tx.Rollback(context.Background()) }()
-			if err := run.Fence(ctx, tx); err != nil {
-				return err
-			}
-			started <- run
+			fmt.Fprintf(&b, "('"+format+"', '%s', 1, %s, %s, %s)", i, owner, at(now), at(now), at(now.Add(ttl)))
+		}
+		return b.String()
+	}
+	const columns = ` (name, owner, generation, acquired_at, renewed_at, expires_at) VALUES `
+	var err error
+	switch st := st.(type) {
+	case *postgres.Store:
+		_, err = st.Pool().Exec(context.Background(), `INSERT INTO `+pgx.Identifier{st.Schema(), "leases"}.Sanitize()+columns+
+			rows(func(t time.Time) string { return "'" + t.UTC().Format(time.RFC3339Nano) + "'" }))
+	case *sqlite.Store:
+		_, err = st.DB().Exec(`INSERT INTO cronfence_leases` + columns +
+			rows(func(t time.Time) string { return fmt.Sprint(t.UnixMicro()) }))
+	case *mysql.Store:
+		_, err = st.DB().Exec(`INSERT INTO ` + st.Prefix() + `leases` + columns +
+			rows(func(t time.Time) string { return "'" + t.UTC().Format("2006-01-02 15:04:05.000000") + "'" }))
+	default:
+		t.Fatalf("store %T", st)
+	}
+	if err != nil {
+		t.Fatalf("hold %d leases: %v", n, err)
+	}
+}
+
+// A handler that ignores its context's cancellation at the job's timeout
+// keeps the lease, renewed by its replica, for longer than the timeout:
+// lease_stuck is raised once, and resolved when the handler returns.
+func TestAlertLeaseStuckHeldTooLongRaisedOnceAndResolved(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		m := newMonitored(t, c)
+		release := make(chan struct{})
+		job := Job{Name: "export", Schedule: "@every 10m", Timeout: 30 * time.Second, Handler: func(ctx context.Context, run *Run) error {
+			<-release // ignores ctx
+			return nil
+		}}
+		for i := range 3 {
+			m.start(fmt.Sprintf("replica-%d", i), nil, job)
+		}
+		t.Cleanup(func() {
 			select {
 			case <-release:
-			case <-ctx.Done():
-				return ctx.Err()
+			default:
+				close(release)
 			}
-			if _, err := tx.Exec(ctx, `INSERT INTO `+writes+` VALUES ($1, $2)`, run.Slot, run.Generation); err != nil {
-				return err
-			}
-			err = tx.Commit(ctx)
-			committed <- err
-			return err
+		})
+		m.advance(10*time.Minute-time.Second, 5*time.Second)
+		m.hold(1, 2) // the run of 12:10 blocks: its renewal and its timeout pending
+		m.advance(time.Second, time.Second)
+		started := c.db.Now()
+		m.advance(29*time.Second, time.Second)
+		m.hold(1, 1) // the timeout passed, ignored
+		m.advance(time.Second, time.Second)
+		key := alertKey{store.AlertLeaseStuck, "export"}
+		m.advanceUntil("lease_stuck raised", 2*time.Minute, time.Second, func() bool { return m.raised(key) })
+		if held := c.db.Now().Sub(started); held <= 30*time.Second+DefaultLeaseTTL/3 {
+			t.Fatalf("raised after %s, not more than the timeout plus a renewal period", held)
 		}
-		l := newLedger()
-		jobs := []Job{{Name: "long", Schedule: "* * * * *", LeaseTTL: 50 * time.Second, Handler: long},
-			{Name: "tick", Schedule: "* * * * *", Handler: l.handler(c.db)}}
-		// b starts once a's run holds the lease: a claim that races the
-		// winner of the very slot it fences may still wait for the fenced
-		// transaction (see finding 14 in docs/reliability.md); the slots
-		// after it must not.
-		c.start("a", 0, jobs...)
-		start := c.db.Now()
-		c.db.Advance(time.Minute)
-		run := <-started
-		c.settleHolding(1)
-		c.startHolding(1, Config{Owner: "b", Clock: offsetClock{c.db, 0}, Retention: -1}, jobs...)
-		// Three more minutes in steps of a renewal period: the held run is
-		// renewed at each, and long's slots come due beside tick's.
-		for range 9 {
-			c.db.Advance(20 * time.Second)
-			c.settleHolding(1)
+		if a := m.wantRows(key, true); a.Details["reason"] != "held_too_long" {
+			t.Errorf("details %v, want reason held_too_long", a.Details)
 		}
+		m.advance(time.Minute, time.Second)
+		m.wantRows(key, true)
+
 		close(release)
-		if err := <-committed; err != nil {
-			t.Fatalf("the fenced transaction's commit after three TTLs: %v", err)
+		m.hold(0, 0)
+		m.wantResolvedOnce(key, time.Minute)
+	})
+}
+
+// One replica runs the checks, keeping the monitor lease from pass to pass;
+// its Stop gives the lease up, and another replica takes the checks over at
+// its next pass instead of after the lease's TTL. (On PostgreSQL the
+// replica preferred for the checks runs them, notices.go: the first
+// replica to start may hand them over once it hears of the second.)
+func TestMonitorLeaseHeldAcrossPassesAndReleasedAtStop(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		m := newMonitored(t, c)
+		job := Job{Name: "sync", Schedule: "@every 1m", Handler: func(ctx context.Context, run *Run) error { return nil }}
+		a := m.start("replica-0", nil, job)
+		b := m.start("replica-1", nil, job)
+		st := c.open(t)
+		lease := func() store.Lease {
+			l, err := st.LeaseGet(context.Background(), MonitorLeaseName)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return l
 		}
-		c.settle()
-		c.wantNeverDown()
-		select {
-		case r := <-started:
-			t.Fatalf("long's run was started again (slot %s, by %s) while the first held its lease", r.Slot, r.Owner)
-		default:
+		m.advance(time.Minute, time.Second) // the replicas heard of each other
+		first := lease()
+		m.advance(time.Minute, time.Second)
+		l := lease()
+		if l.Generation != first.Generation || !l.RenewedAt.After(first.RenewedAt) {
+			t.Fatalf("monitor lease %+v after a minute, first %+v: want the same generation, renewed", l, first)
 		}
-		l.wantEachOnce(t, "tick", start.Add(time.Minute), c.db.Now().Add(time.Second), time.Minute)
-		var n int
-		if err := pool.QueryRow(ctx, `SELECT count(*) FROM `+writes+` WHERE generation = $1`, run.Generation).Scan(&n); err != nil || n != 1 {
-			t.Fatalf("fenced writes at generation %d = %d, %v; want 1", run.Generation, n, err)
+		holder, other := a, b
+		if l.Owner == b.e.cfg.Owner {
+			holder, other = b, a
 		}
-		runs, err := c.replicas[0].e.Store.RunList(ctx, store.RunListParams{Job: "long"})
-		if err != nil {
-			t.Fatal(err)
+		m.stop(holder)
+		if l := lease(); l.ExpiresAt.After(c.db.Now()) {
+			t.Fatalf("monitor lease %+v still held after its holder stopped at %s", l, c.db.Now())
 		}
-		var skips int
-		for _, r := range runs {
-			switch {
-			case r.Skipped && r.Reason == "already_executing":
-				skips++
-			case r.Skipped || !r.Success || r.Generation != run.Generation:
-				t.Errorf("long's run row %+v; want its one run, successful at generation %d", r, run.Generation)
+		// The other replica tries at each of its passes, every CheckEvery.
+		m.advanceUntil("the other replica takes the checks over", DefaultCheckEvery, time.Second, func() bool {
+			return lease().Owner == other.e.cfg.Owner
+		})
+		if l := lease(); l.Generation != first.Generation+1 {
+			t.Fatalf("monitor lease %+v after the stop: want generation %d", l, first.Generation+1)
+		}
+	})
+}
+
+// A failing streak longer than the rows every job's runs are first read
+// by (monitorJobRuns): three slots of five failed attempts are fifteen
+// rows, and the pass reads more of the jobs whose first rows hold no
+// success, so failing is still raised, with all three.
+func TestAlertFailingSeesAStreakPastTheFirstRows(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		m := newMonitored(t, c)
+		job := Job{Name: "export", Schedule: "@every 1m", MaxAttempts: 5, RetryBackoff: 2 * time.Second,
+			Handler: func(ctx context.Context, run *Run) error { return errors.New("exit status 1") }}
+		healthy := Job{Name: "report", Schedule: "@every 1m", Handler: func(ctx context.Context, run *Run) error { return nil }}
+		m.start("replica-0", nil, job, healthy)
+		key := alertKey{store.AlertFailing, "export"}
+		m.advanceUntil("failing raised", 5*time.Minute, time.Second, func() bool { return m.raised(key) })
+		a := m.wantRows(key, true)
+		if d := a.Details; d["count"] != "3+" || d["attempts"] != "5" || d["first_slot"] != "2026-03-01T12:01:00Z" {
+			t.Errorf("details %v; want 3 slots from 12:01, 5 attempts each", d)
+		}
+		if m.raised(alertKey{store.AlertFailing, "report"}) {
+			t.Error("failing raised for a job whose runs succeed")
+		}
+	})
+}
+
+// configOnlyStore stands in for a store where only the configuration is
+// judged: New does no I/O, so none of its methods is called.
+type configOnlyStore struct{ store.Store }
+
+// A job that fails every attempt raises failing once across the replicas,
+// when its third slot has spent its attempts (each retried after the
+// backoff), and its first slot that succeeds again resolves it, once.
+func TestAlertFailingRaisedOnceAndResolved(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		m := newMonitored(t, c)
+		var broken atomic.Bool
+		broken.Store(true)
+		job := Job{Name: "export", Schedule: "@every 1m", MaxAttempts: 2, RetryBackoff: 10 * time.Second,
+			Handler: func(ctx context.Context, run *Run) error {
+				if broken.Load() {
+					return errors.New("exit status 1: bucket not found")
+				}
+				return nil
+			}}
+		for i := range 3 {
+			m.start(fmt.Sprintf("replica-%d", i), nil, job)
+		}
+		key := alertKey{store.AlertFailing, "export"}
+		// Slots 12:01, 12:02 and 12:03 fail, each attempt retried once
+		// 10s later; the third's last attempt fails at 12:03:10.
+		m.advanceUntil("failing raised", 5*time.Minute, time.Second, func() bool { return m.raised(key) })
+		if now, spent := m.db.Now(), time.Date(2026, 3, 1, 12, 3, 10, 0, time.UTC); now.Before(spent) {
+			t.Fatalf("raised at %s, before the third slot spent its attempts (%s)", now.Format(time.TimeOnly), spent.Format(time.TimeOnly))
+		}
+		a := m.wantRows(key, true)
+		if d := a.Details; d["count"] != "3+" || d["attempts"] != "2" || d["first_slot"] != "2026-03-01T12:01:00Z" ||
+			d["latest_slot"] != "2026-03-01T12:03:00Z" || d["last_error"] != "exit status 1: bucket not found" {
+			t.Errorf("details %v; want 3 slots from 12:01 to 12:03, 2 attempts, the handler's error", d)
+		}
+		for _, slot := range []time.Time{time.Date(2026, 3, 1, 12, 1, 0, 0, time.UTC), time.Date(2026, 3, 1, 12, 2, 0, 0, time.UTC)} {
+			if runs := slotRuns(t, m.replicas[0].e.Store, "export", slot); len(runs) != 2 || runs[0].Attempt != 1 || runs[1].Attempt != 2 ||
+				runs[1].StartedAt.Sub(runs[0].FinishedAt) != 10*time.Second {
+				t.Errorf("slot %s: runs %+v; want attempts 1 and 2, 10s apart", slot.Format(time.TimeOnly), runs)
 			}
 		}
-		if skips != 3 {
-			t.Errorf("long's overlapping slots: %d skip rows, want 3", skips)
-		}
+		// Still failing: the alert stays open, raised once.
+		m.advance(2*time.Minute, time.Second)
+		m.wantRows(key, true)
+
+		broken.Store(false)
+		m.wantResolvedOnce(key, 2*time.Minute)
+		c.wantNeverDown()
 	})
 }
 
-// An API-only replica (timers disabled) fires nothing, but its Trigger meets
-// a worker's run, and its pause reaches the worker.
-func TestTimersDisabledReplicaServesManualRunsAndPauses(t *testing.T) {
-	eachStore(t, func(t *testing.T, c *cluster) {
-		b := newBlocker()
-		job := Job{Name: "long", Schedule: "* * * * *", Handler: b.handler}
-		c.start("worker", 0, job)
-		api := c.startWith(Config{Owner: "api", Clock: offsetClock{c.db, 0}, Retention: -1, DisableTimers: true}, job)
-		c.db.Advance(time.Minute)
-		run := <-b.started
-		if run.Owner != "worker" {
-			t.Fatalf("run by %s, want the worker", run.Owner)
-		}
-		if _, err := api.Trigger(context.Background(), "long"); !errors.Is(err, ErrAlreadyExecuting) {
-			t.Fatalf("Trigger on the API replica during the worker's run: %v, want ErrAlreadyExecuting", err)
-		}
-		close(b.release)
-		c.settle()
-		if _, err := api.SetEnabled(context.Background(), "long", ptr(false), "ana", ""); err != nil {
-			t.Fatal(err)
-		}
-		c.advance(time.Minute, time.Minute)
-		select {
-		case r := <-b.started:
-			t.Fatalf("a paused job ran: %+v", r)
-		default:
-		}
-		if jobs := api.Jobs(); len(jobs) != 1 || jobs[0].Job.Name != "long" || jobs[0].Next.IsZero() {
-			t.Fatalf("Jobs() = %+v", jobs)
-		}
-	})
+// snapshotSpy records what the checks ask of MonitorSnapshot and what
+// each replica's row came back as.
+type snapshotSpy struct {
+	store.Store
+	mu      sync.Mutex
+	known   []map[string]string // KnownJobs of each call
+	digests []map[string]string // each call's answer: owner → JobsHash, where the store keeps one
+	leftOut []map[string]bool   // each call's answer: owners whose jobs were left out
 }
 
-// A handler's plain error is recorded as it is: not decorated with the
-// cancellation that ending the run's lease hold causes afterwards.
-func TestFailedRunRecordsTheHandlersError(t *testing.T) {
-	eachStore(t, func(t *testing.T, c *cluster) {
-		job := Job{Name: "failing", Schedule: "* * * * * *", Handler: func(_ context.Context, run *Run) error {
-			run.Logger.Info("working")
-			return errors.New("exit status 3")
-		}}
-		s := c.start("a", 0, job)
-		c.advance(time.Second, time.Second)
-		runs, err := s.e.Store.RunList(context.Background(), store.RunListParams{Job: "failing"})
-		if err != nil || len(runs) != 1 {
-			t.Fatalf("runs = %+v, %v", runs, err)
+func (s *snapshotSpy) MonitorSnapshot(ctx context.Context, p store.MonitorSnapshotParams) (store.MonitorSnapshot, error) {
+	res, err := s.Store.MonitorSnapshot(ctx, p)
+	if err != nil {
+		return res, err
+	}
+	digests, leftOut := map[string]string{}, map[string]bool{}
+	for _, r := range res.Replicas {
+		if r.JobsHash != "" {
+			digests[r.Owner] = r.JobsHash
 		}
-		if r := runs[0]; r.Success || r.Error != "exit status 3" || len(r.Logs) != 1 || !strings.Contains(r.Logs[0], "working") {
-			t.Fatalf("run row = %+v; want the handler's error as is and only its own log line", r)
+		if r.JobsUnchanged {
+			leftOut[r.Owner] = true
+		}
+	}
+	s.mu.Lock()
+	s.known = append(s.known, maps.Clone(p.KnownJobs))
+	s.digests = append(s.digests, digests)
+	s.leftOut = append(s.leftOut, leftOut)
+	s.mu.Unlock()
+	return res, nil
+}
+
+func (s *snapshotSpy) calls() int { s.mu.Lock(); defer s.mu.Unlock(); return len(s.known) }
+
+// The checks name the jobs they hold to the store at every pass after
+// the first, so that PostgreSQL, which digests them, sends a replica's
+// thousands of jobs only when they change. (The store's side is the
+// conformance suite's; without this, a scheduler that never named them
+// passed every test and read every replica's jobs every pass.)
+func TestMonitorNamesTheJobsItHoldsToTheSnapshot(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		m := newMonitored(t, c)
+		spy := &snapshotSpy{Store: c.open(t)}
+		noop := func(ctx context.Context, run *Run) error { return nil }
+		m.startWith(Config{Owner: "replica-0", Clock: offsetClock{m.db, 0}, Retention: -1, Observer: m.log.observer("replica-0"), Store: spy},
+			Job{Name: "sync", Schedule: "@every 1m", Handler: noop})
+		m.advanceUntil("three passes of the checks", 2*time.Minute, time.Second, func() bool { return spy.calls() >= 3 })
+
+		spy.mu.Lock()
+		defer spy.mu.Unlock()
+		if len(spy.known[0]) != 0 {
+			t.Errorf("the first pass named %v as known; it holds none yet", spy.known[0])
+		}
+		for i := 1; i < len(spy.known); i++ {
+			if diff := cmp.Diff(spy.digests[i-1], spy.known[i], cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("pass %d named as known (-the digests the pass before read +named):\n%s", i+1, diff)
+			}
+		}
+		if c.kind == "postgres" {
+			if spy.digests[0]["replica-0"] == "" {
+				t.Fatal("PostgreSQL returned no digest of the replica's jobs")
+			}
+			if !spy.leftOut[2]["replica-0"] {
+				t.Error("the third pass read the replica's unchanged jobs again")
+			}
 		}
 	})
 }

@@ -306,33 +306,6 @@ func sawSkip(events []Event, job string, slot time.Time, reason string) bool {
 	return false
 }
 
-// gate holds a store call, once entered, until the test releases it: a
-// call that takes long on a real database (thousands of rows).
-type gate struct {
-	entered chan struct{} // closed by the first call
-	release chan struct{} // closed by the test
-	once    sync.Once
-}
-
-func newGate() *gate { return &gate{entered: make(chan struct{}), release: make(chan struct{})} }
-
-func (g *gate) pass() {
-	g.once.Do(func() { close(g.entered) })
-	<-g.release
-}
-
-// passUnlessDone is pass for a call that ends with its context: it returns
-// the context's error if that ends first.
-func (g *gate) passUnlessDone(ctx context.Context) error {
-	g.once.Do(func() { close(g.entered) })
-	select {
-	case <-g.release:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // heldSkips is a store whose SlotSkip waits at a gate: a recording of
 // skips that takes long (thousands of them under overload, behind the
 // others' claims).

@@ -1,0 +1,9 @@
+package cronfence
+
+import (
+	"testing"
+
+	"github.com/cronfence/cronfence/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
