@@ -2,7 +2,6 @@ package cronfence
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -153,7 +152,7 @@ func TestHungStoreCountsAsDownAfterTheStoreTimeout(t *testing.T) {
 	// answer), so the test waits for it only briefly.
 	const timeout = 300 * time.Millisecond
 	a := c.startWith(Config{Owner: "a", Clock: offsetClock{db, 0}, Retention: -1, HeartbeatEvery: -1, StoreTimeout: timeout,
-		Store: withoutLiveness{throughProxy}, Logger: slog.New(slog.NewTextHandler(logs, nil))}, jobs...)
+		Store: intercept(throughProxy), Logger: slog.New(slog.NewTextHandler(logs, nil))}, jobs...)
 	proxy.Hold()
 	slot := db.Now().Add(time.Minute)
 	db.Advance(time.Minute) // 12:01 fires; the claim hangs until its bound
@@ -200,31 +199,6 @@ func TestHungStoreCountsAsDownAfterTheStoreTimeout(t *testing.T) {
 	if err != nil || successes != 1 || others != 0 || !runs[0].Success {
 		t.Fatalf("minutely's run rows = %+v, %v; want one success for the missed slot (after its hung claim's attempt, interrupted, if it committed)", runs, err)
 	}
-}
-
-// outageStore cuts the store off on demand (claims and clock reads fail)
-// and counts the clock probes a replica sends meanwhile.
-type outageStore struct {
-	store.Store
-	down   *atomic.Bool
-	probes *atomic.Int64
-}
-
-var errCut = errors.New("connection refused (test outage)")
-
-func (o *outageStore) Now(ctx context.Context) (time.Time, error) {
-	if o.down.Load() {
-		o.probes.Add(1)
-		return time.Time{}, errCut
-	}
-	return o.Store.Now(ctx)
-}
-
-func (o *outageStore) SlotClaimBatch(ctx context.Context, items []store.SlotClaimParams) ([]store.SlotClaimResult, error) {
-	if o.down.Load() {
-		return nil, errCut
-	}
-	return o.Store.SlotClaimBatch(ctx, items)
 }
 
 // A database outage is logged once when it starts, then at most once a

@@ -14,34 +14,6 @@ import (
 	"github.com/cronfence/cronfence/store"
 )
 
-// finishCounter is a store that counts the round trips that record runs'
-// ends.
-type finishCounter struct {
-	store.Store
-	singles, batches, items atomic.Int64
-
-	mu     sync.Mutex
-	claims []int // the size of each claim batch
-}
-
-func (f *finishCounter) SlotFinish(ctx context.Context, p store.SlotFinishParams) (store.SlotFinishResult, error) {
-	f.singles.Add(1)
-	return f.Store.SlotFinish(ctx, p)
-}
-
-func (f *finishCounter) SlotFinishBatch(ctx context.Context, items []store.SlotFinishParams) ([]store.SlotFinishResult, error) {
-	f.batches.Add(1)
-	f.items.Add(int64(len(items)))
-	return f.Store.SlotFinishBatch(ctx, items)
-}
-
-func (f *finishCounter) SlotClaimBatch(ctx context.Context, items []store.SlotClaimParams) ([]store.SlotClaimResult, error) {
-	f.mu.Lock()
-	f.claims = append(f.claims, len(items))
-	f.mu.Unlock()
-	return f.Store.SlotClaimBatch(ctx, items)
-}
-
 // Thousands of slots due at one instant are claimed in statements of at
 // most maxClaimBatch items, so no claim statement takes seconds; every
 // slot still runs once.
@@ -49,34 +21,31 @@ func TestALargeBatchIsClaimedInBoundedStatements(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
 		c.settleWithin = 2 * time.Minute
 		l := newLedger()
-		fc := &finishCounter{Store: c.open(t)}
+		st := intercept(c.open(t))
 		n := maxClaimBatch + 10
 		jobs := minuteJobs(n, l.handler(c.db))
 		// StoreTimeout: a 1,000-item claim on SQLite under -race on a
 		// loaded host takes seconds; this test is about the statements'
 		// size, not the bound on their time.
-		c.startWith(Config{Owner: "a", Store: fc, Clock: offsetClock{c.db, 0}, Retention: -1, StoreTimeout: time.Minute}, jobs...)
+		c.startWith(Config{Owner: "a", Store: st, Clock: offsetClock{c.db, 0}, Retention: -1, StoreTimeout: time.Minute}, jobs...)
 		slot := c.db.Now().Truncate(time.Minute).Add(time.Minute)
-		fc.mu.Lock()
-		fc.claims = nil // catch-up and the like at start
-		fc.mu.Unlock()
+		st.reset() // catch-up and the like at start
 		c.advance(time.Minute, time.Minute)
 		for i := range n {
 			if got := l.ran(fmt.Sprintf("job-%d", i), slot); got != 1 {
 				t.Fatalf("job-%d ran %d times, want once", i, got)
 			}
 		}
-		fc.mu.Lock()
-		defer fc.mu.Unlock()
+		claims := st.batches("SlotClaimBatch")
 		sum := 0
-		for _, size := range fc.claims {
+		for _, size := range claims {
 			if size > maxClaimBatch {
-				t.Fatalf("a claim statement of %d items (batches %v), want at most %d", size, fc.claims, maxClaimBatch)
+				t.Fatalf("a claim statement of %d items (batches %v), want at most %d", size, claims, maxClaimBatch)
 			}
 			sum += size
 		}
 		if sum != n {
-			t.Fatalf("claims of %v items, %d in all; want the %d slots once each", fc.claims, sum, n)
+			t.Fatalf("claims of %v items, %d in all; want the %d slots once each", claims, sum, n)
 		}
 		c.wantNeverDown()
 	})
@@ -106,22 +75,17 @@ func TestBufferedSlotsHandedOverTogetherAreClaimedTogether(t *testing.T) {
 					return record(ctx, r)
 				}})
 		}
-		fc := &finishCounter{Store: c.open(t)}
-		s := c.startWith(Config{Owner: "a", Store: fc, Clock: offsetClock{c.db, 0}, Retention: -1}, jobs...)
+		st := intercept(c.open(t))
+		c.startWith(Config{Owner: "a", Store: st, Clock: offsetClock{c.db, 0}, Retention: -1}, jobs...)
 		// The n held runs share the replica's one renewal timer.
-		holding := func() {
-			wait.For(t, time.Minute, func() bool { return s.e.Busy.Load() == n && c.db.Timers() == 2 }, func() string {
-				return fmt.Sprintf("the replica did not settle with its %d runs held: %d busy, %d timers", n, s.e.Busy.Load(), c.db.Timers())
-			})
-		}
+		c.settleWithin = time.Minute
+		holding := func() { c.settleHeld(n, 1) }
 		first := c.db.Now().Truncate(time.Minute).Add(time.Minute)
 		c.db.Advance(time.Minute) // every job's slot starts, and waits at the gate
 		holding()
 		c.db.Advance(time.Minute) // every job's next slot is buffered behind it
 		holding()
-		fc.mu.Lock()
-		fc.claims = nil
-		fc.mu.Unlock()
+		st.reset()
 		close(gate) // the runs end together
 		c.settle()
 		for i := range n {
@@ -130,38 +94,16 @@ func TestBufferedSlotsHandedOverTogetherAreClaimedTogether(t *testing.T) {
 				t.Fatalf("%s ran its first slot %d times and the buffered one %d times, want once each", job, a, b)
 			}
 		}
-		fc.mu.Lock()
-		defer fc.mu.Unlock()
+		claims := st.batches("SlotClaimBatch")
 		sum := 0
-		for _, size := range fc.claims {
+		for _, size := range claims {
 			sum += size
 		}
-		if sum != n || len(fc.claims) > n/4 {
-			t.Fatalf("the %d buffered slots were claimed in %d statements (sizes %v), want a few", n, len(fc.claims), fc.claims)
+		if sum != n || len(claims) > n/4 {
+			t.Fatalf("the %d buffered slots were claimed in %d statements (sizes %v), want a few", n, len(claims), claims)
 		}
 		c.wantNeverDown()
 	})
-}
-
-// claimOrder is a store that keeps, by slot, the jobs of each claim
-// statement in the order they were sent.
-type claimOrder struct {
-	store.Store
-	mu   sync.Mutex
-	sent map[time.Time][][]string // slot → each statement's jobs of that slot
-}
-
-func (o *claimOrder) SlotClaimBatch(ctx context.Context, items []store.SlotClaimParams) ([]store.SlotClaimResult, error) {
-	o.mu.Lock()
-	by := map[time.Time][]string{}
-	for _, it := range items {
-		by[it.Slot] = append(by[it.Slot], it.Job)
-	}
-	for slot, jobs := range by {
-		o.sent[slot] = append(o.sent[slot], jobs)
-	}
-	o.mu.Unlock()
-	return o.Store.SlotClaimBatch(ctx, items)
 }
 
 // A large batch claims its jobs in the same order at every slot: a job
@@ -181,21 +123,38 @@ func TestALargeBatchClaimsItsJobsInTheSameOrderAtEverySlot(t *testing.T) {
 		}
 		c.settleWithin = 2 * time.Minute
 		l := newLedger()
-		co := &claimOrder{Store: c.open(t), sent: map[time.Time][][]string{}}
+		// By slot, the jobs of each claim statement in the order sent.
+		var mu sync.Mutex
+		sent := map[time.Time][][]string{}
+		co := intercept(c.open(t))
+		co.before = func(call *call) {
+			if call.method != "SlotClaimBatch" {
+				return
+			}
+			by := map[time.Time][]string{}
+			for _, it := range *call.arg.(*[]store.SlotClaimParams) {
+				by[it.Slot] = append(by[it.Slot], it.Job)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for slot, jobs := range by {
+				sent[slot] = append(sent[slot], jobs)
+			}
+		}
 		n := maxClaimBatch + 200
 		jobs := minuteJobs(n, l.handler(c.db))
 		c.startWith(Config{Owner: "a", Store: co, Clock: offsetClock{c.db, 0}, Retention: -1, StoreTimeout: time.Minute}, jobs...)
 		first := c.db.Now().Truncate(time.Minute).Add(time.Minute)
 		c.advance(2*time.Minute, time.Minute)
-		co.mu.Lock()
-		defer co.mu.Unlock()
+		mu.Lock()
+		defer mu.Unlock()
 		for _, slot := range []time.Time{first, first.Add(time.Minute)} {
 			var order []string
-			for _, jobs := range co.sent[slot] {
+			for _, jobs := range sent[slot] {
 				order = append(order, jobs...)
 			}
-			if len(order) != n || len(co.sent[slot]) < 2 {
-				t.Fatalf("slot %s: %d claims in %d statements, want the %d jobs once each, in more than one", slot, len(order), len(co.sent[slot]), n)
+			if len(order) != n || len(sent[slot]) < 2 {
+				t.Fatalf("slot %s: %d claims in %d statements, want the %d jobs once each, in more than one", slot, len(order), len(sent[slot]), n)
 			}
 			if !slices.IsSorted(order) {
 				i := 0
@@ -218,14 +177,15 @@ func TestALargeBatchClaimsItsJobsInTheSameOrderAtEverySlot(t *testing.T) {
 // by by: to the replica measuring its offset, the same as its own clock
 // drifting behind the database's after the measurement. It fires every
 // slot that much early by the database clock.
-type clockAhead struct {
-	store.Store
-	by time.Duration
-}
-
-func (c clockAhead) Now(ctx context.Context) (time.Time, error) {
-	now, err := c.Store.Now(ctx)
-	return now.Add(c.by), err
+func clockAhead(st store.Store, by time.Duration) *intercepted {
+	ahead := intercept(st)
+	ahead.after = func(c *call) {
+		if c.method == "Now" {
+			now := c.result.(*time.Time)
+			*now = now.Add(by)
+		}
+	}
+	return ahead
 }
 
 // dbClockBound bounds a store's clock from above at this process's
@@ -281,7 +241,7 @@ func TestClaimSentAheadIsJudgedAtTheSlot(t *testing.T) {
 			var mu sync.Mutex
 			var slots, starts []time.Time
 			bound := boundDBClock(t, st)
-			s, err := New(Config{Store: clockAhead{Store: st, by: 30 * time.Millisecond}, Owner: "a", Logger: quiet,
+			s, err := New(Config{Store: clockAhead(st, 30*time.Millisecond), Owner: "a", Logger: quiet,
 				Retention: -1, HeartbeatEvery: -1, Observer: obs})
 			if err != nil {
 				t.Fatal(err)
@@ -330,56 +290,6 @@ func TestClaimSentAheadIsJudgedAtTheSlot(t *testing.T) {
 	}
 }
 
-// heldEnds is a store whose runs' ends are held back until release, as a
-// loaded database holds them, and which logs, in order, each end answered
-// and each claim sent.
-type heldEnds struct {
-	store.Store
-	*gate // the ends' calls wait at it
-
-	mu     sync.Mutex
-	events []string // "end <job>" once answered, "claim <job> <slot>" as sent
-}
-
-func (h *heldEnds) log(e string) {
-	h.mu.Lock()
-	h.events = append(h.events, e)
-	h.mu.Unlock()
-}
-
-func (h *heldEnds) logged() []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]string(nil), h.events...)
-}
-
-func (h *heldEnds) SlotFinish(ctx context.Context, p store.SlotFinishParams) (store.SlotFinishResult, error) {
-	if err := h.passUnlessDone(ctx); err != nil {
-		return store.SlotFinishResult{}, err
-	}
-	r, err := h.Store.SlotFinish(ctx, p)
-	h.log("end " + p.Job)
-	return r, err
-}
-
-func (h *heldEnds) SlotFinishBatch(ctx context.Context, items []store.SlotFinishParams) ([]store.SlotFinishResult, error) {
-	if err := h.passUnlessDone(ctx); err != nil {
-		return nil, err
-	}
-	r, err := h.Store.SlotFinishBatch(ctx, items)
-	for _, p := range items {
-		h.log("end " + p.Job)
-	}
-	return r, err
-}
-
-func (h *heldEnds) SlotClaimBatch(ctx context.Context, items []store.SlotClaimParams) ([]store.SlotClaimResult, error) {
-	for _, p := range items {
-		h.log("claim " + p.Job + " " + p.Slot.Format(time.TimeOnly))
-	}
-	return h.Store.SlotClaimBatch(ctx, items)
-}
-
 // A replica whose runs' ends wait to be recorded behind the batch in
 // flight (a backlog: under load) records them before it claims its next
 // slots. Each end releases a job's lease; claimed first, the job's next
@@ -388,7 +298,36 @@ func (h *heldEnds) SlotClaimBatch(ctx context.Context, items []store.SlotClaimPa
 // that slowed the ends further.
 func TestARunsEndsAreRecordedBeforeTheNextClaims(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
-		held := &heldEnds{Store: c.open(t), gate: newGate()}
+		// The runs' ends are held back until release, as a loaded
+		// database holds them; each end answered and each claim sent is
+		// logged, in order.
+		held := newGate()
+		var mu sync.Mutex
+		var seen []string // "end <job>" once answered, "claim <job> <slot>" as sent
+		log := func(e string) { mu.Lock(); seen = append(seen, e); mu.Unlock() }
+		logged := func() []string { mu.Lock(); defer mu.Unlock(); return slices.Clone(seen) }
+		st := intercept(c.open(t))
+		st.before = func(call *call) {
+			switch call.method {
+			case "SlotFinish", "SlotFinishBatch":
+				call.err = held.passUnlessDone(call.ctx)
+			case "SlotClaimBatch":
+				for _, p := range *call.arg.(*[]store.SlotClaimParams) {
+					log("claim " + p.Job + " " + p.Slot.Format(time.TimeOnly))
+				}
+			}
+		}
+		st.after = func(call *call) {
+			switch {
+			case !call.asked:
+			case call.method == "SlotFinish":
+				log("end " + call.arg.(*store.SlotFinishParams).Job)
+			case call.method == "SlotFinishBatch":
+				for _, p := range *call.arg.(*[]store.SlotFinishParams) {
+					log("end " + p.Job)
+				}
+			}
+		}
 		release := sync.OnceFunc(func() { close(held.release) })
 		l := newLedger()
 		// The ends of one and two go, and are held (in one batch or two);
@@ -400,7 +339,7 @@ func TestARunsEndsAreRecordedBeforeTheNextClaims(t *testing.T) {
 			}
 			return l.handler(c.db)(ctx, run)
 		}
-		s := c.startHolding(-1, Config{Owner: "a", Store: held, Clock: offsetClock{c.db, 0}, Retention: -1},
+		s := c.startHolding(-1, Config{Owner: "a", Store: st, Clock: offsetClock{c.db, 0}, Retention: -1},
 			Job{Name: "one", Schedule: "*/10 * * * * *", Handler: l.handler(c.db)},
 			Job{Name: "two", Schedule: "*/10 * * * * *", Handler: l.handler(c.db)},
 			Job{Name: "three", Schedule: "*/10 * * * * *", Handler: afterHeld})
@@ -416,18 +355,18 @@ func TestARunsEndsAreRecordedBeforeTheNextClaims(t *testing.T) {
 		c.db.Advance(10 * time.Second)
 		next := first.Add(10 * time.Second).Format(time.TimeOnly)
 		isNextClaim := func(e string) bool { return strings.HasPrefix(e, "claim ") && strings.HasSuffix(e, " "+next) }
-		claimedNext := func() bool { return slices.ContainsFunc(held.logged(), isNextClaim) }
+		claimedNext := func() bool { return slices.ContainsFunc(logged(), isNextClaim) }
 		draining := func() bool {
 			return s.runner.finish.batch.Draining()
 		}
 		wait.For(t, 10*time.Second, func() bool { return claimedNext() || draining() },
 			func() string { return "the replica neither claimed its next slots nor waited for its ends" })
 		if claimedNext() {
-			t.Fatalf("the replica claimed its next slots while its runs' ends waited to be recorded: %v", held.logged())
+			t.Fatalf("the replica claimed its next slots while its runs' ends waited to be recorded: %v", logged())
 		}
 		release()
 		wait.For(t, 10*time.Second, claimedNext, func() string { return "the next slots were not claimed once the ends were in" })
-		events := held.logged()
+		events := logged()
 		ends := 0
 		for _, e := range events {
 			if strings.HasPrefix(e, "end ") {
@@ -445,27 +384,23 @@ func TestARunsEndsAreRecordedBeforeTheNextClaims(t *testing.T) {
 	})
 }
 
-// flakyStore fails the next n claims, as a pooled connection a database
-// restart killed fails the first statement sent on it.
-type flakyStore struct {
-	store.Store
-	failNext *atomic.Int64
-}
-
-func (f *flakyStore) SlotClaimBatch(ctx context.Context, items []store.SlotClaimParams) ([]store.SlotClaimResult, error) {
-	if f.failNext.Add(-1) >= 0 {
-		return nil, errCut
-	}
-	return f.Store.SlotClaimBatch(ctx, items)
-}
-
 // One failed claim does not lose the slot: the replica tries once more at
 // once, and only a second failure leaves the slot to catch-up.
 func TestOneFailedClaimIsRetried(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
+		// The next n claims fail, as a pooled connection a database
+		// restart killed fails the first statement sent on it.
 		var failNext atomic.Int64
 		open := c.open
-		c.open = func(t *testing.T) store.Store { return &flakyStore{Store: open(t), failNext: &failNext} }
+		c.open = func(t *testing.T) store.Store {
+			flaky := intercept(open(t))
+			flaky.before = func(call *call) {
+				if call.method == "SlotClaimBatch" && failNext.Add(-1) >= 0 {
+					call.err = errCut
+				}
+			}
+			return flaky
+		}
 		l := newLedger()
 		job := Job{Name: "tick", Schedule: "* * * * * *", Handler: l.handler(c.db)}
 		start := c.db.Now()

@@ -31,7 +31,7 @@ func TestAlertThresholdDefaultsAndValidation(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			cfg := tc.cfg
-			cfg.Store = configOnlyStore{} // New does no I/O
+			cfg.Store = intercept(nil) // New does no I/O: none of its methods is called
 			s, err := New(cfg)
 			if tc.wantErr != "" {
 				if err == nil || !errors.Is(err, store.ErrInvalidArgument) || !strings.Contains(err.Error(), tc.wantErr) {

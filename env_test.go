@@ -18,6 +18,7 @@ import (
 // for its own clock, leaving minutes of slots to others), and one behind
 // does not run slots minutes late. The claims it sends are never early.
 func TestSkewedReplicaFiresOnTheDatabaseClock(t *testing.T) {
+	t.Parallel()
 	for _, offset := range []time.Duration{2 * time.Minute, -2 * time.Minute} {
 		t.Run(fmt.Sprint(offset), func(t *testing.T) {
 			eachStore(t, func(t *testing.T, c *cluster) {
@@ -41,24 +42,6 @@ func TestSkewedReplicaFiresOnTheDatabaseClock(t *testing.T) {
 	}
 }
 
-// slowClockRead is a store whose clock reads take the time a real one
-// does, unevenly: the leg before the database reads its clock (a pooled
-// connection handed out, a statement prepared, the request sent) takes
-// before, the leg after it (the answer back) after. The test's one clock
-// moves while it waits, as the real clock would.
-type slowClockRead struct {
-	store.Store
-	clock         *clock.Fake
-	before, after time.Duration
-}
-
-func (s *slowClockRead) Now(ctx context.Context) (time.Time, error) {
-	s.clock.Advance(s.before)
-	now, err := s.Store.Now(ctx)
-	s.clock.Advance(s.after)
-	return now, err
-}
-
 // The measured offset never puts a replica ahead of the database clock,
 // however uneven the round trip of the clock read: slots are judged due by
 // the database, and a replica that fires early only has its claim refused
@@ -75,7 +58,24 @@ func TestMeasuredOffsetNeverFiresEarly(t *testing.T) {
 				notDue.Add(1)
 			}
 		})
-		st := &slowClockRead{Store: c.open(t), clock: c.db, before: 8 * time.Millisecond, after: 200 * time.Microsecond}
+		// The store's clock reads take the time a real one does,
+		// unevenly: the leg before the database reads its clock (a pooled
+		// connection handed out, a statement prepared, the request sent)
+		// takes legBefore, the leg after it (the answer back) legAfter.
+		// The test's one clock moves while it waits, as the real clock
+		// would.
+		const legBefore, legAfter = 8 * time.Millisecond, 200 * time.Microsecond
+		st := intercept(c.open(t))
+		st.before = func(call *call) {
+			if call.method == "Now" {
+				c.db.Advance(legBefore)
+			}
+		}
+		st.after = func(call *call) {
+			if call.method == "Now" {
+				c.db.Advance(legAfter)
+			}
+		}
 		l := newLedger()
 		start := c.db.Now().Add(time.Second - 50*time.Millisecond) // 50 ms before a slot
 		c.db.Advance(start.Sub(c.db.Now()))
@@ -84,8 +84,8 @@ func TestMeasuredOffsetNeverFiresEarly(t *testing.T) {
 		if ahead := s.e.Now().Sub(c.db.Now()); ahead > 0 {
 			t.Errorf("after measuring its offset (%s) the replica judges slots by a clock %s ahead of the database's", s.ClockOffset(), ahead)
 		}
-		if off := s.ClockOffset(); off < 0 || off > st.after+st.before {
-			t.Errorf("measured offset %s; want 0 up to the read's round trip %s", off, st.after+st.before)
+		if off := s.ClockOffset(); off < 0 || off > legAfter+legBefore {
+			t.Errorf("measured offset %s; want 0 up to the read's round trip %s", off, legAfter+legBefore)
 		}
 		// In steps of a millisecond, so a fire a few milliseconds early
 		// reaches the database before the slot does.
@@ -97,26 +97,6 @@ func TestMeasuredOffsetNeverFiresEarly(t *testing.T) {
 	})
 }
 
-// clockReads is a store that counts its clock reads and can refuse
-// heartbeats.
-type clockReads struct {
-	store.Store
-	reads         atomic.Int64
-	failHeartbeat bool
-}
-
-func (c *clockReads) Now(ctx context.Context) (time.Time, error) {
-	c.reads.Add(1)
-	return c.Store.Now(ctx)
-}
-
-func (c *clockReads) ReplicaHeartbeat(ctx context.Context, r store.Replica) (store.Replica, error) {
-	if c.failHeartbeat {
-		return store.Replica{}, errors.New("heartbeat refused")
-	}
-	return c.Store.ReplicaHeartbeat(ctx, r)
-}
-
 // The clock check costs no statement of its own while heartbeats answer
 // (the database stamps the heartbeat's row with its clock), and still
 // happens when they do not, at one read a check once the first
@@ -124,7 +104,14 @@ func (c *clockReads) ReplicaHeartbeat(ctx context.Context, r store.Replica) (sto
 func TestClockCheckRidesOnTheHeartbeat(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
 		for _, fail := range []bool{false, true} {
-			cr := &clockReads{Store: c.open(t), failHeartbeat: fail}
+			// The store counts its clock reads and, with fail, refuses
+			// heartbeats.
+			cr := intercept(c.open(t))
+			cr.before = func(call *call) {
+				if fail && call.method == "ReplicaHeartbeat" {
+					call.err = errors.New("heartbeat refused")
+				}
+			}
 			var offsets atomic.Int64
 			observe := ObserverFunc(func(e Event) {
 				if _, ok := e.(ClockOffsetEvent); ok {
@@ -133,9 +120,9 @@ func TestClockCheckRidesOnTheHeartbeat(t *testing.T) {
 			})
 			s := c.startWith(Config{Owner: "a", Store: cr, Clock: offsetClock{c.db, 0}, Retention: -1, CheckEvery: -1, Observer: observe},
 				Job{Name: "never", Schedule: "0 0 1 1 *", Handler: func(context.Context, *Run) error { return nil }})
-			before, measuredBefore := cr.reads.Load(), offsets.Load()
+			before, measuredBefore := int64(cr.count("Now")), offsets.Load()
 			c.advance(5*time.Minute, time.Second)
-			reads, measured := cr.reads.Load()-before, offsets.Load()-measuredBefore
+			reads, measured := int64(cr.count("Now"))-before, offsets.Load()-measuredBefore
 			c.stop(s)
 			switch {
 			case !fail && (reads != 0 || measured < 4):
@@ -207,6 +194,7 @@ func TestClockStepsAreFollowedAtOnce(t *testing.T) {
 // slot runs early and none twice. Replicas up to 2 s late with a fast job
 // are the failure of designs that release a lock at the end of a run.
 func TestSkewedClocksNeitherEarlyNorTwice(t *testing.T) {
+	t.Parallel()
 	for _, offsets := range [][]time.Duration{
 		{0, 90 * time.Second, -90 * time.Second},
 		{0, -time.Second, -2 * time.Second},

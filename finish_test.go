@@ -17,13 +17,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// withoutLiveness hides the store's liveness lock (store.Liveness), so a
-// replica's leases are taken over only at their expiry. A replica whose
-// liveness session is cut is taken for dead at once, by design, and its
-// slot resumed; this test is about a replica that lives through a blip and
-// whose slot must not be resumed, which only the expiry could cause.
-type withoutLiveness struct{ store.Store }
-
 // TestFinishThatFailsOnceIsRetriedNotResumed: the database blips as a run's
 // handler returns (every connection of its replica reset, none possible for
 // a second). The run's end cannot be recorded at once; the run keeps its
@@ -56,7 +49,7 @@ func TestFinishThatFailsOnceIsRetriedNotResumed(t *testing.T) {
 			}
 			return nil
 		}}
-	c.startWith(Config{Owner: "a", Clock: offsetClock{db, 0}, Retention: -1, Store: withoutLiveness{throughProxy}}, job)
+	c.startWith(Config{Owner: "a", Clock: offsetClock{db, 0}, Retention: -1, Store: intercept(throughProxy)}, job)
 	db.Advance(time.Minute) // 12:01: a claims the slot and its handler runs
 	c.settleHolding(1)
 	c.startHolding(1, Config{Owner: "b", Clock: offsetClock{db, 0}, Retention: -1}, job) // b resumes dead runs
@@ -99,10 +92,16 @@ func TestFinishThatFailsOnceIsRetriedNotResumed(t *testing.T) {
 }
 
 // proxiedCluster is a cluster on a fresh PostgreSQL schema whose replicas
-// run without liveness locks (withoutLiveness), with two stores on it:
+// run without liveness locks, with two stores on it:
 // direct, which the cluster opens for its replicas, and throughProxy, over a
 // TCP proxy the test cuts to take that store's database away while the
 // database lives on for everyone else.
+//
+// The interceptor hides the store's liveness lock (store.Liveness), so a
+// replica's leases are taken over only at their expiry. A replica whose
+// liveness session is cut is taken for dead at once, by design, and its
+// slot resumed; these tests are about a replica that lives through a blip
+// and whose slot must not be resumed, which only the expiry could cause.
 func proxiedCluster(t *testing.T) (c *cluster, direct, throughProxy *postgres.Store, proxy *pgtest.Proxy) {
 	t.Helper()
 	db := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
@@ -124,7 +123,7 @@ func proxiedCluster(t *testing.T) (c *cluster, direct, throughProxy *postgres.St
 	if err != nil {
 		t.Fatal(err)
 	}
-	c = &cluster{t: t, db: db, kind: "postgres", open: func(t *testing.T) store.Store { return withoutLiveness{direct} }}
+	c = &cluster{t: t, db: db, kind: "postgres", open: func(t *testing.T) store.Store { return intercept(direct) }}
 	return c, direct, throughProxy, proxy
 }
 
@@ -160,6 +159,7 @@ func TestTenThousandJobsDueAtOnceRunOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: 10,000 jobs on PostgreSQL")
 	}
+	t.Parallel()
 	const n = 10_000
 	db := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	_, schema := pgtest.Schema(t)
@@ -219,25 +219,6 @@ func TestTenThousandJobsDueAtOnceRunOnce(t *testing.T) {
 	}
 }
 
-// lateEnds is a store whose ends of runs land late, as under load a
-// replica's ends queue behind the batch in flight: the database clock has
-// moved on by delay when each finish statement runs.
-type lateEnds struct {
-	store.Store
-	db    *clock.Fake
-	delay time.Duration
-}
-
-func (s lateEnds) SlotFinish(ctx context.Context, p store.SlotFinishParams) (store.SlotFinishResult, error) {
-	s.db.Advance(s.delay)
-	return s.Store.SlotFinish(ctx, p)
-}
-
-func (s lateEnds) SlotFinishBatch(ctx context.Context, items []store.SlotFinishParams) ([]store.SlotFinishResult, error) {
-	s.db.Advance(s.delay)
-	return s.Store.SlotFinishBatch(ctx, items)
-}
-
 // A run's row says when its handler returned, not when its end reached the
 // database: a run of a few milliseconds whose end was recorded 6 s later
 // (here: the finish statement ran late) lasted milliseconds. Before, the
@@ -247,8 +228,17 @@ func (s lateEnds) SlotFinishBatch(ctx context.Context, items []store.SlotFinishP
 func TestARunsRecordedEndIsWhenItsHandlerReturned(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
 		st := c.open(t)
+		// The ends of runs land late, as under load a replica's ends
+		// queue behind the batch in flight: the database clock has moved
+		// on by 6s when each finish statement runs.
+		late := intercept(st)
+		late.before = func(call *call) {
+			if call.method == "SlotFinish" || call.method == "SlotFinishBatch" {
+				c.db.Advance(6 * time.Second)
+			}
+		}
 		l := newLedger()
-		c.startWith(Config{Owner: "a", Clock: offsetClock{c.db, 0}, Retention: -1, Store: lateEnds{st, c.db, 6 * time.Second}},
+		c.startWith(Config{Owner: "a", Clock: offsetClock{c.db, 0}, Retention: -1, Store: late},
 			Job{Name: "quick", Schedule: "*/10 * * * * *", Handler: l.handler(c.db)})
 		slot := c.db.Now().Add(10 * time.Second)
 		c.advance(10*time.Second, 10*time.Second)
@@ -275,10 +265,10 @@ func TestARunsRecordedEndIsWhenItsHandlerReturned(t *testing.T) {
 func TestRunsEndingTogetherAreRecordedInFewRoundTrips(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
 		l := newLedger()
-		fc := &finishCounter{Store: c.open(t)}
+		counted := intercept(c.open(t))
 		const n = 300
 		jobs := minuteJobs(n, l.handler(c.db))
-		c.startWith(Config{Owner: "a", Store: fc, Clock: offsetClock{c.db, 0}, Retention: -1}, jobs...)
+		c.startWith(Config{Owner: "a", Store: counted, Clock: offsetClock{c.db, 0}, Retention: -1}, jobs...)
 		slot := c.db.Now().Truncate(time.Minute).Add(time.Minute)
 		c.advance(time.Minute, time.Minute)
 		st := c.open(t)
@@ -291,32 +281,12 @@ func TestRunsEndingTogetherAreRecordedInFewRoundTrips(t *testing.T) {
 				t.Fatalf("%s's slot: %+v, %v; want completed", job, sl, err)
 			}
 		}
-		trips := fc.singles.Load() + fc.batches.Load()
-		if trips > n/4 {
-			t.Fatalf("%d round trips (%d alone, %d batches of %d ends) recorded %d ends, want a few", trips, fc.singles.Load(), fc.batches.Load(), fc.items.Load(), n)
+		singles, batches := counted.count("SlotFinish"), counted.batches("SlotFinishBatch")
+		if trips := singles + len(batches); trips > n/4 {
+			t.Fatalf("%d round trips (%d alone, batches of %v ends) recorded %d ends, want a few", trips, singles, batches, n)
 		}
 		c.wantNeverDown()
 	})
-}
-
-// gatedFinishes is a store whose finishes wait for the test's word, to
-// hold a batch in flight.
-type gatedFinishes struct {
-	store.Store
-	entered chan int      // the size of each finish call, as it starts
-	release chan struct{} // one receive lets one call go on
-}
-
-func (g *gatedFinishes) SlotFinish(ctx context.Context, p store.SlotFinishParams) (store.SlotFinishResult, error) {
-	g.entered <- 1
-	<-g.release
-	return g.Store.SlotFinish(ctx, p)
-}
-
-func (g *gatedFinishes) SlotFinishBatch(ctx context.Context, items []store.SlotFinishParams) ([]store.SlotFinishResult, error) {
-	g.entered <- len(items)
-	<-g.release
-	return g.Store.SlotFinishBatch(ctx, items)
 }
 
 // Under load that never lets up, no run's end waits for more than its own
@@ -325,7 +295,22 @@ func (g *gatedFinishes) SlotFinishBatch(ctx context.Context, items []store.SlotF
 func TestAGroupCommitAnswersEachEndWithItsOwnBatch(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
 		st := c.open(t)
-		g := &gatedFinishes{Store: st, entered: make(chan int, 10), release: make(chan struct{})}
+		// The finishes wait for the test's word, to hold a batch in
+		// flight: each tells its size as it starts (entered), and one
+		// receive of release lets one go on.
+		entered, release := make(chan int, 10), make(chan struct{})
+		g := intercept(st)
+		g.before = func(call *call) {
+			switch call.method {
+			case "SlotFinish":
+				entered <- 1
+			case "SlotFinishBatch":
+				entered <- len(*call.arg.(*[]store.SlotFinishParams))
+			default:
+				return
+			}
+			<-release
+		}
 		b := &finishbatch.Batcher{Store: g}
 		now, err := st.Now(context.Background())
 		if err != nil {
@@ -346,15 +331,15 @@ func TestAGroupCommitAnswersEachEndWithItsOwnBatch(t *testing.T) {
 			return done
 		}
 		first := finish("first")
-		if n := <-g.entered; n != 1 {
+		if n := <-entered; n != 1 {
 			t.Fatalf("the first end went in a batch of %d", n)
 		}
 		second, third := finish("second"), finish("third") // queued behind the first
 		wait.For(t, 10*time.Second, func() bool {
 			return b.Queued() == 2
 		}, func() string { return "the later ends did not queue" })
-		g.release <- struct{}{} // the first batch lands
-		if n := <-g.entered; n != 2 {
+		release <- struct{}{} // the first batch lands
+		if n := <-entered; n != 2 {
 			t.Fatalf("the queued ends went in a batch of %d, want 2", n)
 		}
 		// The second batch is in flight, held: the first end is answered.
@@ -366,7 +351,7 @@ func TestAGroupCommitAnswersEachEndWithItsOwnBatch(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatal("the first end waited for the batch after its own")
 		}
-		g.release <- struct{}{}
+		release <- struct{}{}
 		for _, done := range []<-chan error{second, third} {
 			if err := <-done; err != nil {
 				t.Fatal(err)

@@ -2,11 +2,13 @@ package cronfence
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -95,7 +97,11 @@ func eachStore(t *testing.T, test func(t *testing.T, c *cluster)) {
 // eachStoreFrom is eachStore with the cluster's clock starting at start:
 // near the real time for a test whose SQL reads the database's own clock
 // (complete() and fence() do), which the pinned clock does not move.
+//
+// The test runs in parallel with the package's others (t.Parallel): each
+// store's database is the test's own, and its time the cluster's.
 func eachStoreFrom(t *testing.T, start time.Time, test func(t *testing.T, c *cluster)) {
+	t.Parallel()
 	for _, o := range storeOpeners {
 		t.Run(o.name, func(t *testing.T) {
 			t.Parallel()
@@ -238,14 +244,22 @@ func (c *cluster) settle() { c.t.Helper(); c.settleHolding(0) }
 
 // settleHolding is settle while held handlers are deliberately blocked: each
 // counts as busy and keeps one renewal timer.
-func (c *cluster) settleHolding(held int) {
+func (c *cluster) settleHolding(held int) { c.t.Helper(); c.settleHeld(held, held) }
+
+// settleHeld is the one wait for the replicas to be idle: nothing firing,
+// no handler running but the busy ones the test holds, and each loop
+// asleep on its timer beside the held runs' timers (a renewal each, and
+// one more while a job's timeout is pending). It polls real time, bounded
+// by settleWithin: the work it waits for is in-memory and database round
+// trips, never a timer.
+func (c *cluster) settleHeld(busy, timers int) {
 	c.t.Helper()
 	idle := func() bool {
-		var busy int64
+		var n int64
 		for _, s := range c.replicas {
-			busy += s.e.Busy.Load()
+			n += s.e.Busy.Load()
 		}
-		return busy == int64(held) && c.db.Timers() == len(c.replicas)+held
+		return n == int64(busy) && c.db.Timers() == len(c.replicas)+timers
 	}
 	within := c.settleWithin
 	if within == 0 {
@@ -262,7 +276,7 @@ func (c *cluster) settleHolding(held int) {
 		}
 		time.Sleep(200 * time.Microsecond)
 	}
-	c.t.Fatalf("replicas did not settle: %d timers for %d replicas and %d held runs", c.db.Timers(), len(c.replicas), held)
+	c.t.Fatalf("replicas did not settle: %d timers for %d replicas, %d held runs with %d timers", c.db.Timers(), len(c.replicas), busy, timers)
 }
 
 // ledger records what handlers did.
@@ -432,4 +446,177 @@ func (g *gate) passUnlessDone(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// errCut is the error of a store the test cut off.
+var errCut = errors.New("connection refused (test outage)")
+
+// call is one call to an intercepted store, as its hooks see it.
+type call struct {
+	method string // the store method: "SlotFinish", "Prune", …
+	ctx    context.Context
+	// arg points at the call's argument (*store.SlotFinishParams,
+	// *[]store.SlotClaimParams, *string, …; nil for Now and
+	// SlotListInterrupted): a before hook may change what the store gets.
+	arg any
+	// result points at the call's answer (*store.PruneResult, *time.Time,
+	// …; *struct{} for ReplicaRemove), for the after hook to read or change.
+	result any
+	// err is the call's error: set by a before hook, the call answers it
+	// (with a zero result) without asking the store; an after hook may
+	// change the store's.
+	err error
+	// skip, set by a before hook, answers err (nil: success) and a zero
+	// result without asking the store.
+	skip bool
+	// asked tells the after hook that the store was asked.
+	asked bool
+}
+
+// intercepted is the tests' one store wrapper: around each call of the
+// methods below it counts the call and runs the test's hooks, before (it
+// may change the argument, hold the call, or answer in the store's stead)
+// and after (it may record or change the answer; it runs whether or not
+// the store was asked). Either hook may be nil; set them before the store is used.
+// Calls of the other methods go straight to the store.
+//
+// Like any type embedding store.Store, it hides the store's optional
+// interfaces (store.Liveness, store.Notices), so a replica on it has no
+// liveness lock and hears no notices. intercept(nil) is a store whose
+// every call panics: for a test that must not reach the store.
+type intercepted struct {
+	store.Store
+	before, after func(c *call)
+
+	mu    sync.Mutex
+	calls map[string]int
+	sizes map[string][]int
+}
+
+func intercept(st store.Store) *intercepted {
+	return &intercepted{Store: st, calls: map[string]int{}, sizes: map[string][]int{}}
+}
+
+// count returns how many calls of method were made since the last reset.
+func (s *intercepted) count(method string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls[method]
+}
+
+// batches returns the number of items in each call of a batch method
+// (SlotClaimBatch, SlotFinishBatch, SlotSkip) since the last reset, as
+// the store was called.
+func (s *intercepted) batches(method string) []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.sizes[method])
+}
+
+// reset forgets the calls counted so far.
+func (s *intercepted) reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.calls)
+	clear(s.sizes)
+}
+
+// through makes one intercepted call: do asks the store with what the
+// before hook left in c.
+func through[R any](s *intercepted, c *call, do func(ctx context.Context) (R, error)) (R, error) {
+	s.mu.Lock()
+	s.calls[c.method]++
+	s.mu.Unlock()
+	var r R
+	if s.before != nil {
+		s.before(c)
+	}
+	if n, ok := batchSize(c.arg); ok {
+		s.mu.Lock()
+		s.sizes[c.method] = append(s.sizes[c.method], n)
+		s.mu.Unlock()
+	}
+	if c.err == nil && !c.skip {
+		r, c.err = do(c.ctx)
+		c.asked = true
+	}
+	c.result = &r
+	if s.after != nil {
+		s.after(c)
+	}
+	return r, c.err
+}
+
+// batchSize returns the number of items of a batch call's argument.
+func batchSize(arg any) (int, bool) {
+	switch a := arg.(type) {
+	case *[]store.SlotClaimParams:
+		return len(*a), true
+	case *[]store.SlotFinishParams:
+		return len(*a), true
+	case *[]store.SlotSkipParams:
+		return len(*a), true
+	}
+	return 0, false
+}
+
+func (s *intercepted) Now(ctx context.Context) (time.Time, error) {
+	return through(s, &call{method: "Now", ctx: ctx}, s.Store.Now)
+}
+
+func (s *intercepted) LeaseRenew(ctx context.Context, p store.LeaseRenewParams) (store.Lease, error) {
+	return through(s, &call{method: "LeaseRenew", ctx: ctx, arg: &p},
+		func(ctx context.Context) (store.Lease, error) { return s.Store.LeaseRenew(ctx, p) })
+}
+
+func (s *intercepted) SlotClaim(ctx context.Context, p store.SlotClaimParams) (store.SlotClaimResult, error) {
+	return through(s, &call{method: "SlotClaim", ctx: ctx, arg: &p},
+		func(ctx context.Context) (store.SlotClaimResult, error) { return s.Store.SlotClaim(ctx, p) })
+}
+
+func (s *intercepted) SlotClaimBatch(ctx context.Context, items []store.SlotClaimParams) ([]store.SlotClaimResult, error) {
+	return through(s, &call{method: "SlotClaimBatch", ctx: ctx, arg: &items},
+		func(ctx context.Context) ([]store.SlotClaimResult, error) { return s.Store.SlotClaimBatch(ctx, items) })
+}
+
+func (s *intercepted) SlotFinish(ctx context.Context, p store.SlotFinishParams) (store.SlotFinishResult, error) {
+	return through(s, &call{method: "SlotFinish", ctx: ctx, arg: &p},
+		func(ctx context.Context) (store.SlotFinishResult, error) { return s.Store.SlotFinish(ctx, p) })
+}
+
+func (s *intercepted) SlotFinishBatch(ctx context.Context, items []store.SlotFinishParams) ([]store.SlotFinishResult, error) {
+	return through(s, &call{method: "SlotFinishBatch", ctx: ctx, arg: &items},
+		func(ctx context.Context) ([]store.SlotFinishResult, error) {
+			return s.Store.SlotFinishBatch(ctx, items)
+		})
+}
+
+func (s *intercepted) SlotSkip(ctx context.Context, items []store.SlotSkipParams) ([]store.Run, error) {
+	return through(s, &call{method: "SlotSkip", ctx: ctx, arg: &items},
+		func(ctx context.Context) ([]store.Run, error) { return s.Store.SlotSkip(ctx, items) })
+}
+
+func (s *intercepted) SlotListInterrupted(ctx context.Context) ([]store.Slot, error) {
+	return through(s, &call{method: "SlotListInterrupted", ctx: ctx}, s.Store.SlotListInterrupted)
+}
+
+func (s *intercepted) Prune(ctx context.Context, p store.PruneParams) (store.PruneResult, error) {
+	return through(s, &call{method: "Prune", ctx: ctx, arg: &p},
+		func(ctx context.Context) (store.PruneResult, error) { return s.Store.Prune(ctx, p) })
+}
+
+func (s *intercepted) ReplicaHeartbeat(ctx context.Context, r store.Replica) (store.Replica, error) {
+	return through(s, &call{method: "ReplicaHeartbeat", ctx: ctx, arg: &r},
+		func(ctx context.Context) (store.Replica, error) { return s.Store.ReplicaHeartbeat(ctx, r) })
+}
+
+func (s *intercepted) ReplicaRemove(ctx context.Context, owner string) error {
+	_, err := through(s, &call{method: "ReplicaRemove", ctx: ctx, arg: &owner},
+		func(ctx context.Context) (struct{}, error) { return struct{}{}, s.Store.ReplicaRemove(ctx, owner) })
+	return err
+}
+
+func (s *intercepted) MonitorSnapshot(ctx context.Context, p store.MonitorSnapshotParams) (store.MonitorSnapshot, error) {
+	return through(s, &call{method: "MonitorSnapshot", ctx: ctx, arg: &p},
+		func(ctx context.Context) (store.MonitorSnapshot, error) { return s.Store.MonitorSnapshot(ctx, p) })
 }

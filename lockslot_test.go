@@ -144,7 +144,6 @@ func TestLockSlotAttempts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
 			eachStore(t, func(t *testing.T, c *cluster) {
 				hosts := newLockHosts(c, "host-a", "host-b", "host-c")
 				l := SlotLock{Name: "flaky", Schedule: "*/5 * * * *", MaxAttempts: tt.maxAttempts}
@@ -247,7 +246,6 @@ func TestLockSlotCompletesInItsTransaction(t *testing.T) {
 		{"fenced only: run again", false, store.SlotFailed, "", 2},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
 			eachStore(t, func(t *testing.T, c *cluster) {
 				hosts := newLockHosts(c, "host-a", "host-b")
 				fx := newEffects(t, hosts.stores["host-a"])
@@ -351,7 +349,6 @@ func TestLockSlotEarlyHost(t *testing.T) {
 		{"grace off: the previous slot", -1, time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
 			eachStore(t, func(t *testing.T, c *cluster) {
 				hosts := newLockHosts(c, "host-a", "host-b")
 				l := SlotLock{Name: "hourly", Schedule: "0 * * * *"}
@@ -415,10 +412,6 @@ func TestLockSlotSharesTheSchedulersSlots(t *testing.T) {
 	})
 }
 
-// untouched is a store whose every method panics: a call that must be
-// refused before reaching the store gets it.
-type untouched struct{ store.Store }
-
 func TestLockSlotRefusesBadArguments(t *testing.T) {
 	t.Parallel()
 	fn := func(context.Context, *Run) error { return nil }
@@ -432,18 +425,18 @@ func TestLockSlotRefusesBadArguments(t *testing.T) {
 		want  string
 	}{
 		{"nil store", nil, good, fn, "store"},
-		{"nil function", untouched{}, good, nil, "function"},
-		{"no name", untouched{}, with(func(l *SlotLock) { l.Name = "" }), fn, "job name"},
-		{"long name", untouched{}, with(func(l *SlotLock) { l.Name = strings.Repeat("n", MaxJobNameLength+1) }), fn, "at most 150 bytes"},
-		{"no schedule", untouched{}, with(func(l *SlotLock) { l.Schedule = "" }), fn, "schedule"},
-		{"bad schedule", untouched{}, with(func(l *SlotLock) { l.Schedule = "61 * * * *" }), fn, "minute"},
-		{"never fires", untouched{}, with(func(l *SlotLock) { l.Schedule = "0 0 30 2 *"; l.At = time.Now() }), fn, "never fires: day 30 never falls in February"},
-		{"local zone", untouched{}, with(func(l *SlotLock) { l.TimeZone = "Local" }), fn, `"Local"`},
-		{"unknown zone", untouched{}, with(func(l *SlotLock) { l.TimeZone = "Mars/Olympus" }), fn, "Mars/Olympus"},
-		{"negative ttl", untouched{}, with(func(l *SlotLock) { l.TTL = -time.Second }), fn, "TTL"},
-		{"ttl too long", untouched{}, with(func(l *SlotLock) { l.TTL = 1000 * time.Hour }), fn, "TTL"},
-		{"negative attempts", untouched{}, with(func(l *SlotLock) { l.MaxAttempts = -1 }), fn, "MaxAttempts"},
-		{"bad owner", untouched{}, with(func(l *SlotLock) { l.Owner = "a\x00b" }), fn, "owner"},
+		{"nil function", intercept(nil), good, nil, "function"},
+		{"no name", intercept(nil), with(func(l *SlotLock) { l.Name = "" }), fn, "job name"},
+		{"long name", intercept(nil), with(func(l *SlotLock) { l.Name = strings.Repeat("n", MaxJobNameLength+1) }), fn, "at most 150 bytes"},
+		{"no schedule", intercept(nil), with(func(l *SlotLock) { l.Schedule = "" }), fn, "schedule"},
+		{"bad schedule", intercept(nil), with(func(l *SlotLock) { l.Schedule = "61 * * * *" }), fn, "minute"},
+		{"never fires", intercept(nil), with(func(l *SlotLock) { l.Schedule = "0 0 30 2 *"; l.At = time.Now() }), fn, "never fires: day 30 never falls in February"},
+		{"local zone", intercept(nil), with(func(l *SlotLock) { l.TimeZone = "Local" }), fn, `"Local"`},
+		{"unknown zone", intercept(nil), with(func(l *SlotLock) { l.TimeZone = "Mars/Olympus" }), fn, "Mars/Olympus"},
+		{"negative ttl", intercept(nil), with(func(l *SlotLock) { l.TTL = -time.Second }), fn, "TTL"},
+		{"ttl too long", intercept(nil), with(func(l *SlotLock) { l.TTL = 1000 * time.Hour }), fn, "TTL"},
+		{"negative attempts", intercept(nil), with(func(l *SlotLock) { l.MaxAttempts = -1 }), fn, "MaxAttempts"},
+		{"bad owner", intercept(nil), with(func(l *SlotLock) { l.Owner = "a\x00b" }), fn, "owner"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -498,17 +491,6 @@ func TestLockSlotEndsADeadLastAttempt(t *testing.T) {
 	})
 }
 
-// slotClaimCounter counts a store's claim calls.
-type slotClaimCounter struct {
-	store.Store
-	claims atomic.Int64
-}
-
-func (c *slotClaimCounter) SlotClaim(ctx context.Context, p store.SlotClaimParams) (store.SlotClaimResult, error) {
-	c.claims.Add(1)
-	return c.Store.SlotClaim(ctx, p)
-}
-
 // TestLockSlotEarlyHostClaimsOnceAtTheSlot: a host whose clock runs ahead
 // of the database's sleeps to the slot by its own clock, a little early by
 // the database's; its one claim waits there for the slot, where it used to
@@ -519,8 +501,7 @@ func TestLockSlotEarlyHostClaimsOnceAtTheSlot(t *testing.T) {
 		t.Run(o.name, func(t *testing.T) {
 			t.Parallel()
 			st := o.open(t, nil)(t) // the database's own clock
-			counter := &slotClaimCounter{Store: st}
-			ahead := clockAhead{Store: counter, by: 50 * time.Millisecond}
+			ahead := clockAhead(st, 50*time.Millisecond)
 			bound := boundDBClock(t, st)
 			var started time.Time
 			res, err := LockSlot(context.Background(), ahead, SlotLock{Name: "tick", Schedule: "* * * * * *", Owner: "host-a", Logger: quiet},
@@ -528,7 +509,7 @@ func TestLockSlotEarlyHostClaimsOnceAtTheSlot(t *testing.T) {
 			if err != nil || !res.Ran {
 				t.Fatalf("LockSlot = %+v, %v; want run", res, err)
 			}
-			if n := counter.claims.Load(); n != 1 {
+			if n := ahead.count("SlotClaim"); n != 1 {
 				t.Errorf("%d claims sent for one slot, want one", n)
 			}
 			bound.wantNotBefore(t, res.Slot, started)

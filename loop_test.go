@@ -506,7 +506,20 @@ func TestStoreOutageDoesNotSpinTheLoop(t *testing.T) {
 		var down atomic.Bool
 		var probes atomic.Int64
 		open := c.open
-		c.open = func(t *testing.T) store.Store { return &outageStore{Store: open(t), down: &down, probes: &probes} }
+		// On demand the store is cut off (claims and clock reads fail);
+		// the clock probes the replica sends meanwhile are counted.
+		c.open = func(t *testing.T) store.Store {
+			st := intercept(open(t))
+			st.before = func(call *call) {
+				if down.Load() && (call.method == "Now" || call.method == "SlotClaimBatch") {
+					if call.method == "Now" {
+						probes.Add(1)
+					}
+					call.err = errCut
+				}
+			}
+			return st
+		}
 		job := Job{Name: "tick", Schedule: "* * * * * *", Handler: nopHandler}
 		c.start("replica", 0, job)
 		c.advance(3*time.Second, time.Second)
@@ -579,24 +592,20 @@ func TestLoopSleepsTheLastMomentsBeforeAFireExactly(t *testing.T) {
 	})
 }
 
-// heldPrune is a store whose Prune waits at a gate: a prune of a large
-// history (an hour of thousands of runs a second is millions of rows).
-type heldPrune struct {
-	store.Store
-	*gate
-}
-
-func (h *heldPrune) Prune(ctx context.Context, p store.PruneParams) (store.PruneResult, error) {
-	h.pass()
-	return h.Store.Prune(ctx, p)
-}
-
 // The replica that prunes goes on firing while the prune runs: it used to
 // prune on its loop and fire nothing until the prune ended (up to
 // StoreTimeout, every PruneEvery).
 func TestAPruneDoesNotHoldUpTheLoop(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
-		st := &heldPrune{Store: c.open(t), gate: newGate()}
+		// The store's Prune waits at a gate: a prune of a large history
+		// (an hour of thousands of runs a second is millions of rows).
+		held := newGate()
+		st := intercept(c.open(t))
+		st.before = func(call *call) {
+			if call.method == "Prune" {
+				held.pass()
+			}
+		}
 		start := c.db.Now()
 		l := newLedger()
 		s, err := New(Config{Store: st, Owner: "a", Logger: quiet, Clock: offsetClock{c.db, 0}, Retention: 24 * time.Hour,
@@ -611,13 +620,13 @@ func TestAPruneDoesNotHoldUpTheLoop(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer func() {
-			close(st.release)
+			close(held.release)
 			_ = s.Stop(context.Background())
 		}()
 		// The first tick comes at once, at 12:00:00 (the first resume pass
 		// is due at start): it prunes.
 		select {
-		case <-st.entered:
+		case <-held.entered:
 		case <-time.After(30 * time.Second):
 			t.Fatal("no prune started at the first tick")
 		}
@@ -636,24 +645,6 @@ func TestAPruneDoesNotHoldUpTheLoop(t *testing.T) {
 	})
 }
 
-// pruneDeadlines records how long each Prune was given to finish.
-type pruneDeadlines struct {
-	store.Store
-	mu   sync.Mutex
-	left []time.Duration // time.Until the context's deadline; -1 for none
-}
-
-func (p *pruneDeadlines) Prune(ctx context.Context, params store.PruneParams) (store.PruneResult, error) {
-	left := time.Duration(-1)
-	if dl, ok := ctx.Deadline(); ok {
-		left = time.Until(dl)
-	}
-	p.mu.Lock()
-	p.left = append(p.left, left)
-	p.mu.Unlock()
-	return p.Store.Prune(ctx, params)
-}
-
 // A prune is not cut off at StoreTimeout, which bounds the loop's round
 // trips: it runs beside the loop, and an hour of a busy cluster's history
 // takes longer (a million slots and runs took 19 s on PostgreSQL on a
@@ -662,59 +653,83 @@ func (p *pruneDeadlines) Prune(ctx context.Context, params store.PruneParams) (s
 // holds its lease (TestAPruneRenewsItsLeaseAtEveryStep), with no deadline.
 func TestAPruneIsNotCutOffAtTheStoreTimeout(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
-		st := &pruneDeadlines{Store: c.open(t)}
+		// How long each Prune was given to finish: time.Until the
+		// context's deadline; -1 for none.
+		var mu sync.Mutex
+		var left []time.Duration
+		st := intercept(c.open(t))
+		st.before = func(call *call) {
+			if call.method != "Prune" {
+				return
+			}
+			d := time.Duration(-1)
+			if dl, ok := call.ctx.Deadline(); ok {
+				d = time.Until(dl)
+			}
+			mu.Lock()
+			left = append(left, d)
+			mu.Unlock()
+		}
 		c.startWith(Config{Owner: "a", Clock: offsetClock{c.db, 0}, Retention: 24 * time.Hour, Store: st, StoreTimeout: time.Second},
 			Job{Name: "daily", Schedule: "@daily", Handler: nopHandler})
 		c.advance(time.Second, time.Second) // the first tick prunes
-		st.mu.Lock()
-		defer st.mu.Unlock()
-		if len(st.left) != 1 || st.left[0] != -1 {
-			t.Fatalf("the prunes had %v to finish; want one, with no deadline (-1), not StoreTimeout's 1s", st.left)
+		mu.Lock()
+		defer mu.Unlock()
+		if len(left) != 1 || left[0] != -1 {
+			t.Fatalf("the prunes had %v to finish; want one, with no deadline (-1), not StoreTimeout's 1s", left)
 		}
 	})
 }
 
-// smallPruneSteps is a store whose Prune deletes two rows of each table a
-// step, counting its steps and the renewals of the retention lease; with
-// lost, every renewal of it fails as lost.
-type smallPruneSteps struct {
-	store.Store
-	lost bool
-
+// pruneSteps is what smallPruneSteps saw: the steps of its prunes, the
+// renewals of the retention lease, and the last prune's result.
+type pruneSteps struct {
 	mu              sync.Mutex
 	steps, renewals int
 	result          store.PruneResult
 }
 
-func (p *smallPruneSteps) Prune(ctx context.Context, params store.PruneParams) (store.PruneResult, error) {
-	params.Batch = 2
-	afterStep := params.AfterStep
-	params.AfterStep = func(total store.PruneResult) error {
-		p.mu.Lock()
-		p.steps++
-		p.mu.Unlock()
-		if afterStep == nil {
-			return nil
+// smallPruneSteps is st whose Prune deletes two rows of each table a
+// step, counting its steps and the renewals of the retention lease; with
+// lost, every renewal of it fails as lost.
+func smallPruneSteps(st store.Store, lost bool) (*intercepted, *pruneSteps) {
+	ps := &pruneSteps{}
+	small := intercept(st)
+	small.before = func(c *call) {
+		switch c.method {
+		case "Prune":
+			params := c.arg.(*store.PruneParams)
+			params.Batch = 2
+			afterStep := params.AfterStep
+			params.AfterStep = func(total store.PruneResult) error {
+				ps.mu.Lock()
+				ps.steps++
+				ps.mu.Unlock()
+				if afterStep == nil {
+					return nil
+				}
+				return afterStep(total)
+			}
+		case "LeaseRenew":
+			if c.arg.(*store.LeaseRenewParams).Name != "cronfence:retention" {
+				return
+			}
+			ps.mu.Lock()
+			ps.renewals++
+			ps.mu.Unlock()
+			if lost {
+				c.err = store.ErrLeaseLost
+			}
 		}
-		return afterStep(total)
 	}
-	res, err := p.Store.Prune(ctx, params)
-	p.mu.Lock()
-	p.result = res
-	p.mu.Unlock()
-	return res, err
-}
-
-func (p *smallPruneSteps) LeaseRenew(ctx context.Context, params store.LeaseRenewParams) (store.Lease, error) {
-	if params.Name == "cronfence:retention" {
-		p.mu.Lock()
-		p.renewals++
-		p.mu.Unlock()
-		if p.lost {
-			return store.Lease{}, store.ErrLeaseLost
+	small.after = func(c *call) {
+		if c.method == "Prune" {
+			ps.mu.Lock()
+			ps.result = *c.result.(*store.PruneResult)
+			ps.mu.Unlock()
 		}
 	}
-	return p.Store.LeaseRenew(ctx, params)
+	return small, ps
 }
 
 // pruneTenDays writes ten days of a daily job's history
@@ -734,15 +749,15 @@ func pruneTenDays(c *cluster, st store.Store) {
 // delete, two steps of two.
 func TestAPruneRenewsItsLeaseAtEveryStep(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
-		st := &smallPruneSteps{Store: c.open(t)}
+		st, ps := smallPruneSteps(c.open(t), false)
 		pruneTenDays(c, st)
-		st.mu.Lock()
-		defer st.mu.Unlock()
-		if want := (store.PruneResult{Slots: 3, Runs: 3}); st.result != want {
-			t.Fatalf("pruned %+v, want %+v", st.result, want)
+		ps.mu.Lock()
+		defer ps.mu.Unlock()
+		if want := (store.PruneResult{Slots: 3, Runs: 3}); ps.result != want {
+			t.Fatalf("pruned %+v, want %+v", ps.result, want)
 		}
-		if st.steps != 2 || st.renewals != 2 {
-			t.Fatalf("%d steps and %d renewals of the retention lease; want 2 steps, each followed by a renewal", st.steps, st.renewals)
+		if ps.steps != 2 || ps.renewals != 2 {
+			t.Fatalf("%d steps and %d renewals of the retention lease; want 2 steps, each followed by a renewal", ps.steps, ps.renewals)
 		}
 	})
 }
@@ -751,12 +766,12 @@ func TestAPruneRenewsItsLeaseAtEveryStep(t *testing.T) {
 // replica may be pruning now. What that step deleted stays deleted.
 func TestAPruneStopsWhenItsLeaseIsLost(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
-		st := &smallPruneSteps{Store: c.open(t), lost: true}
+		st, ps := smallPruneSteps(c.open(t), true)
 		pruneTenDays(c, st)
-		st.mu.Lock()
-		defer st.mu.Unlock()
-		if want := (store.PruneResult{Slots: 2, Runs: 2}); st.result != want || st.steps != 1 {
-			t.Fatalf("pruned %+v in %d steps; want %+v, the first step's, and no step after the lease was lost", st.result, st.steps, want)
+		ps.mu.Lock()
+		defer ps.mu.Unlock()
+		if want := (store.PruneResult{Slots: 2, Runs: 2}); ps.result != want || ps.steps != 1 {
+			t.Fatalf("pruned %+v in %d steps; want %+v, the first step's, and no step after the lease was lost", ps.result, ps.steps, want)
 		}
 		runs, err := st.RunList(context.Background(), store.RunListParams{Job: "daily"})
 		if err != nil || len(runs) != 8 {
@@ -765,42 +780,38 @@ func TestAPruneStopsWhenItsLeaseIsLost(t *testing.T) {
 	})
 }
 
-// hangingPrune is a store whose prune never ends a step by itself (a
-// database that stopped answering, a lock never granted): it waits for its
-// context, and tells why that ended.
-type hangingPrune struct {
-	store.Store
-	entered chan struct{}
-	cause   chan error
-}
-
-func (h *hangingPrune) Prune(ctx context.Context, _ store.PruneParams) (store.PruneResult, error) {
-	close(h.entered)
-	<-ctx.Done()
-	h.cause <- context.Cause(ctx)
-	return store.PruneResult{}, ctx.Err()
-}
-
 // A prune step that does not end is cancelled prune.StepTimeout after the
 // lease was last renewed, a minute before the retention lease would
 // expire, so no other replica starts pruning beside it; and the lease is
 // given back.
 func TestAPruneStepThatDoesNotEndIsCancelledBeforeItsLeaseExpires(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
-		st := &hangingPrune{Store: c.open(t), entered: make(chan struct{}), cause: make(chan error, 1)}
+		// The store's prune never ends a step by itself (a database that
+		// stopped answering, a lock never granted): it waits for its
+		// context, and tells why that ended.
+		entered, causes := make(chan struct{}), make(chan error, 1)
+		st := intercept(c.open(t))
+		st.before = func(call *call) {
+			if call.method == "Prune" {
+				close(entered)
+				<-call.ctx.Done()
+				causes <- context.Cause(call.ctx)
+				call.err = call.ctx.Err()
+			}
+		}
 		// It prunes as it starts, and the prune holds: one busy, one timer.
 		c.startHolding(1, Config{Owner: "a", Clock: offsetClock{c.db, 0}, Retention: 7 * 24 * time.Hour, Store: st},
 			Job{Name: "daily", Schedule: "@daily", Handler: nopHandler})
-		<-st.entered
+		<-entered
 		c.db.Advance(prune.StepTimeout - time.Second)
 		select {
-		case cause := <-st.cause:
+		case cause := <-causes:
 			t.Fatalf("the prune step was cancelled %s before its timeout: %v", time.Second, cause)
 		default:
 		}
 		c.db.Advance(time.Second)
 		select {
-		case cause := <-st.cause:
+		case cause := <-causes:
 			if !errors.Is(cause, prune.ErrStepTimeout) {
 				t.Fatalf("the prune step ended for %v; want prune.ErrStepTimeout", cause)
 			}

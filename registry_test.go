@@ -292,16 +292,22 @@ func TestHeartbeatOfTooManyJobsRefusedAsTheStoreWould(t *testing.T) {
 // heartbeatsSent records what each heartbeat of a replica carried, on the
 // real store it forwards to.
 type heartbeatsSent struct {
-	store.Store
 	mu   sync.Mutex
 	sent []store.Replica // the rows passed in, in order
 }
 
-func (h *heartbeatsSent) ReplicaHeartbeat(ctx context.Context, r store.Replica) (store.Replica, error) {
-	h.mu.Lock()
-	h.sent = append(h.sent, r)
-	h.mu.Unlock()
-	return h.Store.ReplicaHeartbeat(ctx, r)
+// recordHeartbeats is st recording its heartbeats.
+func recordHeartbeats(st store.Store) (*intercepted, *heartbeatsSent) {
+	h := &heartbeatsSent{}
+	rec := intercept(st)
+	rec.before = func(c *call) {
+		if c.method == "ReplicaHeartbeat" {
+			h.mu.Lock()
+			h.sent = append(h.sent, *c.arg.(*store.Replica))
+			h.mu.Unlock()
+		}
+	}
+	return rec, h
 }
 
 // since returns the heartbeats sent from the nth on, as (jobs carried,
@@ -322,8 +328,8 @@ func (h *heartbeatsSent) since(n int) (jobs []int, unchanged []bool, total int) 
 // at once, so the registry never shows it without them.
 func TestHeartbeatSendsTheJobsOnlyWhenTheyChanged(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
-		rec := &heartbeatsSent{Store: c.open(t)}
-		a := c.startWith(Config{Owner: "replica-a", Clock: offsetClock{c.db, 0}, Retention: -1, Store: rec},
+		st, rec := recordHeartbeats(c.open(t))
+		a := c.startWith(Config{Owner: "replica-a", Clock: offsetClock{c.db, 0}, Retention: -1, Store: st},
 			Job{Name: "report", Schedule: "30 * * * *", Handler: nopHandler},
 			Job{Name: "tick", Schedule: "@every 10s", Handler: nopHandler})
 		registered := func(want ...string) {

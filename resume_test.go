@@ -138,6 +138,7 @@ func TestDeadRunScansOnlyWhileAWatchedRunGoesOn(t *testing.T) {
 // failed — unless it was the slot's last attempt, which ends failed, since
 // nothing could take the slot again.
 func TestLostLeaseLeavesTheSlotToResume(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		maxAttempts int
 		resumed     bool

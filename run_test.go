@@ -211,7 +211,7 @@ func TestCompletedSlotIsNeverResumed(t *testing.T) {
 					}
 					return nil
 				}}
-			c.startWith(Config{Owner: "a", Clock: offsetClock{db, 0}, Retention: -1, Store: withoutLiveness{throughProxy}}, job)
+			c.startWith(Config{Owner: "a", Clock: offsetClock{db, 0}, Retention: -1, Store: intercept(throughProxy)}, job)
 			db.Advance(time.Minute) // 12:01: a claims the slot and runs it
 			for !cut.Load() {
 				time.Sleep(time.Millisecond) // until a's handler returned, cut off

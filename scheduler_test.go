@@ -400,30 +400,8 @@ func (m *monitored) start(name string, clk Clock, jobs ...Job) *Scheduler {
 // more while a job's timeout is pending).
 func (m *monitored) hold(busy, timers int) { m.held, m.heldTimers = busy, timers }
 
-// settle waits until every replica is idle but for the held handlers (see
-// cluster.settleHolding).
-func (m *monitored) settle() {
-	m.t.Helper()
-	idle := func() bool {
-		var busy int64
-		for _, s := range m.replicas {
-			busy += s.e.Busy.Load()
-		}
-		return busy == int64(m.held) && m.db.Timers() == len(m.replicas)+m.heldTimers
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if idle() {
-			time.Sleep(time.Millisecond)
-			if idle() {
-				return
-			}
-		}
-		time.Sleep(200 * time.Microsecond)
-	}
-	m.t.Fatalf("replicas did not settle: %d timers for %d replicas and %d held runs with %d timers",
-		m.db.Timers(), len(m.replicas), m.held, m.heldTimers)
-}
+// settle waits until every replica is idle but for the held handlers.
+func (m *monitored) settle() { m.t.Helper(); m.settleHeld(m.held, m.heldTimers) }
 
 // advanceUntil advances time in steps until cond holds, failing after
 // limit.
@@ -736,19 +714,15 @@ func TestAlertAcknowledgedStaysSilentUntilItChanges(t *testing.T) {
 	})
 }
 
-// keepsRow is a replica's store that leaves its registry row behind at
-// Stop, as a process that died (kill -9, a lost host) leaves it: the row
-// stays with its jobs, its heartbeat aging.
-type keepsRow struct{ store.Store }
-
-func (keepsRow) ReplicaRemove(context.Context, string) error { return nil }
-
 // startDying starts a replica that leaves its registry row behind when it
-// stops (see keepsRow).
+// stops, as a process that died (kill -9, a lost host) leaves it: the row
+// stays with its jobs, its heartbeat aging.
 func (m *monitored) startDying(name string, jobs ...Job) *Scheduler {
 	m.t.Helper()
+	keepsRow := intercept(m.open(m.t))
+	keepsRow.before = func(c *call) { c.skip = c.method == "ReplicaRemove" }
 	return m.startWith(Config{Owner: name, Clock: offsetClock{m.db, 0}, Retention: -1, Observer: m.log.observer(name),
-		Store: keepsRow{m.open(m.t)}}, jobs...)
+		Store: keepsRow}, jobs...)
 }
 
 // A job whose only replica died (its registry row left behind, its
@@ -1091,10 +1065,6 @@ func TestAlertFailingSeesAStreakPastTheFirstRows(t *testing.T) {
 	})
 }
 
-// configOnlyStore stands in for a store where only the configuration is
-// judged: New does no I/O, so none of its methods is called.
-type configOnlyStore struct{ store.Store }
-
 // A job that fails every attempt raises failing once across the replicas,
 // when its third slot has spent its attempts (each retried after the
 // backoff), and its first slot that succeeds again resolves it, once.
@@ -1144,36 +1114,41 @@ func TestAlertFailingRaisedOnceAndResolved(t *testing.T) {
 // snapshotSpy records what the checks ask of MonitorSnapshot and what
 // each replica's row came back as.
 type snapshotSpy struct {
-	store.Store
 	mu      sync.Mutex
 	known   []map[string]string // KnownJobs of each call
 	digests []map[string]string // each call's answer: owner → JobsHash, where the store keeps one
 	leftOut []map[string]bool   // each call's answer: owners whose jobs were left out
 }
 
-func (s *snapshotSpy) MonitorSnapshot(ctx context.Context, p store.MonitorSnapshotParams) (store.MonitorSnapshot, error) {
-	res, err := s.Store.MonitorSnapshot(ctx, p)
-	if err != nil {
-		return res, err
-	}
-	digests, leftOut := map[string]string{}, map[string]bool{}
-	for _, r := range res.Replicas {
-		if r.JobsHash != "" {
-			digests[r.Owner] = r.JobsHash
-		}
-		if r.JobsUnchanged {
-			leftOut[r.Owner] = true
-		}
-	}
-	s.mu.Lock()
-	s.known = append(s.known, maps.Clone(p.KnownJobs))
-	s.digests = append(s.digests, digests)
-	s.leftOut = append(s.leftOut, leftOut)
-	s.mu.Unlock()
-	return res, nil
-}
-
+// calls returns how many snapshots were answered.
 func (s *snapshotSpy) calls() int { s.mu.Lock(); defer s.mu.Unlock(); return len(s.known) }
+
+// spyOnSnapshots is st recording its monitor snapshots.
+func spyOnSnapshots(st store.Store) (*intercepted, *snapshotSpy) {
+	spy := &snapshotSpy{}
+	in := intercept(st)
+	in.after = func(c *call) {
+		if c.method != "MonitorSnapshot" || c.err != nil {
+			return
+		}
+		res := c.result.(*store.MonitorSnapshot)
+		digests, leftOut := map[string]string{}, map[string]bool{}
+		for _, r := range res.Replicas {
+			if r.JobsHash != "" {
+				digests[r.Owner] = r.JobsHash
+			}
+			if r.JobsUnchanged {
+				leftOut[r.Owner] = true
+			}
+		}
+		spy.mu.Lock()
+		spy.known = append(spy.known, maps.Clone(c.arg.(*store.MonitorSnapshotParams).KnownJobs))
+		spy.digests = append(spy.digests, digests)
+		spy.leftOut = append(spy.leftOut, leftOut)
+		spy.mu.Unlock()
+	}
+	return in, spy
+}
 
 // The checks name the jobs they hold to the store at every pass after
 // the first, so that PostgreSQL, which digests them, sends a replica's
@@ -1183,9 +1158,9 @@ func (s *snapshotSpy) calls() int { s.mu.Lock(); defer s.mu.Unlock(); return len
 func TestMonitorNamesTheJobsItHoldsToTheSnapshot(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
 		m := newMonitored(t, c)
-		spy := &snapshotSpy{Store: c.open(t)}
+		st, spy := spyOnSnapshots(c.open(t))
 		noop := func(ctx context.Context, run *Run) error { return nil }
-		m.startWith(Config{Owner: "replica-0", Clock: offsetClock{m.db, 0}, Retention: -1, Observer: m.log.observer("replica-0"), Store: spy},
+		m.startWith(Config{Owner: "replica-0", Clock: offsetClock{m.db, 0}, Retention: -1, Observer: m.log.observer("replica-0"), Store: st},
 			Job{Name: "sync", Schedule: "@every 1m", Handler: noop})
 		m.advanceUntil("three passes of the checks", 2*time.Minute, time.Second, func() bool { return spy.calls() >= 3 })
 

@@ -56,6 +56,7 @@ func TestAlertLeaseStuckBySIGSTOPRaisedOnceAndResolved(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: starts and freezes a replica process")
 	}
+	t.Parallel()
 	ctx := context.Background()
 	url := pgtest.URL(t)
 	pool, schema := pgtest.Schema(t)

@@ -180,14 +180,14 @@ func TestSlotsPassedOverInAStallAreRecorded(t *testing.T) {
 // lost every skip of the stall. Every one is still recorded.
 func TestAStallOfManyJobsRecordsItsSkipsInBoundedStatements(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
-		spy := &skipSpy{Store: c.open(t)}
+		st, spy := spyOnSkips(c.open(t), false)
 		const jobs = maxSkipBatch/maxPassedOverRecorded + 50
 		noop := func(ctx context.Context, run *Run) error { return nil }
 		var js []Job
 		for i := range jobs {
 			js = append(js, Job{Name: fmt.Sprintf("job-%d", i), Schedule: "* * * * * *", Handler: noop})
 		}
-		c.startWith(Config{Owner: "a", Clock: offsetClock{c.db, 0}, Retention: -1, Store: spy}, js...)
+		c.startWith(Config{Owner: "a", Clock: offsetClock{c.db, 0}, Retention: -1, Store: st}, js...)
 		// One wake-up a minute late: each job passed over 59 slots, of
 		// which maxPassedOverRecorded are recorded.
 		c.advance(time.Minute, time.Minute)
@@ -204,7 +204,7 @@ func TestAStallOfManyJobsRecordsItsSkipsInBoundedStatements(t *testing.T) {
 		if want := jobs * maxPassedOverRecorded; recorded != want {
 			t.Fatalf("%d skips recorded in %d statement(s) %v, want %d", recorded, len(spy.sizes), spy.sizes, want)
 		}
-		if skips := skipRuns(t, spy.Store, fmt.Sprintf("job-%d", jobs-1)); len(skips) != maxPassedOverRecorded {
+		if skips := skipRuns(t, st, fmt.Sprintf("job-%d", jobs-1)); len(skips) != maxPassedOverRecorded {
 			t.Fatalf("the last job has %d skip rows, want %d", len(skips), maxPassedOverRecorded)
 		}
 		c.wantNeverDown()
@@ -222,9 +222,9 @@ func TestSkipsAfterAStatementTheStoreDidNotAnswerAreGivenUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	hung := &skipSpy{Store: st, hang: true}
+	in, hung := spyOnSkips(st, true)
 	logs := &syncBuffer{}
-	s, err := New(Config{Store: hung, Owner: "a", StoreTimeout: 10 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	s, err := New(Config{Store: in, Owner: "a", StoreTimeout: 10 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,27 +249,31 @@ func TestSkipsAfterAStatementTheStoreDidNotAnswerAreGivenUp(t *testing.T) {
 
 // skipSpy records the size of each SlotSkip call and how many it wrote.
 type skipSpy struct {
-	store.Store
-	hang    bool // SlotSkip answers nothing until its context ends
 	mu      sync.Mutex
 	sizes   []int
 	written []int
 }
 
-func (s *skipSpy) SlotSkip(ctx context.Context, items []store.SlotSkipParams) ([]store.Run, error) {
-	var runs []store.Run
-	var err error
-	if s.hang {
-		<-ctx.Done()
-		err = ctx.Err()
-	} else {
-		runs, err = s.Store.SlotSkip(ctx, items)
+// spyOnSkips is st recording its skips; with hang, SlotSkip answers
+// nothing until its context ends.
+func spyOnSkips(st store.Store, hang bool) (*intercepted, *skipSpy) {
+	spy := &skipSpy{}
+	in := intercept(st)
+	in.before = func(c *call) {
+		if hang && c.method == "SlotSkip" {
+			<-c.ctx.Done()
+			c.err = c.ctx.Err()
+		}
 	}
-	s.mu.Lock()
-	s.sizes = append(s.sizes, len(items))
-	s.written = append(s.written, len(runs))
-	s.mu.Unlock()
-	return runs, err
+	in.after = func(c *call) {
+		if c.method == "SlotSkip" {
+			spy.mu.Lock()
+			spy.sizes = append(spy.sizes, len(*c.arg.(*[]store.SlotSkipParams)))
+			spy.written = append(spy.written, len(*c.result.(*[]store.Run)))
+			spy.mu.Unlock()
+		}
+	}
+	return in, spy
 }
 
 func openAlerts(t *testing.T, mon store.Monitor, kind store.AlertKind) []store.Alert {
@@ -306,19 +310,6 @@ func sawSkip(events []Event, job string, slot time.Time, reason string) bool {
 	return false
 }
 
-// heldSkips is a store whose SlotSkip waits at a gate: a recording of
-// skips that takes long (thousands of them under overload, behind the
-// others' claims).
-type heldSkips struct {
-	store.Store
-	*gate
-}
-
-func (h *heldSkips) SlotSkip(ctx context.Context, items []store.SlotSkipParams) ([]store.Run, error) {
-	h.pass()
-	return h.Store.SlotSkip(ctx, items)
-}
-
 // The slots a stall passed over are recorded off the scheduler's loop:
 // while the recording waits on the store, the loop goes on firing. (It
 // used to wait for it: at 10,000 jobs a replica behind wrote thousands of
@@ -326,7 +317,16 @@ func (h *heldSkips) SlotSkip(ctx context.Context, items []store.SlotSkipParams) 
 // further behind.) What was passed over is still recorded.
 func TestAStallsSkipsAreRecordedOffTheLoop(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
-		st := &heldSkips{Store: c.open(t), gate: newGate()}
+		// The store's SlotSkip waits at a gate: a recording of skips that
+		// takes long (thousands of them under overload, behind the
+		// others' claims).
+		held := newGate()
+		st := intercept(c.open(t))
+		st.before = func(call *call) {
+			if call.method == "SlotSkip" {
+				held.pass()
+			}
+		}
 		start := c.db.Now()
 		l := newLedger()
 		c.startWith(Config{Owner: "a", Clock: offsetClock{c.db, 0}, Retention: -1, Store: st},
@@ -337,13 +337,13 @@ func TestAStallsSkipsAreRecordedOffTheLoop(t *testing.T) {
 		released := false
 		defer func() {
 			if !released {
-				close(st.release)
+				close(held.release)
 			}
 		}()
 
 		c.db.Advance(5 * time.Minute) // one wake-up, five minutes late: slots passed over
 		select {
-		case <-st.entered:
+		case <-held.entered:
 		case <-time.After(30 * time.Second):
 			t.Fatal("the stall's skips were not recorded")
 		}
@@ -355,7 +355,7 @@ func TestAStallsSkipsAreRecordedOffTheLoop(t *testing.T) {
 				t.Fatalf("slot %s did not run while the skips' recording waited on the store", next.Format(time.TimeOnly))
 			}
 		}
-		close(st.release)
+		close(held.release)
 		released = true
 		c.settle()
 		if n := len(skipRuns(t, st, "minutely")); n != 4 {
