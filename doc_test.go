@@ -69,7 +69,7 @@ func TestDocsLinksResolve(t *testing.T) {
 }
 
 // The README's "Use it" program is the code Example_useIt runs
-// (example_readme_test.go), line for line, so what a reader copies is what
+// (example_unix_test.go), line for line, so what a reader copies is what
 // the tests run: a snippet that drifts from it fails here.
 func TestREADMEUseItIsTheExample(t *testing.T) {
 	readme, err := os.ReadFile("README.md")
@@ -80,12 +80,12 @@ func TestREADMEUseItIsTheExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	example, err := os.ReadFile("example_readme_test.go")
+	example, err := os.ReadFile("example_unix_test.go")
 	if err != nil {
 		t.Fatalf("the README's Use it snippet has no example that runs it: %v", err)
 	}
 	if err := containsIndented(strings.Split(string(example), "\n"), snippet); err != nil {
-		t.Fatalf("README.md's Use it snippet is not example_readme_test.go's code: %v", err)
+		t.Fatalf("README.md's Use it snippet is not example_unix_test.go's code: %v", err)
 	}
 }
 

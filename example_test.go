@@ -2,14 +2,19 @@ package cronfence_test
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"io"
 	"log"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/cronfence/cronfence"
 	"github.com/cronfence/cronfence/store"
+	"github.com/cronfence/cronfence/store/sqlite"
 )
 
 var silent = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -154,4 +159,208 @@ func ExampleJob_catchUpWindow() {
 	}
 	// Output:
 	// catch_up, late by under an hour: true
+}
+
+// Fence every write made under a lease inside the write's own transaction:
+// a process that was paused past its TTL wakes up with a stale generation,
+// and its write is refused instead of landing next to the new owner's. The
+// unique key on the effect is the last layer.
+func ExampleLease_Fence() {
+	ctx := context.Background()
+	s, cleanup := openExampleStore(ctx)
+	defer cleanup()
+
+	db := s.DB() // the handler's own tables live in the same file
+	if _, err := db.ExecContext(ctx, `CREATE TABLE commissions (store_id INTEGER, day TEXT, amount REAL, PRIMARY KEY (store_id, day))`); err != nil {
+		log.Fatal(err)
+	}
+	writeCommission := func(ctx context.Context, lease *cronfence.Lease, storeID int) error {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = tx.Rollback() }()
+		if err := lease.Fence(ctx, tx); err != nil {
+			return err // lost the lease: this write must not commit
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO commissions VALUES (?, '2026-09-25', 42.0) ON CONFLICT DO NOTHING`, storeID); err != nil {
+			return err
+		}
+		return tx.Commit()
+	}
+
+	// Yesterday's run held generation 1; today's holds generation 2.
+	var yesterday cronfence.Lease
+	_, _ = cronfence.Lock(ctx, s, "daily-close", time.Minute, func(_ context.Context, lease *cronfence.Lease) error {
+		yesterday = *lease
+		return nil
+	})
+	_, err := cronfence.Lock(ctx, s, "daily-close", time.Minute, func(ctx context.Context, lease *cronfence.Lease) error {
+		if err := writeCommission(ctx, lease, 42); err != nil {
+			return err
+		}
+		// A process that held generation 1 wakes up from a long pause and
+		// writes: the fence refuses it.
+		err := writeCommission(ctx, &yesterday, 43)
+		fmt.Println("stale write refused:", errors.Is(err, cronfence.ErrLeaseLost))
+		return nil
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM commissions`).Scan(&n); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		log.Fatal(err)
+	}
+	fmt.Println("rows written:", n)
+	// Output:
+	// stale write refused: true
+	// rows written: 1
+}
+
+// openExampleStore opens a migrated SQLite store in a temporary directory,
+// the embedded default on one host.
+func openExampleStore(ctx context.Context) (*sqlite.Store, func()) {
+	dir, err := os.MkdirTemp("", "cronfence-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	s, err := sqlite.Open(ctx, filepath.Join(dir, "cronfence.db"), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := s.Migrate(ctx); err != nil {
+		log.Fatal(err)
+	}
+	return s, func() { _ = s.Close(); _ = os.RemoveAll(dir) }
+}
+
+// Lock runs a function under a cluster-wide lease: renewed while it runs,
+// released when it returns. A second caller meets the held lease and does
+// not run.
+func ExampleLock() {
+	ctx := context.Background()
+	s, cleanup := openExampleStore(ctx)
+	defer cleanup()
+
+	ran, err := cronfence.Lock(ctx, s, "nightly-report", time.Minute, func(ctx context.Context, lease *cronfence.Lease) error {
+		fmt.Println("running under generation", lease.Generation)
+
+		again, err := cronfence.Lock(ctx, s, "nightly-report", time.Minute, func(context.Context, *cronfence.Lease) error {
+			return errors.New("never runs: the lease is held")
+		})
+		fmt.Println("a second replica ran:", again, err)
+		return nil
+	})
+	fmt.Println("ran:", ran, "error:", err)
+
+	// The lease was released: the next run takes the next generation.
+	_, _ = cronfence.Lock(ctx, s, "nightly-report", time.Minute, func(_ context.Context, lease *cronfence.Lease) error {
+		fmt.Println("next run under generation", lease.Generation)
+		return nil
+	})
+	// Output:
+	// running under generation 1
+	// a second replica ran: false <nil>
+	// ran: true error: <nil>
+	// next run under generation 2
+}
+
+// LockSlot runs a crontab line once per slot across hosts: here three
+// hosts run the same yearly line one after another. The first fails and
+// leaves the slot to the next, which runs it as attempt 2 and completes it
+// in the transaction of its own effect; the third finds it completed.
+func ExampleLockSlot() {
+	ctx := context.Background()
+	s, cleanup := openExampleStore(ctx)
+	defer cleanup()
+	if _, err := s.DB().Exec(`CREATE TABLE reports (key TEXT PRIMARY KEY)`); err != nil {
+		log.Fatal(err)
+	}
+
+	l := cronfence.SlotLock{Name: "yearly-report", Schedule: "@yearly", MaxAttempts: 2}
+	for _, host := range []string{"host-a", "host-b", "host-c"} {
+		l.Owner = host // each host's own; OwnerID() by default
+		res, err := cronfence.LockSlot(ctx, s, l, func(ctx context.Context, run *cronfence.Run) error {
+			fmt.Printf("%s runs attempt %d under %s\n", host, run.Attempt, run.Lease)
+			if host == "host-a" {
+				return errors.New("report server unreachable")
+			}
+			tx, err := s.DB().BeginTx(ctx, nil)
+			if err != nil {
+				return err
+			}
+			defer tx.Rollback()
+			if _, err := tx.ExecContext(ctx, `INSERT INTO reports VALUES (?)`, run.IdempotencyKey()); err != nil {
+				return err
+			}
+			// The effect and the slot's completion commit together.
+			if err := run.Complete(ctx, tx); err != nil {
+				return err
+			}
+			return tx.Commit()
+		})
+		switch {
+		case err != nil:
+			fmt.Printf("%s: slot %s: %v\n", host, res.Status, err)
+		case res.Ran:
+			fmt.Printf("%s: slot %s\n", host, res.Status)
+		default:
+			fmt.Printf("%s: not run, %s by %s\n", host, res.Refusal, res.Holder)
+		}
+	}
+	// Output:
+	// host-a runs attempt 1 under job:yearly-report
+	// host-a: slot failed: report server unreachable
+	// host-b runs attempt 2 under job:yearly-report
+	// host-b: slot completed
+	// host-c: not run, completed by host-b
+}
+
+// An Observer sees what the scheduler does as it happens: the hook for
+// metrics and alert delivery (the cronfence binary feeds Prometheus and a
+// webhook from it). Observe must be quick: it runs on the scheduler's
+// goroutines.
+func ExampleObserver() {
+	ctx := context.Background()
+	st, cleanup := openExampleStore(ctx)
+	defer cleanup()
+
+	ended := make(chan struct{})
+	observer := cronfence.ObserverFunc(func(e cronfence.Event) {
+		switch e := e.(type) {
+		case cronfence.RunStartEvent:
+			fmt.Printf("start %s: %s, generation %d\n", e.Job, e.Origin, e.Generation)
+		case cronfence.RunEndEvent:
+			fmt.Printf("end %s: %s, recorded %v\n", e.Job, e.Outcome, e.Recorded)
+			close(ended)
+		}
+	})
+	sched, err := cronfence.New(cronfence.Config{Store: st, Logger: silent, Observer: observer})
+	if err != nil {
+		log.Fatal(err)
+	}
+	err = sched.Register(cronfence.Job{
+		Name:     "export",
+		Schedule: "0 3 * * *",
+		Handler: func(ctx context.Context, run *cronfence.Run) error {
+			return errors.New("the export target is read-only")
+		},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := sched.Start(ctx); err != nil {
+		log.Fatal(err)
+	}
+	defer sched.Stop(ctx)
+
+	if _, err := sched.Trigger(ctx, "export"); err != nil {
+		log.Fatal(err)
+	}
+	<-ended
+	// Output:
+	// start export: manual, generation 1
+	// end export: failure, recorded true
 }

@@ -1,5 +1,5 @@
 // Command benchreplica is one replica of the multi-process benchmark
-// (bench_replicas_test.go, BenchmarkReplicas): a scheduler on PostgreSQL
+// (bench_test.go, BenchmarkReplicas): a scheduler on PostgreSQL
 // with -jobs jobs on one schedule, each run sleeping -work, as a user's
 // service would run it. It prints "ready" once started and, for every run,
 // "run <job> <slot ns> <start ns>" (start: this host's clock when the

@@ -57,7 +57,7 @@ func run(dir string) error {
 	if err != nil {
 		return err
 	}
-	named := 0
+	named, extra := 0, 0
 	fmt.Printf("test files: %d (sources: %d)\n", len(tests), len(sources))
 	for _, name := range tests {
 		src, ok := sourceOf(name, sources)
@@ -65,14 +65,15 @@ func run(dir string) error {
 		case ok:
 			named++
 			fmt.Printf("  %-32s %s\n", name, src)
-		case extras[name]:
+		case extras[trimBuild(name)]:
 			named++
+			extra++
 			fmt.Printf("  %-32s (allowed extra)\n", name)
 		default:
 			fmt.Printf("  %-32s NAMED FOR NO SOURCE\n", name)
 		}
 	}
-	fmt.Printf("named for a source or an allowed extra: %d of %d\n", named, len(tests))
+	fmt.Printf("named for a source or an allowed extra: %d of %d (%d extras)\n", named, len(tests), extra)
 
 	wrappers, err := storeWrappers(dir, tests)
 	if err != nil {
@@ -107,12 +108,19 @@ func goFiles(dir string) (tests []string, sources map[string]bool, err error) {
 	return tests, sources, nil
 }
 
-// sourceOf returns the source file a test file is named for.
-func sourceOf(test string, sources map[string]bool) (string, bool) {
+// trimBuild returns a test file's name less its build suffix:
+// example_unix_test.go is example_test.go for unix.
+func trimBuild(test string) string {
 	base := strings.TrimSuffix(test, "_test.go")
 	for _, s := range buildSuffixes {
 		base = strings.TrimSuffix(base, s)
 	}
+	return base + "_test.go"
+}
+
+// sourceOf returns the source file a test file is named for.
+func sourceOf(test string, sources map[string]bool) (string, bool) {
+	base := strings.TrimSuffix(trimBuild(test), "_test.go")
 	base = strings.TrimSuffix(base, "_bench")
 	base = strings.TrimPrefix(base, "example_")
 	if sources[base] {
