@@ -8,9 +8,7 @@ import (
 	"time"
 
 	"github.com/cronfence/cronfence/internal/clock"
-	"github.com/cronfence/cronfence/internal/finishbatch"
 	"github.com/cronfence/cronfence/internal/pgtest"
-	"github.com/cronfence/cronfence/internal/wait"
 	"github.com/cronfence/cronfence/store"
 	"github.com/cronfence/cronfence/store/postgres"
 	"github.com/jackc/pgx/v5"
@@ -286,76 +284,5 @@ func TestRunsEndingTogetherAreRecordedInFewRoundTrips(t *testing.T) {
 			t.Fatalf("%d round trips (%d alone, batches of %v ends) recorded %d ends, want a few", trips, singles, batches, n)
 		}
 		c.wantNeverDown()
-	})
-}
-
-// Under load that never lets up, no run's end waits for more than its own
-// batch and the one in flight before it: the run whose end went first is
-// answered while the ends queued behind it are still being sent.
-func TestAGroupCommitAnswersEachEndWithItsOwnBatch(t *testing.T) {
-	eachStore(t, func(t *testing.T, c *cluster) {
-		st := c.open(t)
-		// The finishes wait for the test's word, to hold a batch in
-		// flight: each tells its size as it starts (entered), and one
-		// receive of release lets one go on.
-		entered, release := make(chan int, 10), make(chan struct{})
-		g := intercept(st)
-		g.before = func(call *call) {
-			switch call.method {
-			case "SlotFinish":
-				entered <- 1
-			case "SlotFinishBatch":
-				entered <- len(*call.arg.(*[]store.SlotFinishParams))
-			default:
-				return
-			}
-			<-release
-		}
-		b := &finishbatch.Batcher{Store: g}
-		now, err := st.Now(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		finish := func(job string) <-chan error {
-			r, err := st.SlotClaim(context.Background(), store.SlotClaimParams{Job: job, Slot: now.Add(-time.Second), LeaseName: "job:" + job,
-				Owner: "a", TTL: time.Minute, MaxAttempts: 1})
-			if err != nil || !r.Claimed {
-				t.Fatalf("claim %s: %+v, %v", job, r, err)
-			}
-			done := make(chan error, 1)
-			go func() {
-				_, err := b.Finish(store.SlotFinishParams{Job: job, Slot: r.Slot.Slot, LeaseName: r.Lease.Name, Owner: "a",
-					Generation: r.Lease.Generation, Status: store.SlotCompleted, Run: store.Run{Attempt: 1, Success: true}}, 10*time.Second)
-				done <- err
-			}()
-			return done
-		}
-		first := finish("first")
-		if n := <-entered; n != 1 {
-			t.Fatalf("the first end went in a batch of %d", n)
-		}
-		second, third := finish("second"), finish("third") // queued behind the first
-		wait.For(t, 10*time.Second, func() bool {
-			return b.Queued() == 2
-		}, func() string { return "the later ends did not queue" })
-		release <- struct{}{} // the first batch lands
-		if n := <-entered; n != 2 {
-			t.Fatalf("the queued ends went in a batch of %d, want 2", n)
-		}
-		// The second batch is in flight, held: the first end is answered.
-		select {
-		case err := <-first:
-			if err != nil {
-				t.Fatal(err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("the first end waited for the batch after its own")
-		}
-		release <- struct{}{}
-		for _, done := range []<-chan error{second, third} {
-			if err := <-done; err != nil {
-				t.Fatal(err)
-			}
-		}
 	})
 }
