@@ -123,7 +123,28 @@ func eachBackend(t *testing.T, test func(t *testing.T, b backend, open func(t *t
 	}
 }
 
-func TestLockRunsUnderLeaseAndReleases(t *testing.T) {
+// TestLock: Lock runs fn under a lease it renews, once across hosts, and
+// gives the lease back however fn ends; bad input is refused before the
+// store is touched.
+func TestLock(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		test func(t *testing.T)
+	}{
+		{"RunsUnderLeaseAndReleases", testLockRunsUnderLeaseAndReleases},
+		{"BusyDoesNotRun", testLockBusyDoesNotRun},
+		{"ReturnsFnErrorAndReleases", testLockReturnsFnErrorAndReleases},
+		{"PanicReleases", testLockPanicReleases},
+		{"LeaseLostDuringFn", testLockLeaseLostDuringFn},
+		{"ParentCancelledStillReleases", testLockParentCancelledStillReleases},
+		{"BadInput", testLockBadInput},
+	} {
+		t.Run(tc.name, tc.test)
+	}
+}
+
+func testLockRunsUnderLeaseAndReleases(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend, open func(t *testing.T) store.Store) {
 		s := open(t)
 		var inside *Lease
@@ -159,7 +180,7 @@ func TestLockRunsUnderLeaseAndReleases(t *testing.T) {
 	})
 }
 
-func TestLockBusyDoesNotRun(t *testing.T) {
+func testLockBusyDoesNotRun(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend, open func(t *testing.T) store.Store) {
 		s, other := open(t), open(t)
 		ran, err := Lock(context.Background(), s, "nightly", ttl, func(ctx context.Context, _ *Lease) error {
@@ -178,7 +199,7 @@ func TestLockBusyDoesNotRun(t *testing.T) {
 	})
 }
 
-func TestLockReturnsFnErrorAndReleases(t *testing.T) {
+func testLockReturnsFnErrorAndReleases(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend, open func(t *testing.T) store.Store) {
 		s := open(t)
 		boom := errors.New("boom")
@@ -192,7 +213,7 @@ func TestLockReturnsFnErrorAndReleases(t *testing.T) {
 	})
 }
 
-func TestLockPanicReleases(t *testing.T) {
+func testLockPanicReleases(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend, open func(t *testing.T) store.Store) {
 		s := open(t)
 		func() {
@@ -212,7 +233,7 @@ func TestLockPanicReleases(t *testing.T) {
 // The design seed's timeline through Lock: the lease is taken over while fn
 // runs; fn's context is cancelled, its fenced write refused, Lock reports
 // ErrLeaseLost, and the final release leaves the new holder alone.
-func TestLockLeaseLostDuringFn(t *testing.T) {
+func testLockLeaseLostDuringFn(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend, open func(t *testing.T) store.Store) {
 		s, other := open(t), open(t)
 		fake := clock.NewFake(time.Unix(1_000_000, 0))
@@ -247,7 +268,7 @@ func TestLockLeaseLostDuringFn(t *testing.T) {
 	})
 }
 
-func TestLockParentCancelledStillReleases(t *testing.T) {
+func testLockParentCancelledStillReleases(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend, open func(t *testing.T) store.Store) {
 		s := open(t)
 		ctx, cancel := context.WithCancel(context.Background())
@@ -265,7 +286,7 @@ func TestLockParentCancelledStillReleases(t *testing.T) {
 	})
 }
 
-func TestLockBadInput(t *testing.T) {
+func testLockBadInput(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend, open func(t *testing.T) store.Store) {
 		s := open(t)
 		run := func(context.Context, *Lease) error {

@@ -461,11 +461,38 @@ func (m *monitored) dumpAlerts() {
 	}
 }
 
+// TestAlerts: each absence (G9) is provoked for real on three replicas,
+// and its alert raised once across them and resolved once.
+func TestAlerts(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		test func(t *testing.T)
+	}{
+		{"DeadlineMissedRaisedOnceAndResolved", testAlertDeadlineMissedRaisedOnceAndResolved},
+		{"SkipStreakRaisedOnceAndResolved", testAlertSkipStreakRaisedOnceAndResolved},
+		{"SlowRunRaisedOnceAndResolved", testAlertSlowRunRaisedOnceAndResolved},
+		{"ConfigDriftRaisedOnceAndResolved", testAlertConfigDriftRaisedOnceAndResolved},
+		{"AcknowledgedStaysSilentUntilItChanges", testAlertAcknowledgedStaysSilentUntilItChanges},
+		{"OrphanJobRaisedWhenItsOnlyReplicaDied", testAlertOrphanJobRaisedWhenItsOnlyReplicaDied},
+		{"OrphanJobNotRaisedForARetiredJob", testAlertOrphanJobNotRaisedForARetiredJob},
+		{"OrphanJobNotRaisedForLockSlotsOrAnotherApp", testAlertOrphanJobNotRaisedForLockSlotsOrAnotherApp},
+		{"ClockOffsetRaisedOnceAndResolved", testAlertClockOffsetRaisedOnceAndResolved},
+		{"LeaseStuckUnrenewedRaisedOnceAndResolved", testAlertLeaseStuckUnrenewedRaisedOnceAndResolved},
+		{"LeaseStuckPastOneLeaseListAnswer", testAlertLeaseStuckPastOneLeaseListAnswer},
+		{"LeaseStuckHeldTooLongRaisedOnceAndResolved", testAlertLeaseStuckHeldTooLongRaisedOnceAndResolved},
+		{"FailingSeesAStreakPastTheFirstRows", testAlertFailingSeesAStreakPastTheFirstRows},
+		{"FailingRaisedOnceAndResolved", testAlertFailingRaisedOnceAndResolved},
+	} {
+		t.Run(tc.name, tc.test)
+	}
+}
+
 // A job whose handler starts failing stops completing its slots: the first
 // slot not completed by its deadline raises deadline_missed, once across
 // the replicas, and the first slot completed again after the handler
 // recovers resolves it.
-func TestAlertDeadlineMissedRaisedOnceAndResolved(t *testing.T) {
+func testAlertDeadlineMissedRaisedOnceAndResolved(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
 		m := newMonitored(t, c)
 		var failing atomic.Bool
@@ -499,7 +526,7 @@ func TestAlertDeadlineMissedRaisedOnceAndResolved(t *testing.T) {
 		m.wantRows(key, true)
 
 		failing.Store(false)
-		// Three failed slots raise failing too (TestAlertFailingRaisedOnceAndResolved).
+		// Three failed slots raise failing too (TestAlerts/FailingRaisedOnceAndResolved).
 		m.wantResolvedOnce(key, 2*time.Minute, alertKey{store.AlertFailing, "report"})
 		c.wantNeverDown()
 	})
@@ -508,7 +535,7 @@ func TestAlertDeadlineMissedRaisedOnceAndResolved(t *testing.T) {
 // A handler that blocks for longer than several intervals makes its job
 // skip slot after slot: more than three skips in a row raise skip_streak,
 // and the first run after the handler returns resolves it.
-func TestAlertSkipStreakRaisedOnceAndResolved(t *testing.T) {
+func testAlertSkipStreakRaisedOnceAndResolved(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
 		m := newMonitored(t, c)
 		release := make(chan struct{})
@@ -558,7 +585,7 @@ func TestAlertSkipStreakRaisedOnceAndResolved(t *testing.T) {
 // slot, the duration and the interval in its details; a second slow run
 // refreshes those details without raising it again, and the next run,
 // fast again, resolves it.
-func TestAlertSlowRunRaisedOnceAndResolved(t *testing.T) {
+func testAlertSlowRunRaisedOnceAndResolved(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
 		m := newMonitored(t, c)
 		release := make(chan struct{})
@@ -638,7 +665,7 @@ func TestAlertSlowRunRaisedOnceAndResolved(t *testing.T) {
 // Two replicas register a job with one schedule and a third with another,
 // as in a rolling deploy: config_drift is raised once, and resolved when
 // the odd replica is stopped (its registry row goes with it).
-func TestAlertConfigDriftRaisedOnceAndResolved(t *testing.T) {
+func testAlertConfigDriftRaisedOnceAndResolved(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
 		m := newMonitored(t, c)
 		noop := func(ctx context.Context, run *Run) error { return nil }
@@ -664,7 +691,7 @@ func TestAlertConfigDriftRaisedOnceAndResolved(t *testing.T) {
 // problem: here config_drift, acknowledged during a rolling deploy, stays
 // silent while a drifting replica restarts with its settings, and comes
 // back when a third version appears.
-func TestAlertAcknowledgedStaysSilentUntilItChanges(t *testing.T) {
+func testAlertAcknowledgedStaysSilentUntilItChanges(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
 		m := newMonitored(t, c)
 		noop := func(ctx context.Context, run *Run) error { return nil }
@@ -727,7 +754,7 @@ func (m *monitored) startDying(name string, jobs ...Job) *Scheduler {
 
 // A job whose only replica died (its registry row left behind, its
 // heartbeat lapsed) is an orphan until a replica registers it again.
-func TestAlertOrphanJobRaisedWhenItsOnlyReplicaDied(t *testing.T) {
+func testAlertOrphanJobRaisedWhenItsOnlyReplicaDied(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
 		m := newMonitored(t, c)
 		noop := func(ctx context.Context, run *Run) error { return nil }
@@ -752,7 +779,7 @@ func TestAlertOrphanJobRaisedWhenItsOnlyReplicaDied(t *testing.T) {
 // A rolling deploy that drops one job and renames another: each old
 // replica stops cleanly and a new one starts without them. Those jobs are
 // retired, not orphaned: no alert at all, and their history stays.
-func TestAlertOrphanJobNotRaisedForARetiredJob(t *testing.T) {
+func testAlertOrphanJobNotRaisedForARetiredJob(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
 		m := newMonitored(t, c)
 		noop := func(ctx context.Context, run *Run) error { return nil }
@@ -784,7 +811,7 @@ func TestAlertOrphanJobNotRaisedForARetiredJob(t *testing.T) {
 // jobs of another application's replicas sharing the schema, are nobody's
 // orphans: no replica of this application registers them, and none ever
 // should.
-func TestAlertOrphanJobNotRaisedForLockSlotsOrAnotherApp(t *testing.T) {
+func testAlertOrphanJobNotRaisedForLockSlotsOrAnotherApp(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
 		m := newMonitored(t, c)
 		noop := func(ctx context.Context, run *Run) error { return nil }
@@ -834,7 +861,7 @@ func (s *skewClock) NewTimer(d time.Duration) clock.Timer { return s.base.NewTim
 // A replica whose clock runs three minutes ahead raises clock_offset with
 // itself as the subject; once its clock is set right, its next measurement
 // and heartbeat resolve it.
-func TestAlertClockOffsetRaisedOnceAndResolved(t *testing.T) {
+func testAlertClockOffsetRaisedOnceAndResolved(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
 		m := newMonitored(t, c)
 		job := Job{Name: "sync", Schedule: "@every 1m", Handler: func(ctx context.Context, run *Run) error { return nil }}
@@ -862,7 +889,7 @@ func TestAlertClockOffsetRaisedOnceAndResolved(t *testing.T) {
 // A process that took a job's lease and stopped renewing it (as a paused
 // owner would) raises lease_stuck once two renewals are missed, and the
 // lease's expiry resolves it.
-func TestAlertLeaseStuckUnrenewedRaisedOnceAndResolved(t *testing.T) {
+func testAlertLeaseStuckUnrenewedRaisedOnceAndResolved(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) { testLeaseStuckUnrenewed(t, c, 0) })
 }
 
@@ -870,7 +897,7 @@ func TestAlertLeaseStuckUnrenewedRaisedOnceAndResolved(t *testing.T) {
 // store.MaxRunListLimit; with that many held by jobs whose names sort
 // first, "sync"'s lease is past the answer, read on its own, and still
 // judged.
-func TestAlertLeaseStuckPastOneLeaseListAnswer(t *testing.T) {
+func testAlertLeaseStuckPastOneLeaseListAnswer(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) { testLeaseStuckUnrenewed(t, c, store.MaxRunListLimit) })
 }
 
@@ -956,7 +983,7 @@ func holdLeases(t *testing.T, st store.Store, now time.Time, n int, format, owne
 // A handler that ignores its context's cancellation at the job's timeout
 // keeps the lease, renewed by its replica, for longer than the timeout:
 // lease_stuck is raised once, and resolved when the handler returns.
-func TestAlertLeaseStuckHeldTooLongRaisedOnceAndResolved(t *testing.T) {
+func testAlertLeaseStuckHeldTooLongRaisedOnceAndResolved(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
 		m := newMonitored(t, c)
 		release := make(chan struct{})
@@ -1046,7 +1073,7 @@ func TestMonitorLeaseHeldAcrossPassesAndReleasedAtStop(t *testing.T) {
 // by (monitorJobRuns): three slots of five failed attempts are fifteen
 // rows, and the pass reads more of the jobs whose first rows hold no
 // success, so failing is still raised, with all three.
-func TestAlertFailingSeesAStreakPastTheFirstRows(t *testing.T) {
+func testAlertFailingSeesAStreakPastTheFirstRows(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
 		m := newMonitored(t, c)
 		job := Job{Name: "export", Schedule: "@every 1m", MaxAttempts: 5, RetryBackoff: 2 * time.Second,
@@ -1068,7 +1095,7 @@ func TestAlertFailingSeesAStreakPastTheFirstRows(t *testing.T) {
 // A job that fails every attempt raises failing once across the replicas,
 // when its third slot has spent its attempts (each retried after the
 // backoff), and its first slot that succeeds again resolves it, once.
-func TestAlertFailingRaisedOnceAndResolved(t *testing.T) {
+func testAlertFailingRaisedOnceAndResolved(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
 		m := newMonitored(t, c)
 		var broken atomic.Bool
