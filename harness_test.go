@@ -94,9 +94,7 @@ func eachStore(t *testing.T, test func(t *testing.T, c *cluster)) {
 	eachStoreFrom(t, time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), test)
 }
 
-// eachStoreFrom is eachStore with the cluster's clock starting at start:
-// near the real time for a test whose SQL reads the database's own clock
-// (complete() and fence() do), which the pinned clock does not move.
+// eachStoreFrom is eachStore with the cluster's clock starting at start.
 //
 // The test runs in parallel with the package's others (t.Parallel): each
 // store's database is the test's own, and its time the cluster's.
@@ -105,12 +103,25 @@ func eachStoreFrom(t *testing.T, start time.Time, test func(t *testing.T, c *clu
 	for _, o := range storeOpeners {
 		t.Run(o.name, func(t *testing.T) {
 			t.Parallel()
+			start := start
+			if start.IsZero() {
+				start = time.Now().UTC().Truncate(time.Minute)
+			}
 			db := clock.NewFake(start)
 			c := &cluster{t: t, db: db, kind: o.name}
 			c.open = o.open(t, db.Now)
 			test(t, c)
 		})
 	}
+}
+
+// eachStoreNow is eachStore with the cluster's clock starting at the whole
+// minute the test runs in (read once it runs, after the other tests it
+// waited for in parallel): near the real time for a test whose SQL reads
+// the database's own clock (complete() and fence() do), which the pinned
+// clock does not move.
+func eachStoreNow(t *testing.T, test func(t *testing.T, c *cluster)) {
+	eachStoreFrom(t, time.Time{}, test)
 }
 
 // offsetClock is the cluster clock seen by a replica whose clock is off.

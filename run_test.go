@@ -324,7 +324,7 @@ func TestCompleteThenFail(t *testing.T) {
 // The SQL reads the database's own clock, so the cluster's clock starts at
 // the real time here.
 func TestCompleteInSQLThenInterrupted(t *testing.T) {
-	eachStoreFrom(t, time.Now().UTC().Truncate(time.Minute), func(t *testing.T, c *cluster) {
+	eachStoreNow(t, func(t *testing.T, c *cluster) {
 		fx := newEffects(t, c.open(t))
 		job := Job{Name: "psql", Schedule: "* * * * *", MaxAttempts: 3, Handler: func(ctx context.Context, run *Run) error {
 			if err := fx.writeSQL(ctx, run); err != nil {
