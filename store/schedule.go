@@ -81,8 +81,8 @@ type ScheduleSettings struct {
 	TimeZone string `json:"timeZone,omitempty"` // an IANA zone; empty for UTC
 	Kind     string `json:"kind"`               // the handler's kind (RegisterKind)
 	// Args are the handler's arguments: JSON, at most MaxScheduleArgsBytes.
-	// A store gives back equal JSON, not always the same bytes (PostgreSQL
-	// keeps jsonb: keys sorted, its own spacing); empty, none (nil).
+	// A store gives them back as they were given, byte for byte, in the
+	// schedule and in its changes' settings; empty is none (nil).
 	Args json.RawMessage `json:"args,omitempty"`
 
 	Overlap       string        `json:"overlap,omitempty"` // "skip", "allow" or "buffer-one"; empty for skip

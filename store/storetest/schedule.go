@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,11 +33,14 @@ var scheduleTests = []namedTest{
 	{name: "ChangeLogInOrderUnderConcurrentWriters", serial: true, fn: raceScheduleChangeLog},
 }
 
-// sampleSettings sets every setting, so a round trip that drops one shows.
+// sampleSettings sets every setting, so a round trip that drops one shows;
+// its arguments are spelled as no encoder would (keys unsorted, spaces, a
+// newline), so a store that re-encodes them shows too.
 func sampleSettings() store.ScheduleSettings {
 	return store.ScheduleSettings{
 		Spec: "0 2 * * *", TimeZone: "America/Sao_Paulo", Kind: "send-report",
-		Args:    json.RawMessage(`{"tenant": "loja-42", "formats": ["pdf", "csv"], "copies": 3, "note": "fechamento <diário> & \"mensal\""}`),
+		Args: json.RawMessage(`{"tenant": "loja-42",  "formats":["pdf", "csv"],
+			"copies": 3.0, "note": "fechamento <diário> & \"mensal\" \u00e9"}`),
 		Overlap: "buffer-one", CatchUpWindow: 6 * time.Hour, LeaseTTL: time.Minute, Timeout: 90 * time.Minute,
 		Deadline: 2 * time.Hour, MaxAttempts: 3, RetryBackoff: 30 * time.Second, Disabled: true,
 	}
@@ -48,24 +52,15 @@ func otherSettings() store.ScheduleSettings {
 	return store.ScheduleSettings{Spec: "@every 10s", Kind: "ping"}
 }
 
-// jsonEqual reports whether a and b are the same JSON value (both empty
-// counting as none): a store may give arguments back in another spelling.
-func jsonEqual(a, b json.RawMessage) bool {
-	if len(a) == 0 || len(b) == 0 {
-		return len(a) == len(b)
-	}
-	var va, vb any
-	return json.Unmarshal(a, &va) == nil && json.Unmarshal(b, &vb) == nil && reflect.DeepEqual(va, vb)
-}
-
-// sameSettings compares settings, the arguments as JSON values.
+// sameSettings compares settings, the arguments byte for byte (a store
+// gives them back as given: spacing, key order and all), empty as none.
 func sameSettings(a, b store.ScheduleSettings) bool {
 	argsA, argsB := a.Args, b.Args
 	a.Args, b.Args = nil, nil
-	return reflect.DeepEqual(a, b) && jsonEqual(argsA, argsB)
+	return reflect.DeepEqual(a, b) && bytes.Equal(argsA, argsB)
 }
 
-// sameSchedule compares schedules, the arguments as JSON values.
+// sameSchedule compares schedules, the arguments as sameSettings does.
 func sameSchedule(a, b store.Schedule) bool {
 	setA, setB := a.ScheduleSettings, b.ScheduleSettings
 	a.ScheduleSettings, b.ScheduleSettings = store.ScheduleSettings{}, store.ScheduleSettings{}
@@ -678,7 +673,7 @@ func raceScheduleUpdate(t *testing.T, b Bundle) {
 			t.Fatalf("round %d: no update won", round)
 		}
 		got := mustGetSchedule(t, b.Store, "report")
-		if got.Version != round+1 || got.UpdatedBy != fmt.Sprintf("replica-%02d", winner) || !jsonEqual(got.Args, json.RawMessage(fmt.Sprintf(`{"replica": %d}`, winner))) {
+		if got.Version != round+1 || got.UpdatedBy != fmt.Sprintf("replica-%02d", winner) || string(got.Args) != fmt.Sprintf(`{"replica": %d}`, winner) {
 			t.Fatalf("round %d: schedule %+v; want version %d, the winner's (replica %d) settings", round, got, round+1, winner)
 		}
 	}

@@ -277,13 +277,21 @@ func settingArgs(set store.ScheduleSettings) []any {
 }
 
 // settingsJSON is the change log's column of settings: their JSON, NULL for
-// none.
+// none. The arguments go in as they were given: json.Marshal would compact
+// them, and a replica that applies the change would give its handler other
+// bytes than one that listed the schedule.
 func settingsJSON(set *store.ScheduleSettings) (sql.NullString, error) {
 	if set == nil {
 		return sql.NullString{}, nil
 	}
-	b, err := json.Marshal(set)
-	return sql.NullString{String: string(b), Valid: true}, err
+	rest := *set
+	rest.Args = nil
+	b, err := json.Marshal(rest)
+	if err != nil || len(set.Args) == 0 {
+		return sql.NullString{String: string(b), Valid: true}, err
+	}
+	text := string(b[:len(b)-1]) + `,"args":` + string(set.Args) + `}`
+	return sql.NullString{String: text, Valid: true}, nil
 }
 
 func settingsFromJSON(text sql.NullString) (*store.ScheduleSettings, error) {

@@ -6,15 +6,16 @@
 -- never used twice: a schedule deleted and created again under its name is
 -- a new schedule with a new id. name is byte-ordered (COLLATE "C") for
 -- ScheduleList's pages. Durations are nanoseconds, as Go's time.Duration.
--- args is the handler's arguments (NULL when none); version grows by one
--- at every update.
+-- args is the handler's arguments (NULL when none): json, not jsonb, so
+-- that a handler gets them as they were given, byte for byte, as on the
+-- other stores. version grows by one at every update.
 CREATE TABLE {{schema}}.schedules (
     id                 bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     name               text        COLLATE "C" NOT NULL UNIQUE,
     spec               text        NOT NULL,
     time_zone          text        NOT NULL,
     kind               text        NOT NULL,
-    args               jsonb,
+    args               json,
     overlap            text        NOT NULL,
     catch_up_window_ns bigint      NOT NULL CHECK (catch_up_window_ns >= 0),
     lease_ttl_ns       bigint      NOT NULL CHECK (lease_ttl_ns >= 0),
@@ -34,7 +35,8 @@ CREATE INDEX schedules_kind_idx ON {{schema}}.schedules (kind);
 
 -- The change log: one row per create, update and delete, written in the
 -- transaction of the change, with the settings before and after it (JSON
--- of store.ScheduleSettings; NULL before a create and after a delete).
+-- of store.ScheduleSettings, the arguments in it as given; NULL before a
+-- create and after a delete).
 -- seq is given out by schedule_seq below, one more each change, so the
 -- log has no gaps and its numbers commit in order.
 CREATE TABLE {{schema}}.schedule_changes (
@@ -45,8 +47,8 @@ CREATE TABLE {{schema}}.schedule_changes (
     version         bigint      NOT NULL CHECK (version >= 1),
     changed_by      text        NOT NULL,
     changed_at      timestamptz NOT NULL,
-    settings_before jsonb       CHECK (jsonb_typeof(settings_before) = 'object'),
-    settings_after  jsonb       CHECK (jsonb_typeof(settings_after) = 'object'),
+    settings_before json        CHECK (json_typeof(settings_before) = 'object'),
+    settings_after  json        CHECK (json_typeof(settings_after) = 'object'),
     CHECK ((settings_before IS NULL) = (action = 'create') AND (settings_after IS NULL) = (action = 'delete'))
 );
 -- ScheduleAudit of one schedule, newest first.

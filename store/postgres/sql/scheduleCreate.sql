@@ -10,7 +10,7 @@ cur AS (SELECT * FROM {{schema}}.schedules WHERE name = $1),
 w AS (
     INSERT INTO {{schema}}.schedules (name, spec, time_zone, kind, args, overlap, catch_up_window_ns, lease_ttl_ns, timeout_ns,
                                       deadline_ns, max_attempts, retry_backoff_ns, disabled, version, created_at, created_by, updated_at, updated_by)
-    SELECT $1, $2, $3, $4, $5::text::jsonb, $6, $7, $8, $9, $10, $11, $12, $13, 1, c.now, $14, c.now, $14
+    SELECT $1, $2, $3, $4, $5::text::json, $6, $7, $8, $9, $10, $11, $12, $13, 1, c.now, $14, c.now, $14
       FROM c
      WHERE NOT EXISTS (SELECT FROM cur)
     ON CONFLICT (name) DO NOTHING

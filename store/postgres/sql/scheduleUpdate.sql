@@ -10,7 +10,7 @@ WITH c AS (SELECT coalesce($15::timestamptz, clock_timestamp()) AS now),
 cur AS (SELECT * FROM {{schema}}.schedules WHERE name = $1),
 w AS (
     UPDATE {{schema}}.schedules s
-       SET spec = $2, time_zone = $3, kind = $4, args = $5::text::jsonb, overlap = $6, catch_up_window_ns = $7,
+       SET spec = $2, time_zone = $3, kind = $4, args = $5::text::json, overlap = $6, catch_up_window_ns = $7,
            lease_ttl_ns = $8, timeout_ns = $9, deadline_ns = $10, max_attempts = $11, retry_backoff_ns = $12, disabled = $13,
            version = s.version + 1, updated_at = c.now, updated_by = $14
       FROM c

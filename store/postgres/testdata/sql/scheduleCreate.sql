@@ -4,7 +4,7 @@ cur AS (SELECT * FROM "cronfence".schedules WHERE name = $1),
 w AS (
     INSERT INTO "cronfence".schedules (name, spec, time_zone, kind, args, overlap, catch_up_window_ns, lease_ttl_ns, timeout_ns,
                                       deadline_ns, max_attempts, retry_backoff_ns, disabled, version, created_at, created_by, updated_at, updated_by)
-    SELECT $1, $2, $3, $4, $5::text::jsonb, $6, $7, $8, $9, $10, $11, $12, $13, 1, c.now, $14, c.now, $14
+    SELECT $1, $2, $3, $4, $5::text::json, $6, $7, $8, $9, $10, $11, $12, $13, 1, c.now, $14, c.now, $14
       FROM c
      WHERE NOT EXISTS (SELECT FROM cur)
     ON CONFLICT (name) DO NOTHING
@@ -15,7 +15,8 @@ seq AS (
 ),
 log AS (
     INSERT INTO "cronfence".schedule_changes (seq, action, name, schedule_id, version, changed_by, changed_at, settings_before, settings_after)
-    SELECT seq.seq, 'create', w.name, w.id, w.version, $14, c.now, NULL, (jsonb_build_object('spec', w.spec, 'timeZone', w.time_zone, 'kind', w.kind, 'overlap', w.overlap, 'catchUpWindow', w.catch_up_window_ns, 'leaseTTL', w.lease_ttl_ns, 'timeout', w.timeout_ns, 'deadline', w.deadline_ns, 'maxAttempts', w.max_attempts, 'retryBackoff', w.retry_backoff_ns, 'disabled', w.disabled) || CASE WHEN w.args IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('args', w.args) END)
+    SELECT seq.seq, 'create', w.name, w.id, w.version, $14, c.now, NULL, CASE WHEN w.args IS NULL THEN json_build_object('spec', w.spec, 'timeZone', w.time_zone, 'kind', w.kind, 'overlap', w.overlap, 'catchUpWindow', w.catch_up_window_ns, 'leaseTTL', w.lease_ttl_ns, 'timeout', w.timeout_ns, 'deadline', w.deadline_ns, 'maxAttempts', w.max_attempts, 'retryBackoff', w.retry_backoff_ns, 'disabled', w.disabled)
+     ELSE json_build_object('spec', w.spec, 'timeZone', w.time_zone, 'kind', w.kind, 'overlap', w.overlap, 'catchUpWindow', w.catch_up_window_ns, 'leaseTTL', w.lease_ttl_ns, 'timeout', w.timeout_ns, 'deadline', w.deadline_ns, 'maxAttempts', w.max_attempts, 'retryBackoff', w.retry_backoff_ns, 'disabled', w.disabled, 'args', w.args) END
       FROM w, seq, c
     RETURNING seq, name
 ),

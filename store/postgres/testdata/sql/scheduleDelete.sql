@@ -11,7 +11,8 @@ seq AS (
 ),
 log AS (
     INSERT INTO "cronfence".schedule_changes (seq, action, name, schedule_id, version, changed_by, changed_at, settings_before, settings_after)
-    SELECT seq.seq, 'delete', w.name, w.id, w.version, $3, c.now, (jsonb_build_object('spec', w.spec, 'timeZone', w.time_zone, 'kind', w.kind, 'overlap', w.overlap, 'catchUpWindow', w.catch_up_window_ns, 'leaseTTL', w.lease_ttl_ns, 'timeout', w.timeout_ns, 'deadline', w.deadline_ns, 'maxAttempts', w.max_attempts, 'retryBackoff', w.retry_backoff_ns, 'disabled', w.disabled) || CASE WHEN w.args IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('args', w.args) END), NULL
+    SELECT seq.seq, 'delete', w.name, w.id, w.version, $3, c.now, CASE WHEN w.args IS NULL THEN json_build_object('spec', w.spec, 'timeZone', w.time_zone, 'kind', w.kind, 'overlap', w.overlap, 'catchUpWindow', w.catch_up_window_ns, 'leaseTTL', w.lease_ttl_ns, 'timeout', w.timeout_ns, 'deadline', w.deadline_ns, 'maxAttempts', w.max_attempts, 'retryBackoff', w.retry_backoff_ns, 'disabled', w.disabled)
+     ELSE json_build_object('spec', w.spec, 'timeZone', w.time_zone, 'kind', w.kind, 'overlap', w.overlap, 'catchUpWindow', w.catch_up_window_ns, 'leaseTTL', w.lease_ttl_ns, 'timeout', w.timeout_ns, 'deadline', w.deadline_ns, 'maxAttempts', w.max_attempts, 'retryBackoff', w.retry_backoff_ns, 'disabled', w.disabled, 'args', w.args) END, NULL
       FROM w, seq, c
     RETURNING seq, name
 ),

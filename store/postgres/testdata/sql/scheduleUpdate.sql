@@ -3,7 +3,7 @@ WITH c AS (SELECT coalesce($15::timestamptz, clock_timestamp()) AS now),
 cur AS (SELECT * FROM "cronfence".schedules WHERE name = $1),
 w AS (
     UPDATE "cronfence".schedules s
-       SET spec = $2, time_zone = $3, kind = $4, args = $5::text::jsonb, overlap = $6, catch_up_window_ns = $7,
+       SET spec = $2, time_zone = $3, kind = $4, args = $5::text::json, overlap = $6, catch_up_window_ns = $7,
            lease_ttl_ns = $8, timeout_ns = $9, deadline_ns = $10, max_attempts = $11, retry_backoff_ns = $12, disabled = $13,
            version = s.version + 1, updated_at = c.now, updated_by = $14
       FROM c
@@ -16,7 +16,9 @@ seq AS (
 log AS (
     INSERT INTO "cronfence".schedule_changes (seq, action, name, schedule_id, version, changed_by, changed_at, settings_before, settings_after)
     SELECT seq.seq, 'update', w.name, w.id, w.version, $14, c.now,
-           (jsonb_build_object('spec', cur.spec, 'timeZone', cur.time_zone, 'kind', cur.kind, 'overlap', cur.overlap, 'catchUpWindow', cur.catch_up_window_ns, 'leaseTTL', cur.lease_ttl_ns, 'timeout', cur.timeout_ns, 'deadline', cur.deadline_ns, 'maxAttempts', cur.max_attempts, 'retryBackoff', cur.retry_backoff_ns, 'disabled', cur.disabled) || CASE WHEN cur.args IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('args', cur.args) END), (jsonb_build_object('spec', w.spec, 'timeZone', w.time_zone, 'kind', w.kind, 'overlap', w.overlap, 'catchUpWindow', w.catch_up_window_ns, 'leaseTTL', w.lease_ttl_ns, 'timeout', w.timeout_ns, 'deadline', w.deadline_ns, 'maxAttempts', w.max_attempts, 'retryBackoff', w.retry_backoff_ns, 'disabled', w.disabled) || CASE WHEN w.args IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('args', w.args) END)
+           CASE WHEN cur.args IS NULL THEN json_build_object('spec', cur.spec, 'timeZone', cur.time_zone, 'kind', cur.kind, 'overlap', cur.overlap, 'catchUpWindow', cur.catch_up_window_ns, 'leaseTTL', cur.lease_ttl_ns, 'timeout', cur.timeout_ns, 'deadline', cur.deadline_ns, 'maxAttempts', cur.max_attempts, 'retryBackoff', cur.retry_backoff_ns, 'disabled', cur.disabled)
+     ELSE json_build_object('spec', cur.spec, 'timeZone', cur.time_zone, 'kind', cur.kind, 'overlap', cur.overlap, 'catchUpWindow', cur.catch_up_window_ns, 'leaseTTL', cur.lease_ttl_ns, 'timeout', cur.timeout_ns, 'deadline', cur.deadline_ns, 'maxAttempts', cur.max_attempts, 'retryBackoff', cur.retry_backoff_ns, 'disabled', cur.disabled, 'args', cur.args) END, CASE WHEN w.args IS NULL THEN json_build_object('spec', w.spec, 'timeZone', w.time_zone, 'kind', w.kind, 'overlap', w.overlap, 'catchUpWindow', w.catch_up_window_ns, 'leaseTTL', w.lease_ttl_ns, 'timeout', w.timeout_ns, 'deadline', w.deadline_ns, 'maxAttempts', w.max_attempts, 'retryBackoff', w.retry_backoff_ns, 'disabled', w.disabled)
+     ELSE json_build_object('spec', w.spec, 'timeZone', w.time_zone, 'kind', w.kind, 'overlap', w.overlap, 'catchUpWindow', w.catch_up_window_ns, 'leaseTTL', w.lease_ttl_ns, 'timeout', w.timeout_ns, 'deadline', w.deadline_ns, 'maxAttempts', w.max_attempts, 'retryBackoff', w.retry_backoff_ns, 'disabled', w.disabled, 'args', w.args) END
       FROM w, cur, seq, c
     RETURNING seq, name
 ),
