@@ -21,6 +21,11 @@ import (
 // refused with a *ConflictError, never a lost update. The store checks what
 // it can see (names, lengths, JSON, numbers); the spec, zone and kind are
 // checked by the scheduler before a write.
+//
+// Writes take turns (each locks one row first): that is what lets change
+// numbers commit in order, where a sequence or an auto-increment lets n + 1
+// commit before n. They are an operator's, rare, and may take a few round
+// trips (three on PostgreSQL): the one exception to a round trip a call.
 type Schedules interface {
 	// ScheduleCreate writes a new schedule at version 1, with a new ID
 	// never used before (a schedule deleted and created again under its
