@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -70,18 +69,20 @@ func everyMinute(args string) ScheduleSettings {
 // its version: the change reached every replica's timers.
 func (c *cluster) seen(name string, version int64, on ...*Scheduler) {
 	c.t.Helper()
-	wait.For(c.t, 30*time.Second, func() bool {
-		// The replicas read the change log at their poll, on the cluster's
-		// clock: move it a poll's worth when they have not.
+	for range 30 {
+		missing := false
 		for _, s := range on {
 			r := s.jobs.get(name)
-			if r == nil || r.stored == nil || r.stored.version != version {
-				c.db.Advance(0)
-				return false
-			}
+			missing = missing || r == nil || r.stored == nil || r.stored.version != version
 		}
-		return true
-	}, func() string { return fmt.Sprintf("schedule %s version %d did not reach every replica", name, version) })
+		if !missing {
+			return
+		}
+		// The replicas read the change log at their poll, on the
+		// cluster's clock: move it on when they have not.
+		c.advance(time.Second, time.Second)
+	}
+	c.t.Fatalf("schedule %s version %d did not reach every replica within 30 s of the cluster's clock", name, version)
 }
 
 // TestAStoredScheduleRunsOnTheReplicasThatKnowItsKind: a schedule created

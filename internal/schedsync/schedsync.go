@@ -46,12 +46,17 @@ type Sync struct {
 	// the last sequence number applied (a test's signal).
 	Applied func(seq int64)
 
-	mu     sync.Mutex
-	loaded bool
-	seq    int64     // the last change applied
-	told   int64     // the newest change a notice told of
-	next   time.Time // the next poll
+	mu        sync.Mutex
+	loaded    bool
+	seq       int64     // the last change applied
+	told      int64     // the newest change a notice told of
+	next      time.Time // the next poll
+	notBefore time.Time // after a failed read: not again before, told or not
 }
+
+// retryAfter is how long after a failed read the next is tried when a
+// notice, not the poll, asks for it: a store that fails is not hammered.
+const retryAfter = time.Second
 
 // Told notes that the change seq was committed: the next Tick reads it.
 func (s *Sync) Told(seq int64) {
@@ -72,17 +77,28 @@ func (s *Sync) Missed() {
 func (s *Sync) Due(now time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if now.Before(s.notBefore) {
+		return false
+	}
 	return !s.loaded || s.told > s.seq || (s.Every > 0 && !now.Before(s.next))
 }
 
-// Next is when the next poll is due; zero when polling is off.
-func (s *Sync) Next() time.Time {
+// Next is when a Tick is next due: at once (or once a failed read may be
+// tried again) when a notice told of a change not read, else the next
+// poll; false when neither is coming (polling off, nothing told).
+func (s *Sync) Next() (time.Time, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.Every <= 0 && s.loaded {
-		return time.Time{}
+	switch {
+	case s.told > s.seq:
+		return s.notBefore, true
+	case s.Every <= 0 && s.loaded:
+		return time.Time{}, false
 	}
-	return s.next
+	if s.notBefore.After(s.next) {
+		return s.notBefore, true
+	}
+	return s.next, true
 }
 
 // Tick loads the schedules the first time, and reads the changes after
@@ -109,6 +125,9 @@ func (s *Sync) Tick(ctx context.Context, now time.Time) {
 	}
 	if err != nil {
 		s.Failures.Failed(s.Log, now, slog.LevelWarn, "cronfence: could not read the stored schedules; the replica keeps those it knows", "error", err)
+		s.mu.Lock()
+		s.notBefore = now.Add(retryAfter)
+		s.mu.Unlock()
 		return
 	}
 	s.mu.Lock()
