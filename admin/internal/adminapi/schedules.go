@@ -1,6 +1,8 @@
 package adminapi
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -216,8 +218,20 @@ func (a *api) settings(w http.ResponseWriter, tok Identity, v client.ScheduleSet
 		writeError(w, http.StatusBadRequest, "INVALID_ARGUMENT", err.Error(), nil)
 		return set, false
 	}
-	if set.Kind == ShellKind && tok.Role != RoleAdmin {
+	if set.Kind != ShellKind {
+		return set, true
+	}
+	if tok.Role != RoleAdmin {
 		writeError(w, http.StatusForbidden, "FORBIDDEN", "token "+tok.Name+" may not write a schedule of kind shell (a raw command); that needs an admin token", nil)
+		return set, false
+	}
+	var args struct {
+		Command string `json:"command"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(set.Args))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&args); err != nil || strings.TrimSpace(args.Command) == "" {
+		writeError(w, http.StatusBadRequest, "INVALID_ARGUMENT", `args: a schedule of kind shell takes {"command": "…"}, a command that is not empty, and nothing else`, map[string]string{"field": "args"})
 		return set, false
 	}
 	return set, true

@@ -192,6 +192,8 @@ func TestScheduleBadInputWritesNothing(t *testing.T) {
 				{`{"name":"a","spec":"@daily","kind":"report","args":"` + strings.Repeat("x", store.MaxScheduleArgsBytes) + `"}`, "INVALID_ARGUMENT", "args"},
 				{`{"name":"a","spec":"@daily","kind":"report","args":{"x":}}`, "MALFORMED_BODY", "invalid character"},
 				{`{"name":"a","spec":"@daily","kind":"report","colour":"red"}`, "MALFORMED_BODY", "colour"},
+				{`{"name":"a","spec":"@daily","kind":"shell","args":{"cmd":"rm -rf /"}}`, "INVALID_ARGUMENT", "args"},
+				{`{"name":"a","spec":"@daily","kind":"shell"}`, "INVALID_ARGUMENT", "args"},
 			} {
 				var e apiErr
 				resp := b.do(t, "POST", "/api/admin/cron/schedules", adminSecret, tc.body, &e)
