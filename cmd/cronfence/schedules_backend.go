@@ -110,7 +110,10 @@ func (c *serverSchedules) call(ctx context.Context, f func(ctx context.Context, 
 }
 
 func (c *serverSchedules) list(ctx context.Context, after string, limit int) (page client.SchedulePage, err error) {
-	err = c.call(ctx, func(ctx context.Context, cl *client.Client) error { page, err = cl.Schedules(ctx, after, limit); return err })
+	err = c.call(ctx, func(ctx context.Context, cl *client.Client) error {
+		page, err = cl.Schedules(ctx, after, limit)
+		return err
+	})
 	return page, err
 }
 
@@ -136,12 +139,18 @@ func (c *serverSchedules) update(ctx context.Context, name string, version int64
 }
 
 func (c *serverSchedules) remove(ctx context.Context, name string, version int64) (sc client.Schedule, err error) {
-	err = c.call(ctx, func(ctx context.Context, cl *client.Client) error { sc, err = cl.DeleteSchedule(ctx, name, version); return err })
+	err = c.call(ctx, func(ctx context.Context, cl *client.Client) error {
+		sc, err = cl.DeleteSchedule(ctx, name, version)
+		return err
+	})
 	return sc, err
 }
 
 func (c *serverSchedules) audit(ctx context.Context, name string, before int64, limit int) (a client.ScheduleAudit, err error) {
-	err = c.call(ctx, func(ctx context.Context, cl *client.Client) error { a, err = cl.ScheduleAudit(ctx, name, before, limit); return err })
+	err = c.call(ctx, func(ctx context.Context, cl *client.Client) error {
+		a, err = cl.ScheduleAudit(ctx, name, before, limit)
+		return err
+	})
 	return a, err
 }
 
