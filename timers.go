@@ -97,6 +97,13 @@ func (t *timers) refire(e *entry, wait time.Duration) {
 	t.push(&entry{job: e.job, slot: e.slot, fireAt: t.e.Now().Add(wait), origin: e.origin, attempt: e.attempt, again: true, deposed: e.deposed})
 }
 
+// len is how many entries wait on the heap.
+func (t *timers) len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.heap)
+}
+
 // next is the earliest fire, if any.
 func (t *timers) next() (time.Time, bool) {
 	t.mu.Lock()

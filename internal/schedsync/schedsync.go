@@ -20,6 +20,13 @@ import (
 // pageSize is how many schedules or changes one read brings.
 const pageSize = 5000
 
+// BackstopEvery is how often the change log is read while the store tells
+// every change (Hearing): a notice lost on a connection that broke comes
+// with a gap (Missed), so this read only guards against what nobody
+// foresaw, and costs a replica one statement in five minutes, not one
+// every poll.
+const BackstopEvery = 5 * time.Minute
+
 // Sync reads the stored schedules into a replica. Set its exported fields
 // before the first Tick.
 type Sync struct {
@@ -27,6 +34,10 @@ type Sync struct {
 	// Every is how often the change log is read when no notice says it
 	// changed. Zero turns polling off (a test drives Tick itself).
 	Every time.Duration
+	// Hearing, when set, reports whether the store tells this replica of
+	// every change now (peers.Hearing): then the log is read when told,
+	// and every BackstopEvery.
+	Hearing func() bool
 	// Load replaces the replica's view by every stored schedule.
 	Load func(all []store.Schedule)
 	// Apply applies one change, in the log's order.
@@ -81,8 +92,12 @@ func (s *Sync) Tick(ctx context.Context, now time.Time) {
 	if !s.Due(now) {
 		return
 	}
+	every := s.Every
+	if every > 0 && s.Hearing != nil && s.Hearing() {
+		every = BackstopEvery
+	}
 	s.mu.Lock()
-	s.next = now.Add(s.Every)
+	s.next = now.Add(every)
 	loaded, seq := s.loaded, s.seq
 	s.mu.Unlock()
 
