@@ -147,7 +147,7 @@ func (d *dashboard) act(w http.ResponseWriter, r *http.Request) {
 		actError(w, http.StatusForbidden, "BAD_ACTION_KEY", err.Error())
 		return
 	}
-	path := client.Prefix + "/" + url.PathEscape(body.Job)
+	path := client.JobPath(body.Job)
 	method, payload := http.MethodPut, map[string]any{"note": body.Note}
 	switch body.Action {
 	case "pause":

@@ -96,3 +96,15 @@ func TestSchedulesPages(t *testing.T) {
 		}
 	}
 }
+
+// A job named "schedules" is paused from its page as any other: the
+// action reaches the job, not the schedules' endpoint.
+func TestActOnAJobNamedSchedules(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	must(t, b.sched.Register(cronfence.Job{Name: "schedules", Schedule: "@daily", Handler: func(context.Context, *cronfence.Run) error { return nil }}))
+	key := keyOf(t, b, basic(adminSecret))
+	if code, out := b.post(t, "schedules", "pause", key, nil); code != 200 || out["name"] != "schedules" || out["enabled"] != false {
+		t.Fatalf("pause schedules: %d %v", code, out)
+	}
+}
