@@ -28,7 +28,7 @@ type entry struct {
 	again   bool // a slot fired again; its job was re-armed when it first fired
 	deposed bool // fired again because a deposed writer still held its lease: its alert is raised
 	// fallback is a slot fired again because another replica is preferred for it
-	// (notices.go), dropped when that one's claim is told.
+	// (peers.Prefer), dropped when that one's claim is told.
 	fallback bool
 }
 
