@@ -103,10 +103,13 @@ type Config struct {
 	// DefaultPruneEvery (1 hour).
 	PruneEvery time.Duration
 	// SchedulePollEvery is how often the replica reads the stored
-	// schedules' change log (Scheduler.Schedules). On PostgreSQL a change
-	// is also told at once (LISTEN/NOTIFY); the poll is what catches what
-	// a lost notice did not. Defaults to DefaultSchedulePollEvery (2s);
-	// negative reads the stored schedules only at Start.
+	// schedules' change log (Scheduler.Schedules) when the store does not
+	// tell it of changes. On PostgreSQL every change is told at once
+	// (LISTEN/NOTIFY), and the log is read when told, after a broken
+	// connection, and every 5 minutes besides; this period applies while
+	// the replica does not hear (and on SQLite and MySQL always). Defaults
+	// to DefaultSchedulePollEvery (2s); negative reads the stored
+	// schedules only at Start and when told.
 	SchedulePollEvery time.Duration
 
 	// ShutdownGrace is how long Stop lets running handlers finish before

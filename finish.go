@@ -48,7 +48,7 @@ type finisher struct {
 	batch   *finishbatch.Batcher // takes each end's first attempt; nil: each end alone
 	stop    <-chan struct{}      // closed when the runs are cancelled (shutdown): retrying ends
 	// watchOwn watches this replica's own run that left its slot running
-	// or whose end was not recorded (notices.watchOwn); nil: none.
+	// or whose end was not recorded (peers.Peers.WatchOwn); nil: none.
 	watchOwn func(job string, slot time.Time)
 }
 

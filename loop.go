@@ -72,7 +72,7 @@ func (l *loop) run(ctx context.Context) {
 				wait, fire = d, true
 			}
 		}
-		if at := l.sync.Next(); !at.IsZero() && l.e.timers() {
+		if at, ok := l.sync.Next(); ok && l.e.timers() {
 			if d := max(at.Sub(now), 0); d < wait {
 				wait, fire = d, false
 			}

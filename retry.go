@@ -121,7 +121,7 @@ type retryKey struct {
 	attempt int
 }
 
-// giveUpRetry remembers, until its window closes, that a retry of e's
+// giveUp remembers, until its window closes, that a retry of e's
 // slot was refused for a reason a later try would not change (the job is
 // paused, the attempt was retried by another replica already, no attempt
 // is left): the slot stays open to a retry in the store until then, and

@@ -101,8 +101,8 @@ func New(cfg Config) (*Scheduler, error) {
 		JobRows: s.jobs.replicaJobs, Kinds: s.stored.handlerKinds, Offset: e.clock.Offset, Answered: e.clock.FromHeartbeat}
 	mon := &monitor.Monitor{Base: e.Base, Alerts: alerts, Chosen: peers.RunsChecks, InRegistry: e.inRegistry(),
 		CheckEvery: c.CheckEvery, Thresholds: c.Alerts.absence(c.Retention), StoredKinds: s.stored.usedKinds}
-	sync := &schedsync.Sync{Base: e.Base, Every: max(c.SchedulePollEvery, 0), Load: s.stored.load, Apply: s.stored.apply,
-		Applied: s.schedulesApplied}
+	sync := &schedsync.Sync{Base: e.Base, Every: max(c.SchedulePollEvery, 0), Hearing: peers.Hearing,
+		Load: s.stored.load, Apply: s.stored.apply, Applied: s.schedulesApplied}
 	s.loop = &loop{e: e, jobs: s.jobs, timers: s.timers, claimer: s.claimer, peers: peers, heartbeat: heartbeat,
 		monitor: mon, pruner: &prune.Pruner{Base: e.Base, Retention: c.Retention, Every: c.PruneEvery, Timers: e.timers()},
 		resumer: s.resumer, sync: sync, wake: make(chan struct{}, 1)}

@@ -33,12 +33,11 @@ type stored struct {
 	// arm puts a job added or changed on the timers (once started).
 	arm func(r *registered)
 
-	mu      sync.Mutex
-	kinds   map[string]Handler
-	aside   map[string]store.Schedule // by name: the schedules not in jobs
-	stale   int                       // jobs replaced or removed since the timers were compacted
-	loaded  bool
-	version map[string]int64 // by name: the version applied, to apply a change once
+	mu     sync.Mutex
+	kinds  map[string]Handler
+	aside  map[string]store.Schedule // by name: the schedules not in jobs
+	stale  int                       // jobs replaced or removed since the timers were compacted
+	loaded bool
 }
 
 // registerKind adds the handler of a kind, and runs the schedules of that
@@ -82,9 +81,14 @@ func (st *stored) load(all []store.Schedule) {
 	for _, sc := range all {
 		keep[sc.Name] = true
 	}
-	for name := range st.version {
+	for name := range st.aside {
 		if !keep[name] {
 			st.removeLocked(name, 0)
+		}
+	}
+	for _, r := range st.jobs.all() {
+		if r.stored != nil && !keep[r.Name] {
+			st.removeLocked(r.Name, 0)
 		}
 	}
 	for _, sc := range all {
@@ -122,6 +126,9 @@ func (st *stored) shadowed(r *registered) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.e.Log.Warn("cronfence: stored schedule has a declared job's name; the declared job runs", "schedule", r.Name)
+	if st.aside == nil {
+		st.aside = map[string]store.Schedule{}
+	}
 	st.aside[r.Name] = scheduleOf(r)
 	st.stale++
 }
@@ -139,13 +146,12 @@ func (st *stored) takeStale() int {
 // putLocked makes sc's job this replica's, when it can run it, and keeps
 // it aside when not.
 func (st *stored) putLocked(sc store.Schedule) {
-	if v, ok := st.version[sc.Name]; ok && v >= sc.Version && st.sameID(sc) {
-		return
+	if id, version, ok := st.known(sc.Name); ok && id == sc.ID && version >= sc.Version {
+		return // applied already: the load showed it, or a change was read twice
 	}
-	if st.version == nil {
-		st.version, st.aside = map[string]int64{}, map[string]store.Schedule{}
+	if st.aside == nil {
+		st.aside = map[string]store.Schedule{}
 	}
-	st.version[sc.Name] = sc.Version
 	h := st.kinds[sc.Kind]
 	var r *registered
 	if h != nil {
@@ -169,13 +175,14 @@ func (st *stored) putLocked(sc store.Schedule) {
 	st.arm(r)
 }
 
-// sameID reports whether the schedule of sc's name this replica knows is sc's.
-func (st *stored) sameID(sc store.Schedule) bool {
-	if r := st.jobs.get(sc.Name); r != nil && r.stored != nil {
-		return r.stored.id == sc.ID
+// known returns the ID and version of the schedule name as this replica
+// knows it.
+func (st *stored) known(name string) (id, version int64, ok bool) {
+	if r := st.jobs.get(name); r != nil && r.stored != nil {
+		return r.stored.id, r.stored.version, true
 	}
-	old, ok := st.aside[sc.Name]
-	return ok && old.ID == sc.ID
+	sc, ok := st.aside[name]
+	return sc.ID, sc.Version, ok
 }
 
 // removeLocked drops the schedule name, when it is the one with that ID
@@ -183,10 +190,8 @@ func (st *stored) sameID(sc store.Schedule) bool {
 func (st *stored) removeLocked(name string, id int64) {
 	if old, ok := st.aside[name]; ok && (id == 0 || old.ID == id) {
 		delete(st.aside, name)
-		delete(st.version, name)
 	}
 	if st.jobs.removeStored(name, id) != nil {
-		delete(st.version, name)
 		st.stale++
 	}
 }

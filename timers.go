@@ -28,7 +28,7 @@ type entry struct {
 	again   bool // a slot fired again; its job was re-armed when it first fired
 	deposed bool // fired again because a deposed writer still held its lease: its alert is raised
 	// fallback is a slot fired again because another replica is preferred for it
-	// (notices.go), dropped when that one's claim is told.
+	// (peers.Prefer), dropped when that one's claim is told.
 	fallback bool
 }
 
@@ -95,6 +95,13 @@ func (t *timers) push(es ...*entry) {
 func (t *timers) refire(e *entry, wait time.Duration) {
 	wait = min(max(wait+20*time.Millisecond, 20*time.Millisecond), t.e.cfg.MaxSleep)
 	t.push(&entry{job: e.job, slot: e.slot, fireAt: t.e.Now().Add(wait), origin: e.origin, attempt: e.attempt, again: true, deposed: e.deposed})
+}
+
+// len is how many entries wait on the heap.
+func (t *timers) len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.heap)
 }
 
 // next is the earliest fire, if any.

@@ -15,16 +15,20 @@
 //	GET  /api/admin/cron/{job}/logs    its runs, newest started first (?limit=N)
 //	GET  /api/admin/cron/alerts        the alerts (?open=true, ?kind=, ?subject=, ?limit=N)
 //	GET  /api/admin/cron/replicas      the replica registry
+//	GET, POST /api/admin/cron/schedules             the stored schedules (?after=, ?limit=); create one
+//	GET, PUT, DELETE /api/admin/cron/schedules/{name}  one; update it (the version read in the body); delete it (?version=)
+//	GET  /api/admin/cron/schedules/{name}/audit, /api/admin/cron/schedules-audit  the changes, newest first
 //	GET  /healthz                      200 while the process serves
 //	GET  /readyz                       200 when the store answers and its schema is current
-//	GET  /, /job?name=…, /alerts       the dashboard (docs/dashboard.md); its buttons call the API
+//	GET  /, /job?name=…, /alerts, /schedules, /schedule?name=…  the dashboard (docs/dashboard.md); its buttons call the API
 //
 // Errors of the API are JSON {"code", "message", "details"}.
 //
 // Every API request and every dashboard page needs a token: the API takes
 // it as a bearer token (never a cookie), the dashboard as HTTP Basic
 // credentials (any user name, the token as password). A RoleRead token may
-// read; pausing, resuming and triggering need a RoleAdmin token. With no
+// read; pausing, resuming, triggering and writing stored schedules need a
+// RoleAdmin token. With no
 // token, every request but the probes is refused (401).
 //
 // A process that only serves the API (its replicas elsewhere run the

@@ -1,7 +1,7 @@
 // Package advisory runs work under PostgreSQL session-level advisory locks:
-// the lightweight guard of ADR 0014 (summarised in docs/design.md), kept
-// beside cronfence's leases for the cases where a lock that needs no schema
-// is enough.
+// a lightweight guard per job name (docs/design.md, "The advisory-lock
+// guard"), kept beside cronfence's leases for the cases where a lock that
+// needs no schema is enough.
 //
 //	g := advisory.New(pool)
 //	ran, err := g.Do(ctx, "nightly-report", func(ctx context.Context) error {

@@ -60,4 +60,24 @@
 // A slot whose claim finds the lease held by a run that took it only after
 // the slot came due is buffered, not skipped: the lease was free at the
 // slot's instant, and it runs when that run ends (SlotFinish names it).
+//
+// # Stored schedules
+//
+// A stored schedule (Schedules) is a row of the schedules table with a
+// version; every write of one also writes one row of its change log, in
+// the same transaction:
+//
+//	ScheduleCreate ──▶ version 1 ──ScheduleUpdate at v──▶ version v+1 ──▶ …
+//	   (new ID)            │                                  │
+//	                       └──────ScheduleDelete at v (or any)┴──▶ (none); the log keeps it
+//
+// An update or delete at a version that is no longer the current one, and
+// a create of a name that exists, write nothing (*ConflictError). A
+// schedule deleted and created again is a new one: IDs are never used
+// twice. The change log's sequence numbers are given out one by one by a
+// single row that every write locks first, so they have no gaps and commit
+// in order: a replica that read the log up to n has seen every change up
+// to n, and follows the log from there (ScheduleChanges). On PostgreSQL
+// each change is also told to every replica as it commits
+// (NoticeSchedule).
 package store

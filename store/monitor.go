@@ -153,8 +153,11 @@ type Replica struct {
 	// schedules are not among them: they are the store's (Schedules).
 	Jobs []ReplicaJob
 	// Kinds are the handler kinds this replica runs stored schedules of
-	// (RegisterKind), sorted. Sent, kept and left out with Jobs
-	// (JobsUnchanged).
+	// (RegisterKind), sorted (the store keeps the order). Nil when none.
+	// Sent and kept with Jobs: a heartbeat with JobsUnchanged carries none
+	// and keeps the stored ones. Unlike Jobs they are few, and always read
+	// back: on every row a heartbeat, ReplicaList or MonitorSnapshot
+	// returns, JobsUnchanged or not.
 	Kinds []string
 	// JobsUnchanged, on a heartbeat, says the jobs are those this owner's
 	// last recorded heartbeat sent: the store keeps them (Jobs must be

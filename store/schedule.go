@@ -1,11 +1,13 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 )
 
 // Schedules keeps the schedules that live in the database (stored
@@ -19,6 +21,11 @@ import (
 // refused with a *ConflictError, never a lost update. The store checks what
 // it can see (names, lengths, JSON, numbers); the spec, zone and kind are
 // checked by the scheduler before a write.
+//
+// Writes take turns (each locks one row first): that is what lets change
+// numbers commit in order, where a sequence or an auto-increment lets n + 1
+// commit before n. They are an operator's, rare, and may take a few round
+// trips (three on PostgreSQL): the one exception to a round trip a call.
 type Schedules interface {
 	// ScheduleCreate writes a new schedule at version 1, with a new ID
 	// never used before (a schedule deleted and created again under its
@@ -75,10 +82,13 @@ const (
 // handler's kind and arguments, and the job settings of Job in package
 // cronfence, with the same meaning and defaults (zero: the default).
 type ScheduleSettings struct {
-	Spec     string          `json:"spec"`               // a cron spec, as Job.Schedule
-	TimeZone string          `json:"timeZone,omitempty"` // an IANA zone; empty for UTC
-	Kind     string          `json:"kind"`               // the handler's kind (RegisterKind)
-	Args     json.RawMessage `json:"args,omitempty"`     // the handler's arguments: JSON, at most MaxScheduleArgsBytes
+	Spec     string `json:"spec"`               // a cron spec, as Job.Schedule
+	TimeZone string `json:"timeZone,omitempty"` // an IANA zone; empty for UTC
+	Kind     string `json:"kind"`               // the handler's kind (RegisterKind)
+	// Args are the handler's arguments: JSON, at most MaxScheduleArgsBytes.
+	// A store gives them back as they were given, byte for byte, in the
+	// schedule and in its changes' settings; empty is none (nil).
+	Args json.RawMessage `json:"args,omitempty"`
 
 	Overlap       string        `json:"overlap,omitempty"` // "skip", "allow" or "buffer-one"; empty for skip
 	CatchUpWindow time.Duration `json:"catchUpWindow,omitempty"`
@@ -201,17 +211,25 @@ func (e *ConflictError) Unwrap() error { return ErrConflict }
 // Validate checks the settings as a store can: lengths, the arguments'
 // JSON, the overlap policy and the numbers.
 func (s ScheduleSettings) Validate() error {
-	switch {
-	case s.Spec == "":
+	if s.Spec == "" {
 		return invalid("spec must not be empty")
-	case len(s.Spec) > MaxScheduleSpecLength:
-		return invalid("spec must be at most %d bytes, got %d", MaxScheduleSpecLength, len(s.Spec))
-	case len(s.TimeZone) > MaxNameLength:
-		return invalid("time zone must be at most %d bytes, got %d", MaxNameLength, len(s.TimeZone))
+	}
+	if err := validText("spec", s.Spec, MaxScheduleSpecLength); err != nil {
+		return err
+	}
+	if err := validText("time zone", s.TimeZone, MaxNameLength); err != nil {
+		return err
+	}
+	switch {
 	case len(s.Args) > MaxScheduleArgsBytes:
 		return invalid("args must be at most %d bytes, got %d", MaxScheduleArgsBytes, len(s.Args))
 	case len(s.Args) > 0 && !json.Valid(s.Args):
 		return invalid("args must be JSON")
+	case !utf8.Valid(s.Args):
+		return invalid("args must be valid UTF-8")
+	case bytes.Contains(s.Args, []byte(`\u0000`)):
+		// PostgreSQL's jsonb cannot hold it; refused on every store alike.
+		return invalid("args must not contain \\u0000")
 	case s.Overlap != "" && s.Overlap != "skip" && s.Overlap != "allow" && s.Overlap != "buffer-one":
 		return invalid("overlap must be skip, allow or buffer-one, got %q", s.Overlap)
 	case s.CatchUpWindow < 0, s.LeaseTTL < 0, s.Timeout < 0, s.Deadline < 0, s.RetryBackoff < 0:
@@ -230,7 +248,7 @@ func (s ScheduleSettings) Validate() error {
 
 // Validate checks the arguments of ScheduleCreate.
 func (p ScheduleCreateParams) Validate() error {
-	if err := validateScheduleName(p.Name); err != nil {
+	if err := ValidateScheduleName(p.Name); err != nil {
 		return err
 	}
 	if err := ValidateName("by", p.By); err != nil {
@@ -241,7 +259,7 @@ func (p ScheduleCreateParams) Validate() error {
 
 // Validate checks the arguments of ScheduleUpdate.
 func (p ScheduleUpdateParams) Validate() error {
-	if err := validateScheduleName(p.Name); err != nil {
+	if err := ValidateScheduleName(p.Name); err != nil {
 		return err
 	}
 	if p.Version < 1 {
@@ -255,7 +273,7 @@ func (p ScheduleUpdateParams) Validate() error {
 
 // Validate checks the arguments of ScheduleDelete.
 func (p ScheduleDeleteParams) Validate() error {
-	if err := validateScheduleName(p.Name); err != nil {
+	if err := ValidateScheduleName(p.Name); err != nil {
 		return err
 	}
 	if p.Version < 0 {
@@ -266,6 +284,9 @@ func (p ScheduleDeleteParams) Validate() error {
 
 // Validate checks the arguments of ScheduleList and fills in the default limit.
 func (p *ScheduleListParams) Validate() error {
+	if err := validText("after", p.After, MaxNameLength); err != nil {
+		return err
+	}
 	return validateScheduleLimit(&p.Limit)
 }
 
@@ -282,10 +303,15 @@ func (p *ScheduleAuditParams) Validate() error {
 	if p.Before < 0 {
 		return invalid("before must not be negative, got %d", p.Before)
 	}
+	if err := validText("name", p.Name, MaxNameLength); err != nil {
+		return err
+	}
 	return validateScheduleLimit(&p.Limit)
 }
 
-func validateScheduleName(name string) error {
+// ValidateScheduleName checks a stored schedule's name: a job name
+// (ValidateName) of at most MaxScheduleNameLength bytes.
+func ValidateScheduleName(name string) error {
 	if len(name) > MaxScheduleNameLength {
 		return invalid("name must be at most %d bytes, got %d", MaxScheduleNameLength, len(name))
 	}

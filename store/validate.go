@@ -829,6 +829,9 @@ func (r Replica) Validate() error {
 	if r.JobsUnchanged && len(r.Jobs) > 0 {
 		return invalid("a replica heartbeat with JobsUnchanged keeps the stored jobs and must carry none, got %d", len(r.Jobs))
 	}
+	if err := r.validateKinds(); err != nil {
+		return err
+	}
 	seen := make(map[string]bool, len(r.Jobs))
 	for i, j := range r.Jobs {
 		if err := ValidateName(fmt.Sprintf("replica job %d name", i), j.Name); err != nil {
@@ -850,6 +853,29 @@ func (r Replica) Validate() error {
 		if size > MaxReplicaJobBytes {
 			return invalid("replica job %q: schedule, time zone, overlap and hash must be at most %d bytes together, got %d", j.Name, MaxReplicaJobBytes, size)
 		}
+	}
+	return nil
+}
+
+// validateKinds checks a replica's handler kinds: names, each once, as
+// many as its jobs may be, and none on a heartbeat that keeps the stored
+// ones (JobsUnchanged).
+func (r Replica) validateKinds() error {
+	if len(r.Kinds) > MaxReplicaJobs {
+		return invalid("a replica must register at most %d kinds, got %d", MaxReplicaJobs, len(r.Kinds))
+	}
+	if r.JobsUnchanged && len(r.Kinds) > 0 {
+		return invalid("a replica heartbeat with JobsUnchanged keeps the stored kinds and must carry none, got %d", len(r.Kinds))
+	}
+	seen := make(map[string]bool, len(r.Kinds))
+	for i, k := range r.Kinds {
+		if err := ValidateName(fmt.Sprintf("replica kind %d", i), k); err != nil {
+			return err
+		}
+		if seen[k] {
+			return invalid("replica kind %q appears twice", k)
+		}
+		seen[k] = true
 	}
 	return nil
 }

@@ -17,6 +17,9 @@
 //	GET  /api/admin/cron/alerts              {"alerts": [Alert]}, newest first
 //	POST /api/admin/cron/alerts/{kind}/{subject}/ack  Alert, after {"note": "…", "alertId": N}
 //	GET  /api/admin/cron/replicas            ReplicaList
+//	GET  /api/admin/cron/schedules           SchedulePage (Client.Schedules); POST: Schedule (CreateSchedule)
+//	GET, PUT, DELETE …/schedules/{name}      Schedule (Schedule, UpdateSchedule, DeleteSchedule)
+//	GET  …/schedules/{name}/audit, /api/admin/cron/schedules-audit  ScheduleAudit (ScheduleAudit)
 //
 // Every request needs a bearer token; writes need an admin one. An error
 // is answered {"code", "message", "details"}, which Client returns as

@@ -1,6 +1,9 @@
 package client
 
-import "net/url"
+import (
+	"fmt"
+	"net/url"
+)
 
 // Prefix is the path the admin API is served under, below any prefix the
 // server mounts it at.
@@ -16,8 +19,16 @@ const (
 )
 
 // JobPath is the API's path of one job, its name escaped: GET and PUT it;
-// /run and /logs follow it.
-func JobPath(job string) string { return Prefix + "/" + url.PathEscape(job) }
+// /run and /logs follow it. A job named as an endpoint ("alerts",
+// "replicas", "schedules", "schedules-audit") has its first letter
+// percent-escaped, which the server reads as the job, never the endpoint.
+func JobPath(job string) string {
+	switch job {
+	case "alerts", "replicas", "schedules", "schedules-audit":
+		return Prefix + "/" + fmt.Sprintf("%%%02X", job[0]) + job[1:]
+	}
+	return Prefix + "/" + url.PathEscape(job)
+}
 
 // AlertAckPath is the path that acknowledges the open alert of (kind,
 // subject), each escaped.

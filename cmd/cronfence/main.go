@@ -45,7 +45,9 @@ type cli struct {
 	Logs    logsCmd    `cmd:"" help:"Show a job's runs, newest first."`
 	Check   checkCmd   `cmd:"" help:"Print the open alerts; exit 0 healthy, 1 alerting, 2 cannot tell (for cron monitors, Nagios, Kubernetes probes)."`
 	Alerts  alertsCmd  `cmd:"" help:"List the alerts (open, or --all), or acknowledge one: alerts ack KIND SUBJECT --note WHY."`
-	Ver     versionCmd `cmd:"" name:"version" help:"Print the version: the module version, and the commit it was built from."`
+
+	Schedules schedulesCmd `cmd:"" help:"The stored schedules, jobs kept in the database and changed while replicas run: ls, show, add, edit, rm, audit."`
+	Ver       versionCmd   `cmd:"" name:"version" help:"Print the version: the module version, and the commit it was built from."`
 }
 
 // app is what every command's Run gets: the context cancelled by SIGTERM or

@@ -100,6 +100,9 @@ func (c *serveCmd) Run(a *app) error {
 			return usageError("%s:%d: jobs[%d]: %w", f.Path, f.Jobs[i].Line, i, err)
 		}
 	}
+	if err := registerKinds(s, f, c.KillGrace); err != nil {
+		return err
+	}
 	if err := obs.watchLeases(s, logger); err != nil {
 		return err
 	}
@@ -137,7 +140,7 @@ func (c *serveCmd) Run(a *app) error {
 		}()
 		logger.Info("cronfence: admin API listening", "addr", ln.Addr().String(), "tokens", len(tokens))
 	}
-	logger.Info("cronfence: serving", "config", f.Path, "jobs", len(jobs), "database", db.where, "timers", c.Scheduler)
+	logger.Info("cronfence: serving", "config", f.Path, "jobs", len(jobs), "kinds", len(f.Kinds), "shell_schedules", f.Schedules.AllowShell, "database", db.where, "timers", c.Scheduler)
 
 	<-a.ctx.Done()
 	logger.Info("cronfence: stopping; running commands have the shutdown grace to finish", "grace", c.ShutdownGrace)
@@ -253,6 +256,8 @@ func runEnv(run *cronfence.Run) []string {
 		// Why it runs: scheduled, catch_up, resume, retry, buffered,
 		// manual or fail_open (cronfence.Origin).
 		"CRONFENCE_ORIGIN=" + string(run.Origin),
+		// A stored schedule's arguments, raw JSON; empty for a declared job.
+		"CRONFENCE_ARGS=" + string(run.Args),
 	}
 }
 

@@ -144,6 +144,9 @@ jobs:
 			t.Errorf("%s=%q, want %q; all:\n%s", k, vars[k], v, got)
 		}
 	}
+	if args, ok := vars["CRONFENCE_ARGS"]; !ok || args != "" {
+		t.Errorf("CRONFENCE_ARGS=%q (set %t), want it set and empty for a job of the file", args, ok)
+	}
 	if atoi(t, vars["CRONFENCE_GENERATION"]) < 1 {
 		t.Errorf("CRONFENCE_GENERATION=%q, want a positive generation", vars["CRONFENCE_GENERATION"])
 	}

@@ -23,6 +23,11 @@ func TestDescribeBuild(t *testing.T) {
 	}{
 		{"go install @version", debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.3.1"}},
 			"v0.3.1 (go1.26.8)"},
+		// make build on a commit tagged v0.1.0: the go command takes the
+		// module version from the tag (docs/development.md, "Releasing").
+		{"tagged source tree", debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.1.0"},
+			Settings: vcs("vcs.revision", "7d75ab562651", "vcs.time", "2026-12-06T06:40:46Z", "vcs.modified", "false")},
+			"v0.1.0 (commit 7d75ab562651, 2026-12-06T06:40:46Z, go1.26.8)"},
 		{"source tree", debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"},
 			Settings: vcs("vcs.revision", "0a2f66d1c2", "vcs.time", "2026-12-01T20:30:00Z", "vcs.modified", "false")},
 			"devel (commit 0a2f66d1c2, 2026-12-01T20:30:00Z, go1.26.8)"},

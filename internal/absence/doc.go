@@ -1,7 +1,7 @@
 // Package absence holds cronfence's absence checks as pure functions: given
 // a snapshot of the replica registry, the jobs' leases, claims and recent
 // runs, and the database clock, it says which alerts should be open. It does
-// no I/O; the scheduler's monitor (monitor.go in the root package) gathers
+// no I/O; the scheduler's monitor (package internal/monitor) gathers
 // the snapshot, evaluates it and reconciles the result with the open alerts
 // in the store.
 //

@@ -24,6 +24,7 @@ var material = map[store.AlertKind][]string{
 	store.AlertFailing:        nil,
 	store.AlertSlowRun:        nil,
 	store.AlertOrphanJob:      nil,
+	store.AlertKindUnknown:    nil,
 	store.AlertLeaseStuck:     {"owner", "generation", "reason"},
 	store.AlertSkipStreak:     {"reason"},
 	store.AlertDeposedWriter:  {"writer", "generation"},

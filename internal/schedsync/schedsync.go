@@ -20,6 +20,13 @@ import (
 // pageSize is how many schedules or changes one read brings.
 const pageSize = 5000
 
+// BackstopEvery is how often the change log is read while the store tells
+// every change (Hearing): a notice lost on a connection that broke comes
+// with a gap (Missed), so this read only guards against what nobody
+// foresaw, and costs a replica one statement in five minutes, not one
+// every poll.
+const BackstopEvery = 5 * time.Minute
+
 // Sync reads the stored schedules into a replica. Set its exported fields
 // before the first Tick.
 type Sync struct {
@@ -27,6 +34,10 @@ type Sync struct {
 	// Every is how often the change log is read when no notice says it
 	// changed. Zero turns polling off (a test drives Tick itself).
 	Every time.Duration
+	// Hearing, when set, reports whether the store tells this replica of
+	// every change now (peers.Hearing): then the log is read when told,
+	// and every BackstopEvery.
+	Hearing func() bool
 	// Load replaces the replica's view by every stored schedule.
 	Load func(all []store.Schedule)
 	// Apply applies one change, in the log's order.
@@ -35,12 +46,17 @@ type Sync struct {
 	// the last sequence number applied (a test's signal).
 	Applied func(seq int64)
 
-	mu     sync.Mutex
-	loaded bool
-	seq    int64     // the last change applied
-	told   int64     // the newest change a notice told of
-	next   time.Time // the next poll
+	mu        sync.Mutex
+	loaded    bool
+	seq       int64     // the last change applied
+	told      int64     // the newest change a notice told of
+	next      time.Time // the next poll
+	notBefore time.Time // after a failed read: not again before, told or not
 }
+
+// retryAfter is how long after a failed read the next is tried when a
+// notice, not the poll, asks for it: a store that fails is not hammered.
+const retryAfter = time.Second
 
 // Told notes that the change seq was committed: the next Tick reads it.
 func (s *Sync) Told(seq int64) {
@@ -61,17 +77,28 @@ func (s *Sync) Missed() {
 func (s *Sync) Due(now time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if now.Before(s.notBefore) {
+		return false
+	}
 	return !s.loaded || s.told > s.seq || (s.Every > 0 && !now.Before(s.next))
 }
 
-// Next is when the next poll is due; zero when polling is off.
-func (s *Sync) Next() time.Time {
+// Next is when a Tick is next due: at once (or once a failed read may be
+// tried again) when a notice told of a change not read, else the next
+// poll; false when neither is coming (polling off, nothing told).
+func (s *Sync) Next() (time.Time, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.Every <= 0 && s.loaded {
-		return time.Time{}
+	switch {
+	case s.told > s.seq:
+		return s.notBefore, true
+	case s.Every <= 0 && s.loaded:
+		return time.Time{}, false
 	}
-	return s.next
+	if s.notBefore.After(s.next) {
+		return s.notBefore, true
+	}
+	return s.next, true
 }
 
 // Tick loads the schedules the first time, and reads the changes after
@@ -81,8 +108,12 @@ func (s *Sync) Tick(ctx context.Context, now time.Time) {
 	if !s.Due(now) {
 		return
 	}
+	every := s.Every
+	if every > 0 && s.Hearing != nil && s.Hearing() {
+		every = BackstopEvery
+	}
 	s.mu.Lock()
-	s.next = now.Add(s.Every)
+	s.next = now.Add(every)
 	loaded, seq := s.loaded, s.seq
 	s.mu.Unlock()
 
@@ -94,6 +125,9 @@ func (s *Sync) Tick(ctx context.Context, now time.Time) {
 	}
 	if err != nil {
 		s.Failures.Failed(s.Log, now, slog.LevelWarn, "cronfence: could not read the stored schedules; the replica keeps those it knows", "error", err)
+		s.mu.Lock()
+		s.notBefore = now.Add(retryAfter)
+		s.mu.Unlock()
 		return
 	}
 	s.mu.Lock()

@@ -160,3 +160,96 @@ func TestMigrateRunsByStart(t *testing.T) {
 		t.Fatalf("after down and up: %d runs_job_started indexes, want 1", n)
 	}
 }
+
+// TestMigrateSchedules: a database at version 3 with a replica recorded
+// migrates to version 4, the stored schedules: the replica stays, with no
+// kinds, and schedules can be written. The up file run again (a run cut
+// off before its version was recorded) changes nothing, as does the down
+// file run again; down and up remove the tables and the column and put
+// them back.
+func TestMigrateSchedules(t *testing.T) {
+	t.Parallel()
+	url := newDatabase(t)
+	old := openStore(t, url, nil)
+	ms, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v4 := ms[3]
+	if v4.Version != 4 || v4.Base != "004_schedules" {
+		t.Fatalf("migration 4 is %s", v4.Base)
+	}
+	if err := old.migrate(bg(), ms[:3]); err != nil {
+		t.Fatalf("applying versions 1 to 3: %v", err)
+	}
+	if _, err := old.DB().Exec(old.q(`INSERT INTO {{prefix}}replicas (owner, host, pid, version, started_at, heartbeat_at, clock_offset_ns, timers, jobs)
+		VALUES ('r1', 'h', 1, 'v', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), 0, TRUE, '[]')`)); err != nil {
+		t.Fatal(err)
+	}
+	s := openStore(t, url, nil)
+	if err := s.Migrate(bg()); err != nil {
+		t.Fatalf("Migrate from version 3: %v", err)
+	}
+	if db, bin, err := s.SchemaVersion(bg()); err != nil || db < 4 || db != bin {
+		t.Fatalf("SchemaVersion after Migrate = %d, %d, %v; want the binary's, 4 or more", db, bin, err)
+	}
+	if list, err := s.ReplicaList(bg()); err != nil || len(list) != 1 || list[0].Owner != "r1" || list[0].Kinds != nil {
+		t.Fatalf("the version 3 replica after migrating = %+v, %v; want it kept, with no kinds", list, err)
+	}
+	set := store.ScheduleSettings{Spec: "@every 1m", Kind: "report"}
+	if _, err := s.ScheduleCreate(bg(), store.ScheduleCreateParams{Name: "report", Settings: set, By: "ops"}); err != nil {
+		t.Fatalf("ScheduleCreate after Migrate: %v", err)
+	}
+
+	run := func(file, text string) {
+		t.Helper()
+		connector, err := driver.NewConnector(s.migrateConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		db := sql.OpenDB(connector)
+		defer db.Close()
+		if _, err := db.Exec(s.q(text)); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+	}
+	objects := func() int {
+		t.Helper()
+		var tables, columns int
+		if err := s.DB().QueryRow(`SELECT count(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name IN (?, ?, ?)`,
+			s.t("schedules"), s.t("schedule_changes"), s.t("schedule_seq")).Scan(&tables); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.DB().QueryRow(`SELECT count(*) FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = ? AND column_name = 'kinds'`,
+			s.t("replicas")).Scan(&columns); err != nil {
+			t.Fatal(err)
+		}
+		return tables + columns
+	}
+	down, err := migrationFiles.ReadFile("migrations/" + v4.Base + ".down.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(v4.Base+".up.sql again", v4.Up)
+	if n := objects(); n != 4 {
+		t.Fatalf("after the up file ran twice: %d of the 3 tables and 1 column", n)
+	}
+	if got, err := s.ScheduleGet(bg(), "report"); err != nil || got.Version != 1 {
+		t.Fatalf("after the up file ran twice, the schedule = %+v, %v; want it kept", got, err)
+	}
+	if log, err := s.ScheduleChanges(bg(), store.ScheduleChangesParams{}); err != nil || log.Latest != 1 {
+		t.Fatalf("after the up file ran twice, the log = %+v, %v; want its one change, the sequence kept", log, err)
+	}
+	run(v4.Base+".down.sql", string(down))
+	if n := objects(); n != 0 {
+		t.Fatalf("after the down file: %d of the 3 tables and 1 column left", n)
+	}
+	run(v4.Base+".down.sql again", string(down))
+	run(v4.Base+".up.sql after the down file", v4.Up)
+	if n := objects(); n != 4 {
+		t.Fatalf("after down and up: %d of the 3 tables and 1 column", n)
+	}
+	if _, err := s.ScheduleCreate(bg(), store.ScheduleCreateParams{Name: "report", Settings: set, By: "ops"}); err != nil {
+		t.Fatalf("ScheduleCreate after down and up: %v", err)
+	}
+}

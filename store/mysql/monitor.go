@@ -30,14 +30,18 @@ func (s *Store) ReplicaHeartbeat(ctx context.Context, r store.Replica) (store.Re
 	if err != nil {
 		return store.Replica{}, fmt.Errorf("mysql: heartbeat of replica %q: %w", r.Owner, err)
 	}
+	kinds, err := sqlstore.KindsJSON(r.Kinds)
+	if err != nil {
+		return store.Replica{}, fmt.Errorf("mysql: heartbeat of replica %q: %w", r.Owner, err)
+	}
 	var stored store.Replica
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO `+s.t("replicas")+` (`+sqlstore.ReplicaColumns+`)
-			VALUES (?, ?, ?, ?, COALESCE(?, UTC_TIMESTAMP(6)), COALESCE(?, UTC_TIMESTAMP(6)), ?, ?, ?)
+			VALUES (?, ?, ?, ?, COALESCE(?, UTC_TIMESTAMP(6)), COALESCE(?, UTC_TIMESTAMP(6)), ?, ?, ?, ?)
 			ON DUPLICATE KEY UPDATE host = VALUES(host), pid = VALUES(pid), version = VALUES(version),
 				heartbeat_at = VALUES(heartbeat_at), clock_offset_ns = VALUES(clock_offset_ns),
-				timers = VALUES(timers), jobs = VALUES(jobs)`,
-			r.Owner, r.Host, r.PID, r.Version, s.nowArg(time.Time{}), s.nowArg(time.Time{}), int64(r.ClockOffset), r.Timers, jobs); err != nil {
+				timers = VALUES(timers), jobs = VALUES(jobs), kinds = VALUES(kinds)`,
+			r.Owner, r.Host, r.PID, r.Version, s.nowArg(time.Time{}), s.nowArg(time.Time{}), int64(r.ClockOffset), r.Timers, jobs, kinds); err != nil {
 			return err
 		}
 		var err error
@@ -51,7 +55,8 @@ func (s *Store) ReplicaHeartbeat(ctx context.Context, r store.Replica) (store.Re
 }
 
 // replicaBeat is a heartbeat with JobsUnchanged: an update of the row, its
-// jobs kept, and a read of it without them, in one transaction. With no
+// jobs and kinds kept, and a read of it without the jobs, in one
+// transaction. With no
 // row of the owner the read finds none (ErrNotFound) and nothing is
 // written. (The read, not the update's count of rows: MySQL counts rows
 // changed, and a heartbeat at a pinned clock changes none.)

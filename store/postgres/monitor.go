@@ -35,8 +35,12 @@ func (s *Store) ReplicaHeartbeat(ctx context.Context, r store.Replica) (store.Re
 	if err != nil {
 		return store.Replica{}, fmt.Errorf("postgres: heartbeat of replica %q: %w", r.Owner, err)
 	}
+	kinds, err := kindsJSON(r.Kinds)
+	if err != nil {
+		return store.Replica{}, fmt.Errorf("postgres: heartbeat of replica %q: %w", r.Owner, err)
+	}
 	stored, err := scanReplica(s.pool.QueryRow(ctx, s.q.replicaHeartbeat,
-		r.Owner, r.Host, r.PID, r.Version, int64(r.ClockOffset), r.Timers, jobs, s.nowArg(time.Time{})))
+		r.Owner, r.Host, r.PID, r.Version, int64(r.ClockOffset), r.Timers, jobs, s.nowArg(time.Time{}), kinds))
 	if err != nil {
 		return store.Replica{}, s.translate(fmt.Sprintf("heartbeat of replica %q", r.Owner), err)
 	}
@@ -216,34 +220,36 @@ func (s *Store) LeaseList(ctx context.Context, p store.LeaseListParams) (store.L
 
 func scanReplica(row pgx.Row) (store.Replica, error) {
 	var (
-		r        store.Replica
-		offsetNS int64
-		jobs     string
+		r           store.Replica
+		offsetNS    int64
+		jobs, kinds string
 	)
-	if err := row.Scan(&r.Owner, &r.Host, &r.PID, &r.Version, &r.StartedAt, &r.HeartbeatAt, &offsetNS, &r.Timers, &jobs); err != nil {
+	if err := row.Scan(&r.Owner, &r.Host, &r.PID, &r.Version, &r.StartedAt, &r.HeartbeatAt, &offsetNS, &r.Timers, &jobs, &kinds); err != nil {
 		return store.Replica{}, err
 	}
-	return replicaWith(r, offsetNS, &jobs)
+	return replicaWith(r, offsetNS, &jobs, kinds)
 }
 
 // scanSnapshotReplica scans a replica row of monitorSnapshot.sql: its jobs
-// NULL when the caller holds them (JobsUnchanged), then their digest.
+// NULL when the caller holds them (JobsUnchanged), then their digest, then
+// its kinds.
 func scanSnapshotReplica(row pgx.Row) (store.Replica, error) {
 	var (
 		r        store.Replica
 		offsetNS int64
 		jobs     *string
+		kinds    string
 	)
-	if err := row.Scan(&r.Owner, &r.Host, &r.PID, &r.Version, &r.StartedAt, &r.HeartbeatAt, &offsetNS, &r.Timers, &jobs, &r.JobsHash); err != nil {
+	if err := row.Scan(&r.Owner, &r.Host, &r.PID, &r.Version, &r.StartedAt, &r.HeartbeatAt, &offsetNS, &r.Timers, &jobs, &r.JobsHash, &kinds); err != nil {
 		return store.Replica{}, err
 	}
 	r.JobsUnchanged = jobs == nil
-	return replicaWith(r, offsetNS, jobs)
+	return replicaWith(r, offsetNS, jobs, kinds)
 }
 
 // replicaWith completes a scanned replica row: its times in UTC, its
-// clock offset, and its jobs parsed (none when jobs is nil).
-func replicaWith(r store.Replica, offsetNS int64, jobs *string) (store.Replica, error) {
+// clock offset, its jobs parsed (none when jobs is nil) and its kinds.
+func replicaWith(r store.Replica, offsetNS int64, jobs *string, kinds string) (store.Replica, error) {
 	r.StartedAt, r.HeartbeatAt, r.ClockOffset = r.StartedAt.UTC(), r.HeartbeatAt.UTC(), time.Duration(offsetNS)
 	if jobs != nil {
 		if err := json.Unmarshal([]byte(*jobs), &r.Jobs); err != nil {
@@ -252,6 +258,12 @@ func replicaWith(r store.Replica, offsetNS int64, jobs *string) (store.Replica, 
 	}
 	if len(r.Jobs) == 0 {
 		r.Jobs = nil
+	}
+	if err := json.Unmarshal([]byte(kinds), &r.Kinds); err != nil {
+		return store.Replica{}, fmt.Errorf("replica %q: kinds: %w", r.Owner, err)
+	}
+	if len(r.Kinds) == 0 {
+		r.Kinds = nil
 	}
 	return r, nil
 }
@@ -332,6 +344,15 @@ func jobsJSON(jobs []store.ReplicaJob) (string, error) {
 		return "[]", nil
 	}
 	b, err := json.Marshal(jobs)
+	return string(b), err
+}
+
+// kindsJSON encodes a replica's handler kinds, never as null.
+func kindsJSON(kinds []string) (string, error) {
+	if len(kinds) == 0 {
+		return "[]", nil
+	}
+	b, err := json.Marshal(kinds)
 	return string(b), err
 }
 

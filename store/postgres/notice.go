@@ -32,14 +32,14 @@ func noticeChannel(schema string) string {
 const noticeRetryEvery = time.Second
 
 // noticeKinds maps the letters the statements publish (sql/fragments/
-// notice.sql) to their kinds.
+// notice.sql, and sql/fragments/scheduleNotice.sql for "d") to their kinds.
 var noticeKinds = map[string]store.NoticeKind{
 	"c": store.NoticeClaimed, "s": store.NoticeSettled, "e": store.NoticeEnded,
-	"a": store.NoticeAlive, "g": store.NoticeGone,
+	"a": store.NoticeAlive, "g": store.NoticeGone, "d": store.NoticeSchedule,
 }
 
-// Listen delivers the notices that claims, finishes, abandons, heartbeats
-// and removals publish (see store.Notices), on a connection of its own
+// Listen delivers the notices that claims, finishes, abandons, heartbeats,
+// removals and schedule changes publish (see store.Notices), on a connection of its own
 // taken out of the pool: LISTEN, then a wait on the idle connection,
 // which costs the database nothing while no notice comes. When the
 // connection breaks it delivers a NoticeLost and listens again every
@@ -117,7 +117,8 @@ func (s *Store) runningSlots(ctx context.Context) ([]store.Notice, error) {
 }
 
 // parseNotice reads one line of a notice's payload: [kind, job, slot in
-// µs since the epoch, owner]. A line it cannot read (from a newer
+// µs since the epoch, owner]; a schedule's change ("d") has its name in
+// place of the job and its sequence number in place of the slot. A line it cannot read (from a newer
 // version, say) is left out: notices are a saving, not a guarantee.
 func parseNotice(line string) (store.Notice, bool) {
 	kind, job, us, owner, ok := scanNoticeLine(line)
@@ -133,8 +134,11 @@ func parseNotice(line string) (store.Notice, bool) {
 		return store.Notice{}, false
 	}
 	n := store.Notice{Kind: k, Job: job, Owner: owner}
-	if k == store.NoticeClaimed || k == store.NoticeSettled || k == store.NoticeEnded {
+	switch k {
+	case store.NoticeClaimed, store.NoticeSettled, store.NoticeEnded:
 		n.Slot = time.UnixMicro(us).UTC()
+	case store.NoticeSchedule:
+		n.Seq = us
 	}
 	return n, true
 }

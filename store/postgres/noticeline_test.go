@@ -24,6 +24,9 @@ func decodeNotice(line string) (store.Notice, bool) {
 	if k == store.NoticeClaimed || k == store.NoticeSettled || k == store.NoticeEnded {
 		n.Slot = time.UnixMicro(us).UTC()
 	}
+	if k == store.NoticeSchedule {
+		n.Seq = us
+	}
 	return n, true
 }
 
@@ -40,6 +43,7 @@ var noticeLines = []struct {
 		store.Notice{Kind: store.NoticeEnded, Job: "nightly", Slot: time.Date(2026, 1, 1, 0, 0, 0, 1000, time.UTC), Owner: "h:2:cd"}, true},
 	{`["a", null, 0, "h:2:cd"]`, false, store.Notice{Kind: store.NoticeAlive, Owner: "h:2:cd"}, true},
 	{`["g","","0","x"]`, false, store.Notice{}, false}, // a string where the slot goes
+	{`["d", "tenant-7", 42, ""]`, true, store.Notice{Kind: store.NoticeSchedule, Job: "tenant-7", Seq: 42}, true},
 	{`["s","job",-5,"o"]`, true, store.Notice{Kind: store.NoticeSettled, Job: "job", Slot: time.UnixMicro(-5).UTC(), Owner: "o"}, true},
 	// Escapes and other shapes go to the decoder.
 	{`["c", "caf\u00e9 \"x\"", 1, "o"]`, false, store.Notice{Kind: store.NoticeClaimed, Job: `café "x"`, Slot: time.UnixMicro(1).UTC(), Owner: "o"}, true},

@@ -48,6 +48,11 @@ type queries struct {
 	replicaHeartbeat, replicaBeat, replicaList, replicaRemove                        string
 	alertRaise, alertResolve, alertAcknowledge, alertList, alertListOpen             string
 	leaseList, monitorSnapshot                                                       string
+	// The stored schedules: each write runs behind scheduleLock in one
+	// transaction (see schedule.go).
+	scheduleLock, scheduleCreate, scheduleUpdate, scheduleDelete string
+	scheduleGet, scheduleList, scheduleChanges                   string
+	scheduleAudit, scheduleAuditName                             string
 }
 
 // byName maps each statement's file name (without .sql) to its field.
@@ -63,6 +68,9 @@ func (q *queries) byName() map[string]*string {
 		"runInsert": &q.runInsert, "runInterrupted": &q.runInterrupted, "runGet": &q.runGet, "runList": &q.runList, "runListJob": &q.runListJob, "runListPerJob": &q.runListPerJob, "pruneStep": &q.pruneStep,
 		"replicaHeartbeat": &q.replicaHeartbeat, "replicaBeat": &q.replicaBeat, "replicaList": &q.replicaList, "replicaRemove": &q.replicaRemove,
 		"alertRaise": &q.alertRaise, "alertResolve": &q.alertResolve, "alertAcknowledge": &q.alertAcknowledge, "alertList": &q.alertList, "alertListOpen": &q.alertListOpen, "monitorSnapshot": &q.monitorSnapshot,
+		"scheduleLock": &q.scheduleLock, "scheduleCreate": &q.scheduleCreate, "scheduleUpdate": &q.scheduleUpdate, "scheduleDelete": &q.scheduleDelete,
+		"scheduleGet": &q.scheduleGet, "scheduleList": &q.scheduleList, "scheduleChanges": &q.scheduleChanges,
+		"scheduleAudit": &q.scheduleAudit, "scheduleAuditName": &q.scheduleAuditName,
 	}
 }
 

@@ -26,11 +26,16 @@ func (s *Store) ReplicaHeartbeat(ctx context.Context, r store.Replica) (store.Re
 	if err != nil {
 		return store.Replica{}, fmt.Errorf("sqlite: heartbeat of replica %q: %w", r.Owner, err)
 	}
+	kinds, err := sqlstore.KindsJSON(r.Kinds)
+	if err != nil {
+		return store.Replica{}, fmt.Errorf("sqlite: heartbeat of replica %q: %w", r.Owner, err)
+	}
 	now := micros(s.now(time.Time{}))
 	var stored store.Replica
 	if r.JobsUnchanged {
-		// An update only, the stored jobs kept and not read back: with no
-		// row of the owner it writes nothing (ErrNotFound).
+		// An update only, the stored jobs and kinds kept and the jobs not
+		// read back: with no row of the owner it writes nothing
+		// (ErrNotFound).
 		err := s.inTx(ctx, func(tx *sql.Tx) (err error) {
 			stored, err = decode.Replica(tx.QueryRowContext(ctx, `
 				UPDATE cronfence_replicas SET
@@ -50,7 +55,7 @@ func (s *Store) ReplicaHeartbeat(ctx context.Context, r store.Replica) (store.Re
 	err = s.inTx(ctx, func(tx *sql.Tx) (err error) {
 		stored, err = decode.Replica(tx.QueryRowContext(ctx, `
 			INSERT INTO cronfence_replicas (`+sqlstore.ReplicaColumns+`)
-			VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6, ?7, ?8)
+			VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6, ?7, ?8, ?9)
 			ON CONFLICT (owner) DO UPDATE SET
 				host            = excluded.host,
 				pid             = excluded.pid,
@@ -58,9 +63,10 @@ func (s *Store) ReplicaHeartbeat(ctx context.Context, r store.Replica) (store.Re
 				heartbeat_at    = excluded.heartbeat_at,
 				clock_offset_ns = excluded.clock_offset_ns,
 				timers          = excluded.timers,
-				jobs            = excluded.jobs
+				jobs            = excluded.jobs,
+				kinds           = excluded.kinds
 			RETURNING `+sqlstore.ReplicaColumns,
-			r.Owner, r.Host, r.PID, r.Version, now, int64(r.ClockOffset), r.Timers, jobs,
+			r.Owner, r.Host, r.PID, r.Version, now, int64(r.ClockOffset), r.Timers, jobs, kinds,
 		))
 		return err
 	})

@@ -118,4 +118,28 @@ func hostileName(t *testing.T, b Bundle, name string, ok bool) {
 			t.Errorf("RunList: %+v %v", runs, err)
 		}
 	}
+
+	// A stored schedule's name, kind and author: its name is a job's, held
+	// to MaxScheduleNameLength.
+	before = b.Dump(t)
+	sch, err := s.ScheduleCreate(c, store.ScheduleCreateParams{Name: name, Settings: store.ScheduleSettings{Spec: "@every 1m", Kind: name}, By: name})
+	switch {
+	case !ok || len(name) > store.MaxScheduleNameLength:
+		refused(before, "ScheduleCreate", "name", err)
+	case err != nil || sch.Name != name || sch.Kind != name || sch.CreatedBy != name:
+		t.Errorf("ScheduleCreate: %+v %v", sch, err)
+	default:
+		got, err := s.ScheduleGet(c, name)
+		list, listErr := s.ScheduleList(c, store.ScheduleListParams{})
+		audit, auditErr := s.ScheduleAudit(c, store.ScheduleAuditParams{Name: name})
+		if err != nil || got.Name != name || got.Kind != name || got.ID != sch.ID {
+			t.Errorf("ScheduleGet: %+v %v", got, err)
+		}
+		if listErr != nil || len(list) != 1 || list[0].Name != name {
+			t.Errorf("ScheduleList: %+v %v", list, listErr)
+		}
+		if auditErr != nil || len(audit) != 1 || audit[0].Name != name || audit[0].By != name || audit[0].After == nil || audit[0].After.Kind != name {
+			t.Errorf("ScheduleAudit: %+v %v", audit, auditErr)
+		}
+	}
 }

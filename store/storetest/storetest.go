@@ -77,6 +77,7 @@ func Run(t *testing.T, newBundle func(t *testing.T) Bundle) {
 		{"Skip", skipTests},
 		{"FinishRunning", finishRunningTests},
 		{"Hostile", hostileTests},
+		{"Schedule", scheduleTests},
 	} {
 		t.Run(group.name, func(t *testing.T) {
 			for _, tt := range group.tests {

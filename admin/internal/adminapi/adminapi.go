@@ -41,6 +41,8 @@ type Options struct {
 	// slog.Default().
 	Logger *slog.Logger
 	// MaxBodyBytes bounds a request body; a larger one is answered 413.
+	// A stored schedule's create or update may be up to
+	// MinScheduleBodyBytes all the same, room for its 64 KiB of arguments.
 	// Defaults to DefaultMaxBodyBytes (64 KiB).
 	MaxBodyBytes int64
 	// ReplicaLiveFor is how recent a replica's last heartbeat must be, by
@@ -91,8 +93,8 @@ func New(sched *cronfence.Scheduler, tokens []Token, opts *Options) http.Handler
 
 // route is a matched admin path.
 type route struct {
-	kind    string // "list", "job", "run", "runGet", "logs", "alerts", "alertAck", "replicas"
-	job     string
+	kind    string // "list", "job", "run", "runGet", "logs", "alerts", "alertAck", "replicas", or one of schedules (schedules.go)
+	job     string // or the stored schedule's name
 	runID   string // of "runGet"
 	alert   string // the kind of "alertAck"
 	subject string // of "alertAck"
@@ -108,12 +110,14 @@ const (
 // match parses an admin path (escaped, as sent); ok is false for a path
 // the API does not have.
 //
-// "alerts" and "replicas" are also valid job names. The literal segment,
+// "alerts", "replicas" and "schedules-audit" are also valid job names. The literal segment,
 // read with GET or HEAD, is the endpoint; a job of that name is read with
 // any percent-escaped spelling of its name (/api/admin/cron/%61lerts), and
 // its PUT, /run and /logs, which the endpoints do not have, work as
 // written. The escaped path is what tells them apart, so no job name is
-// refused.
+// refused. The literal "schedules" is the stored schedules' endpoints
+// whatever the method and the segments after it (matchSchedules): a job
+// of that name is reached escaped for every method (client.JobPath).
 func match(escaped, method string) (route, bool) {
 	rest, ok := strings.CutPrefix(escaped, client.Prefix)
 	if !ok {
@@ -130,12 +134,17 @@ func match(escaped, method string) (route, bool) {
 	if err != nil || name == "" {
 		return route{}, false
 	}
+	if parts[0] == schedulesSegment {
+		return matchSchedules(parts)
+	}
 	if len(parts) == 1 && (method == http.MethodGet || method == http.MethodHead) {
 		switch parts[0] {
 		case alertsSegment:
 			return route{kind: "alerts", allow: "GET, HEAD"}, true
 		case replicasSegment:
 			return route{kind: "replicas", allow: "GET, HEAD"}, true
+		case schedulesAuditSegment:
+			return route{kind: "schedulesAudit", allow: "GET, HEAD"}, true
 		}
 	}
 	switch {
@@ -229,6 +238,8 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.alertAck(w, r, tok.Name, rt.alert, rt.subject)
 	case "replicas":
 		a.replicas(w, r)
+	default:
+		a.serveSchedules(w, r, tok, rt)
 	}
 }
 

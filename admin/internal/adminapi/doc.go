@@ -7,7 +7,7 @@
 //
 // Every /api/admin/ request needs a bearer token in the Authorization header
 // (never a cookie); with no token configured every request is refused (401).
-// A "read" token may GET; writes (PUT, POST) need an "admin" token. Errors are
+// A "read" token may GET; writes (PUT, POST, DELETE) need an "admin" token. Errors are
 // always JSON {"code", "message", "details"}.
 //
 //	GET  /api/admin/cron               every job (see client.Job)
@@ -19,6 +19,9 @@
 //	GET  /api/admin/cron/alerts        ?open=true, ?kind=, ?subject=, ?limit=N (default 50, at most 1000), newest first
 //	POST /api/admin/cron/alerts/{kind}/{subject}/ack  {"note": "…", "alertId": N}: acknowledge the open alert
 //	GET  /api/admin/cron/replicas      the replica registry, each with "live"
+//	GET  /api/admin/cron/schedules     ?after=NAME&limit=N: stored schedules in name order (schedules.go)
+//	POST /api/admin/cron/schedules     create one; GET, PUT (body "version": the one read), DELETE (?version=) …/schedules/{name}
+//	GET  /api/admin/cron/schedules/{name}/audit, /api/admin/cron/schedules-audit  the changes, newest first
 //	GET  /healthz                      200 "ok" while the process serves
 //	GET  /readyz                       200 when the store answers and its schema is current
 //

@@ -110,6 +110,11 @@ type putBody struct {
 // fields, trailing data and a body over the limit; it answers the error
 // itself and returns false.
 func (a *api) decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	return a.decodeBodyUpTo(w, r, v, a.maxBody)
+}
+
+// decodeBodyUpTo is decodeBody with a body of at most limit bytes.
+func (a *api) decodeBodyUpTo(w http.ResponseWriter, r *http.Request, v any, limit int64) bool {
 	// A body sent as another type (a form, text) is refused rather than
 	// read as JSON; no Content-Type at all is taken for JSON.
 	if ct := r.Header.Get("Content-Type"); ct != "" {
@@ -124,7 +129,7 @@ func (a *api) decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 			return false
 		}
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, a.maxBody))
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
 	if err == nil {
@@ -142,7 +147,7 @@ func (a *api) decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 	switch {
 	case errors.As(err, &tooBig):
 		writeError(w, http.StatusRequestEntityTooLarge, "BODY_TOO_LARGE",
-			fmt.Sprintf("the request body is over %d bytes", a.maxBody), map[string]int64{"limit": a.maxBody})
+			fmt.Sprintf("the request body is over %d bytes", limit), map[string]int64{"limit": limit})
 	case errors.Is(err, io.EOF):
 		writeError(w, http.StatusBadRequest, "MALFORMED_BODY", "the request body is empty; expected a JSON object", nil)
 	default:

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -35,8 +36,9 @@ const actionHeader = "X-Cronfence-Action"
 const actionKeyFor = 12 * time.Hour
 
 // maxActBody bounds /act's body: a job name (or an alert's kind and
-// subject), an action, a note of at most 1,000 characters and the key.
-const maxActBody = 8 << 10
+// subject), an action, a note of at most 1,000 characters and the key;
+// or a stored schedule's settings, as large as the API takes them.
+const maxActBody = adminapi.MinScheduleBodyBytes + 8<<10
 
 func actionMessage(name string, expires int64) []byte {
 	return []byte("cronfence dashboard action\x00" + name + "\x00" + strconv.FormatInt(expires, 10))
@@ -100,8 +102,8 @@ func sameOrigin(r *http.Request) bool {
 }
 
 type actBody struct {
-	Job    string `json:"job"`
-	Action string `json:"action"` // pause, resume, unset, trigger or acknowledge
+	Job    string `json:"job"`    // or the stored schedule's name
+	Action string `json:"action"` // pause, resume, unset, trigger, acknowledge, or schedule-create, -update, -delete
 	Note   string `json:"note"`
 	Key    string `json:"key"`
 	// Kind, Subject and AlertID name the alert to acknowledge: the open
@@ -109,6 +111,11 @@ type actBody struct {
 	Kind    string `json:"kind"`
 	Subject string `json:"subject"`
 	AlertID int64  `json:"alertId"`
+	// Schedule is the body of a schedule's create or update, as the API
+	// takes it (client.ScheduleCreate, client.ScheduleUpdate); Version
+	// the version a delete was asked of.
+	Schedule json.RawMessage `json:"schedule"`
+	Version  int64           `json:"version"`
 }
 
 func actError(w http.ResponseWriter, status int, code, msg string) {
@@ -140,7 +147,7 @@ func (d *dashboard) act(w http.ResponseWriter, r *http.Request) {
 		actError(w, http.StatusForbidden, "BAD_ACTION_KEY", err.Error())
 		return
 	}
-	path := client.Prefix + "/" + url.PathEscape(body.Job)
+	path := client.JobPath(body.Job)
 	method, payload := http.MethodPut, map[string]any{"note": body.Note}
 	switch body.Action {
 	case "pause":
@@ -154,20 +161,45 @@ func (d *dashboard) act(w http.ResponseWriter, r *http.Request) {
 	case "acknowledge":
 		method, path = http.MethodPost, client.AlertAckPath(body.Kind, body.Subject)
 		payload["alertId"] = body.AlertID
+	case "schedule-create", "schedule-update", "schedule-delete":
+		d.actSchedule(w, r, id, body)
+		return
 	default:
-		actError(w, http.StatusBadRequest, "MALFORMED_BODY", "action must be pause, resume, unset, trigger or acknowledge, got "+strconv.Quote(body.Action))
+		actError(w, http.StatusBadRequest, "MALFORMED_BODY", "action must be pause, resume, unset, trigger, acknowledge or schedule-create, -update, -delete, got "+strconv.Quote(body.Action))
 		return
 	}
 	var buf bytes.Buffer
 	if payload != nil {
 		_ = json.NewEncoder(&buf).Encode(payload)
 	}
-	req, err := http.NewRequestWithContext(adminapi.WithIdentity(r.Context(), id), method, path, &buf)
+	d.toAPI(w, r, id, method, path, &buf, payload != nil)
+}
+
+// actSchedule hands a stored schedule's create, update or delete to the
+// REST API, which checks it as any client's.
+func (d *dashboard) actSchedule(w http.ResponseWriter, r *http.Request, id adminapi.Identity, body actBody) {
+	switch body.Action {
+	case "schedule-create":
+		d.toAPI(w, r, id, http.MethodPost, client.SchedulesPath, bytes.NewReader(body.Schedule), true)
+	case "schedule-update":
+		d.toAPI(w, r, id, http.MethodPut, client.SchedulePath(body.Job), bytes.NewReader(body.Schedule), true)
+	default:
+		path := client.SchedulePath(body.Job)
+		if body.Version != 0 {
+			path += "?version=" + strconv.FormatInt(body.Version, 10)
+		}
+		d.toAPI(w, r, id, http.MethodDelete, path, nil, false)
+	}
+}
+
+// toAPI sends one request to the REST API as id, its answer the action's.
+func (d *dashboard) toAPI(w http.ResponseWriter, r *http.Request, id adminapi.Identity, method, path string, buf io.Reader, isJSON bool) {
+	req, err := http.NewRequestWithContext(adminapi.WithIdentity(r.Context(), id), method, path, buf)
 	if err != nil {
 		actError(w, http.StatusBadRequest, "MALFORMED_BODY", err.Error())
 		return
 	}
-	if payload != nil {
+	if isJSON {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	d.api.ServeHTTP(w, req)

@@ -77,7 +77,7 @@ func New(sched *cronfence.Scheduler, tokens []adminapi.Token, opts *Options) htt
 	// path is every link's and every API call's absolute path, under the
 	// prefix the handler is mounted at.
 	path := func(p string) string { return prefix + p }
-	d.pages = template.Must(template.New("").Funcs(funcs).Funcs(template.FuncMap{"path": path}).ParseFS(templateFS, "templates/*.html"))
+	d.pages = template.Must(template.New("").Funcs(funcs).Funcs(template.FuncMap{"path": path, "scheduleForm": scheduleFormOf}).ParseFS(templateFS, "templates/*.html"))
 	sub, err := fs.Sub(staticFS, "static")
 	if err != nil {
 		panic(err) // the embedded tree is fixed at build time
@@ -142,6 +142,10 @@ func (d *dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		page = d.job
 	case "/alerts":
 		page = d.alerts
+	case "/schedules":
+		page = d.schedules
+	case "/schedule":
+		page = d.schedule
 	default:
 		d.plain(w, http.StatusNotFound, "No such page: "+r.URL.Path)
 		return

@@ -33,9 +33,9 @@ const (
 
 	// ReplicaColumns are a replica row's columns; ReplicaColumnsWithoutJobs
 	// the same with an empty list of jobs in place of the stored one, for
-	// a heartbeat that kept them.
-	ReplicaColumns            = replicaColumnsBeforeJobs + `, jobs`
-	ReplicaColumnsWithoutJobs = replicaColumnsBeforeJobs + `, '[]'`
+	// a heartbeat that kept them (the kinds, few, are read back).
+	ReplicaColumns            = replicaColumnsBeforeJobs + `, jobs, kinds`
+	ReplicaColumnsWithoutJobs = replicaColumnsBeforeJobs + `, '[]', kinds`
 	replicaColumnsBeforeJobs  = `owner, host, pid, version, started_at, heartbeat_at, clock_offset_ns, timers`
 )
 
@@ -158,16 +158,20 @@ func (d Decoder) Alert(row Row) (store.Alert, error) {
 // Replica decodes a replica row.
 func (d Decoder) Replica(row Row) (store.Replica, error) {
 	var (
-		r        store.Replica
-		offsetNS int64
-		jobs     string
+		r           store.Replica
+		offsetNS    int64
+		jobs, kinds string
 	)
-	if err := row.Scan(&r.Owner, &r.Host, &r.PID, &r.Version, d.Instant(&r.StartedAt), d.Instant(&r.HeartbeatAt), &offsetNS, &r.Timers, &jobs); err != nil {
+	if err := row.Scan(&r.Owner, &r.Host, &r.PID, &r.Version, d.Instant(&r.StartedAt), d.Instant(&r.HeartbeatAt), &offsetNS, &r.Timers,
+		&jobs, &kinds); err != nil {
 		return store.Replica{}, err
 	}
 	r.ClockOffset = time.Duration(offsetNS)
 	if err := decodeJSON(jobs, &r.Jobs); err != nil {
 		return store.Replica{}, fmt.Errorf("replica %q: jobs: %w", r.Owner, err)
+	}
+	if err := decodeJSON(kinds, &r.Kinds); err != nil {
+		return store.Replica{}, fmt.Errorf("replica %q: kinds: %w", r.Owner, err)
 	}
 	return r, nil
 }

@@ -7,7 +7,7 @@ import (
 )
 
 // jsonColumn is what the stores keep as JSON in a TEXT or JSON column: run
-// logs, alert details, replica jobs.
+// logs, alert details, replica jobs and kinds.
 type jsonColumn interface {
 	[]string | map[string]string | []store.ReplicaJob
 }
@@ -41,3 +41,6 @@ func DetailsJSON(details map[string]string) (string, error) { return encodeJSON(
 
 // JobsJSON is a replica's jobs as their column holds them.
 func JobsJSON(jobs []store.ReplicaJob) (string, error) { return encodeJSON(jobs, "[]") }
+
+// KindsJSON is a replica's handler kinds as their column holds them.
+func KindsJSON(kinds []string) (string, error) { return encodeJSON(kinds, "[]") }

@@ -5,9 +5,9 @@
 -- array of rows, each row a JSON array of those columns in that order, so
 -- the store reads them with the same scan code.
 --
--- Each replica's row ends with a digest of its jobs (md5 of their text),
--- and its jobs are NULL, not sent, when the caller named that digest for
--- it ($6, $7): with thousands of jobs a replica, writing them out as JSON
+-- Each replica's row has, after its jobs, a digest of them (md5 of their
+-- text), then its kinds (few: always sent); its jobs are NULL, not sent,
+-- when the caller named that digest for it ($6, $7): with thousands of jobs a replica, writing them out as JSON
 -- text and reading them back took the checks' pass 0.3 to 0.9 s of the
 -- database at 10,000 jobs, every 15 s, where the digest alone takes a few
 -- ms.
@@ -21,7 +21,7 @@ SELECT c.now,
        (SELECT coalesce(json_agg(json_build_array({{template "replicaColumnsBeforeJobs"}},
                                                   CASE WHEN d.hash = (SELECT k.hash FROM known k WHERE k.owner = r.owner) THEN NULL
                                                        ELSE r.jobs::text END,
-                                                  d.hash)
+                                                  d.hash, r.kinds::text)
                                  ORDER BY r.owner COLLATE "C"), '[]')::text
           FROM {{schema}}.replicas r
          CROSS JOIN LATERAL (SELECT md5(r.jobs::text) AS hash) d),

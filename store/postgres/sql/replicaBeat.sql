@@ -1,8 +1,9 @@
 -- replicaBeat.sql is replicaHeartbeat.sql for a replica whose jobs are
 -- unchanged since its last recorded heartbeat: it updates every other
--- field, keeps the stored jobs and returns the row without them (an empty
--- list in their place), so thousands of jobs are neither sent nor read
--- back. With no row of the owner it writes nothing and returns no row.
+-- field, keeps the stored jobs and kinds and returns the row without the
+-- jobs (an empty list in their place), so thousands of jobs are neither
+-- sent nor read back; the kinds, few, are read back. With no row of the
+-- owner it writes nothing and returns no row.
 --
 -- $1 owner, $2 host, $3 pid, $4 version, $5 clock offset in ns, $6 timers,
 -- $7 pinned now or NULL.
@@ -16,7 +17,7 @@ WITH up AS (
            timers          = $6
       FROM (SELECT coalesce($7::timestamptz, now()) AS now) c
      WHERE r.owner = $1
-    RETURNING {{template "replicaColumnsBeforeJobs"}}, '[]'::text AS jobs
+    RETURNING {{template "replicaColumnsBeforeJobs"}}, '[]'::text AS jobs, kinds::text
 ),
 notice AS MATERIALIZED (
     {{template "notice" args "rows" "SELECT 1 AS ord, 'a' AS kind, '' AS job, 'epoch'::timestamptz AS slot, up.owner FROM up WHERE up.timers"}}

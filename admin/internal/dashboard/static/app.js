@@ -130,6 +130,96 @@
     }
   }
 
+  // post sends one action to /act and returns [response, body], or null
+  // when the server did not answer (said in the flash).
+  async function post(what, payload) {
+    payload.key = document.body.dataset.key || "";
+    busy = true;
+    flash("pending", what + "…");
+    try {
+      var resp = await fetch(location.origin + document.body.dataset.act, {
+        method: "POST",
+        headers: { "Content-Type": "application/json", "X-Cronfence-Action": "1" },
+        credentials: "same-origin",
+        body: JSON.stringify(payload)
+      });
+      var body = null;
+      try { body = await resp.json(); } catch (e) { body = null; }
+      return [resp, body];
+    } catch (e) {
+      flash("error", what + ": the server did not answer (" + e.message + ").");
+      return null;
+    } finally {
+      busy = false;
+    }
+  }
+
+  // leave shows text after navigating to path (under the dashboard's prefix).
+  function leave(text, path) {
+    try { sessionStorage.setItem(FLASH, text); } catch (e) { /* shown without reload */ }
+    location.href = location.origin + document.body.dataset.act.replace(/\/act$/, "") + path;
+  }
+
+  // saveSchedule sends a schedule form: a create, or an update of the
+  // version the page was read at (a change since is a conflict, shown
+  // with the current version).
+  async function saveSchedule(form) {
+    var f = form.elements, create = form.dataset.mode === "create";
+    var name = create ? f.name.value : form.dataset.name;
+    var sc = { spec: f.spec.value, timeZone: f.timeZone.value, kind: f.kind.value, overlap: f.overlap.value,
+      timeout: f.timeout.value, leaseTTL: f.leaseTTL.value, catchUpWindow: f.catchUpWindow.value,
+      retryBackoff: f.retryBackoff.value, deadline: f.deadline.value,
+      maxAttempts: f.maxAttempts.value === "" ? 0 : Number(f.maxAttempts.value), disabled: f.disabled.checked, args: null };
+    if (f.args.value.trim() !== "") {
+      try { sc.args = JSON.parse(f.args.value); } catch (e) {
+        flash("error", "args: not JSON (" + e.message + ").");
+        return;
+      }
+    }
+    if (create) { sc.name = name; } else { sc.version = Number(f.version.value); }
+    var what = (create ? "create " : "save ") + name;
+    var got = await post(what, { action: create ? "schedule-create" : "schedule-update", job: name, schedule: sc });
+    if (!got) { return; }
+    var resp = got[0], body = got[1];
+    if (resp.status === 409 && body && body.code === "SCHEDULE_CONFLICT") {
+      var d = body.details || {};
+      flash("conflict", create ? "Not created: a schedule named " + name + " exists (version " + d.currentVersion + ")." :
+        "Not saved: " + name + " is at version " + d.currentVersion + " now, not " + d.version +
+        " (changed since this page was read). Reload to see it, then edit again.");
+      return;
+    }
+    if (!resp.ok) {
+      flash("error", what + " refused (" + resp.status + "): " + ((body && body.message) || resp.statusText));
+      return;
+    }
+    leave((create ? "Created " : "Saved ") + name + " at version " + body.version + ".", "/schedule?name=" + encodeURIComponent(name));
+  }
+
+  // askDelete is the delete button's two steps, as askAck's.
+  async function askDelete(group, step) {
+    var ask = group.querySelector('[data-step="ask"]');
+    var confirm = group.querySelector('[data-step="confirm"]');
+    var cancel = group.querySelector('[data-step="cancel"]');
+    confirming = step === "ask";
+    ask.hidden = confirming;
+    confirm.hidden = cancel.hidden = !confirming;
+    if (step !== "confirm") { return; }
+    confirm.hidden = cancel.hidden = true;
+    var name = group.dataset.name, version = Number(group.dataset.version);
+    var got = await post("delete " + name, { action: "schedule-delete", job: name, version: version });
+    if (!got) { return; }
+    var resp = got[0], body = got[1];
+    if (resp.status === 409 && body && body.code === "SCHEDULE_CONFLICT") {
+      flash("conflict", "Not deleted: " + name + " is at version " + ((body.details || {}).currentVersion) + " now, not " + version + ". Reload to see it.");
+      return;
+    }
+    if (!resp.ok) {
+      flash("error", "delete " + name + " refused (" + resp.status + "): " + ((body && body.message) || resp.statusText));
+      return;
+    }
+    leave("Deleted " + name + " on every replica; its runs stay.", "/schedules");
+  }
+
   // refresh reloads the page for fresh state, unless the operator is
   // busy with it: typing a note, an action under way or to confirm, a
   // message just shown.
@@ -166,6 +256,22 @@
       acks[j].addEventListener("click", function (ev) {
         var b = ev.target.closest("button[data-step]");
         if (b) { askAck(this, b.dataset.step); }
+      });
+    }
+    var forms = document.querySelectorAll("form.schedule-form");
+    for (var k = 0; k < forms.length; k++) {
+      forms[k].hidden = false;
+      forms[k].addEventListener("submit", function (ev) {
+        ev.preventDefault();
+        saveSchedule(this);
+      });
+    }
+    var dels = document.querySelectorAll(".delete-actions");
+    for (var m = 0; m < dels.length; m++) {
+      dels[m].hidden = false;
+      dels[m].addEventListener("click", function (ev) {
+        var b = ev.target.closest("button[data-step]");
+        if (b) { askDelete(this, b.dataset.step); }
       });
     }
     if (document.body.dataset.refresh !== "off") { setTimeout(refresh, REFRESH_EVERY); }

@@ -40,6 +40,15 @@
 // still reads. Left out, each takes the cronfence package's default (see
 // History).
 //
+// # Stored schedules
+//
+// kinds: maps a kind of stored schedules (created through the API, the
+// CLI or the dashboard) to the command that runs it: a script for
+// /bin/sh -c, or a mapping of command or shell, env and workdir, run as a
+// job's command is, with the schedule's arguments in CRONFENCE_ARGS.
+// schedules: {allow_shell: true} adds the built-in kind "shell", whose
+// schedules carry their command in their arguments; it is off unless set.
+//
 // # Defaults
 //
 // The defaults: section takes every job field except name, command and
@@ -104,6 +113,10 @@ type File struct {
 	Tokens []Token
 	// Jobs are the jobs, in file order.
 	Jobs []Job
+	// Kinds are the commands of stored schedules' kinds, in file order.
+	Kinds []Kind
+	// Schedules is what stored schedules may do (schedules:).
+	Schedules Schedules
 	// Webhook is where alerts are POSTed; nil when webhook: is not given.
 	Webhook *Webhook
 	// Monitor tunes the replica registry and the absence checks; the
@@ -175,8 +188,8 @@ type Reads struct {
 	// Schedules: every job's schedule and settings, the fields other than
 	// command, shell, env and workdir, and those of defaults:.
 	Schedules bool
-	// Commands: every job's command, shell, env and workdir, and those of
-	// defaults:.
+	// Commands: every job's command, shell, env and workdir, those of
+	// defaults:, and the kinds' commands.
 	Commands bool
 	// Run names a job whose every value is read, with defaults:, for a
 	// command that runs it; "" for none.
@@ -209,6 +222,8 @@ func (r Reads) reads(path, job string) bool {
 		return r.Monitor
 	case "history":
 		return r.History
+	case "kinds":
+		return r.Commands
 	case "jobs", "defaults":
 		if section == "jobs" { // skip the index: "[2].env.KEY" → ".env.KEY"
 			_, rest, _ = strings.Cut(rest, "]")

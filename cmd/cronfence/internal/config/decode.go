@@ -42,7 +42,7 @@ type decoder struct {
 
 // Known keys, in the order messages list them.
 var (
-	fileKeys  = []string{"database", "sqlite", "tokens", "defaults", "jobs", "webhook", "monitor", "history"}
+	fileKeys  = []string{"database", "sqlite", "tokens", "defaults", "jobs", "kinds", "schedules", "webhook", "monitor", "history"}
 	tokenKeys = []string{"name", "role", "token"}
 	// jobFieldKeys are the fields defaults: may set too.
 	jobFieldKeys = []string{"schedule", "time_zone", "env", "workdir", "timeout", "lease_ttl",
@@ -85,7 +85,7 @@ func (d *decoder) file(data []byte) *File {
 		return nil
 	}
 	var defaults fields
-	var jobs, tokens *yaml.Node
+	var jobs, tokens, kinds *yaml.Node
 	sqlite := ""
 	sqliteLine, databaseLine := 0, 0
 	d.mapping(root, "", fileKeys, func(key string, k, v *yaml.Node) {
@@ -106,6 +106,10 @@ func (d *decoder) file(data []byte) *File {
 			defaults = d.fields(v, "defaults", jobFieldKeys)
 		case "jobs":
 			jobs = v
+		case "kinds":
+			kinds = v
+		case "schedules":
+			f.Schedules = d.schedules(v)
 		case "webhook":
 			f.Webhook = d.webhook(k, v)
 		case "monitor":
@@ -129,6 +133,7 @@ func (d *decoder) file(data []byte) *File {
 	}
 	f.Tokens = d.tokens(tokens)
 	f.Jobs = d.jobs(jobs, defaults)
+	f.Kinds = d.kinds(kinds)
 	d.checkRetention(f.History)
 	d.requireUnset()
 	return f

@@ -5,7 +5,7 @@ SELECT c.now,
        (SELECT coalesce(json_agg(json_build_array(owner, host, pid, version, started_at, heartbeat_at, clock_offset_ns, timers,
                                                   CASE WHEN d.hash = (SELECT k.hash FROM known k WHERE k.owner = r.owner) THEN NULL
                                                        ELSE r.jobs::text END,
-                                                  d.hash)
+                                                  d.hash, r.kinds::text)
                                  ORDER BY r.owner COLLATE "C"), '[]')::text
           FROM "cronfence".replicas r
          CROSS JOIN LATERAL (SELECT md5(r.jobs::text) AS hash) d),

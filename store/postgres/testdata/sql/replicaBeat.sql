@@ -9,7 +9,7 @@ WITH up AS (
            timers          = $6
       FROM (SELECT coalesce($7::timestamptz, now()) AS now) c
      WHERE r.owner = $1
-    RETURNING owner, host, pid, version, started_at, heartbeat_at, clock_offset_ns, timers, '[]'::text AS jobs
+    RETURNING owner, host, pid, version, started_at, heartbeat_at, clock_offset_ns, timers, '[]'::text AS jobs, kinds::text
 ),
 notice AS MATERIALIZED (
     SELECT pg_notify('cronfence_9ab364fb1d6f55fe', string_agg(line, E'\n' ORDER BY ord))

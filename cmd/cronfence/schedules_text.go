@@ -1,0 +1,114 @@
+package main
+
+// How `cronfence schedules` prints schedules and their changes.
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/cronfence/cronfence/admin/client"
+)
+
+// printJSONLines prints each of vs as one JSON line.
+func printJSONLines[T any](a *app, vs []T) error {
+	enc := json.NewEncoder(a.stdout)
+	for _, v := range vs {
+		if err := enc.Encode(v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// newTable returns a table writer with header written.
+func newTable(w io.Writer, header string) *tabwriter.Writer {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	return tw
+}
+
+func zoneText(tz string) string {
+	if tz == "" {
+		return "UTC"
+	}
+	return tz
+}
+
+// truncateText cuts s to at most n runes, marking the cut.
+func truncateText(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
+}
+
+// argsText is a schedule's arguments for a line: "-" for none.
+func argsText(a json.RawMessage) string {
+	if len(a) == 0 || string(a) == "null" {
+		return "-"
+	}
+	return truncateText(oneLine(string(a)), 200)
+}
+
+// printSchedule prints one schedule, a field a line.
+func printSchedule(a *app, sc client.Schedule) {
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	for _, kv := range [][2]string{
+		{"name", flat.Replace(sc.Name)},
+		{"version", fmt.Sprint(sc.Version)},
+		{"kind", flat.Replace(sc.Kind)},
+		{"spec", flat.Replace(sc.Spec)},
+		{"zone", zoneText(sc.TimeZone)},
+		{"args", argsText(sc.Args)},
+		{"enabled", enabledText(!sc.Disabled)},
+		{"overlap", orDash(sc.Overlap)},
+		{"timeout", sc.Timeout},
+		{"lease ttl", sc.LeaseTTL},
+		{"catch-up", sc.CatchUpWindow},
+		{"attempts", fmt.Sprint(sc.MaxAttempts)},
+		{"backoff", sc.RetryBackoff},
+		{"deadline", sc.Deadline},
+		{"created", short(sc.CreatedAt) + " by " + flat.Replace(sc.CreatedBy)},
+		{"updated", short(sc.UpdatedAt) + " by " + flat.Replace(sc.UpdatedBy)},
+	} {
+		fmt.Fprintf(tw, "%s:\t%s\n", kv[0], kv[1])
+	}
+	_ = tw.Flush()
+}
+
+// changeText says what a change changed: the settings of a create, those
+// that differ for an update.
+func changeText(ch client.ScheduleChange) string {
+	switch {
+	case ch.Before == nil && ch.After != nil:
+		return fmt.Sprintf("kind %s, spec %s %s, args %s", ch.After.Kind, ch.After.Spec, zoneText(ch.After.TimeZone), argsText(ch.After.Args))
+	case ch.After == nil:
+		return "deleted"
+	}
+	b, af := settingsFields(*ch.Before), settingsFields(*ch.After)
+	var diffs []string
+	for i := range b {
+		if b[i][1] != af[i][1] {
+			diffs = append(diffs, fmt.Sprintf("%s %s → %s", b[i][0], b[i][1], af[i][1]))
+		}
+	}
+	if len(diffs) == 0 {
+		return "no setting changed"
+	}
+	return strings.Join(diffs, ", ")
+}
+
+// settingsFields are a schedule's settings as (name, text) pairs, in a
+// fixed order.
+func settingsFields(s client.ScheduleSettings) [][2]string {
+	return [][2]string{
+		{"spec", s.Spec}, {"zone", zoneText(s.TimeZone)}, {"kind", s.Kind}, {"args", argsText(s.Args)},
+		{"overlap", orDash(s.Overlap)}, {"timeout", s.Timeout}, {"lease ttl", s.LeaseTTL}, {"catch-up", s.CatchUpWindow},
+		{"attempts", fmt.Sprint(s.MaxAttempts)}, {"backoff", s.RetryBackoff}, {"deadline", s.Deadline},
+		{"enabled", enabledText(!s.Disabled)},
+	}
+}

@@ -1,0 +1,1 @@
+SELECT {{template "scheduleColumns" args "row" "s"}} FROM {{schema}}.schedules s WHERE s.name = $1
