@@ -11,10 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/cronfence/cronfence/store"
 	"github.com/cronfence/cronfence/store/postgres"
+	"github.com/google/go-cmp/cmp"
 )
 
 // recorder is an Observer that keeps every event.
@@ -70,11 +69,31 @@ func wantEvents(t *testing.T, step string, r *recorder, want ...Event) {
 	}
 }
 
+// TestObserver: the Observer sees each event of the pipeline as it
+// happens, outside the scheduler's locks, and a panic in it stops nothing.
+func TestObserver(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		test func(t *testing.T)
+	}{
+		{"SeesClaimsRunsSkipsAndClock", testObserverSeesClaimsRunsSkipsAndClock},
+		{"SeesCatchUpAndLostClaims", testObserverSeesCatchUpAndLostClaims},
+		{"SeesLeaseLostAndFenceRefused", testObserverSeesLeaseLostAndFenceRefused},
+		{"PanicDoesNotStopRuns", testObserverPanicDoesNotStopRuns},
+		{"CalledWithoutTheSchedulerLock", testObserverCalledWithoutTheSchedulerLock},
+		{"SeesBufferedClaim", testObserverSeesBufferedClaim},
+		{"SeesInterruptedAndResumed", testObserverSeesInterruptedAndResumed},
+	} {
+		t.Run(tc.name, tc.test)
+	}
+}
+
 // A replica's claims, runs, skips (scheduled and manual) and clock
 // measurements, exactly: on-time runs start with zero latency on the fake
 // clock, a run held across a minute lasts that minute, a failing handler
 // ends in failure, and an overlapped slot is one claim refused and one skip.
-func TestObserverSeesClaimsRunsSkipsAndClock(t *testing.T) {
+func testObserverSeesClaimsRunsSkipsAndClock(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
 		b := newBlocker()
 		rec := &recorder{}
@@ -135,7 +154,7 @@ func TestObserverSeesClaimsRunsSkipsAndClock(t *testing.T) {
 
 // A slot run late by catch-up starts with its lateness as latency; a
 // replica whose slot was completed elsewhere sees its claim refused.
-func TestObserverSeesCatchUpAndLostClaims(t *testing.T) {
+func testObserverSeesCatchUpAndLostClaims(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
 		l := newLedger()
 		job := Job{Name: "minutely", Schedule: "* * * * *", CatchUpWindow: 5 * time.Minute, Handler: l.handler(c.db)}
@@ -189,7 +208,7 @@ func beginTx(t *testing.T, s store.Store) (tx any, rollback func()) {
 // handler's fenced write is refused (one FenceRefusedEvent), and the run
 // ends interrupted, recorded: the thief took the lease, not the slot, which
 // is left for a replica to resume.
-func TestObserverSeesLeaseLostAndFenceRefused(t *testing.T) {
+func testObserverSeesLeaseLostAndFenceRefused(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
 		const ttl = 30 * time.Second
 		started := make(chan *Run, 1)
@@ -241,7 +260,7 @@ func TestObserverSeesLeaseLostAndFenceRefused(t *testing.T) {
 }
 
 // An observer that panics costs its event, never a run.
-func TestObserverPanicDoesNotStopRuns(t *testing.T) {
+func testObserverPanicDoesNotStopRuns(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
 		l := newLedger()
 		job := Job{Name: "tick", Schedule: "* * * * *", Handler: l.handler(c.db)}
@@ -257,7 +276,7 @@ func TestObserverPanicDoesNotStopRuns(t *testing.T) {
 // calls back into the scheduler (Jobs takes the lock) on every event would
 // deadlock here otherwise, through fires, skips, catch-up, manual runs and
 // refusals.
-func TestObserverCalledWithoutTheSchedulerLock(t *testing.T) {
+func testObserverCalledWithoutTheSchedulerLock(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
 		var self atomic.Pointer[Scheduler]
 		var events atomic.Int64
@@ -311,7 +330,7 @@ func TestObserverCalledWithoutTheSchedulerLock(t *testing.T) {
 // Buffer-one: the overlapped slot is one refused claim that recorded it
 // buffered (no skip), and when the run ends, a buffered claim won and its
 // run, late by the time it waited.
-func TestObserverSeesBufferedClaim(t *testing.T) {
+func testObserverSeesBufferedClaim(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
 		b := newBlocker()
 		rec := &recorder{}
@@ -352,7 +371,7 @@ func TestObserverSeesBufferedClaim(t *testing.T) {
 
 // A run cut short by a shutdown ends as interrupted on its replica, and
 // another replica's resume pass claims it (attempt 2) and runs it.
-func TestObserverSeesInterruptedAndResumed(t *testing.T) {
+func testObserverSeesInterruptedAndResumed(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
 		b := newBlocker()
 		job := Job{Name: "long", Schedule: "* * * * *", Handler: b.handler}
