@@ -55,7 +55,7 @@ func TestFinishThatFailsOnceIsRetriedNotResumed(t *testing.T) {
 	once.Do(func() { close(release) })
 	// A second of the blip: a's attempts to record the end fail.
 	for range 10 {
-		waitTimers(t, db, 2) // both loops; a's keeper and a's retry too, when they wait
+		c.waitForTimers(2) // both loops; a's keeper and a's retry too, when they wait
 		time.Sleep(time.Millisecond)
 		db.Advance(100 * time.Millisecond)
 	}
@@ -133,17 +133,6 @@ func countRuns(runs []store.Run, slot time.Time) int {
 		}
 	}
 	return n
-}
-
-// waitTimers waits (real time, bounded) until n timers wait on the fake
-// clock.
-func waitTimers(t *testing.T, db *clock.Fake, n int) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := db.WaitForTimers(ctx, n); err != nil {
-		t.Fatalf("waiting for %d timers on the fake clock (%d wait): %v", n, db.Timers(), err)
-	}
 }
 
 // TestTenThousandJobsDueAtOnceRunOnce: 10,000 jobs due at the same instant

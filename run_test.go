@@ -221,7 +221,7 @@ func TestCompletedSlotIsNeverResumed(t *testing.T) {
 			// to b.
 			c.startHolding(-1, Config{Owner: "b", Clock: offsetClock{db, 0}, Retention: -1}, job)
 			for moved := time.Duration(0); moved < 2*time.Minute; moved += 250 * time.Millisecond {
-				waitTimers(t, db, 2)
+				c.waitForTimers(2)
 				time.Sleep(time.Millisecond)
 				db.Advance(250 * time.Millisecond)
 			}
