@@ -631,3 +631,5 @@ func (s *intercepted) MonitorSnapshot(ctx context.Context, p store.MonitorSnapsh
 	return through(s, &call{method: "MonitorSnapshot", ctx: ctx, arg: &p},
 		func(ctx context.Context) (store.MonitorSnapshot, error) { return s.Store.MonitorSnapshot(ctx, p) })
 }
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
