@@ -91,7 +91,7 @@ func (c *serveCmd) Run(a *app) error {
 	if err != nil {
 		return err
 	}
-	s, err := cronfence.New(withHistory(withMonitor(cronfence.Config{Store: obs.instrument(db.Store), Observer: obs.observer(), Logger: logger, ShutdownGrace: c.ShutdownGrace, DisableTimers: !c.Scheduler, Clock: clk}, f.Monitor), f.History))
+	s, err := cronfence.New(withSchedules(withHistory(withMonitor(cronfence.Config{Store: obs.instrument(db.Store), Observer: obs.observer(), Logger: logger, ShutdownGrace: c.ShutdownGrace, DisableTimers: !c.Scheduler, Clock: clk}, f.Monitor), f.History), f.Schedules))
 	if err != nil {
 		return err
 	}
@@ -212,6 +212,12 @@ func withMonitor(cfg cronfence.Config, m config.Monitor) cronfence.Config {
 // not prune".
 func withHistory(cfg cronfence.Config, h config.History) cronfence.Config {
 	cfg.Retention, cfg.PruneEvery = h.Retention, h.PruneEvery
+	return cfg
+}
+
+// withSchedules sets how often cfg's replica reads the stored schedules.
+func withSchedules(cfg cronfence.Config, s config.Schedules) cronfence.Config {
+	cfg.SchedulePollEvery = s.PollEvery
 	return cfg
 }
 

@@ -3,6 +3,7 @@ package config
 import (
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/cronfence/cronfence/store"
 	"go.yaml.in/yaml/v3"
@@ -19,7 +20,11 @@ const ShellKind = "shell"
 var kindKeys = commandKeys
 
 // schedulesKeys are the fields of schedules:.
-var schedulesKeys = []string{"allow_shell"}
+var schedulesKeys = []string{"allow_shell", "poll_every"}
+
+// MinSchedulePollEvery is the shortest schedules.poll_every: each read is
+// a statement of every replica's, idle or not.
+const MinSchedulePollEvery = 100 * time.Millisecond
 
 // Kind is one entry of kinds:: the command that runs a stored schedule
 // of that kind, as a job's command runs, with the schedule's arguments in
@@ -48,6 +53,10 @@ type Schedules struct {
 	// command given in their arguments: whoever holds an admin token can
 	// then run any command on every replica. Off unless set.
 	AllowShell bool
+	// PollEvery is how often a replica reads the stored schedules' changes
+	// when no notice tells it of them (SQLite, MySQL; PostgreSQL's
+	// notices make it a backstop). Zero: cronfence.DefaultSchedulePollEvery.
+	PollEvery time.Duration
 }
 
 // kinds decodes kinds:, a mapping of kind name to its command: a string
@@ -145,8 +154,17 @@ func (d *decoder) kinds(n *yaml.Node) []Kind {
 func (d *decoder) schedules(n *yaml.Node) Schedules {
 	var s Schedules
 	d.mapping(n, "schedules", schedulesKeys, func(key string, _, v *yaml.Node) {
-		if key == "allow_shell" {
+		switch key {
+		case "allow_shell":
 			s.AllowShell, _ = d.boolean(v, "schedules.allow_shell")
+		case "poll_every":
+			if x, ok := d.duration(v, "schedules.poll_every"); ok {
+				if x < MinSchedulePollEvery {
+					d.errorf(v.Line, "schedules.poll_every", "%q must be at least %s", x, MinSchedulePollEvery)
+				} else {
+					s.PollEvery = x
+				}
+			}
 		}
 	})
 	return s

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // kinds: maps a kind to a script or to a command mapping, as a job's;
@@ -32,8 +33,11 @@ jobs:
 		k.Env["INDEX"] != "5" || k.Workdir != "/etc/cronfence/index" || k.Shell != "" {
 		t.Fatalf("a command: %+v", k)
 	}
-	if f := mustParse(t, "schedules: {allow_shell: true}\n"); !f.Schedules.AllowShell || f.Kinds != nil {
+	if f := mustParse(t, "schedules: {allow_shell: true}\n"); !f.Schedules.AllowShell || f.Kinds != nil || f.Schedules.PollEvery != 0 {
 		t.Fatalf("allow_shell: %+v", f.Schedules)
+	}
+	if f := mustParse(t, "schedules: {poll_every: 500ms}\n"); f.Schedules.PollEvery != 500*time.Millisecond || f.Schedules.AllowShell {
+		t.Fatalf("poll_every: %+v", f.Schedules)
 	}
 }
 
@@ -53,6 +57,7 @@ kinds:
 schedules:
   allow_shell: yes please
   allow_all: true
+  poll_every: 10ms
 `)
 	if err == nil {
 		t.Fatal("accepted")
@@ -66,7 +71,8 @@ schedules:
 		`:7: kinds.env.env.CRONFENCE_ARGS: CRONFENCE_ variables are set by cronfence`,
 		`:8: kinds.list: must be a mapping`,
 		`:10: schedules.allow_shell: must be true or false`,
-		`:11: schedules.allow_all: unknown field; expected one of allow_shell`,
+		`:11: schedules.allow_all: unknown field; expected one of allow_shell, poll_every`,
+		`:12: schedules.poll_every: "10ms" must be at least 100ms`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("no %q in:\n%v", want, err)
