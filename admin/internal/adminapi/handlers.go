@@ -235,11 +235,10 @@ func (a *api) runJob(w http.ResponseWriter, r *http.Request, name string) {
 	}
 }
 
+// logs answers a job's runs. A job no longer registered (a deleted
+// stored schedule, a job taken out of the code) keeps its history: its
+// runs are answered while any is kept; 404 only when there is none.
 func (a *api) logs(w http.ResponseWriter, r *http.Request, name string) {
-	if _, ok := a.findJob(name); !ok {
-		unknownJob(w, name)
-		return
-	}
 	limit, ok := queryLimit(w, r, client.DefaultLogsLimit, client.MaxLogsLimit)
 	if !ok {
 		return
@@ -247,6 +246,10 @@ func (a *api) logs(w http.ResponseWriter, r *http.Request, name string) {
 	runs, err := a.sched.Store().RunList(r.Context(), store.RunListParams{Job: name, Limit: limit})
 	if err != nil {
 		a.storeError(w, r, "list runs", err)
+		return
+	}
+	if _, registered := a.findJob(name); !registered && len(runs) == 0 {
+		unknownJob(w, name)
 		return
 	}
 	out := make([]client.Run, 0, len(runs))

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cronfence/cronfence"
 	"github.com/cronfence/cronfence/admin/client"
@@ -273,5 +274,37 @@ func TestJobNamedSchedules(t *testing.T) {
 		if resp := b.do(t, "GET", "/api/admin/cron/schedules", readSecret, "", &page); resp.StatusCode != 200 || page.Schedules == nil {
 			t.Fatalf("GET schedules: %d %+v", resp.StatusCode, page)
 		}
+	}
+}
+
+// A deleted schedule keeps its history: GET …/logs answers its runs after
+// the delete; a name that never ran is still 404.
+func TestDeletedScheduleKeepsItsLogs(t *testing.T) {
+	t.Parallel()
+	for kind, open := range openStores(t) {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			b := serveSchedules(t, open(t))
+			var created scheduleJSON
+			if resp := b.do(t, "POST", "/api/admin/cron/schedules", adminSecret, `{"name":"tenant-7","spec":"@hourly","kind":"report"}`, &created); resp.StatusCode != 201 {
+				t.Fatalf("POST: %d %+v", resp.StatusCode, created)
+			}
+			slot := time.Now().Truncate(time.Hour)
+			if _, err := b.sched.Store().RunInsert(context.Background(), store.Run{Job: "tenant-7", Slot: slot, StartedAt: slot, FinishedAt: slot.Add(time.Second),
+				Owner: "replica-2", Generation: 1, Success: true}); err != nil {
+				t.Fatal(err)
+			}
+			if resp := b.do(t, "DELETE", "/api/admin/cron/schedules/tenant-7?version=1", adminSecret, "", nil); resp.StatusCode != 200 {
+				t.Fatalf("DELETE: %d", resp.StatusCode)
+			}
+			var logs struct {
+				JobID string    `json:"jobId"`
+				Logs  []runJSON `json:"logs"`
+			}
+			if resp := b.do(t, "GET", "/api/admin/cron/tenant-7/logs", readSecret, "", &logs); resp.StatusCode != 200 || logs.JobID != "tenant-7" || len(logs.Logs) != 1 {
+				t.Fatalf("GET the deleted schedule's logs: %d %+v, want its one run", resp.StatusCode, logs)
+			}
+			b.wantErr(t, "GET", "/api/admin/cron/tenant-8/logs", readSecret, "", 404, "CRON_JOB_NOT_FOUND")
+		})
 	}
 }
