@@ -3,19 +3,23 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/cronfence/cronfence/internal/pgtest"
 	"github.com/cronfence/cronfence/internal/wait"
 )
 
 // storedReplicas are three serve replicas sharing one database: a
-// serves the REST API and registers no kind; b and c register the kind
+// serves the REST API (and registers no kind unless asked); b and c register the kind
 // "tick", whose command appends a line to out when a run starts
 // ("start JOB SLOT REPLICA ARGS") and when it ends ("end JOB SLOT"),
 // sleeping two seconds between when the arguments ask for it.
@@ -23,12 +27,13 @@ type storedReplicas struct {
 	a, b, c *proc
 	api     string // a's base URL
 	out     string
+	aRuns   bool // a registers tick too
 }
 
 // startStoredReplicas starts storedReplicas on the database of db (the
 // flags of forEachStore) in dir, each reading the stored schedules every
 // 200ms where no notice tells it of a change.
-func startStoredReplicas(t *testing.T, dir string, db []string) *storedReplicas {
+func startStoredReplicas(t *testing.T, dir string, db []string, aRuns bool) *storedReplicas {
 	t.Helper()
 	head := ""
 	if len(db) == 2 && db[0] == "--sqlite" {
@@ -59,13 +64,17 @@ schedules:
 		}
 		return path
 	}
-	r := &storedReplicas{out: out}
+	r := &storedReplicas{out: out, aRuns: aRuns}
 	addr := freeAddr(t)
 	r.api = "http://" + addr + "/api/admin/cron"
 	serve := func(cfg string, extra ...string) *proc {
 		return start(t, dir, append(args(db, "serve", "--config", cfg, "--shutdown-grace", "5s", "--kill-grace", "1s"), extra...)...)
 	}
-	r.a = serve(cfg("a", ""), "--listen", addr)
+	aKinds := ""
+	if aRuns {
+		aKinds = tick("a")
+	}
+	r.a = serve(cfg("a", aKinds), "--listen", addr)
 	r.b = serve(cfg("b", tick("b")))
 	r.c = serve(cfg("c", tick("c")))
 	waitHTTP(t, r.a, "http://"+addr, "/readyz")
@@ -156,7 +165,7 @@ func (r *storedReplicas) starts(t *testing.T, job string) []runLine {
 		if prev, ok := seen[l.slot]; ok {
 			t.Errorf("%s's slot %s started twice: %q and %q", job, l.slot.Format(time.RFC3339), prev, l.written)
 		}
-		if l.replica != "b" && l.replica != "c" {
+		if l.replica != "b" && l.replica != "c" && (l.replica != "a" || !r.aRuns) {
 			t.Errorf("%s ran on replica %q, which does not register its kind", job, l.replica)
 		}
 		seen[l.slot] = l.written
@@ -241,7 +250,7 @@ func TestStoredSchedulesE2E(t *testing.T) {
 	t.Parallel()
 	forEachStore(t, func(t *testing.T, db []string) {
 		dir := t.TempDir()
-		r := startStoredReplicas(t, dir, db)
+		r := startStoredReplicas(t, dir, db, false)
 		r.create(t, `{"name":"tenant-1","spec":"* * * * * *","kind":"tick","args":{"tenant":1},"overlap":"allow"}`)
 		r.create(t, `{"name":"edited","spec":"* * * * * *","kind":"tick","args":{"v":1,"sleep":true}}`)
 		r.create(t, `{"name":"deleted","spec":"* * * * * *","kind":"tick","args":{"sleep":true}}`)
@@ -321,4 +330,75 @@ func TestStoredSchedulesE2E(t *testing.T) {
 		stopReplicas(t, []*proc{r.a, r.b, r.c})
 		r.starts(t, "tenant-1") // once each, on b or c, to the end
 	})
+}
+
+// A thousand schedules created through the REST API while three replicas
+// run, each firing once (at a second of the next half minute, forty a
+// second): every schedule runs its one slot once, on PostgreSQL, where
+// the notices carry the changes to the replicas.
+func TestAThousandStoredSchedulesE2E(t *testing.T) {
+	t.Parallel()
+	_, schema := pgtest.Schema(t) // dropped at cleanup
+	dir := t.TempDir()
+	r := startStoredReplicas(t, dir, []string{"--database", pgtest.URL(t), "--schema", schema}, true)
+
+	const n, spread = 1000, 25
+	first := time.Now().Truncate(time.Second).Add(10 * time.Second)
+	want := make([]time.Time, n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n || t.Failed() {
+					return
+				}
+				slot := first.Add(time.Duration(i%spread) * time.Second)
+				if soon := time.Now().Add(3 * time.Second).Truncate(time.Second); slot.Before(soon) {
+					slot = soon // a slow machine: later, not missed
+				}
+				want[i] = slot
+				spec := fmt.Sprintf("%d %d %d %d %d *", slot.Second(), slot.Minute(), slot.Hour(), slot.Day(), int(slot.Month()))
+				body := fmt.Sprintf(`{"name":"tenant-%04d","spec":%q,"kind":"tick","args":{"tenant":%d}}`, i, spec, i)
+				if code, answer := r.call(t, "POST", "/schedules", body); code != http.StatusCreated {
+					t.Errorf("POST %s: %d %s", body, code, answer)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	created := time.Now()
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	ran := map[string]runLine{}
+	wait.For(t, 2*time.Minute, func() bool {
+		clear(ran)
+		for _, l := range r.lines(t) {
+			if l.start {
+				if prev, twice := ran[l.job]; twice {
+					t.Fatalf("%s ran twice: %q and %q", l.job, prev.written, l.written)
+				}
+				ran[l.job] = l
+			}
+		}
+		return len(ran) == n
+	}, func() string { return fmt.Sprintf("%d of the %d schedules ran", len(ran), n) })
+	perReplica := map[string]int{}
+	for i, slot := range want {
+		l := ran[fmt.Sprintf("tenant-%04d", i)]
+		perReplica[l.replica]++
+		if !l.slot.Equal(slot) {
+			t.Errorf("%s ran slot %s, want its one slot %s", l.job, l.slot.Format(time.RFC3339), slot.Format(time.RFC3339))
+		}
+		if l.args != fmt.Sprintf(`{"tenant":%d}`, i) {
+			t.Errorf("%s ran with %s", l.job, l.args)
+		}
+	}
+	t.Logf("%d schedules created in %s (the first slot %s after the start), runs per replica %v",
+		n, created.Sub(first.Add(-10*time.Second)).Round(time.Millisecond), 10*time.Second, perReplica)
+	stopReplicas(t, []*proc{r.a, r.b, r.c})
 }

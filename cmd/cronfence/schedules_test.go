@@ -88,7 +88,9 @@ func TestSchedulesDirect(t *testing.T) {
 		}
 		sched(exitConflict, "add", "t1", "--spec", "@daily", "--kind", "report")
 		out = strings.Join(strings.Fields(sched(0, "show", "t1")), " ")
-		for _, want := range []string{"version: 1", `args: {"tenant": 1}`, "zone: Europe/Lisbon", "catch-up: 1m30s"} {
+		// Settings left out show what they mean, not a zero.
+		for _, want := range []string{"version: 1", `args: {"tenant": 1}`, "zone: Europe/Lisbon", "catch-up: 1m30s",
+			"attempts: 3 (default)", "lease ttl: 90s (default)", "overlap: skip (default)", "timeout: none", "backoff: 10s (default)", "deadline: none"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("show: no %q in\n%s", want, out)
 			}

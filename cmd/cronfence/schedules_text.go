@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/cronfence/cronfence"
 	"github.com/cronfence/cronfence/admin/client"
 )
 
@@ -65,13 +66,13 @@ func printSchedule(a *app, sc client.Schedule) {
 		{"zone", zoneText(sc.TimeZone)},
 		{"args", argsText(sc.Args)},
 		{"enabled", enabledText(!sc.Disabled)},
-		{"overlap", orDash(sc.Overlap)},
-		{"timeout", sc.Timeout},
-		{"lease ttl", sc.LeaseTTL},
-		{"catch-up", sc.CatchUpWindow},
-		{"attempts", fmt.Sprint(sc.MaxAttempts)},
-		{"backoff", sc.RetryBackoff},
-		{"deadline", sc.Deadline},
+		{"overlap", overlapText(sc.Overlap)},
+		{"timeout", orText(sc.Timeout, "none")},
+		{"lease ttl", orText(sc.LeaseTTL, defaultText(cronfence.DefaultLeaseTTL))},
+		{"catch-up", orText(sc.CatchUpWindow, "off")},
+		{"attempts", attemptsText(sc.MaxAttempts)},
+		{"backoff", orText(sc.RetryBackoff, defaultText(cronfence.DefaultRetryBackoff))},
+		{"deadline", orText(sc.Deadline, "none")},
 		{"created", short(sc.CreatedAt) + " by " + flat.Replace(sc.CreatedBy)},
 		{"updated", short(sc.UpdatedAt) + " by " + flat.Replace(sc.UpdatedBy)},
 	} {
@@ -107,8 +108,33 @@ func changeText(ch client.ScheduleChange) string {
 func settingsFields(s client.ScheduleSettings) [][2]string {
 	return [][2]string{
 		{"spec", s.Spec}, {"zone", zoneText(s.TimeZone)}, {"kind", s.Kind}, {"args", argsText(s.Args)},
-		{"overlap", orDash(s.Overlap)}, {"timeout", s.Timeout}, {"lease ttl", s.LeaseTTL}, {"catch-up", s.CatchUpWindow},
-		{"attempts", fmt.Sprint(s.MaxAttempts)}, {"backoff", s.RetryBackoff}, {"deadline", s.Deadline},
+		{"overlap", overlapText(s.Overlap)}, {"timeout", orText(s.Timeout, "none")},
+		{"lease ttl", orText(s.LeaseTTL, defaultText(cronfence.DefaultLeaseTTL))}, {"catch-up", orText(s.CatchUpWindow, "off")},
+		{"attempts", attemptsText(s.MaxAttempts)}, {"backoff", orText(s.RetryBackoff, defaultText(cronfence.DefaultRetryBackoff))},
+		{"deadline", orText(s.Deadline, "none")},
 		{"enabled", enabledText(!s.Disabled)},
 	}
+}
+
+// A stored schedule keeps a setting left out as its zero value, which
+// means the job's default: these say what it means rather than "0s".
+
+// orText is d, or zero when d is a zero duration or empty.
+func orText(d, zero string) string {
+	if d == "" || d == "0s" {
+		return zero
+	}
+	return d
+}
+
+// defaultText is a default's value, marked as the default.
+func defaultText(v any) string { return fmt.Sprint(v) + " (default)" }
+
+func overlapText(o string) string { return orText(o, defaultText(cronfence.OverlapSkip)) }
+
+func attemptsText(n int) string {
+	if n == 0 {
+		return defaultText(cronfence.DefaultMaxAttempts)
+	}
+	return fmt.Sprint(n)
 }
