@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/cronfence/cronfence"
 	"github.com/cronfence/cronfence/admin/client"
@@ -68,10 +69,10 @@ func printSchedule(a *app, sc client.Schedule) {
 		{"enabled", enabledText(!sc.Disabled)},
 		{"overlap", overlapText(sc.Overlap)},
 		{"timeout", orText(sc.Timeout, "none")},
-		{"lease ttl", orText(sc.LeaseTTL, defaultText(cronfence.DefaultLeaseTTL))},
+		{"lease ttl", orText(sc.LeaseTTL, defaultText(seconds(cronfence.DefaultLeaseTTL)))},
 		{"catch-up", orText(sc.CatchUpWindow, "off")},
 		{"attempts", attemptsText(sc.MaxAttempts)},
-		{"backoff", orText(sc.RetryBackoff, defaultText(cronfence.DefaultRetryBackoff))},
+		{"backoff", orText(sc.RetryBackoff, defaultText(seconds(cronfence.DefaultRetryBackoff)))},
 		{"deadline", orText(sc.Deadline, "none")},
 		{"created", short(sc.CreatedAt) + " by " + flat.Replace(sc.CreatedBy)},
 		{"updated", short(sc.UpdatedAt) + " by " + flat.Replace(sc.UpdatedBy)},
@@ -109,8 +110,8 @@ func settingsFields(s client.ScheduleSettings) [][2]string {
 	return [][2]string{
 		{"spec", s.Spec}, {"zone", zoneText(s.TimeZone)}, {"kind", s.Kind}, {"args", argsText(s.Args)},
 		{"overlap", overlapText(s.Overlap)}, {"timeout", orText(s.Timeout, "none")},
-		{"lease ttl", orText(s.LeaseTTL, defaultText(cronfence.DefaultLeaseTTL))}, {"catch-up", orText(s.CatchUpWindow, "off")},
-		{"attempts", attemptsText(s.MaxAttempts)}, {"backoff", orText(s.RetryBackoff, defaultText(cronfence.DefaultRetryBackoff))},
+		{"lease ttl", orText(s.LeaseTTL, defaultText(seconds(cronfence.DefaultLeaseTTL)))}, {"catch-up", orText(s.CatchUpWindow, "off")},
+		{"attempts", attemptsText(s.MaxAttempts)}, {"backoff", orText(s.RetryBackoff, defaultText(seconds(cronfence.DefaultRetryBackoff)))},
 		{"deadline", orText(s.Deadline, "none")},
 		{"enabled", enabledText(!s.Disabled)},
 	}
@@ -129,6 +130,9 @@ func orText(d, zero string) string {
 
 // defaultText is a default's value, marked as the default.
 func defaultText(v any) string { return fmt.Sprint(v) + " (default)" }
+
+// seconds writes d in seconds, as the flags' help does ("90s", not "1m30s").
+func seconds(d time.Duration) string { return fmt.Sprintf("%gs", d.Seconds()) }
 
 func overlapText(o string) string { return orText(o, defaultText(cronfence.OverlapSkip)) }
 
