@@ -237,8 +237,14 @@ func (a *api) runJob(w http.ResponseWriter, r *http.Request, name string) {
 
 // logs answers a job's runs. A job no longer registered (a deleted
 // stored schedule, a job taken out of the code) keeps its history: its
-// runs are answered while any is kept; 404 only when there is none.
+// runs are answered while any is kept; 404 only when there is none. A
+// name no store accepts never had a run: 404 too, as for any unknown job.
 func (a *api) logs(w http.ResponseWriter, r *http.Request, name string) {
+	_, registered := a.findJob(name)
+	if !registered && store.ValidateName("job", name) != nil {
+		unknownJob(w, name)
+		return
+	}
 	limit, ok := queryLimit(w, r, client.DefaultLogsLimit, client.MaxLogsLimit)
 	if !ok {
 		return
@@ -248,7 +254,7 @@ func (a *api) logs(w http.ResponseWriter, r *http.Request, name string) {
 		a.storeError(w, r, "list runs", err)
 		return
 	}
-	if _, registered := a.findJob(name); !registered && len(runs) == 0 {
+	if !registered && len(runs) == 0 {
 		unknownJob(w, name)
 		return
 	}
