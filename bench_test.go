@@ -1719,6 +1719,124 @@ func BenchmarkStoredSchedules(b *testing.B) {
 	}
 }
 
+// BenchmarkStoredSchedulesRunning stores $CRONFENCE_BENCH_SCHEDULES
+// (default 100,000) schedules on PostgreSQL, a third each minutely, hourly
+// and daily, at seconds spread over the minute, the hour and the day (so
+// about 560 fall due each second), starts three replicas that register
+// their kind, and for $CRONFENCE_BENCH_WINDOW (default 2m) counts each
+// (schedule, slot) the handlers start. It reports:
+//
+//   - runs/s: the runs started a second over the window;
+//   - twice: slots started more than once (must be 0);
+//   - missed: minutely slots of the window (less its first and last
+//     5 s) that never started;
+//   - start-p50-ms, start-p99-ms: from the slot to its handler's start;
+//   - heap-MB: the heap in use with the replicas running, divided by three.
+//
+// Run it with
+//
+//	go test -run '^$' -bench BenchmarkStoredSchedulesRunning -benchtime 1x .
+func BenchmarkStoredSchedulesRunning(b *testing.B) {
+	n := 100_000
+	if v := os.Getenv("CRONFENCE_BENCH_SCHEDULES"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 3 {
+			b.Fatalf("CRONFENCE_BENCH_SCHEDULES=%q: want a number, at least 3", v)
+		}
+	}
+	window := 2 * time.Minute
+	if v := os.Getenv("CRONFENCE_BENCH_WINDOW"); v != "" {
+		var err error
+		if window, err = time.ParseDuration(v); err != nil || window < 20*time.Second {
+			b.Fatalf("CRONFENCE_BENCH_WINDOW=%q: want a duration, at least 20s", v)
+		}
+	}
+	base, schema := benchSchema(b)
+	// Schedule i: minutely at second i%60, hourly at second i%3600 of
+	// the hour, daily at second i%86400 of the day (UTC), by i%3.
+	createStored(b, base, schema, n, func(i int) store.ScheduleSettings {
+		var spec string
+		switch i % 3 {
+		case 0:
+			spec = fmt.Sprintf("%d * * * * *", i%60)
+		case 1:
+			spec = fmt.Sprintf("%d %d * * * *", i%60, (i/60)%60)
+		default:
+			spec = fmt.Sprintf("%d %d %d * * *", i%60, (i/60)%60, (i/3600)%24)
+		}
+		return store.ScheduleSettings{Spec: spec, Kind: "report", Args: json.RawMessage(`null`)}
+	})
+	type key struct {
+		job  string
+		slot int64 // Unix ns: a time.Time's location and monotonic reading would split equal instants
+	}
+	var mu sync.Mutex
+	started := map[key]int{}
+	var late []time.Duration
+	handler := func(_ context.Context, run *Run) error {
+		d := time.Since(run.Slot)
+		mu.Lock()
+		started[key{run.Job, run.Slot.UnixNano()}]++
+		late = append(late, d)
+		mu.Unlock()
+		return nil
+	}
+	for b.Loop() {
+		var replicas []*Scheduler
+		for i := range 3 {
+			s, err := New(Config{Owner: fmt.Sprintf("replica-%d", i), Store: replicaStore(b, base, schema, nil, nil),
+				Logger: quiet, Retention: -1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := s.RegisterKind("report", handler); err != nil {
+				b.Fatal(err)
+			}
+			if err := s.Start(b.Context()); err != nil {
+				b.Fatal(err)
+			}
+			replicas = append(replicas, s)
+		}
+		from := time.Now()
+		time.Sleep(window)
+		to := time.Now()
+		heap := measureMemory(b).heap
+		for _, s := range replicas {
+			if err := s.Stop(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+		}
+		mu.Lock()
+		twice, runs := 0, 0
+		for _, c := range started {
+			runs += c
+			if c > 1 {
+				twice++
+			}
+		}
+		missed := 0
+		for i := 0; i < n; i += 3 {
+			name := fmt.Sprintf("stored-%06d", i)
+			first := from.Add(5 * time.Second).Truncate(time.Minute).Add(time.Duration(i%60) * time.Second)
+			for slot := first; slot.Before(to.Add(-5 * time.Second)); slot = slot.Add(time.Minute) {
+				if !slot.Before(from.Add(5*time.Second)) && started[key{name, slot.UnixNano()}] == 0 {
+					missed++
+				}
+			}
+		}
+		slices.Sort(late)
+		b.ReportMetric(float64(runs)/to.Sub(from).Seconds(), "runs/s")
+		b.ReportMetric(float64(twice), "twice")
+		b.ReportMetric(float64(missed), "missed")
+		b.ReportMetric(float64(late[len(late)/2].Microseconds())/1000, "start-p50-ms")
+		b.ReportMetric(float64(late[len(late)*99/100].Microseconds())/1000, "start-p99-ms")
+		b.ReportMetric(float64(heap)/3/(1<<20), "heap-MB")
+		clear(started)
+		late = late[:0]
+		mu.Unlock()
+	}
+}
+
 // createStored writes n schedules, named stored-NNNNNN, in one statement
 // of the benchmark's own (a write through the store takes its turn behind
 // the change log's lock, and 100,000 of them would take minutes): without
