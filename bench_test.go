@@ -105,11 +105,14 @@ func (g *rtGate) ran(owner string) int {
 // the loser's refused claim. Each iteration is one fire.
 func BenchmarkSchedulerRoundTrips(b *testing.B) {
 	for _, k := range []int{1, 50} {
-		b.Run(fmt.Sprintf("jobs=%d", k), func(b *testing.B) { benchRoundTrips(b, k) })
+		b.Run(fmt.Sprintf("jobs=%d", k), func(b *testing.B) { benchRoundTrips(b, k, false) })
 	}
+	// One stored schedule in place of the declared job: what a run of a
+	// stored schedule sends, against jobs=1.
+	b.Run("stored=1", func(b *testing.B) { benchRoundTrips(b, 1, true) })
 }
 
-func benchRoundTrips(b *testing.B, k int) {
+func benchRoundTrips(b *testing.B, k int, stored bool) {
 	base, schema := pgtest.Schema(b)
 	// The database clock: pinned by NowFunc, moved by hand. Half a minute
 	// before a whole minute, so each fire is one Advance away.
@@ -138,6 +141,15 @@ func benchRoundTrips(b *testing.B, k int) {
 			if err := st.Migrate(b.Context()); err != nil {
 				b.Fatal(err)
 			}
+			for _, j := range jobs {
+				if !stored {
+					break
+				}
+				if _, err := st.ScheduleCreate(b.Context(), store.ScheduleCreateParams{Name: j.Name, By: "bench",
+					Settings: store.ScheduleSettings{Spec: j.Schedule, Kind: "gate", LeaseTTL: j.LeaseTTL}}); err != nil {
+					b.Fatal(err)
+				}
+			}
 		}
 		s, err := New(Config{
 			Store: st, Owner: owner, Logger: quiet, Clock: clk,
@@ -155,7 +167,15 @@ func benchRoundTrips(b *testing.B, k int) {
 			b.Fatal(err)
 		}
 		for _, j := range jobs {
+			if stored {
+				break
+			}
 			if err := s.Register(j); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if stored {
+			if err := s.RegisterKind("gate", gate.handler); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -1614,7 +1634,7 @@ func collect[T any](b *testing.B, admin *pgxpool.Pool, query string, args ...any
 //
 // Run it with
 //
-//	go test -run '^$' -bench BenchmarkStoredSchedules -benchtime 1x .
+//	go test -run '^$' -bench 'BenchmarkStoredSchedules$' -benchtime 1x .
 func BenchmarkStoredSchedules(b *testing.B) {
 	n := 100_000
 	if v := os.Getenv("CRONFENCE_BENCH_SCHEDULES"); v != "" {

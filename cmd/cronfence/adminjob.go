@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -54,64 +55,102 @@ func declaredJob(f *config.File, job string) (int, error) {
 	return -1, unknownJob("no job named %q in %s (it declares %s%s)", job, f.Path, strings.Join(names, ", "), more)
 }
 
-// storeKnows returns the unknown-job error unless the store has a trace of
-// job: a run row (Prune keeps each job's latest, so a job that ever ran or
-// was skipped keeps one), an override (so a stale one can still be
-// removed), or a replica in the registry that registers it (a running
-// one, or one gone without a graceful stop and not pruned yet).
-// That is what direct mode without --config can know of the replicas' jobs:
-// a job declared but never run, on replicas that are not running, needs
-// --config.
-func storeKnows(ctx context.Context, db *database, job string) error {
-	runs, err := db.RunList(ctx, store.RunListParams{Job: job, Limit: 1})
-	if err != nil {
-		return wrapInvalid(fmt.Errorf("listing the runs of %s in %s: %w", job, db.where, err))
+// storeKnows says whether the store has a trace of job: a stored schedule
+// of that name, a run row (Prune keeps each job's latest, so a job that
+// ever ran or was skipped keeps one), an override (so a stale one can
+// still be removed), or a replica in the registry that registers it (a
+// running one, or one gone without a graceful stop and not pruned yet).
+// That is what direct mode without --config can know of the replicas'
+// jobs: a job declared but never run, on replicas that are not running,
+// needs --config.
+func storeKnows(ctx context.Context, db *database, job string) (bool, error) {
+	if ok, err := isStored(ctx, db, job); ok || err != nil {
+		return ok, err
 	}
-	if len(runs) > 0 {
-		return nil
+	if ok, err := hasRuns(ctx, db, job); ok || err != nil {
+		return ok, err
 	}
 	states, err := db.JobStateList(ctx)
 	if err != nil {
-		return fmt.Errorf("reading the job states in %s: %w", db.where, err)
+		return false, fmt.Errorf("reading the job states in %s: %w", db.where, err)
 	}
 	if slices.ContainsFunc(states, func(s store.JobState) bool { return s.Job == job }) {
-		return nil
+		return true, nil
 	}
 	reps, err := db.ReplicaList(ctx)
 	if err != nil {
-		return fmt.Errorf("listing the replicas in %s: %w", db.where, err)
+		return false, fmt.Errorf("listing the replicas in %s: %w", db.where, err)
 	}
 	for _, r := range reps {
 		if slices.ContainsFunc(r.Jobs, func(j store.ReplicaJob) bool { return j.Name == job }) {
-			return nil
+			return true, nil
 		}
 	}
-	return unknownJob("no job named %q in %s: it has no runs, no override, and no replica registers it. "+
-		"Check the name; for a job that has not run yet, give --config FILE (the serve config declaring it)", job, db.where)
+	return false, nil
+}
+
+// isStored says whether job is a stored schedule.
+func isStored(ctx context.Context, db *database, job string) (bool, error) {
+	_, err := db.ScheduleGet(ctx, job)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, wrapInvalid(fmt.Errorf("reading the stored schedule %s in %s: %w", job, db.where, err))
+	}
+	return true, nil
+}
+
+// hasRuns says whether the store keeps a run of job.
+func hasRuns(ctx context.Context, db *database, job string) (bool, error) {
+	runs, err := db.RunList(ctx, store.RunListParams{Job: job, Limit: 1})
+	if err != nil {
+		return false, wrapInvalid(fmt.Errorf("listing the runs of %s in %s: %w", job, db.where, err))
+	}
+	return len(runs) > 0, nil
 }
 
 // directJob opens the database of a direct-mode command on job (see
-// openDirect) once job is known: declared in the --config file, or
-// without one, known to the store (storeKnows).
-func directJob(a *app, configPath, job string) (*database, error) {
+// openDirect) once job is known. With a --config file, the known jobs are
+// the ones it declares and the stored schedules (a job of every replica
+// as much as the file's); with runsKnown (logs), also a job whose runs are
+// kept though nothing declares it any more, as the API answers them. A
+// stale override of a job the file does not declare is refused: the
+// command is likely pointed at the wrong file or database. Without
+// --config, any trace in the store (storeKnows) makes a job known.
+func directJob(a *app, configPath, job string, runsKnown bool) (*database, error) {
 	f, err := loadConfig(a.globals, configPath, config.Reads{}) // the database and the job names
 	if err != nil {
 		return nil, err
 	}
+	var notDeclared error
 	if f != nil {
-		if _, err := declaredJob(f, job); err != nil {
-			return nil, err
+		if _, notDeclared = declaredJob(f, job); notDeclared == nil {
+			return openDirect(a, f)
 		}
 	}
 	db, err := openDirect(a, f)
 	if err != nil {
 		return nil, err
 	}
+	var known bool
 	if f == nil {
-		if err := storeKnows(a.ctx, db, job); err != nil {
-			db.close()
-			return nil, err
-		}
+		known, err = storeKnows(a.ctx, db, job)
+	} else if known, err = isStored(a.ctx, db, job); err == nil && !known && runsKnown {
+		known, err = hasRuns(a.ctx, db, job)
 	}
-	return db, nil
+	switch {
+	case err != nil:
+		db.close()
+		return nil, err
+	case known:
+		return db, nil
+	case notDeclared != nil:
+		db.close()
+		return nil, unknownJob("%v; nor is it a stored schedule in %s", notDeclared, db.where)
+	default:
+		db.close()
+		return nil, unknownJob("no job named %q in %s: no stored schedule, no runs, no override, and no replica registers it. "+
+			"Check the name; for a job that has not run yet, give --config FILE (the serve config declaring it)", job, db.where)
+	}
 }

@@ -71,7 +71,7 @@ func (c *logsCmd) lister(a *app) (list func(limit int) ([]client.Run, error), do
 			return out.Logs, err
 		}, func() {}, nil
 	}
-	db, err := directJob(a, c.Config, c.Job)
+	db, err := directJob(a, c.Config, c.Job, true)
 	if err != nil {
 		return nil, nil, err
 	}

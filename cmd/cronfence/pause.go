@@ -59,7 +59,7 @@ func setOverride(a *app, s *serverFlags, configPath, job string, enabled *bool, 
 	if by == "" {
 		by = "cli"
 	}
-	db, err := directJob(a, configPath, job)
+	db, err := directJob(a, configPath, job, false)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cronfence/cronfence/internal/wait"
+	"github.com/cronfence/cronfence/store"
 )
 
 // schedulesConfig writes a config declaring the kind "report", the job
@@ -48,6 +50,7 @@ func TestSchedulesDirect(t *testing.T) {
 	forEachStore(t, func(t *testing.T, db []string) {
 		dir := t.TempDir()
 		runWant(t, dir, 0, append(append([]string(nil), db...), "migrate")...)
+		st := openStore(t, dir, db)
 		cfg, db := schedulesConfig(t, dir, db, "")
 		run := func(want int, rest ...string) string {
 			t.Helper()
@@ -108,11 +111,28 @@ func TestSchedulesDirect(t *testing.T) {
 		if out := sched(0, "ls"); !strings.Contains(out, "t1") || !strings.Contains(out, "0 7 * * *") {
 			t.Fatalf("ls: %q", out)
 		}
+		// A stored schedule is a job of the replicas as much as the file's:
+		// the job commands of direct mode with --config know it.
+		run(0, "logs", "t1", "--config", cfg)
+		run(0, "pause", "t1", "--config", cfg)
+		run(0, "resume", "t1", "--config", cfg)
+		run(exitFailure, "logs", "t2", "--config", cfg)
 		sched(exitConflict, "rm", "t1", "--if-version", "1")
 		if out := sched(0, "rm", "t1", "--if-version", "2"); !strings.Contains(out, "deleted") {
 			t.Fatalf("rm: %q", out)
 		}
 		sched(exitFailure, "show", "t1")
+		// A deleted schedule keeps its history, which logs lists.
+		run(exitFailure, "logs", "t1", "--config", cfg)
+		slot := time.Now().Truncate(time.Hour)
+		if _, err := st.RunInsert(context.Background(), store.Run{Job: "t1", Slot: slot, StartedAt: slot, FinishedAt: slot.Add(time.Second),
+			Owner: "replica-2", Generation: 1, Success: true}); err != nil {
+			t.Fatal(err)
+		}
+		if out := run(0, "logs", "t1", "--config", cfg); !strings.Contains(out, "replica-2") {
+			t.Errorf("logs of the deleted schedule: %q, want its run by replica-2", out)
+		}
+		run(exitFailure, "pause", "t1", "--config", cfg)
 		out = sched(0, "audit", "t1")
 		for _, want := range []string{"delete", "update", "spec 0 6 * * * → 0 7 * * *", "create", "alice"} {
 			if !strings.Contains(out, want) {
