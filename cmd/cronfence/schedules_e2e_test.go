@@ -112,7 +112,7 @@ func (r *storedReplicas) create(t *testing.T, body string) {
 	var answer []byte
 	wait.For(t, 20*time.Second, func() bool {
 		code, answer = r.call(t, "POST", "/schedules", body)
-		return code != http.StatusBadRequest || !bytes.Contains(answer, []byte(`"tick"`))
+		return code != http.StatusBadRequest || !bytes.Contains(answer, []byte(`no live replica registers it`))
 	}, func() string { return "a never learned that b or c registers the kind tick: " + string(answer) })
 	if code != http.StatusCreated {
 		t.Fatalf("POST /schedules %s: %d %s", body, code, answer)
