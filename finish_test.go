@@ -254,6 +254,20 @@ func TestRunsEndingTogetherAreRecordedInFewRoundTrips(t *testing.T) {
 		l := newLedger()
 		counted := intercept(c.open(t))
 		const n = 300
+		// A batch the store did not answer in its bound (half the finish
+		// attempt's, real time: under the race detector on a loaded machine
+		// 300 ends in one SQLite transaction have passed it) is retried
+		// end by end, as it should be; those retries are not the grouping
+		// judged below.
+		var mu sync.Mutex
+		retried := 0
+		counted.after = func(call *call) {
+			if call.method == "SlotFinishBatch" && call.err != nil {
+				mu.Lock()
+				retried += len(*call.arg.(*[]store.SlotFinishParams))
+				mu.Unlock()
+			}
+		}
 		jobs := minuteJobs(n, l.handler(c.db))
 		c.startWith(Config{Owner: "a", Store: counted, Clock: offsetClock{c.db, 0}, Retention: -1}, jobs...)
 		slot := c.db.Now().Truncate(time.Minute).Add(time.Minute)
@@ -269,8 +283,14 @@ func TestRunsEndingTogetherAreRecordedInFewRoundTrips(t *testing.T) {
 			}
 		}
 		singles, batches := counted.count("SlotFinish"), counted.batches("SlotFinishBatch")
-		if trips := singles + len(batches); trips > n/4 {
-			t.Fatalf("%d round trips (%d alone, batches of %v ends) recorded %d ends, want a few", trips, singles, batches, n)
+		mu.Lock()
+		defer mu.Unlock()
+		if retried > 0 {
+			t.Logf("batches of %d ends in all timed out and were retried end by end", retried)
+		}
+		if trips := singles - retried + len(batches); trips > n/4 {
+			t.Fatalf("%d round trips (%d alone, %d of them retries of a failed batch; batches of %v ends) recorded %d ends, want a few",
+				trips, singles, retried, batches, n)
 		}
 		c.wantNeverDown()
 	})

@@ -34,8 +34,9 @@ type cluster struct {
 	open     func(t *testing.T) store.Store
 	replicas []*Scheduler
 	// settleWithin bounds each wait for the replicas to settle; zero means
-	// 30s. A safety net, not a measurement: a test whose replicas do much
-	// work per step (thousands of runs) sets it higher.
+	// 2 minutes. A safety net against a hang, not a measurement: on a
+	// machine shared with the race detector and other packages' tests a
+	// step of hundreds of runs on SQLite has taken over 30 s.
 	settleWithin time.Duration
 }
 
@@ -75,7 +76,9 @@ var storeOpeners = []struct {
 	{"sqlite", func(t *testing.T, now func() time.Time) func(t *testing.T) store.Store {
 		path := filepath.Join(t.TempDir(), "cronfence.db")
 		return func(t *testing.T) store.Store {
-			s, err := sqlite.Open(context.Background(), path, &sqlite.Config{NowFunc: now})
+			// A replica waits for another's write lock up to BusyTimeout,
+			// in real time: a minute, as StoreTimeout (startHolding).
+			s, err := sqlite.Open(context.Background(), path, &sqlite.Config{NowFunc: now, BusyTimeout: time.Minute})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -159,6 +162,14 @@ func (c *cluster) startHolding(held int, cfg Config, jobs ...Job) *Scheduler {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = quiet
+	}
+	if cfg.StoreTimeout == 0 {
+		// Store round trips take real time, on a machine the test shares
+		// with the race detector and other packages' tests: a batch of
+		// hundreds of claims on SQLite can pass the 10 s default there,
+		// and the store would count as down in a test of something else.
+		// Tests of the timeout set their own.
+		cfg.StoreTimeout = time.Minute
 	}
 	s, err := New(cfg)
 	if err != nil {
@@ -274,7 +285,7 @@ func (c *cluster) settleHeld(busy, timers int) {
 	}
 	within := c.settleWithin
 	if within == 0 {
-		within = 30 * time.Second
+		within = 2 * time.Minute
 	}
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
