@@ -109,8 +109,11 @@ func (ss *Schedules) check(ctx context.Context, name string, set ScheduleSetting
 	if err != nil {
 		return err
 	}
-	if ret := ss.s.e.cfg.Retention; ret > 0 && r.Deadline >= ret {
-		return errInvalid(fmt.Sprintf("schedule %q: deadline %s must be shorter than the retention %s", name, r.Deadline, ret))
+	if r.Deadline != 0 {
+		// A deadline is only read by the absence checks, which watch the
+		// jobs in the replica registry, where stored schedules are not:
+		// accepted, it would promise an alert that never comes.
+		return errInvalid(fmt.Sprintf("schedule %q: deadline %s: the absence checks do not watch stored schedules yet, so it would raise nothing; leave it out", name, r.Deadline))
 	}
 	if cur := ss.s.jobs.get(name); cur != nil && cur.stored == nil {
 		return errInvalid(fmt.Sprintf("schedule name %q is a declared job's (Register or the config file); choose another", name))

@@ -316,7 +316,7 @@ func TestBadSchedulesAreRefusedNamingTheFieldAndWriteNothing(t *testing.T) {
 			}), "args"},
 			{"overlap", "s", with(func(s *ScheduleSettings) { s.Overlap = "twice" }), "overlap"},
 			{"negative timeout", "s", with(func(s *ScheduleSettings) { s.Timeout = -time.Second }), "negative"},
-			{"deadline past retention", "s", with(func(s *ScheduleSettings) { s.Deadline = 2 * time.Hour }), "deadline"},
+			{"deadline (not watched)", "s", with(func(s *ScheduleSettings) { s.Deadline = time.Minute }), "deadline"},
 			{"empty name", "", everyMinute(`{}`), "name"},
 			{"long name", strings.Repeat("n", MaxJobNameLength+1), everyMinute(`{}`), "at most"},
 			{"declared name", "declared", everyMinute(`{}`), "declared"},

@@ -27,6 +27,8 @@ type ScheduleSettings struct {
 	// Timeout bounds one run.
 	Timeout string `json:"timeout"`
 	// Deadline is how long after its slot a run should have completed.
+	// Refused for now (400): the absence checks do not watch stored
+	// schedules, so it would raise nothing.
 	Deadline string `json:"deadline"`
 	// MaxAttempts is how many attempts a slot gets.
 	MaxAttempts int `json:"maxAttempts"`

@@ -44,7 +44,7 @@ type settingsFlags struct {
 	CatchUp  *time.Duration `name:"catch-up" placeholder:"DURATION" help:"Catch-up window for a missed slot (default off)."`
 	Attempts *int           `name:"attempts" placeholder:"N" help:"Attempts per slot (default 3)."`
 	Backoff  *time.Duration `name:"backoff" placeholder:"DURATION" help:"Wait before the first retry (default 10s)."`
-	Deadline *time.Duration `name:"deadline" placeholder:"DURATION" help:"Completed within this long after its slot, else deadline_missed (default none)."`
+	Deadline *time.Duration `name:"deadline" placeholder:"DURATION" help:"Refused for now: the absence checks do not watch stored schedules, so a deadline would raise nothing (docs/schedules.md)."`
 	Disabled *bool          `name:"disabled" negatable:"" help:"Keep it stored but not run (--no-disabled: run it)."`
 }
 

@@ -74,6 +74,7 @@ func TestSchedulesDirect(t *testing.T) {
 			{[]string{"t1", "--spec", "@daily", "--kind", "report", "--attempts", "0"}, "--attempts"},
 			{[]string{"t1", "--spec", "@daily", "--kind", "report", "--overlap", "sometimes"}, "overlap"},
 			{[]string{"t1", "--spec", "@daily", "--kind", "report", "--timeout", "soon"}, "--timeout"},
+			{[]string{"t1", "--spec", "@daily", "--kind", "report", "--deadline", "5m"}, "deadline"},
 			{[]string{"nightly", "--spec", "@daily", "--kind", "report"}, "nightly"},
 			{[]string{"", "--spec", "@daily", "--kind", "report"}, "name"},
 		} {
