@@ -19,15 +19,11 @@ import (
 // slot still runs once.
 func TestALargeBatchIsClaimedInBoundedStatements(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cluster) {
-		c.settleWithin = 2 * time.Minute
 		l := newLedger()
 		st := intercept(c.open(t))
 		n := maxClaimBatch + 10
 		jobs := minuteJobs(n, l.handler(c.db))
-		// StoreTimeout: a 1,000-item claim on SQLite under -race on a
-		// loaded host takes seconds; this test is about the statements'
-		// size, not the bound on their time.
-		c.startWith(Config{Owner: "a", Store: st, Clock: offsetClock{c.db, 0}, Retention: -1, StoreTimeout: time.Minute}, jobs...)
+		c.startWith(Config{Owner: "a", Store: st, Clock: offsetClock{c.db, 0}, Retention: -1}, jobs...)
 		slot := c.db.Now().Truncate(time.Minute).Add(time.Minute)
 		st.reset() // catch-up and the like at start
 		c.advance(time.Minute, time.Minute)
@@ -78,7 +74,6 @@ func TestBufferedSlotsHandedOverTogetherAreClaimedTogether(t *testing.T) {
 		st := intercept(c.open(t))
 		c.startWith(Config{Owner: "a", Store: st, Clock: offsetClock{c.db, 0}, Retention: -1}, jobs...)
 		// The n held runs share the replica's one renewal timer.
-		c.settleWithin = time.Minute
 		holding := func() { c.settleHeld(n, 1) }
 		first := c.db.Now().Truncate(time.Minute).Add(time.Minute)
 		c.db.Advance(time.Minute) // every job's slot starts, and waits at the gate
@@ -121,7 +116,6 @@ func TestALargeBatchClaimsItsJobsInTheSameOrderAtEverySlot(t *testing.T) {
 		if c.kind != "postgres" {
 			t.Skip("the claims' order is the scheduler's, not the store's: shown on PostgreSQL")
 		}
-		c.settleWithin = 2 * time.Minute
 		l := newLedger()
 		// By slot, the jobs of each claim statement in the order sent.
 		var mu sync.Mutex
@@ -143,7 +137,7 @@ func TestALargeBatchClaimsItsJobsInTheSameOrderAtEverySlot(t *testing.T) {
 		}
 		n := maxClaimBatch + 200
 		jobs := minuteJobs(n, l.handler(c.db))
-		c.startWith(Config{Owner: "a", Store: co, Clock: offsetClock{c.db, 0}, Retention: -1, StoreTimeout: time.Minute}, jobs...)
+		c.startWith(Config{Owner: "a", Store: co, Clock: offsetClock{c.db, 0}, Retention: -1}, jobs...)
 		first := c.db.Now().Truncate(time.Minute).Add(time.Minute)
 		c.advance(2*time.Minute, time.Minute)
 		mu.Lock()
