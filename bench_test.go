@@ -141,10 +141,9 @@ func benchRoundTrips(b *testing.B, k int, stored bool) {
 			if err := st.Migrate(b.Context()); err != nil {
 				b.Fatal(err)
 			}
+		}
+		if migrate && stored {
 			for _, j := range jobs {
-				if !stored {
-					break
-				}
 				if _, err := st.ScheduleCreate(b.Context(), store.ScheduleCreateParams{Name: j.Name, By: "bench",
 					Settings: store.ScheduleSettings{Spec: j.Schedule, Kind: "gate", LeaseTTL: j.LeaseTTL}}); err != nil {
 					b.Fatal(err)
@@ -166,17 +165,15 @@ func benchRoundTrips(b *testing.B, k int, stored bool) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		for _, j := range jobs {
-			if stored {
-				break
-			}
-			if err := s.Register(j); err != nil {
-				b.Fatal(err)
-			}
-		}
 		if stored {
 			if err := s.RegisterKind("gate", gate.handler); err != nil {
 				b.Fatal(err)
+			}
+		} else {
+			for _, j := range jobs {
+				if err := s.Register(j); err != nil {
+					b.Fatal(err)
+				}
 			}
 		}
 		if err := s.Start(b.Context()); err != nil {
@@ -1636,13 +1633,7 @@ func collect[T any](b *testing.B, admin *pgxpool.Pool, query string, args ...any
 //
 //	go test -run '^$' -bench 'BenchmarkStoredSchedules$' -benchtime 1x .
 func BenchmarkStoredSchedules(b *testing.B) {
-	n := 100_000
-	if v := os.Getenv("CRONFENCE_BENCH_SCHEDULES"); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil || n < 1 {
-			b.Fatalf("CRONFENCE_BENCH_SCHEDULES=%q: want a positive number", v)
-		}
-	}
+	n := benchScheduleCount(b, 1)
 	base, schema := benchSchema(b)
 	ctx := b.Context()
 	seed, err := postgres.New(base, &postgres.Config{Schema: schema})
@@ -1757,13 +1748,7 @@ func BenchmarkStoredSchedules(b *testing.B) {
 //
 //	go test -run '^$' -bench BenchmarkStoredSchedulesRunning -benchtime 1x .
 func BenchmarkStoredSchedulesRunning(b *testing.B) {
-	n := 100_000
-	if v := os.Getenv("CRONFENCE_BENCH_SCHEDULES"); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil || n < 3 {
-			b.Fatalf("CRONFENCE_BENCH_SCHEDULES=%q: want a number, at least 3", v)
-		}
-	}
+	n := benchScheduleCount(b, 3)
 	window := 2 * time.Minute
 	if v := os.Getenv("CRONFENCE_BENCH_WINDOW"); v != "" {
 		var err error
@@ -1855,6 +1840,21 @@ func BenchmarkStoredSchedulesRunning(b *testing.B) {
 		late = late[:0]
 		mu.Unlock()
 	}
+}
+
+// benchScheduleCount is $CRONFENCE_BENCH_SCHEDULES, refused below least
+// (100,000 when unset).
+func benchScheduleCount(b *testing.B, least int) int {
+	b.Helper()
+	v := os.Getenv("CRONFENCE_BENCH_SCHEDULES")
+	if v == "" {
+		return 100_000
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < least {
+		b.Fatalf("CRONFENCE_BENCH_SCHEDULES=%q: want a number, at least %d", v, least)
+	}
+	return n
 }
 
 // createStored writes n schedules, named stored-NNNNNN, in one statement
