@@ -133,24 +133,32 @@ func directJob(a *app, configPath, job string, runsKnown bool) (*database, error
 	if err != nil {
 		return nil, err
 	}
+	if err := storeMakesKnown(a.ctx, db, job, notDeclared, runsKnown); err != nil {
+		db.close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// storeMakesKnown returns nil when the store makes job known to directJob,
+// else the unknown-job error (or the store's). notDeclared is the
+// --config file's refusal of job, nil without a file.
+func storeMakesKnown(ctx context.Context, db *database, job string, notDeclared error, runsKnown bool) error {
 	var known bool
-	if f == nil {
-		known, err = storeKnows(a.ctx, db, job)
-	} else if known, err = isStored(a.ctx, db, job); err == nil && !known && runsKnown {
-		known, err = hasRuns(a.ctx, db, job)
+	var err error
+	if notDeclared == nil {
+		known, err = storeKnows(ctx, db, job)
+	} else if known, err = isStored(ctx, db, job); err == nil && !known && runsKnown {
+		known, err = hasRuns(ctx, db, job)
 	}
 	switch {
 	case err != nil:
-		db.close()
-		return nil, err
+		return err
 	case known:
-		return db, nil
+		return nil
 	case notDeclared != nil:
-		db.close()
-		return nil, unknownJob("%v; nor is it a stored schedule in %s", notDeclared, db.where)
-	default:
-		db.close()
-		return nil, unknownJob("no job named %q in %s: no stored schedule, no runs, no override, and no replica registers it. "+
-			"Check the name; for a job that has not run yet, give --config FILE (the serve config declaring it)", job, db.where)
+		return unknownJob("%v; nor is it a stored schedule in %s", notDeclared, db.where)
 	}
+	return unknownJob("no job named %q in %s: no stored schedule, no runs, no override, and no replica registers it. "+
+		"Check the name; for a job that has not run yet, give --config FILE (the serve config declaring it)", job, db.where)
 }
