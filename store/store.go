@@ -344,6 +344,11 @@ const (
 	// OverlapBuffer records the slot as buffered, to run when the current
 	// run ends; while one slot is buffered, further ones are skipped.
 	OverlapBuffer OverlapPolicy = "buffer-one"
+	// OverlapWait records nothing: the claim is refused ClaimHeld, the slot
+	// left without a row, for the caller to claim again once the holder is
+	// done. Catch-up of every missed slot (policy all) claims this way, so
+	// that its slots run one after another, none recorded as an overlap.
+	OverlapWait OverlapPolicy = "wait"
 )
 
 // Slot is one row of the slots table: the claim of one scheduled occurrence.

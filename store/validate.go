@@ -160,9 +160,9 @@ func (p SlotClaimParams) Validate() error {
 		return invalid("RetryOf must be zero, or the attempt a claim with RetryFailed retries, got %d (RetryFailed %v)", p.RetryOf, p.RetryFailed)
 	}
 	switch p.Overlap {
-	case "", OverlapSkip, OverlapBuffer:
+	case "", OverlapSkip, OverlapBuffer, OverlapWait:
 	default:
-		return invalid("overlap policy must be %q or %q, got %q", OverlapSkip, OverlapBuffer, p.Overlap)
+		return invalid("overlap policy must be %q, %q or %q, got %q", OverlapSkip, OverlapBuffer, OverlapWait, p.Overlap)
 	}
 	return nil
 }

@@ -491,11 +491,12 @@ func (s *Store) insertSlot(ctx context.Context, tx *sql.Tx, sl store.Slot) error
 // once, since the transaction holds the lease row: buffered when it may be
 // (sqlstore.MayBuffer) and the job has no buffered slot yet, otherwise
 // skipped, with a skip run row naming the holder. A slot that has a row is
-// left as it is.
+// left as it is, and so is one whose claim waits for the holder
+// (store.OverlapWait).
 func (s *Store) recordOverlap(ctx context.Context, tx *sql.Tx, c claim, holder store.Lease) (store.SlotClaimResult, error) {
 	p := c.p
 	res := store.SlotClaimResult{Refusal: store.ClaimHeld, Slot: c.existing, Lease: holder}
-	if c.found {
+	if c.found || p.Overlap == store.OverlapWait {
 		return res, nil
 	}
 	status := store.SlotSkipped

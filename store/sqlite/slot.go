@@ -249,11 +249,12 @@ func settlePaused(ctx context.Context, tx *sql.Tx, p store.SlotClaimParams, slot
 // (sqlstore.MayBuffer) and the job has no buffered slot yet, otherwise
 // skipped, with a skip run row naming the holder. Both are owned by p.Owner
 // at generation 0, attempts 0.
-// A slot that has a row (failed, buffered, interrupted) is left as it is.
+// A slot that has a row (failed, buffered, interrupted) is left as it is,
+// and so is one whose claim waits for the holder (store.OverlapWait).
 func recordOverlap(ctx context.Context, tx *sql.Tx, p store.SlotClaimParams, slot, now time.Time,
 	existing store.Slot, found bool, holder store.Lease) (store.SlotClaimResult, error) {
 	res := store.SlotClaimResult{Refusal: store.ClaimHeld, Slot: existing, Lease: holder}
-	if found {
+	if found || p.Overlap == store.OverlapWait {
 		return res, nil
 	}
 	status := store.SlotSkipped

@@ -247,6 +247,29 @@ var slotTests = []namedTest{
 			t.Fatalf("after the buffered run, finish still reports %s buffered", res.Buffered)
 		}
 	}},
+	{name: "OverlapWaitRecordsNothing", fn: func(t *testing.T, b Bundle) {
+		now := dbNow(t, b.Store)
+		wait := func(p store.SlotClaimParams) store.SlotClaimParams { p.Overlap = store.OverlapWait; return p }
+		a := mustClaim(t, b.Store, claimParams(now.Add(-3*time.Minute), "a", now))
+		// A slot due before the holder took the lease (which buffer-one or a
+		// late claim would buffer) and one due after it (an overlap, which
+		// skip would record): neither gets a row, and either is claimed
+		// once the holder is done.
+		for _, slot := range []time.Time{now.Add(-4 * time.Minute), now.Add(-2 * time.Minute)} {
+			r := wantRefusal(t, b.Open(t), wait(claimParams(slot, "b", now.Add(time.Second))), store.ClaimHeld)
+			if r.Recorded != "" || r.SkipRun.ID != 0 || r.Lease.Owner != "a" {
+				t.Fatalf("slot %s: recorded %q (skip row %d), holder %q; want nothing recorded, holder a", slot, r.Recorded, r.SkipRun.ID, r.Lease.Owner)
+			}
+			if got, err := b.Store.SlotGet(ctx(t), "report", slot); !errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("slot %s has a row %+v (err %v); want none", slot, got, err)
+			}
+		}
+		mustFinish(t, b.Store, finishParams(a, store.SlotCompleted, now.Add(2*time.Second)))
+		c := mustClaim(t, b.Open(t), wait(claimParams(now.Add(-2*time.Minute), "b", now.Add(3*time.Second))))
+		if c.Slot.Attempts != 1 || c.Slot.Owner != "b" {
+			t.Fatalf("the waiting slot ran as %+v, want attempt 1 by b", c.Slot)
+		}
+	}},
 	{name: "ManualRunHoldsLeaseAndFinishes", fn: func(t *testing.T, b Bundle) {
 		now := dbNow(t, b.Store)
 		manual := mustAcquire(t, b.Store, store.LeaseAcquireParams{Name: "job:report", Owner: "operator-replica", TTL: ttl, Now: now})

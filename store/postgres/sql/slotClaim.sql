@@ -46,6 +46,8 @@
 --     usually) started after it. That includes a holder that took the
 --     lease concurrently, after the snapshot, which is later still. The
 --     slot runs when the holder's run ends (see SlotFinish's buffered).
+--     A claim whose policy is wait records nothing: its caller claims the
+--     slot again once the holder is done.
 --   - settle records a due slot of a paused job that has no row yet as
 --     skipped, and settled writes its skip run row, reason paused, as skip
 --     does an overlap's: the slot's history says why nothing ran (the
@@ -250,6 +252,8 @@ mark AS (
        AND (SELECT count(*) FROM lease) >= 0
        -- A busy lease's slot is retried, not recorded as an overlap.
        AND i.lease_name NOT IN (SELECT name FROM busy)
+       -- Nor is a slot whose claim waits for the holder (store.OverlapWait).
+       AND i.overlap <> 'wait'
     ON CONFLICT (job, slot) DO NOTHING
     RETURNING s.job, s.slot, s.status
 ),

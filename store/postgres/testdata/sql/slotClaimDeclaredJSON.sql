@@ -170,6 +170,8 @@ mark AS (
        AND (SELECT count(*) FROM lease) >= 0
        -- A busy lease's slot is retried, not recorded as an overlap.
        AND i.lease_name NOT IN (SELECT name FROM busy)
+       -- Nor is a slot whose claim waits for the holder (store.OverlapWait).
+       AND i.overlap <> 'wait'
     ON CONFLICT (job, slot) DO NOTHING
     RETURNING s.job, s.slot, s.status
 ),
