@@ -3,6 +3,7 @@ package cronfence
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/cronfence/cronfence/store"
@@ -35,11 +36,18 @@ func (c *claimer) storeDown(err error, batch []*entry) {
 		switch {
 		case e.origin == OriginScheduled && e.job.RunWhenStoreDown:
 			failOpen = append(failOpen, e)
-		case e.origin.onTimer() && e.slot.After(o.missed[e.job.Name]):
-			if o.missed == nil {
-				o.missed = map[string]time.Time{}
+		case e.origin.onTimer():
+			slot := e.slot
+			if e.origin == OriginCatchUp && e.job.CatchUp == CatchUpAll {
+				// Its queue's slots are looked at again after the outage.
+				slot = latest(slot, c.catchUps.drop(e.job.Name))
 			}
-			o.missed[e.job.Name] = e.slot
+			if slot.After(o.missed[e.job.Name]) {
+				if o.missed == nil {
+					o.missed = map[string]time.Time{}
+				}
+				o.missed[e.job.Name] = slot
+			}
 		}
 	}
 	c.mu.Unlock()
@@ -102,16 +110,26 @@ func (c *claimer) catchUpMissed(ctx context.Context, now time.Time) {
 // this costs one query when there is nothing to do. At start-up a slot
 // from before the job was first registered on any replica is not a missed
 // slot: the job did not exist then (a job added at 12:29:34 does not run
-// its 12:29:00 slot, as a Kubernetes CronJob does not).
+// its 12:29:00 slot, as a Kubernetes CronJob does not). A job of policy
+// CatchUpAll has its candidate and the slots before it inside the window
+// queued (catchUpQueues); the oldest is claimed here, and each of the
+// others once the one before it is settled.
 func (c *claimer) catchUp(ctx context.Context, now time.Time, candidates map[string]time.Time, startup bool) {
 	var batch []*entry
 	for name, slot := range candidates {
 		r := c.jobs.get(name)
-		if r == nil || r.CatchUpWindow <= 0 || slot.IsZero() || now.Sub(slot) > r.CatchUpWindow {
+		if r == nil || r.CatchUp == CatchUpNone || slot.IsZero() || now.Sub(slot) > r.CatchUpWindow {
 			continue
 		}
-		if first := c.jobs.firstSeenOf(name); startup && (first.IsZero() || slot.Before(first)) {
+		first := c.jobs.firstSeenOf(name)
+		if startup && (first.IsZero() || slot.Before(first)) {
 			continue // unknown (its registration failed, and was logged) or before the job existed
+		}
+		if r.CatchUp == CatchUpAll {
+			if e := c.catchUps.add(r, c.missedSlots(r, slot.UTC(), now, first)); e != nil {
+				batch = append(batch, e)
+			}
+			continue
 		}
 		batch = append(batch, &entry{job: r, slot: slot.UTC(), origin: OriginCatchUp})
 	}
@@ -139,4 +157,49 @@ func recordRegistrations(ctx context.Context, e *env, jobs *jobSet, names []stri
 	}
 	e.Failures.Over(failed)
 	jobs.recorded(regs)
+}
+
+// missedSlots are the slots that catch-up of policy all looks at for r,
+// oldest first: last and those before it, inside r's window from now and
+// not before first (when known), at most r.MaxCatchUp of them, the most
+// recent. Those further back are left, and said so.
+func (c *claimer) missedSlots(r *registered, last, now, first time.Time) []time.Time {
+	inside := func(s time.Time) bool {
+		return !s.IsZero() && now.Sub(s) <= r.CatchUpWindow && (first.IsZero() || !s.Before(first))
+	}
+	var slots []time.Time
+	for s := last; inside(s); s = r.sched.Prev(s.Add(-time.Nanosecond)).UTC() {
+		if len(slots) == r.MaxCatchUp {
+			c.e.Log.Warn("cronfence: catch-up looks at the job's most recent MaxCatchUp slots; older ones inside its window are not run",
+				"job", r.Name, "max_catch_up", r.MaxCatchUp, "oldest_looked_at", slots[len(slots)-1])
+			break
+		}
+		slots = append(slots, s)
+	}
+	slices.Reverse(slots)
+	return slots
+}
+
+// catchUpAnswered handles the store's answer to the claim of e's slot, a
+// catch-up of policy all, and returns the entry of the job's next queued
+// slot to claim now, if any. A slot claimed here goes on once its run ends
+// (caughtUp); one whose job's lease another run holds, without a row,
+// waits for it; any other refusal settles it.
+func (c *claimer) catchUpAnswered(e *entry, r store.SlotClaimResult, waiting bool) *entry {
+	switch {
+	case r.Claimed, waiting:
+		return nil
+	case r.Refusal == store.ClaimHeld && r.Recorded == "" && r.Slot.Status == "":
+		c.refire(e, catchUpWaitEvery)
+		return nil
+	}
+	return c.catchUps.settled(e.job, e.slot)
+}
+
+// caughtUp goes on with the job's catch-up of policy all once this
+// replica's run of its slot has ended.
+func (c *claimer) caughtUp(job *registered, slot time.Time) {
+	if next := c.catchUps.settled(job, slot); next != nil && !c.stopped() {
+		c.claim(context.Background(), []*entry{next})
+	}
 }

@@ -54,6 +54,7 @@ type claimer struct {
 	mu          sync.Mutex
 	outage      outage
 	buffered    bufferedQueue
+	catchUps    catchUpQueues
 	pauseUnread atomic.Bool // the last claim could not read the pause overrides
 }
 
@@ -92,7 +93,8 @@ func (c *claimer) fire(ctx context.Context, due []*entry, firstPassed map[*entry
 // which storeDown handles.
 //
 // One claim per lease goes in a statement: two slots of one job go in
-// consecutive rounds, the earlier first. A slot's jobs go in name order on
+// consecutive rounds, the earlier first. An answer that settles a slot of
+// a catch-up of policy all adds the job's next slot to the next round. A slot's jobs go in name order on
 // every replica and at every slot, so a job claimed in a large batch's
 // last statement at one slot is claimed in the last at its next too, and
 // its run has its period to end before that claim judges whether it still
@@ -118,7 +120,7 @@ func (c *claimer) claim(ctx context.Context, batch []*entry) ([]*entry, []store.
 				later = append(later, e)
 			}
 		}
-		claimed, results, unsent, err := c.claimRound(ctx, round)
+		claimed, results, next, unsent, err := c.claimRound(ctx, round)
 		claimedAll, resultsAll = append(claimedAll, claimed...), append(resultsAll, results...)
 		if err != nil {
 			if ctx.Err() == nil { // else stopping: the slots are left to the others, or to catch-up
@@ -126,15 +128,16 @@ func (c *claimer) claim(ctx context.Context, batch []*entry) ([]*entry, []store.
 			}
 			break
 		}
-		batch = later
+		batch = append(later, next...)
 	}
 	return claimedAll, resultsAll
 }
 
 // claimRound claims a round of entries, no lease twice, in statements of
-// at most maxClaimBatch items. When the store cannot be reached it returns
-// the error and the entries not claimed.
-func (c *claimer) claimRound(ctx context.Context, round []*entry) (claimed []*entry, results []store.SlotClaimResult, unsent []*entry, err error) {
+// at most maxClaimBatch items, and returns the entries the answers made
+// due next. When the store cannot be reached it returns the error and the
+// entries not claimed.
+func (c *claimer) claimRound(ctx context.Context, round []*entry) (claimed []*entry, results []store.SlotClaimResult, next, unsent []*entry, err error) {
 	items := make([]store.SlotClaimParams, len(round))
 	for i, e := range round {
 		items[i] = e.job.claimParams(e.slot, c.e.cfg.Owner, c.e.LiveKey.Load(), e.origin, int(e.attempt))
@@ -142,19 +145,20 @@ func (c *claimer) claimRound(ctx context.Context, round []*entry) (claimed []*en
 	}
 	for sent := 0; sent < len(round); {
 		n := min(len(round)-sent, maxClaimBatch)
-		r, err := c.claimChunk(ctx, round[sent:sent+n], items[sent:sent+n])
+		r, more, err := c.claimChunk(ctx, round[sent:sent+n], items[sent:sent+n])
 		if err != nil {
-			return claimed, results, slices.Clone(round[sent:]), err
+			return claimed, results, next, slices.Clone(round[sent:]), err
 		}
-		claimed, results = append(claimed, round[sent:sent+n]...), append(results, r...)
+		claimed, results, next = append(claimed, round[sent:sent+n]...), append(results, r...), append(next, more...)
 		sent += n
 	}
-	return claimed, results, nil, nil
+	return claimed, results, next, nil, nil
 }
 
 // claimChunk is one claim round trip for sent's items, each answer
-// handled, or the error that kept the store from answering.
-func (c *claimer) claimChunk(ctx context.Context, sent []*entry, items []store.SlotClaimParams) ([]store.SlotClaimResult, error) {
+// handled, with the entries the answers made due next, or the error that
+// kept the store from answering.
+func (c *claimer) claimChunk(ctx context.Context, sent []*entry, items []store.SlotClaimParams) ([]store.SlotClaimResult, []*entry, error) {
 	at := c.e.cfg.Clock.Now()
 	results, err := c.claimBatch(ctx, items)
 	answered := time.Now() // a winner's Wait counts from here, on the monotonic clock
@@ -170,13 +174,16 @@ func (c *claimer) claimChunk(ctx context.Context, sent []*entry, items []store.S
 		answered = time.Now()
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	c.storeUp()
+	var next []*entry
 	for i, r := range results {
-		c.handle(ctx, sent[i], r, at, answered)
+		if e := c.handle(ctx, sent[i], r, at, answered); e != nil {
+			next = append(next, e)
+		}
 	}
-	return results, nil
+	return results, next, nil
 }
 
 // claimBatch is one claim round trip bounded by StoreTimeout: a claim the
@@ -193,13 +200,15 @@ func (c *claimer) claimBatch(ctx context.Context, items []store.SlotClaimParams)
 // sent (the replica's clock) and answered at answered (real time): a
 // winner starts, once its slot is due if the store committed the claim
 // ahead of it (store.SlotClaimResult.Wait); a refusal is fired again,
-// given up, recorded or logged.
-func (c *claimer) handle(ctx context.Context, e *entry, r store.SlotClaimResult, sent, answered time.Time) {
+// given up, recorded or logged. It returns the entry to claim next, for a
+// catch-up of policy all whose slot the answer settled.
+func (c *claimer) handle(ctx context.Context, e *entry, r store.SlotClaimResult, sent, answered time.Time) *entry {
 	c.observe(e, r)
 	c.alerts.ResolveDeposed(ctx, e.job.Name, r)
 	if e.origin == OriginRetry && !r.Claimed {
 		c.retries.giveUp(e, r)
 	}
+	waiting := false
 	log := c.e.Log
 	switch {
 	case r.Claimed:
@@ -209,7 +218,7 @@ func (c *claimer) handle(ctx context.Context, e *entry, r store.SlotClaimResult,
 		}
 		c.start(spec)
 	case r.Refusal == store.ClaimLeaseBusy && e.origin.onTimer():
-		c.waitForDeposed(ctx, e, r.Lease)
+		waiting = c.waitForDeposed(ctx, e, r.Lease)
 	case r.Refusal == store.ClaimNotDue && e.origin.onTimer():
 		// Early by the database clock, by more than the store waits for:
 		// the offset moved since it was measured. Again shortly.
@@ -232,6 +241,10 @@ func (c *claimer) handle(ctx context.Context, e *entry, r store.SlotClaimResult,
 		// next run, catch-up) tries again.
 		log.Debug("cronfence: slot not claimed", "job", e.job.Name, "slot", e.slot, "origin", e.origin, "reason", r.Refusal)
 	}
+	if e.origin == OriginCatchUp && e.job.CatchUp == CatchUpAll {
+		return c.catchUpAnswered(e, r, waiting)
+	}
+	return nil
 }
 
 // observe reports the answer to the Observer and, when this replica
@@ -271,8 +284,8 @@ func (c *claimer) notePauseState(unread bool) {
 // inside its window): a deposed writer, frozen or cut off inside its
 // fenced transaction, still holds the lease, and the takeover waits until
 // that transaction ends. Once a later slot is due, the slot is given up
-// and recorded skipped.
-func (c *claimer) waitForDeposed(ctx context.Context, e *entry, writer store.Lease) {
+// and recorded skipped. It reports whether the slot waits.
+func (c *claimer) waitForDeposed(ctx context.Context, e *entry, writer store.Lease) bool {
 	now := c.e.Now()
 	after := e.job.sched.Prev(now)
 	passed := after.After(e.slot)
@@ -284,7 +297,7 @@ func (c *claimer) waitForDeposed(ctx context.Context, e *entry, writer store.Lea
 		c.e.Log.Warn("cronfence: slot given up: a deposed writer's transaction held its lease until a later slot was due (for a catch-up, until its window closed)",
 			"job", e.job.Name, "slot", e.slot, "writer", writer.Owner, "generation", writer.Generation)
 		c.skips.record(ctx, []store.SlotSkipParams{givenUp(c.e.cfg.Owner, e, writer, after)})
-		return
+		return false
 	}
 	if !e.deposed {
 		c.e.Log.Warn("cronfence: slot waits: a deposed writer (its lease expired) is still inside a transaction fenced under it; the takeover waits for it to end",
@@ -292,6 +305,7 @@ func (c *claimer) waitForDeposed(ctx context.Context, e *entry, writer store.Lea
 		c.alerts.RaiseDeposed(ctx, e.job.Name, e.slot, writer)
 	}
 	c.refire(&entry{job: e.job, slot: e.slot, origin: e.origin, attempt: e.attempt, deposed: true}, deposedWaitEvery)
+	return true
 }
 
 // bufferedQueue is the buffered slots handed over and not yet claimed.

@@ -39,8 +39,10 @@
 //     never run again, even when its process stops before the scheduler
 //     records the run's end.
 //   - G5: a slot missed during a restart or a store outage runs once, when
-//     the job has a CatchUpWindow: only the most recent one, never one from
-//     before the job was first registered; history is not replayed.
+//     the job has a CatchUpWindow, and never one from before the job was
+//     first registered: the most recent one (CatchUpLatest, the default),
+//     or every slot of the window that nobody claimed, oldest first, one
+//     after another (CatchUpAll, bounded by MaxCatchUp).
 //   - G6: pause and resume (SetEnabled) reach every replica at its next
 //     fire and survive restarts; a slot that comes due while its job is
 //     paused is settled as skipped and never runs, even after the resume;

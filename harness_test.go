@@ -305,10 +305,13 @@ func (c *cluster) settleHeld(busy, timers int) {
 type ledger struct {
 	mu    sync.Mutex
 	runs  map[string]map[time.Time][]string // job → slot → replicas that ran it
+	order map[string][]time.Time            // job → its slots in the order their runs started
 	early []string
 }
 
-func newLedger() *ledger { return &ledger{runs: map[string]map[time.Time][]string{}} }
+func newLedger() *ledger {
+	return &ledger{runs: map[string]map[time.Time][]string{}, order: map[string][]time.Time{}}
+}
 
 // handler records each run; db is the database clock, to catch early runs.
 func (l *ledger) handler(db clock.Clock) Handler {
@@ -319,6 +322,7 @@ func (l *ledger) handler(db clock.Clock) Handler {
 			l.runs[run.Job] = map[time.Time][]string{}
 		}
 		l.runs[run.Job][run.Slot] = append(l.runs[run.Job][run.Slot], run.Owner)
+		l.order[run.Job] = append(l.order[run.Job], run.Slot)
 		if !run.Slot.IsZero() && db.Now().Before(run.Slot) {
 			l.early = append(l.early, run.Job+" "+run.Slot.String())
 		}
@@ -361,6 +365,13 @@ func (l *ledger) wantNoneTwiceOrEarly(t *testing.T) {
 			}
 		}
 	}
+}
+
+// started returns job's slots in the order their runs started.
+func (l *ledger) started(job string) []time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.order[job])
 }
 
 // ran reports how many times job ran slot.

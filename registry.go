@@ -22,6 +22,9 @@ func replicaJob(j Job) store.ReplicaJob {
 		CatchUpWindow: j.CatchUpWindow, Overlap: string(j.Overlap), Deadline: j.Deadline,
 		MaxAttempts: j.MaxAttempts, RetryBackoff: j.RetryBackoff, Disabled: j.Disabled,
 	}
+	if j.CatchUp == CatchUpAll {
+		rj.CatchUp, rj.MaxCatchUp = string(j.CatchUp), j.MaxCatchUp
+	}
 	rj.Hash = settingsHash(rj)
 	return rj
 }

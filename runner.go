@@ -56,6 +56,9 @@ type runner struct {
 	// buffered starts the slot that waited for a run that just ended
 	// (claimer.runBuffered); nil: none.
 	buffered func(job *registered, slot time.Time)
+	// caughtUp goes on with a catch-up of policy all once the run of its
+	// slot ended (claimer.caughtUp); nil: none.
+	caughtUp func(job *registered, slot time.Time)
 
 	ctx    context.Context // parent of every run's context; cancelled after the shutdown grace
 	cancel context.CancelFunc
@@ -168,6 +171,9 @@ func (r *runner) execute(spec runSpec) runEnd {
 		// A slot that waited for this run: buffer-one's overlap, or a slot
 		// whose claim came after this run took the lease.
 		r.buffered(job, end.buffered)
+	}
+	if spec.origin == OriginCatchUp && job.CatchUp == CatchUpAll && r.caughtUp != nil {
+		r.caughtUp(job, spec.slot)
 	}
 	return end
 }

@@ -88,6 +88,7 @@ func New(cfg Config) (*Scheduler, error) {
 		skips:  &skipRecorder{e: e, beside: s.runner.beside},
 		refire: s.timers.refire, start: s.runner.start, endsFirst: batch.Drain, stopped: s.stopping}
 	s.runner.buffered = s.claimer.runBuffered
+	s.runner.caughtUp = s.claimer.caughtUp
 	e.clock.Reached = s.claimer.storeUp
 
 	s.resumer = &resumer{e: e, jobs: s.jobs, retries: retries, peers: peers,
@@ -143,6 +144,9 @@ func (s *Scheduler) Register(job Job) error {
 		// a missing row that old is not judged: the deadline would never be.
 		return errInvalid(fmt.Sprintf("job %q: Deadline %s must be shorter than Config.Retention %s, or pruning may delete its slot before the deadline check reads it",
 			r.Name, r.Deadline, ret))
+	}
+	if err := r.catchUpKept(s.e.cfg.Retention); err != nil {
+		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

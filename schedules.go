@@ -115,6 +115,9 @@ func (ss *Schedules) check(ctx context.Context, name string, set ScheduleSetting
 		// accepted, it would promise an alert that never comes.
 		return errInvalid(fmt.Sprintf("schedule %q: deadline %s: the absence checks do not watch stored schedules yet, so it would raise nothing; leave it out", name, r.Deadline))
 	}
+	if err := r.catchUpKept(ss.s.e.cfg.Retention); err != nil {
+		return err
+	}
 	if cur := ss.s.jobs.get(name); cur != nil && cur.stored == nil {
 		return errInvalid(fmt.Sprintf("schedule name %q is a declared job's (Register or the config file); choose another", name))
 	}

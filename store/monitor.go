@@ -185,6 +185,12 @@ type ReplicaJob struct {
 	MaxAttempts   int           `json:"maxAttempts"`
 	RetryBackoff  time.Duration `json:"retryBackoff,omitempty"`
 	Disabled      bool          `json:"disabled,omitempty"`
+	// CatchUp is the catch-up policy when it is "all", with MaxCatchUp;
+	// empty for the others, which the window implies (latest with one,
+	// none without), so that the hash of a job registered before the
+	// policy existed is unchanged.
+	CatchUp    string `json:"catchUp,omitempty"`
+	MaxCatchUp int    `json:"maxCatchUp,omitempty"`
 	// Hash is a digest of the settings above: two replicas registering
 	// the same job differently show different hashes.
 	Hash string `json:"hash"`

@@ -98,6 +98,8 @@ type ScheduleSettings struct {
 	MaxAttempts   int           `json:"maxAttempts,omitempty"`
 	RetryBackoff  time.Duration `json:"retryBackoff,omitempty"`
 	Disabled      bool          `json:"disabled,omitempty"`
+	CatchUp       string        `json:"catchUp,omitempty"`    // "none", "latest" or "all"; empty for the default
+	MaxCatchUp    int           `json:"maxCatchUp,omitempty"` // with CatchUp all; 0 for the default
 }
 
 // Schedule is a stored schedule as the store holds it.
@@ -118,6 +120,10 @@ type ScheduleCreateParams struct {
 	Settings ScheduleSettings
 	By       string // who; a name
 }
+
+// maxCatchUp is package cronfence's MaxCatchUpLimit: the column's values
+// stay in range whatever writes them.
+const maxCatchUp = 10000
 
 // MaxScheduleNameLength is the job name limit of package cronfence
 // (MaxJobNameLength), which leaves room in lease names for the slot.
@@ -236,6 +242,10 @@ func (s ScheduleSettings) Validate() error {
 		return invalid("durations must not be negative")
 	case s.MaxAttempts < 0:
 		return invalid("max attempts must not be negative, got %d", s.MaxAttempts)
+	case s.CatchUp != "" && s.CatchUp != "none" && s.CatchUp != "latest" && s.CatchUp != "all":
+		return invalid("catch-up must be none, latest or all, got %q", s.CatchUp)
+	case s.MaxCatchUp < 0 || s.MaxCatchUp > maxCatchUp:
+		return invalid("max catch-up must be from 0 to %d, got %d", maxCatchUp, s.MaxCatchUp)
 	}
 	if err := ValidateName("kind", s.Kind); err != nil {
 		return err

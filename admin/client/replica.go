@@ -69,6 +69,11 @@ type ReplicaJob struct {
 	LeaseTTL string `json:"leaseTTL"`
 	// CatchUpWindow is how late a missed slot is still run.
 	CatchUpWindow string `json:"catchUpWindow"`
+	// CatchUp is which missed slots run: none, latest or all.
+	CatchUp string `json:"catchUp"`
+	// MaxCatchUp is, with CatchUp all, how many slots back catch-up looks;
+	// 0 otherwise.
+	MaxCatchUp int `json:"maxCatchUp,omitempty"`
 	// Overlap is its overlap policy.
 	Overlap string `json:"overlap"`
 	// Deadline is how long after its slot a run should have completed,

@@ -36,6 +36,12 @@ type ScheduleSettings struct {
 	RetryBackoff string `json:"retryBackoff"`
 	// Disabled keeps it stored but not run.
 	Disabled bool `json:"disabled"`
+	// CatchUp is which missed slots run: "none", "latest" or "all"; empty
+	// for the default (latest with a catchUpWindow, none without).
+	CatchUp string `json:"catchUp"`
+	// MaxCatchUp is, with catchUp all, how many slots back catch-up
+	// looks; 0 for the default (100).
+	MaxCatchUp int `json:"maxCatchUp"`
 }
 
 // Schedule is one stored schedule, as the schedules endpoints answer it.

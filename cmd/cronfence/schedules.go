@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cronfence/cronfence"
 	"github.com/cronfence/cronfence/admin/client"
 	"github.com/cronfence/cronfence/internal/adminview"
 	"github.com/cronfence/cronfence/store"
@@ -41,7 +42,9 @@ type settingsFlags struct {
 	Overlap  *string        `name:"overlap" placeholder:"POLICY" help:"skip (default), allow or buffer-one."`
 	Timeout  *time.Duration `name:"timeout" placeholder:"DURATION" help:"Cancel a run after this long (default none)."`
 	LeaseTTL *time.Duration `name:"lease-ttl" placeholder:"DURATION" help:"The run's lease TTL (default 90s)."`
-	CatchUp  *time.Duration `name:"catch-up" placeholder:"DURATION" help:"Catch-up window for a missed slot (default off)."`
+	CatchUp  *string        `name:"catch-up" placeholder:"POLICY" help:"Which missed slots run: none, latest or all (default latest with --catch-up-window, none without)."`
+	Window   *time.Duration `name:"catch-up-window" placeholder:"DURATION" help:"How late a missed slot still runs (default none)."`
+	MaxCatch *int           `name:"max-catch-up" placeholder:"N" help:"With --catch-up all: how many slots back catch-up looks (default 100, at most 10000)."`
 	Attempts *int           `name:"attempts" placeholder:"N" help:"Attempts per slot (default 3)."`
 	Backoff  *time.Duration `name:"backoff" placeholder:"DURATION" help:"Wait before the first retry (default 10s)."`
 	Deadline *time.Duration `name:"deadline" placeholder:"DURATION" help:"Refused for now: the absence checks do not watch stored schedules, so a deadline would raise nothing (docs/schedules.md)."`
@@ -60,6 +63,7 @@ func (f *settingsFlags) apply(set store.ScheduleSettings) (store.ScheduleSetting
 	str(f.TZ, &set.TimeZone)
 	str(f.Kind, &set.Kind)
 	str(f.Overlap, &set.Overlap)
+	str(f.CatchUp, &set.CatchUp)
 	if f.Args != nil {
 		switch a := strings.TrimSpace(*f.Args); {
 		case a == "" || a == "null":
@@ -75,7 +79,7 @@ func (f *settingsFlags) apply(set store.ScheduleSettings) (store.ScheduleSetting
 		p    *time.Duration
 		to   *time.Duration
 	}{
-		{"--timeout", f.Timeout, &set.Timeout}, {"--lease-ttl", f.LeaseTTL, &set.LeaseTTL}, {"--catch-up", f.CatchUp, &set.CatchUpWindow},
+		{"--timeout", f.Timeout, &set.Timeout}, {"--lease-ttl", f.LeaseTTL, &set.LeaseTTL}, {"--catch-up-window", f.Window, &set.CatchUpWindow},
 		{"--backoff", f.Backoff, &set.RetryBackoff}, {"--deadline", f.Deadline, &set.Deadline},
 	} {
 		if d.p == nil {
@@ -91,6 +95,12 @@ func (f *settingsFlags) apply(set store.ScheduleSettings) (store.ScheduleSetting
 			return set, usageError("--attempts must be at least 1, got %d", *f.Attempts)
 		}
 		set.MaxAttempts = *f.Attempts
+	}
+	if f.MaxCatch != nil {
+		if *f.MaxCatch < 1 || *f.MaxCatch > cronfence.MaxCatchUpLimit {
+			return set, usageError("--max-catch-up must be from 1 to %d, got %d", cronfence.MaxCatchUpLimit, *f.MaxCatch)
+		}
+		set.MaxCatchUp = *f.MaxCatch
 	}
 	if f.Disabled != nil {
 		set.Disabled = *f.Disabled

@@ -75,6 +75,10 @@ func TestSchedulesDirect(t *testing.T) {
 			{[]string{"t1", "--spec", "@daily", "--kind", "report", "--overlap", "sometimes"}, "overlap"},
 			{[]string{"t1", "--spec", "@daily", "--kind", "report", "--timeout", "soon"}, "--timeout"},
 			{[]string{"t1", "--spec", "@daily", "--kind", "report", "--deadline", "5m"}, "deadline"},
+			{[]string{"t1", "--spec", "@daily", "--kind", "report", "--catch-up", "every"}, `catch-up must be none, latest or all, got "every"`},
+			{[]string{"t1", "--spec", "@daily", "--kind", "report", "--catch-up", "all"}, `CatchUp "all" needs a CatchUpWindow`},
+			{[]string{"t1", "--spec", "@daily", "--kind", "report", "--catch-up-window", "1h", "--max-catch-up", "5"}, `MaxCatchUp applies only to CatchUp "all"`},
+			{[]string{"t1", "--spec", "@daily", "--kind", "report", "--catch-up", "all", "--catch-up-window", "1h", "--max-catch-up", "0"}, "--max-catch-up"},
 			{[]string{"nightly", "--spec", "@daily", "--kind", "report"}, "nightly"},
 			{[]string{"", "--spec", "@daily", "--kind", "report"}, "name"},
 		} {
@@ -86,14 +90,14 @@ func TestSchedulesDirect(t *testing.T) {
 			t.Fatalf("ls after bad input: %q", out)
 		}
 
-		out := sched(0, "add", "t1", "--spec", "0 6 * * *", "--tz", "Europe/Lisbon", "--kind", "report", "--args", `{"tenant": 1}`, "--catch-up", "90s")
+		out := sched(0, "add", "t1", "--spec", "0 6 * * *", "--tz", "Europe/Lisbon", "--kind", "report", "--args", `{"tenant": 1}`, "--catch-up-window", "90s")
 		if !strings.Contains(out, "t1: created at version 1 by alice") {
 			t.Fatalf("add: %q", out)
 		}
 		sched(exitConflict, "add", "t1", "--spec", "@daily", "--kind", "report")
 		out = strings.Join(strings.Fields(sched(0, "show", "t1")), " ")
 		// Settings left out show what they mean, not a zero.
-		for _, want := range []string{"version: 1", `args: {"tenant": 1}`, "zone: Europe/Lisbon", "catch-up: 1m30s",
+		for _, want := range []string{"version: 1", `args: {"tenant": 1}`, "zone: Europe/Lisbon", "catch-up: latest within 1m30s",
 			"attempts: 3 (default)", "lease ttl: 90s (default)", "overlap: skip (default)", "timeout: none", "backoff: 10s (default)", "deadline: none"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("show: no %q in\n%s", want, out)
@@ -105,7 +109,16 @@ func TestSchedulesDirect(t *testing.T) {
 		if out := sched(exitConflict, "edit", "t1", "--spec", "0 8 * * *", "--if-version", "1"); !strings.Contains(out, "version 2") {
 			t.Fatalf("edit with a stale version: %q", out)
 		}
+		if out := sched(0, "edit", "t1", "--catch-up", "all", "--max-catch-up", "12"); !strings.Contains(out, "version 2 → 3") {
+			t.Fatalf("edit: %q", out)
+		}
+		if out := strings.Join(strings.Fields(sched(0, "show", "t1")), " "); !strings.Contains(out, "catch-up: all within 1m30s, 12 slots back") {
+			t.Fatalf("show after --catch-up all: %s", out)
+		}
 		out = sched(0, "show", "t1", "--json")
+		if !strings.Contains(out, `"catchUp":"all"`) || !strings.Contains(out, `"maxCatchUp":12`) {
+			t.Fatalf("show --json after --catch-up all: %s", out)
+		}
 		if !strings.Contains(out, `"spec":"0 7 * * *"`) || !strings.Contains(out, `"timeZone":"Europe/Lisbon"`) || !strings.Contains(out, `"catchUpWindow":"1m30s"`) {
 			t.Fatalf("edit kept the flags not given? %s", out)
 		}
@@ -119,7 +132,7 @@ func TestSchedulesDirect(t *testing.T) {
 		run(0, "resume", "t1", "--config", cfg)
 		run(exitFailure, "logs", "t2", "--config", cfg)
 		sched(exitConflict, "rm", "t1", "--if-version", "1")
-		if out := sched(0, "rm", "t1", "--if-version", "2"); !strings.Contains(out, "deleted") {
+		if out := sched(0, "rm", "t1", "--if-version", "3"); !strings.Contains(out, "deleted") {
 			t.Fatalf("rm: %q", out)
 		}
 		sched(exitFailure, "show", "t1")

@@ -70,7 +70,7 @@ func printSchedule(a *app, sc client.Schedule) {
 		{"overlap", overlapText(sc.Overlap)},
 		{"timeout", orText(sc.Timeout, "none")},
 		{"lease ttl", orText(sc.LeaseTTL, defaultText(seconds(cronfence.DefaultLeaseTTL)))},
-		{"catch-up", orText(sc.CatchUpWindow, "off")},
+		{"catch-up", catchUpText(sc.ScheduleSettings)},
 		{"attempts", attemptsText(sc.MaxAttempts)},
 		{"backoff", orText(sc.RetryBackoff, defaultText(seconds(cronfence.DefaultRetryBackoff)))},
 		{"deadline", orText(sc.Deadline, "none")},
@@ -110,7 +110,7 @@ func settingsFields(s client.ScheduleSettings) [][2]string {
 	return [][2]string{
 		{"spec", s.Spec}, {"zone", zoneText(s.TimeZone)}, {"kind", s.Kind}, {"args", argsText(s.Args)},
 		{"overlap", overlapText(s.Overlap)}, {"timeout", orText(s.Timeout, "none")},
-		{"lease ttl", orText(s.LeaseTTL, defaultText(seconds(cronfence.DefaultLeaseTTL)))}, {"catch-up", orText(s.CatchUpWindow, "off")},
+		{"lease ttl", orText(s.LeaseTTL, defaultText(seconds(cronfence.DefaultLeaseTTL)))}, {"catch-up", catchUpText(s)},
 		{"attempts", attemptsText(s.MaxAttempts)}, {"backoff", orText(s.RetryBackoff, defaultText(seconds(cronfence.DefaultRetryBackoff)))},
 		{"deadline", orText(s.Deadline, "none")},
 		{"enabled", enabledText(!s.Disabled)},
@@ -119,6 +119,28 @@ func settingsFields(s client.ScheduleSettings) [][2]string {
 
 // A stored schedule keeps a setting left out as its zero value, which
 // means the job's default: these say what it means rather than "0s".
+
+// catchUpText says which missed slots run: "none", "latest within 6h0m0s"
+// or "all within 6h0m0s, 100 slots back (default)".
+func catchUpText(s client.ScheduleSettings) string {
+	window := orText(s.CatchUpWindow, "")
+	policy := s.CatchUp
+	if policy == "" {
+		policy = "latest"
+		if window == "" {
+			policy = "none"
+		}
+	}
+	switch {
+	case policy == "none":
+		return "none"
+	case policy == "all" && s.MaxCatchUp == 0:
+		return fmt.Sprintf("all within %s, %d slots back (default)", window, cronfence.DefaultMaxCatchUp)
+	case policy == "all":
+		return fmt.Sprintf("all within %s, %d slots back", window, s.MaxCatchUp)
+	}
+	return "latest within " + window
+}
 
 // orText is d, or zero when d is a zero duration or empty.
 func orText(d, zero string) string {

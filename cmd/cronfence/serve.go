@@ -232,6 +232,8 @@ func schedulerJob(j config.Job, killGrace time.Duration) cronfence.Job {
 		Timeout:          j.Timeout,
 		LeaseTTL:         j.LeaseTTL,
 		CatchUpWindow:    j.CatchUpWindow,
+		CatchUp:          cronfence.CatchUp(j.CatchUp),
+		MaxCatchUp:       j.MaxCatchUp,
 		Overlap:          cronfence.Overlap(j.Overlap),
 		Deadline:         j.Deadline,
 		MaxAttempts:      j.MaxAttempts,

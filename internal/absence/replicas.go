@@ -165,6 +165,7 @@ func differences(a, b store.ReplicaJob) []string {
 	diff("timeout", a.Timeout != b.Timeout)
 	diff("lease TTL", a.LeaseTTL != b.LeaseTTL)
 	diff("catch-up window", a.CatchUpWindow != b.CatchUpWindow)
+	diff("catch-up", a.CatchUp != b.CatchUp || a.MaxCatchUp != b.MaxCatchUp)
 	diff("overlap", a.Overlap != b.Overlap)
 	diff("deadline", a.Deadline != b.Deadline)
 	diff("max attempts", a.MaxAttempts != b.MaxAttempts)

@@ -22,7 +22,8 @@ func ReplicaOf(r store.Replica, now time.Time, liveFor time.Duration) client.Rep
 	for _, j := range r.Jobs {
 		v.Jobs = append(v.Jobs, client.ReplicaJob{
 			Name: j.Name, Schedule: j.Schedule, TimeZone: j.TimeZone, Timeout: j.Timeout.String(),
-			LeaseTTL: j.LeaseTTL.String(), CatchUpWindow: j.CatchUpWindow.String(), Overlap: j.Overlap,
+			LeaseTTL: j.LeaseTTL.String(), CatchUpWindow: j.CatchUpWindow.String(), CatchUp: catchUpOf(j),
+			MaxCatchUp: j.MaxCatchUp, Overlap: j.Overlap,
 			Deadline: j.Deadline.String(), MaxAttempts: j.MaxAttempts, Disabled: j.Disabled, Hash: j.Hash,
 		})
 	}
@@ -66,4 +67,16 @@ func ReplicasAt(ctx context.Context, st store.Store, monitorLease string, liveFo
 			ExpiresAt: Time(ml.ExpiresAt), Active: ml.ExpiresAt.After(now)}
 	}
 	return l, "", nil
+}
+
+// catchUpOf is a registered job's catch-up policy: the registry names only
+// all (store.ReplicaJob.CatchUp); the window implies the others.
+func catchUpOf(j store.ReplicaJob) string {
+	switch {
+	case j.CatchUp != "":
+		return j.CatchUp
+	case j.CatchUpWindow > 0:
+		return "latest"
+	}
+	return "none"
 }

@@ -43,6 +43,7 @@ func sampleSettings() store.ScheduleSettings {
 			"copies": 3.0, "note": "fechamento <diário> & \"mensal\" \u00e9"}`),
 		Overlap: "buffer-one", CatchUpWindow: 6 * time.Hour, LeaseTTL: time.Minute, Timeout: 90 * time.Minute,
 		Deadline: 2 * time.Hour, MaxAttempts: 3, RetryBackoff: 30 * time.Second, Disabled: true,
+		CatchUp: "all", MaxCatchUp: 24,
 	}
 }
 
@@ -485,6 +486,8 @@ func scheduleBadInput(t *testing.T, b Bundle) {
 		{"overlap", "overlap", set(func(s *store.ScheduleSettings) { s.Overlap = "queue" })},
 		{"negative timeout", "durations", set(func(s *store.ScheduleSettings) { s.Timeout = -time.Second })},
 		{"negative max attempts", "max attempts", set(func(s *store.ScheduleSettings) { s.MaxAttempts = -1 })},
+		{"catch-up policy", "catch-up", set(func(s *store.ScheduleSettings) { s.CatchUp = "every" })},
+		{"max catch-up over the limit", "max catch-up", set(func(s *store.ScheduleSettings) { s.MaxCatchUp = 10001 })},
 		{"lease TTL too short", "TTL", set(func(s *store.ScheduleSettings) { s.LeaseTTL = time.Nanosecond })},
 		{"update version 0", "version", update(store.ScheduleUpdateParams{Name: "kept", Settings: sampleSettings(), By: "ops"})},
 		{"update bad settings", "spec", update(store.ScheduleUpdateParams{Name: "kept", Version: 1, By: "ops"})},

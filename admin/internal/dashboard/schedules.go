@@ -57,6 +57,9 @@ type schedulePage struct {
 // overlaps are the choices of a form's overlap field.
 var overlaps = []string{"skip", "allow", "buffer-one"}
 
+// catchUps are the choices of a form's catch-up field besides the default.
+var catchUps = []string{"none", "latest", "all"}
+
 func scheduleViewOf(sc client.Schedule, now time.Time) scheduleView {
 	v := scheduleView{Schedule: sc, Created: parseAt(sc.CreatedAt, time.UTC, now), Updated: parseAt(sc.UpdatedAt, time.UTC, now)}
 	if len(sc.Args) > 0 && string(sc.Args) != "null" {
@@ -98,7 +101,9 @@ func changeSummary(ch client.ScheduleChange) string {
 	add("overlap", b.Overlap, a.Overlap)
 	add("timeout", b.Timeout, a.Timeout)
 	add("lease TTL", b.LeaseTTL, a.LeaseTTL)
-	add("catch-up", b.CatchUpWindow, a.CatchUpWindow)
+	add("catch-up", b.CatchUp, a.CatchUp)
+	add("catch-up window", b.CatchUpWindow, a.CatchUpWindow)
+	add("max catch-up", strconv.Itoa(b.MaxCatchUp), strconv.Itoa(a.MaxCatchUp))
 	add("attempts", strconv.Itoa(b.MaxAttempts), strconv.Itoa(a.MaxAttempts))
 	add("backoff", b.RetryBackoff, a.RetryBackoff)
 	add("deadline", b.Deadline, a.Deadline)
@@ -177,13 +182,14 @@ func (d *dashboard) schedule(w http.ResponseWriter, r *http.Request, id adminapi
 type scheduleForm struct {
 	Mode     string // "create" or "update"
 	Overlaps []string
+	CatchUps []string
 	Schedule *scheduleView
 }
 
 // scheduleFormOf makes a form's data in a template: sc is a scheduleView,
 // or nil for a create.
 func scheduleFormOf(mode string, overlaps []string, sc any) scheduleForm {
-	f := scheduleForm{Mode: mode, Overlaps: overlaps}
+	f := scheduleForm{Mode: mode, Overlaps: overlaps, CatchUps: catchUps}
 	if v, ok := sc.(scheduleView); ok {
 		f.Schedule = &v
 	}

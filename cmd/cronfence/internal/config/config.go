@@ -87,6 +87,8 @@ const (
 	DefaultSQLiteFile = "cronfence.db"
 	// MaxJobNameLength equals cronfence.MaxJobNameLength.
 	MaxJobNameLength = 150
+	// MaxCatchUpLimit equals cronfence.MaxCatchUpLimit.
+	MaxCatchUpLimit = 10000
 )
 
 // Token roles.
@@ -147,8 +149,10 @@ type Job struct {
 	TimeZone      string // never empty: DefaultTimeZone when not given
 	Timeout       time.Duration
 	LeaseTTL      time.Duration // DefaultLeaseTTL when not given
-	CatchUpWindow time.Duration
-	Overlap       string // "skip", "allow" or "buffer-one"; DefaultOverlap when not given
+	CatchUpWindow time.Duration // zero unless CatchUp is latest or all
+	CatchUp       string        // "none", "latest" or "all"; latest when a window is given, none otherwise
+	MaxCatchUp    int           // with CatchUp all; zero: the library's default
+	Overlap       string        // "skip", "allow" or "buffer-one"; DefaultOverlap when not given
 	Deadline      time.Duration
 	MaxAttempts   int           // DefaultMaxAttempts when not given
 	RetryBackoff  time.Duration // DefaultRetryBackoff when not given

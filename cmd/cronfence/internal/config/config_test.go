@@ -81,6 +81,9 @@ jobs:
     schedule: "@every 1h30m"
     shell: echo hello >> /tmp/x
     workdir: data
+    catch_up: all
+    catch_up_window: 6h
+    max_catch_up: 4
 `)
 	want := &File{
 		Path:       "/etc/cronfence/cronfence.yaml",
@@ -93,13 +96,14 @@ jobs:
 		},
 		Jobs: []Job{{
 			Name: "daily-close", Schedule: "5 0 * * *", TimeZone: "UTC", Timeout: 10 * time.Minute,
-			LeaseTTL: 90 * time.Second, CatchUpWindow: time.Hour, Overlap: "buffer-one",
+			LeaseTTL: 90 * time.Second, CatchUpWindow: time.Hour, CatchUp: "latest", Overlap: "buffer-one",
 			Deadline: 2 * time.Hour, MaxAttempts: 3, RetryBackoff: time.Minute, Disabled: true, RunWhenStoreDown: true, CompletesInTx: true,
 			Command: []string{"/usr/local/bin/close-day", "--all", "7"},
 			Env:     map[string]string{"A": "1", "B": "job", "C": "3"}, Workdir: "/srv", Line: 16,
 		}, {
 			Name: "hello", Schedule: "@every 1h30m", TimeZone: "America/Sao_Paulo",
-			LeaseTTL: 45 * time.Second, Overlap: "skip", MaxAttempts: 2, RetryBackoff: 30 * time.Second,
+			LeaseTTL: 45 * time.Second, CatchUp: "all", CatchUpWindow: 6 * time.Hour, MaxCatchUp: 4,
+			Overlap: "skip", MaxAttempts: 2, RetryBackoff: 30 * time.Second,
 			Shell: "echo hello >> /tmp/x", Env: map[string]string{"A": "1", "B": "2"},
 			Workdir: "/etc/cronfence/data", Line: 32,
 		}},
@@ -120,7 +124,7 @@ jobs:
     shell: "true"
 `)
 	want := Job{
-		Name: "a", Schedule: "@hourly", TimeZone: "UTC", LeaseTTL: 90 * time.Second,
+		Name: "a", Schedule: "@hourly", TimeZone: "UTC", LeaseTTL: 90 * time.Second, CatchUp: "none",
 		Overlap: "skip", MaxAttempts: 3, RetryBackoff: 10 * time.Second, Shell: "true", Env: map[string]string{}, Line: 2,
 	}
 	if diff := cmp.Diff([]Job{want}, f.Jobs); diff != "" {
@@ -136,7 +140,8 @@ func TestDefaultsMatchCronfence(t *testing.T) {
 	t.Parallel()
 	if DefaultLeaseTTL != cronfence.DefaultLeaseTTL || DefaultMaxAttempts != cronfence.DefaultMaxAttempts ||
 		DefaultRetryBackoff != cronfence.DefaultRetryBackoff ||
-		DefaultOverlap != string(cronfence.OverlapSkip) || MaxJobNameLength != cronfence.MaxJobNameLength {
+		DefaultOverlap != string(cronfence.OverlapSkip) || MaxJobNameLength != cronfence.MaxJobNameLength ||
+		MaxCatchUpLimit != cronfence.MaxCatchUpLimit {
 		t.Fatal("config defaults differ from the cronfence package's")
 	}
 	for _, o := range []cronfence.Overlap{cronfence.OverlapSkip, cronfence.OverlapAllow, cronfence.OverlapBufferOne} {
@@ -205,12 +210,12 @@ jobs:
 `)
 	want := []Job{{
 		Name: "inherits", Schedule: "@daily", TimeZone: "Europe/Lisbon", Timeout: time.Minute,
-		LeaseTTL: 30 * time.Second, CatchUpWindow: 5 * time.Minute, Overlap: "allow", Deadline: time.Hour,
+		LeaseTTL: 30 * time.Second, CatchUpWindow: 5 * time.Minute, CatchUp: "latest", Overlap: "allow", Deadline: time.Hour,
 		MaxAttempts: 5, RetryBackoff: time.Minute, Disabled: true, RunWhenStoreDown: true, CompletesInTx: true, Shell: "x",
 		Env: map[string]string{"A": "1"}, Workdir: "/var", Line: 17,
 	}, {
 		Name: "overrides", Schedule: "@hourly", TimeZone: "Asia/Tokyo", Timeout: 2 * time.Minute,
-		LeaseTTL: time.Minute, CatchUpWindow: 10 * time.Minute, Overlap: "skip", Deadline: 2 * time.Hour,
+		LeaseTTL: time.Minute, CatchUpWindow: 10 * time.Minute, CatchUp: "latest", Overlap: "skip", Deadline: 2 * time.Hour,
 		MaxAttempts: 1, RetryBackoff: 5 * time.Second, Shell: "x", Env: map[string]string{"A": "2", "B": "3"}, Workdir: "/tmp", Line: 19,
 	}}
 	if diff := cmp.Diff(want, f.Jobs); diff != "" {
@@ -287,6 +292,32 @@ func TestExample(t *testing.T) {
 	}
 	if !catchUp {
 		t.Fatal("no example job has a catch-up window")
+	}
+}
+
+// What the catch-up keys mean when some are left out, and a window the
+// defaults give that a job's own none drops. Only catch_up: all bounds the
+// retention: latest runs a job's latest slot, whose claim is never pruned.
+func TestCatchUpKeys(t *testing.T) {
+	t.Parallel()
+	f := mustParse(t, `
+defaults:
+  catch_up_window: 200h
+jobs:
+  - {name: latest, schedule: "@hourly", shell: x}
+  - {name: none, schedule: "@hourly", shell: x, catch_up: none}
+  - {name: all, schedule: "@hourly", shell: x, catch_up: all, catch_up_window: 2h}
+`)
+	type got struct {
+		policy string
+		window time.Duration
+		max    int
+	}
+	want := []got{{"latest", 200 * time.Hour, 0}, {"none", 0, 0}, {"all", 2 * time.Hour, 0}}
+	for i, j := range f.Jobs {
+		if g := (got{j.CatchUp, j.CatchUpWindow, j.MaxCatchUp}); g != want[i] {
+			t.Errorf("job %s: %+v, want %+v", j.Name, g, want[i])
+		}
 	}
 }
 
@@ -487,6 +518,12 @@ func TestParseErrors(t *testing.T) {
 		{"empty shell", job(sched + "    shell: ' '\n"), []string{"cronfence.yaml:4: jobs[0].shell: must not be empty"}},
 
 		{"bad overlap", job(cmd + sched + "    overlap: queue\n"), []string{`cronfence.yaml:5: jobs[0].overlap: "queue" must be skip, allow or buffer-one`}},
+		{"bad catch_up", job(cmd + sched + "    catch_up: every\n    catch_up_window: 1h\n"), []string{`cronfence.yaml:5: jobs[0].catch_up: "every" must be none, latest or all`}},
+		{"catch_up all without a window", job(cmd + sched + "    catch_up: all\n"), []string{`cronfence.yaml:5: jobs[0].catch_up: all needs catch_up_window: how late a missed slot still runs`}},
+		{"catch_up none with a window", job(cmd + sched + "    catch_up: none\n    catch_up_window: 1h\n"), []string{`cronfence.yaml:6: jobs[0].catch_up_window: 1h0m0s is set but catch_up is none (line 5)`}},
+		{"max_catch_up with latest", job(cmd + sched + "    catch_up_window: 1h\n    max_catch_up: 5\n"), []string{`cronfence.yaml:6: jobs[0].max_catch_up: applies only to catch_up: all, not latest`}},
+		{"max_catch_up over the limit", job(cmd + sched + "    catch_up: all\n    catch_up_window: 1h\n    max_catch_up: 10001\n"), []string{`cronfence.yaml:7: jobs[0].max_catch_up: 10001 must be between 1 and 10000`}},
+		{"catch_up all past the retention", job(cmd + sched + "    catch_up: all\n    catch_up_window: 200h\n"), []string{`cronfence.yaml:6: jobs[0].catch_up_window: 200h0m0s is not shorter than the history retention (168h0m0s by default): catch-up (all) runs every slot`}},
 		{"max_attempts zero", job(cmd + sched + "    max_attempts: 0\n"), []string{"cronfence.yaml:5: jobs[0].max_attempts: 0 must be at least 1"}},
 		{"retry_backoff zero", job(cmd + sched + "    retry_backoff: 0s\n"), []string{`cronfence.yaml:5: jobs[0].retry_backoff: "0s" must be positive; leave it out for 10s (max_attempts: 1 turns retries off)`}},
 		{"retry_backoff words", job(cmd + sched + "    retry_backoff: soon\n"), nil},

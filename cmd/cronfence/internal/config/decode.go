@@ -46,7 +46,7 @@ var (
 	tokenKeys = []string{"name", "role", "token"}
 	// jobFieldKeys are the fields defaults: may set too.
 	jobFieldKeys = []string{"schedule", "time_zone", "env", "workdir", "timeout", "lease_ttl",
-		"catch_up_window", "overlap", "max_attempts", "retry_backoff", "deadline", "enabled", "run_when_store_down", "completes_in_tx"}
+		"catch_up", "catch_up_window", "max_catch_up", "overlap", "max_attempts", "retry_backoff", "deadline", "enabled", "run_when_store_down", "completes_in_tx"}
 	jobKeys = append([]string{"name", "command", "shell"}, jobFieldKeys...)
 )
 
@@ -511,9 +511,10 @@ func (o opt[T]) or(def opt[T]) opt[T] {
 // fields are the job fields defaults: may set too.
 type fields struct {
 	schedule, timeZone, workdir, overlap opt[string]
-	timeout, leaseTTL, catchUp, deadline opt[time.Duration]
-	retryBackoff                         opt[time.Duration]
-	maxAttempts                          opt[int]
+	catchUp                              opt[string]
+	timeout, leaseTTL, catchUpWindow     opt[time.Duration]
+	deadline, retryBackoff               opt[time.Duration]
+	maxAttempts, maxCatchUp              opt[int]
 	enabled, runWhenStoreDown, inTx      opt[bool]
 	env                                  opt[map[string]string]
 }
@@ -558,9 +559,19 @@ func (d *decoder) field(f *fields, key string, v *yaml.Node, path string) {
 			ok = false
 		}
 		f.leaseTTL = set(x, ok, v, path)
+	case "catch_up":
+		s, ok := d.str(v, path)
+		if ok && s != "none" && s != "latest" && s != "all" {
+			d.errorf(v.Line, path, "%q must be none, latest or all", truncate(s))
+			ok = false
+		}
+		f.catchUp = set(s, ok, v, path)
 	case "catch_up_window":
 		x, ok := d.duration(v, path)
-		f.catchUp = set(x, ok, v, path)
+		f.catchUpWindow = set(x, ok, v, path)
+	case "max_catch_up":
+		x, ok := d.intIn(v, path, 1, MaxCatchUpLimit)
+		f.maxCatchUp = set(x, ok, v, path)
 	case "deadline":
 		x, ok := d.duration(v, path)
 		f.deadline = set(x, ok, v, path)
@@ -836,14 +847,15 @@ func (d *decoder) resolve(own, def fields, path string, line int) Job {
 		schedule: own.schedule.or(def.schedule), timeZone: own.timeZone.or(def.timeZone),
 		workdir: own.workdir.or(def.workdir), overlap: own.overlap.or(def.overlap),
 		timeout: own.timeout.or(def.timeout), leaseTTL: own.leaseTTL.or(def.leaseTTL),
-		catchUp: own.catchUp.or(def.catchUp), deadline: own.deadline.or(def.deadline),
+		catchUp: own.catchUp.or(def.catchUp), catchUpWindow: own.catchUpWindow.or(def.catchUpWindow),
+		maxCatchUp: own.maxCatchUp.or(def.maxCatchUp), deadline: own.deadline.or(def.deadline),
 		maxAttempts: own.maxAttempts.or(def.maxAttempts), retryBackoff: own.retryBackoff.or(def.retryBackoff),
 		enabled:          own.enabled.or(def.enabled),
 		runWhenStoreDown: own.runWhenStoreDown.or(def.runWhenStoreDown), inTx: own.inTx.or(def.inTx),
 	}
 	j := Job{
 		Schedule: f.schedule.v, TimeZone: DefaultTimeZone, Timeout: f.timeout.v,
-		LeaseTTL: DefaultLeaseTTL, CatchUpWindow: f.catchUp.v, Overlap: DefaultOverlap,
+		LeaseTTL: DefaultLeaseTTL, CatchUpWindow: f.catchUpWindow.v, Overlap: DefaultOverlap,
 		Deadline: f.deadline.v, MaxAttempts: DefaultMaxAttempts, RetryBackoff: DefaultRetryBackoff, Disabled: f.enabled.set && !f.enabled.v,
 		RunWhenStoreDown: f.runWhenStoreDown.v, CompletesInTx: f.inTx.v, Env: map[string]string{},
 	}
@@ -865,7 +877,8 @@ func (d *decoder) resolve(own, def fields, path string, line int) Job {
 	if f.workdir.set {
 		j.Workdir = d.path(f.workdir.v)
 	}
-	d.boundJob(f)
+	j.CatchUp, j.CatchUpWindow, j.MaxCatchUp = d.catchUp(own, f)
+	d.boundJob(f, j.CatchUp)
 	for k, v := range def.env.v {
 		j.Env[k] = v
 	}
@@ -887,6 +900,36 @@ func (d *decoder) resolve(own, def fields, path string, line int) Job {
 		d.errorf(f.schedule.line, f.schedule.path, "%s", strings.TrimPrefix(err.Error(), "schedule: "))
 	}
 	return j
+}
+
+// catchUp resolves a job's catch-up settings, f, merged from the job's
+// own (own) over the defaults: the policy (latest when a window is set,
+// none otherwise), the window and MaxCatchUp (zero unless the policy is
+// all: the library's default then applies). A window the defaults give is
+// dropped by a job whose own policy is none.
+func (d *decoder) catchUp(own, f fields) (policy string, window time.Duration, maxCatchUp int) {
+	policy, window = f.catchUp.v, f.catchUpWindow.v
+	if !f.catchUp.set {
+		policy = "none"
+		if window > 0 {
+			policy = "latest"
+		}
+	}
+	switch {
+	case policy == "none" && window > 0 && own.catchUpWindow.set:
+		d.errorf(f.catchUpWindow.line, f.catchUpWindow.path, "%s is set but catch_up is none (line %d): no missed slot runs; drop one", window, f.catchUp.line)
+	case policy == "none":
+		window = 0
+	case window == 0 && !d.reported(f.catchUpWindow.path):
+		d.errorf(f.catchUp.line, f.catchUp.path, "%s needs catch_up_window: how late a missed slot still runs", policy)
+	}
+	if f.maxCatchUp.set && policy != "all" {
+		d.errorf(f.maxCatchUp.line, f.maxCatchUp.path, "applies only to catch_up: all, not %s", policy)
+	}
+	if policy == "all" {
+		maxCatchUp = f.maxCatchUp.v
+	}
+	return policy, window, maxCatchUp
 }
 
 // reported says whether a problem was reported for path, or its value

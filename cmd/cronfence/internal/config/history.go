@@ -136,15 +136,24 @@ const (
 	whyDeadline = "the deadline check reads a slot once its deadline has passed, and would find it pruned " +
 		"and raise deadline_missed for a slot that ran"
 	whyReplicaStale = "pruning would delete the registry rows of replicas still counted live"
+	whyCatchUpAll   = "catch-up (all) runs every slot of its window that has no claim, and would run again a slot whose claim was pruned"
 )
 
-// boundJob records a job's timeout and deadline, as resolved, for
+// boundJob records a job's timeout and deadline, and its catch-up window
+// when its policy (as resolved) is all, as resolved, for
 // checkRetention.
-func (d *decoder) boundJob(f fields) {
-	for _, b := range []struct {
+func (d *decoder) boundJob(f fields, catchUp string) {
+	bounds := []struct {
 		o   opt[time.Duration]
 		why string
-	}{{f.timeout, whyTimeout}, {f.deadline, whyDeadline}} {
+	}{{f.timeout, whyTimeout}, {f.deadline, whyDeadline}}
+	if catchUp == "all" {
+		bounds = append(bounds, struct {
+			o   opt[time.Duration]
+			why string
+		}{f.catchUpWindow, whyCatchUpAll})
+	}
+	for _, b := range bounds {
 		if b.o.set && b.o.v > 0 {
 			d.bounds = append(d.bounds, bound{v: b.o.v, name: b.o.path, path: b.o.path, line: b.o.line, why: b.why})
 		}
