@@ -121,6 +121,13 @@ func (c *claimer) catchUp(ctx context.Context, now time.Time, candidates map[str
 		if r == nil || r.CatchUp == CatchUpNone || slot.IsZero() || now.Sub(slot) > r.CatchUpWindow {
 			continue
 		}
+		if slot.Add(r.delay(slot)).After(now) {
+			// Its run is delayed by the job's jitter until after now: not
+			// missed, its timer fires it (timers.arm). The one before may be.
+			if slot = r.sched.Prev(slot.Add(-time.Nanosecond)); slot.IsZero() || now.Sub(slot) > r.CatchUpWindow {
+				continue
+			}
+		}
 		first := c.jobs.firstSeenOf(name)
 		if startup && (first.IsZero() || slot.Before(first)) {
 			continue // unknown (its registration failed, and was logged) or before the job existed

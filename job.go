@@ -113,6 +113,14 @@ type Job struct {
 	MaxCatchUp int
 	// Overlap is the overlap policy. Defaults to OverlapSkip.
 	Overlap Overlap
+	// Jitter, when positive, delays the start of each slot's run by up to
+	// this long: a delay derived from a hash of the job's name and the
+	// slot, the same on every replica, so the slot and its once-ness are
+	// unchanged, and many jobs due at one instant spread out. It must be
+	// below the shortest interval between two of the job's slots (a run
+	// never starts at or after the next slot) and below its Deadline.
+	// Catch-up runs a missed slot at once. Defaults to 0: none.
+	Jitter time.Duration
 	// Deadline is how long after its slot a run should have completed, for
 	// absence monitoring. Zero means none. It must be shorter than
 	// Config.Retention (when pruning is on): Register refuses it otherwise.
@@ -207,6 +215,9 @@ func (j Job) prepare() (*registered, error) {
 		j.Overlap = OverlapSkip
 	}
 	if err := j.prepareCatchUp(); err != nil {
+		return nil, err
+	}
+	if err := j.checkJitter(sched); err != nil {
 		return nil, err
 	}
 	switch {

@@ -50,7 +50,8 @@ type RunStartEvent struct {
 	Generation int64     // zero for a run without a lease (RunWhenStoreDown)
 	Attempt    int
 	Origin     Origin
-	// Latency is from the slot instant to the handler's start on this
+	// Latency is from the slot instant (for a scheduled run, plus the job's
+	// jitter's delay) to the handler's start on this
 	// replica's clock; zero for manual runs.
 	Latency time.Duration
 }

@@ -25,6 +25,7 @@ func replicaJob(j Job) store.ReplicaJob {
 	if j.CatchUp == CatchUpAll {
 		rj.CatchUp, rj.MaxCatchUp = string(j.CatchUp), j.MaxCatchUp
 	}
+	rj.Jitter = j.Jitter
 	rj.Hash = settingsHash(rj)
 	return rj
 }

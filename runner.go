@@ -134,6 +134,9 @@ func (r *runner) execute(spec runSpec) runEnd {
 	var latency time.Duration
 	if !spec.slot.IsZero() {
 		latency = e.Now().Sub(spec.slot)
+		if spec.origin == OriginScheduled {
+			latency -= job.delay(spec.slot) // from when the jitter let it start
+		}
 	}
 	e.observe(RunStartEvent{
 		Job: job.Name, Slot: spec.slot, Lease: spec.lease.Name, Generation: spec.lease.Generation, Attempt: spec.attempt,

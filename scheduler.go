@@ -295,6 +295,9 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 type JobInfo struct {
 	Job  Job       // as registered, with defaults applied
 	Next time.Time // its next slot after now, in its zone; zero if none
+	// Starts is when Next's run starts: Next, plus its delay when the job
+	// has a Jitter.
+	Starts time.Time
 }
 
 // Jobs returns the registered jobs, by name.
@@ -303,7 +306,12 @@ func (s *Scheduler) Jobs() []JobInfo {
 	all := s.jobs.all()
 	out := make([]JobInfo, 0, len(all))
 	for _, r := range all {
-		out = append(out, JobInfo{Job: r.Job, Next: r.sched.Next(now)})
+		next := r.sched.Next(now)
+		info := JobInfo{Job: r.Job, Next: next, Starts: next}
+		if !next.IsZero() {
+			info.Starts = next.Add(r.delay(next))
+		}
+		out = append(out, info)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Job.Name < out[j].Job.Name })
 	return out

@@ -242,7 +242,7 @@ func scheduleOf(r *registered) store.Schedule {
 			Spec: j.Schedule, TimeZone: j.TimeZone, Kind: r.stored.kind, Args: r.stored.args, Overlap: string(j.Overlap),
 			CatchUpWindow: j.CatchUpWindow, LeaseTTL: j.LeaseTTL, Timeout: j.Timeout, Deadline: j.Deadline,
 			MaxAttempts: j.MaxAttempts, RetryBackoff: j.RetryBackoff, Disabled: j.Disabled,
-			CatchUp: string(j.CatchUp), MaxCatchUp: j.MaxCatchUp,
+			CatchUp: string(j.CatchUp), MaxCatchUp: j.MaxCatchUp, Jitter: j.Jitter,
 		}}
 }
 
@@ -252,6 +252,6 @@ func scheduleJob(name string, s store.ScheduleSettings, h Handler) Job {
 		Name: name, Schedule: s.Spec, TimeZone: s.TimeZone, Handler: h, Timeout: s.Timeout, LeaseTTL: s.LeaseTTL,
 		CatchUpWindow: s.CatchUpWindow, Overlap: Overlap(s.Overlap), Deadline: s.Deadline,
 		MaxAttempts: s.MaxAttempts, RetryBackoff: s.RetryBackoff, Disabled: s.Disabled,
-		CatchUp: CatchUp(s.CatchUp), MaxCatchUp: s.MaxCatchUp,
+		CatchUp: CatchUp(s.CatchUp), MaxCatchUp: s.MaxCatchUp, Jitter: s.Jitter,
 	}
 }

@@ -65,20 +65,34 @@ type timers struct {
 	passedOver map[slotKey]time.Time
 }
 
-// arm puts the job's next slot after now on the heap.
+// arm puts the job's next slot after now on the heap, as it is added: or
+// its latest slot, when that slot's run is delayed by the job's jitter
+// until after now (a replica that starts, or a job added, inside that
+// delay fires it as the others do).
 func (t *timers) arm(r *registered, now time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if last := r.sched.Prev(now); r.Jitter > 0 && !last.IsZero() && last.Add(r.delay(last)).After(now) {
+		t.push1(r, last)
+		return
+	}
 	t.armLocked(r, now)
 }
 
+// armLocked puts the job's next slot after now on the heap.
 func (t *timers) armLocked(r *registered, now time.Time) {
 	next := r.sched.Next(now)
 	if next.IsZero() {
 		t.e.Log.Warn("cronfence: job has no future slot", "job", r.Name, "schedule", r.Schedule)
 		return
 	}
-	heap.Push(&t.heap, &entry{job: r, slot: next.UTC(), fireAt: next.Add(-t.e.claimLead), origin: OriginScheduled})
+	t.push1(r, next)
+}
+
+// push1 puts the job's slot on the heap, to fire when its run is due (its
+// jitter's delay after it) less the claim's lead.
+func (t *timers) push1(r *registered, slot time.Time) {
+	heap.Push(&t.heap, &entry{job: r, slot: slot.UTC(), fireAt: slot.Add(r.delay(slot) - t.e.claimLead), origin: OriginScheduled})
 }
 
 // push puts entries back on the heap as they are.

@@ -191,6 +191,9 @@ type ReplicaJob struct {
 	// policy existed is unchanged.
 	CatchUp    string `json:"catchUp,omitempty"`
 	MaxCatchUp int    `json:"maxCatchUp,omitempty"`
+	// Jitter is the job's start delay bound (cronfence.Job.Jitter); zero,
+	// and so left out of the hash, for none.
+	Jitter time.Duration `json:"jitter,omitempty"`
 	// Hash is a digest of the settings above: two replicas registering
 	// the same job differently show different hashes.
 	Hash string `json:"hash"`

@@ -100,6 +100,7 @@ type ScheduleSettings struct {
 	Disabled      bool          `json:"disabled,omitempty"`
 	CatchUp       string        `json:"catchUp,omitempty"`    // "none", "latest" or "all"; empty for the default
 	MaxCatchUp    int           `json:"maxCatchUp,omitempty"` // with CatchUp all; 0 for the default
+	Jitter        time.Duration `json:"jitter,omitempty"`     // the start delay's bound; 0 for none
 }
 
 // Schedule is a stored schedule as the store holds it.
@@ -238,7 +239,7 @@ func (s ScheduleSettings) Validate() error {
 		return invalid("args must not contain \\u0000")
 	case s.Overlap != "" && s.Overlap != "skip" && s.Overlap != "allow" && s.Overlap != "buffer-one":
 		return invalid("overlap must be skip, allow or buffer-one, got %q", s.Overlap)
-	case s.CatchUpWindow < 0, s.LeaseTTL < 0, s.Timeout < 0, s.Deadline < 0, s.RetryBackoff < 0:
+	case s.CatchUpWindow < 0, s.LeaseTTL < 0, s.Timeout < 0, s.Deadline < 0, s.RetryBackoff < 0, s.Jitter < 0:
 		return invalid("durations must not be negative")
 	case s.MaxAttempts < 0:
 		return invalid("max attempts must not be negative, got %d", s.MaxAttempts)

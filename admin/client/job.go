@@ -14,6 +14,11 @@ type Job struct {
 	// Next is its next slot, in the job's zone; null while the job is not
 	// enabled.
 	Next *string `json:"next"`
+	// NextStart is when the next slot's run starts, delayed by the job's
+	// jitter; absent without a jitter (it starts at next).
+	NextStart *string `json:"nextStart,omitempty"`
+	// Jitter bounds the delay of each slot's start; absent for none.
+	Jitter *string `json:"jitter,omitempty"`
 	// DeclaredEnabled is what the replicas declare, before any override.
 	DeclaredEnabled bool `json:"declaredEnabled"`
 	// Override is the job's override row, null when none exists.

@@ -74,6 +74,8 @@ type ReplicaJob struct {
 	// MaxCatchUp is, with CatchUp all, how many slots back catch-up looks;
 	// 0 otherwise.
 	MaxCatchUp int `json:"maxCatchUp,omitempty"`
+	// Jitter bounds the delay of each slot's start; "0s" for none.
+	Jitter string `json:"jitter"`
 	// Overlap is its overlap policy.
 	Overlap string `json:"overlap"`
 	// Deadline is how long after its slot a run should have completed,

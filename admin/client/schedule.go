@@ -42,6 +42,9 @@ type ScheduleSettings struct {
 	// MaxCatchUp is, with catchUp all, how many slots back catch-up
 	// looks; 0 for the default (100).
 	MaxCatchUp int `json:"maxCatchUp"`
+	// Jitter bounds each slot's start delay, the same on every replica;
+	// "0s" (or empty) for none.
+	Jitter string `json:"jitter"`
 }
 
 // Schedule is one stored schedule, as the schedules endpoints answer it.

@@ -44,6 +44,7 @@ type settingsFlags struct {
 	LeaseTTL *time.Duration `name:"lease-ttl" placeholder:"DURATION" help:"The run's lease TTL (default 90s)."`
 	CatchUp  *string        `name:"catch-up" placeholder:"POLICY" help:"Which missed slots run: none, latest or all (default latest with --catch-up-window, none without)."`
 	Window   *time.Duration `name:"catch-up-window" placeholder:"DURATION" help:"How late a missed slot still runs (default none)."`
+	Jitter   *time.Duration `name:"jitter" placeholder:"DURATION" help:"Delay each slot's start by up to this long, the same on every replica (default none)."`
 	MaxCatch *int           `name:"max-catch-up" placeholder:"N" help:"With --catch-up all: how many slots back catch-up looks (default 100, at most 10000)."`
 	Attempts *int           `name:"attempts" placeholder:"N" help:"Attempts per slot (default 3)."`
 	Backoff  *time.Duration `name:"backoff" placeholder:"DURATION" help:"Wait before the first retry (default 10s)."`
@@ -80,7 +81,7 @@ func (f *settingsFlags) apply(set store.ScheduleSettings) (store.ScheduleSetting
 		to   *time.Duration
 	}{
 		{"--timeout", f.Timeout, &set.Timeout}, {"--lease-ttl", f.LeaseTTL, &set.LeaseTTL}, {"--catch-up-window", f.Window, &set.CatchUpWindow},
-		{"--backoff", f.Backoff, &set.RetryBackoff}, {"--deadline", f.Deadline, &set.Deadline},
+		{"--backoff", f.Backoff, &set.RetryBackoff}, {"--deadline", f.Deadline, &set.Deadline}, {"--jitter", f.Jitter, &set.Jitter},
 	} {
 		if d.p == nil {
 			continue

@@ -109,10 +109,10 @@ func TestSchedulesDirect(t *testing.T) {
 		if out := sched(exitConflict, "edit", "t1", "--spec", "0 8 * * *", "--if-version", "1"); !strings.Contains(out, "version 2") {
 			t.Fatalf("edit with a stale version: %q", out)
 		}
-		if out := sched(0, "edit", "t1", "--catch-up", "all", "--max-catch-up", "12"); !strings.Contains(out, "version 2 → 3") {
+		if out := sched(0, "edit", "t1", "--catch-up", "all", "--max-catch-up", "12", "--jitter", "1h"); !strings.Contains(out, "version 2 → 3") {
 			t.Fatalf("edit: %q", out)
 		}
-		if out := strings.Join(strings.Fields(sched(0, "show", "t1")), " "); !strings.Contains(out, "catch-up: all within 1m30s, 12 slots back") {
+		if out := strings.Join(strings.Fields(sched(0, "show", "t1")), " "); !strings.Contains(out, "catch-up: all within 1m30s, 12 slots back") || !strings.Contains(out, "jitter: 1h0m0s") {
 			t.Fatalf("show after --catch-up all: %s", out)
 		}
 		out = sched(0, "show", "t1", "--json")

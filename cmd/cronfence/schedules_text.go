@@ -71,6 +71,7 @@ func printSchedule(a *app, sc client.Schedule) {
 		{"timeout", orText(sc.Timeout, "none")},
 		{"lease ttl", orText(sc.LeaseTTL, defaultText(seconds(cronfence.DefaultLeaseTTL)))},
 		{"catch-up", catchUpText(sc.ScheduleSettings)},
+		{"jitter", orText(sc.Jitter, "none")},
 		{"attempts", attemptsText(sc.MaxAttempts)},
 		{"backoff", orText(sc.RetryBackoff, defaultText(seconds(cronfence.DefaultRetryBackoff)))},
 		{"deadline", orText(sc.Deadline, "none")},
@@ -110,7 +111,7 @@ func settingsFields(s client.ScheduleSettings) [][2]string {
 	return [][2]string{
 		{"spec", s.Spec}, {"zone", zoneText(s.TimeZone)}, {"kind", s.Kind}, {"args", argsText(s.Args)},
 		{"overlap", overlapText(s.Overlap)}, {"timeout", orText(s.Timeout, "none")},
-		{"lease ttl", orText(s.LeaseTTL, defaultText(seconds(cronfence.DefaultLeaseTTL)))}, {"catch-up", catchUpText(s)},
+		{"lease ttl", orText(s.LeaseTTL, defaultText(seconds(cronfence.DefaultLeaseTTL)))}, {"catch-up", catchUpText(s)}, {"jitter", orText(s.Jitter, "none")},
 		{"attempts", attemptsText(s.MaxAttempts)}, {"backoff", orText(s.RetryBackoff, defaultText(seconds(cronfence.DefaultRetryBackoff)))},
 		{"deadline", orText(s.Deadline, "none")},
 		{"enabled", enabledText(!s.Disabled)},

@@ -234,6 +234,7 @@ func schedulerJob(j config.Job, killGrace time.Duration) cronfence.Job {
 		CatchUpWindow:    j.CatchUpWindow,
 		CatchUp:          cronfence.CatchUp(j.CatchUp),
 		MaxCatchUp:       j.MaxCatchUp,
+		Jitter:           j.Jitter,
 		Overlap:          cronfence.Overlap(j.Overlap),
 		Deadline:         j.Deadline,
 		MaxAttempts:      j.MaxAttempts,

@@ -166,6 +166,7 @@ func differences(a, b store.ReplicaJob) []string {
 	diff("lease TTL", a.LeaseTTL != b.LeaseTTL)
 	diff("catch-up window", a.CatchUpWindow != b.CatchUpWindow)
 	diff("catch-up", a.CatchUp != b.CatchUp || a.MaxCatchUp != b.MaxCatchUp)
+	diff("jitter", a.Jitter != b.Jitter)
 	diff("overlap", a.Overlap != b.Overlap)
 	diff("deadline", a.Deadline != b.Deadline)
 	diff("max attempts", a.MaxAttempts != b.MaxAttempts)

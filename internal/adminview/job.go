@@ -25,6 +25,11 @@ type Declared struct {
 	Disabled bool
 	// Next is its next slot by the schedule; zero when unknown.
 	Next time.Time
+	// Jitter is the bound of its slots' start delay; zero for none.
+	Jitter time.Duration
+	// Starts is when Next's run starts, after its delay; zero when
+	// unknown or the same as Next.
+	Starts time.Time
 }
 
 // JobOf is the view of job d with its override state st (nil when it has
@@ -38,6 +43,10 @@ func JobOf(d Declared, st *store.JobState) client.Job {
 		Name: d.Name, Schedule: d.Schedule, TimeZone: tz, Overlap: d.Overlap,
 		DeclaredEnabled: !d.Disabled, Enabled: !d.Disabled,
 	}
+	if d.Jitter > 0 {
+		j := d.Jitter.String()
+		v.Jitter = &j
+	}
 	if st != nil {
 		v.Override = &client.Override{Enabled: st.EnabledOverride, By: st.OverrideBy, At: Time(st.OverrideAt), Note: st.Note}
 		if st.EnabledOverride != nil {
@@ -49,6 +58,10 @@ func JobOf(d Declared, st *store.JobState) client.Job {
 	if v.Enabled && !d.Next.IsZero() {
 		s := d.Next.Format(time.RFC3339)
 		v.Next = &s
+		if !d.Starts.IsZero() && !d.Starts.Equal(d.Next) {
+			st := d.Starts.Format(time.RFC3339Nano)
+			v.NextStart = &st
+		}
 	}
 	return v
 }

@@ -25,7 +25,7 @@ func SettingsOf(s store.ScheduleSettings) client.ScheduleSettings {
 		Spec: s.Spec, TimeZone: s.TimeZone, Kind: s.Kind, Overlap: s.Overlap,
 		CatchUpWindow: s.CatchUpWindow.String(), LeaseTTL: s.LeaseTTL.String(), Timeout: s.Timeout.String(),
 		Deadline: s.Deadline.String(), MaxAttempts: s.MaxAttempts, RetryBackoff: s.RetryBackoff.String(), Disabled: s.Disabled,
-		CatchUp: s.CatchUp, MaxCatchUp: s.MaxCatchUp,
+		CatchUp: s.CatchUp, MaxCatchUp: s.MaxCatchUp, Jitter: s.Jitter.String(),
 	}
 	if len(s.Args) > 0 {
 		v.Args = append([]byte(nil), s.Args...)
@@ -74,6 +74,7 @@ func Settings(v client.ScheduleSettings) (store.ScheduleSettings, error) {
 		{"timeout", v.Timeout, &s.Timeout},
 		{"deadline", v.Deadline, &s.Deadline},
 		{"retryBackoff", v.RetryBackoff, &s.RetryBackoff},
+		{"jitter", v.Jitter, &s.Jitter},
 	} {
 		if d.text == "" {
 			continue

@@ -227,7 +227,7 @@ func (s *Store) ScheduleAudit(ctx context.Context, p store.ScheduleAuditParams) 
 	return changes, nil
 }
 
-// scheduleSettingArgs are the parameters $2 to $15 of scheduleCreate.sql
+// scheduleSettingArgs are the parameters $2 to $16 of scheduleCreate.sql
 // and scheduleUpdate.sql: the settings in the columns' order, durations in
 // nanoseconds (pgx would send a time.Duration as an interval), the
 // arguments as JSON text or NULL.
@@ -238,7 +238,7 @@ func scheduleSettingArgs(set store.ScheduleSettings) []any {
 	}
 	return []any{set.Spec, set.TimeZone, set.Kind, args, set.Overlap, int64(set.CatchUpWindow), int64(set.LeaseTTL),
 		int64(set.Timeout), int64(set.Deadline), int64(set.MaxAttempts), int64(set.RetryBackoff), set.Disabled,
-		set.CatchUp, int32(set.MaxCatchUp)}
+		set.CatchUp, int32(set.MaxCatchUp), int64(set.Jitter)}
 }
 
 // scannedSchedule receives the scheduleColumns of one row.
@@ -248,12 +248,13 @@ type scannedSchedule struct {
 	catchUp, ttl, timeout, deadline, backoff int64
 	maxAttempts                              int64
 	maxCatchUp                               int32
+	jitter                                   int64
 }
 
 func (ss *scannedSchedule) dest() []any {
 	s := &ss.s
 	return []any{&s.ID, &s.Name, &s.Spec, &s.TimeZone, &s.Kind, &ss.args, &s.Overlap, &ss.catchUp, &ss.ttl, &ss.timeout,
-		&ss.deadline, &ss.maxAttempts, &ss.backoff, &s.Disabled, &s.CatchUp, &ss.maxCatchUp, &s.Version, &s.CreatedAt, &s.CreatedBy, &s.UpdatedAt, &s.UpdatedBy}
+		&ss.deadline, &ss.maxAttempts, &ss.backoff, &s.Disabled, &s.CatchUp, &ss.maxCatchUp, &ss.jitter, &s.Version, &s.CreatedAt, &s.CreatedBy, &s.UpdatedAt, &s.UpdatedBy}
 }
 
 func (ss *scannedSchedule) schedule() store.Schedule {
@@ -263,7 +264,7 @@ func (ss *scannedSchedule) schedule() store.Schedule {
 	}
 	s.CatchUpWindow, s.LeaseTTL, s.Timeout = time.Duration(ss.catchUp), time.Duration(ss.ttl), time.Duration(ss.timeout)
 	s.Deadline, s.RetryBackoff, s.MaxAttempts = time.Duration(ss.deadline), time.Duration(ss.backoff), int(ss.maxAttempts)
-	s.MaxCatchUp = int(ss.maxCatchUp)
+	s.MaxCatchUp, s.Jitter = int(ss.maxCatchUp), time.Duration(ss.jitter)
 	s.CreatedAt, s.UpdatedAt = s.CreatedAt.UTC(), s.UpdatedAt.UTC()
 	return s
 }

@@ -43,7 +43,7 @@ func sampleSettings() store.ScheduleSettings {
 			"copies": 3.0, "note": "fechamento <diário> & \"mensal\" \u00e9"}`),
 		Overlap: "buffer-one", CatchUpWindow: 6 * time.Hour, LeaseTTL: time.Minute, Timeout: 90 * time.Minute,
 		Deadline: 2 * time.Hour, MaxAttempts: 3, RetryBackoff: 30 * time.Second, Disabled: true,
-		CatchUp: "all", MaxCatchUp: 24,
+		CatchUp: "all", MaxCatchUp: 24, Jitter: 90 * time.Second,
 	}
 }
 
@@ -488,6 +488,7 @@ func scheduleBadInput(t *testing.T, b Bundle) {
 		{"negative max attempts", "max attempts", set(func(s *store.ScheduleSettings) { s.MaxAttempts = -1 })},
 		{"catch-up policy", "catch-up", set(func(s *store.ScheduleSettings) { s.CatchUp = "every" })},
 		{"max catch-up over the limit", "max catch-up", set(func(s *store.ScheduleSettings) { s.MaxCatchUp = 10001 })},
+		{"negative jitter", "durations", set(func(s *store.ScheduleSettings) { s.Jitter = -time.Second })},
 		{"lease TTL too short", "TTL", set(func(s *store.ScheduleSettings) { s.LeaseTTL = time.Nanosecond })},
 		{"update version 0", "version", update(store.ScheduleUpdateParams{Name: "kept", Settings: sampleSettings(), By: "ops"})},
 		{"update bad settings", "spec", update(store.ScheduleUpdateParams{Name: "kept", Version: 1, By: "ops"})},

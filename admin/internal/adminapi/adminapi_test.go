@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cronfence/cronfence"
+	"github.com/cronfence/cronfence/admin/client"
 	"github.com/cronfence/cronfence/admin/internal/adminapi"
 	"github.com/cronfence/cronfence/store/sqlite"
 )
@@ -484,5 +485,31 @@ func TestEscapedJobName(t *testing.T) {
 	var j jobJSON
 	if resp := b.do(t, "GET", "/api/admin/cron/team%2Freport", readSecret, "", &j); resp.StatusCode != 200 || j.Name != "team/report" {
 		t.Fatalf("escaped name: %d %+v", resp.StatusCode, j)
+	}
+}
+
+// A job with a jitter says when its next slot's run starts, and the bound:
+// the slot itself (next) does not move. One without says neither.
+func TestAJobsJitterShowsWhenItsNextRunStarts(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	must(t, b.sched.Register(cronfence.Job{Name: "spread", Schedule: "@hourly", Jitter: 20 * time.Minute,
+		Handler: func(ctx context.Context, run *cronfence.Run) error { return nil }}))
+	var j client.Job
+	if resp := b.do(t, "GET", "/api/admin/cron/spread", readSecret, "", &j); resp.StatusCode != 200 {
+		t.Fatalf("GET: %d", resp.StatusCode)
+	}
+	if j.Next == nil || j.NextStart == nil || j.Jitter == nil || *j.Jitter != "20m0s" {
+		t.Fatalf("GET spread: next %v, nextStart %v, jitter %v; want all three", j.Next, j.NextStart, j.Jitter)
+	}
+	next, err1 := time.Parse(time.RFC3339, *j.Next)
+	starts, err2 := time.Parse(time.RFC3339Nano, *j.NextStart)
+	if err1 != nil || err2 != nil || next.Minute() != 0 || starts.Before(next) || !starts.Before(next.Add(20*time.Minute)) {
+		t.Fatalf("next %s, starts %s (%v, %v): want an hour's slot, and a start within its 20 minutes", *j.Next, *j.NextStart, err1, err2)
+	}
+	var plain client.Job
+	b.do(t, "GET", "/api/admin/cron/slow", readSecret, "", &plain)
+	if plain.NextStart != nil || plain.Jitter != nil {
+		t.Fatalf("a job without a jitter shows nextStart %v, jitter %v", plain.NextStart, plain.Jitter)
 	}
 }

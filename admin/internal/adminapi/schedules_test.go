@@ -194,6 +194,8 @@ func TestScheduleBadInputWritesNothing(t *testing.T) {
 				{`{"name":"a","spec":"@daily","kind":"report","catchUp":"all"}`, "INVALID_ARGUMENT", "needs a CatchUpWindow"},
 				{`{"name":"a","spec":"@daily","kind":"report","catchUp":"all","catchUpWindow":"1h","maxCatchUp":10001}`, "INVALID_ARGUMENT", "max catch-up"},
 				{`{"name":"a","spec":"@daily","kind":"report","catchUp":"all","catchUpWindow":"240h"}`, "INVALID_ARGUMENT", "Retention"},
+				{`{"name":"a","spec":"* * * * *","kind":"report","jitter":"1m"}`, "INVALID_ARGUMENT", "Jitter 1m0s must be below the shortest interval"},
+				{`{"name":"a","spec":"@daily","kind":"report","jitter":"soon"}`, "INVALID_ARGUMENT", "jitter"},
 				{`{"name":"a","spec":"@daily","kind":"report","args":"` + strings.Repeat("x", store.MaxScheduleArgsBytes) + `"}`, "INVALID_ARGUMENT", "args"},
 				{`{"name":"a","spec":"@daily","kind":"report","args":{"x":}}`, "MALFORMED_BODY", "invalid character"},
 				{`{"name":"a","spec":"@daily","kind":"report","colour":"red"}`, "MALFORMED_BODY", "colour"},

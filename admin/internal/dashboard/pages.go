@@ -68,6 +68,8 @@ type jobView struct {
 	Zone            string
 	Overlap         string
 	Next            stamp
+	Starts          *stamp // when Next's run starts, delayed by the job's jitter; nil without one
+	Jitter          string
 	Enabled         bool
 	DeclaredEnabled bool
 	// Paused says why no slot is next, for a job that is off: "paused
@@ -207,6 +209,10 @@ func jobOf(j client.Job, now time.Time) jobView {
 	v := jobView{
 		Name: j.Name, Schedule: j.Schedule, Zone: j.TimeZone, Overlap: j.Overlap, Next: parseAt(j.Next, loc, now),
 		Enabled: j.Enabled, DeclaredEnabled: j.DeclaredEnabled,
+	}
+	if j.NextStart != nil && j.Jitter != nil {
+		st := parseAt(j.NextStart, loc, now)
+		v.Starts, v.Jitter = &st, *j.Jitter
 	}
 	if !j.Enabled {
 		v.Paused = "disabled in its config"

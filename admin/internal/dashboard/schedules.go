@@ -104,6 +104,7 @@ func changeSummary(ch client.ScheduleChange) string {
 	add("catch-up", b.CatchUp, a.CatchUp)
 	add("catch-up window", b.CatchUpWindow, a.CatchUpWindow)
 	add("max catch-up", strconv.Itoa(b.MaxCatchUp), strconv.Itoa(a.MaxCatchUp))
+	add("jitter", b.Jitter, a.Jitter)
 	add("attempts", strconv.Itoa(b.MaxAttempts), strconv.Itoa(a.MaxAttempts))
 	add("backoff", b.RetryBackoff, a.RetryBackoff)
 	add("deadline", b.Deadline, a.Deadline)

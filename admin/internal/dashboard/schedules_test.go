@@ -52,7 +52,7 @@ func TestSchedulesPages(t *testing.T) {
 
 	create := map[string]any{"action": "schedule-create", "key": key, "schedule": map[string]any{
 		"name": "tenant-42", "spec": "0 6 * * *", "kind": "report", "args": map[string]any{"tenant": 42}, "catchUpWindow": "90s",
-		"catchUp": "all", "maxCatchUp": 7}}
+		"catchUp": "all", "maxCatchUp": 7, "jitter": "2h"}}
 	if code, out := b.postAct(t, create); code != 201 || out["version"] != float64(1) {
 		t.Fatalf("create: %d %v", code, out)
 	}
@@ -66,7 +66,7 @@ func TestSchedulesPages(t *testing.T) {
 
 	_, page = b.get(t, "GET", "/schedule?name=tenant-42", basic(adminSecret))
 	for _, want := range []string{`data-mode="update" data-name="tenant-42"`, `name="version" value="1"`, `value="0 6 * * *"`, `{&#34;tenant&#34;:42}`, `value="1m30s"`, `<option selected>all</option>`, `name="maxCatchUp" type="number" min="0" max="10000" placeholder="100 (with all)" value="7"`,
-		"catch-up all within 1m30s, 7 slots back", `data-version="1"`, "Confirm: delete tenant-42"} {
+		"catch-up all within 1m30s, 7 slots back", "jitter 2h0m0s", `name="jitter" placeholder="none" value="2h0m0s"`, `data-version="1"`, "Confirm: delete tenant-42"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("/schedule: no %q in\n%s", want, page)
 		}

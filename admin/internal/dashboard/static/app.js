@@ -168,7 +168,8 @@
     var name = create ? f.name.value : form.dataset.name;
     var sc = { spec: f.spec.value, timeZone: f.timeZone.value, kind: f.kind.value, overlap: f.overlap.value,
       timeout: f.timeout.value, leaseTTL: f.leaseTTL.value, catchUp: f.catchUp.value, catchUpWindow: f.catchUpWindow.value,
-      maxCatchUp: f.maxCatchUp.value === "" ? 0 : Number(f.maxCatchUp.value), retryBackoff: f.retryBackoff.value,
+      maxCatchUp: f.maxCatchUp.value === "" ? 0 : Number(f.maxCatchUp.value), jitter: f.jitter.value,
+      retryBackoff: f.retryBackoff.value,
       maxAttempts: f.maxAttempts.value === "" ? 0 : Number(f.maxAttempts.value), disabled: f.disabled.checked, args: null };
     if (f.args.value.trim() !== "") {
       try { sc.args = JSON.parse(f.args.value); } catch (e) {

@@ -153,6 +153,7 @@ type Job struct {
 	CatchUp       string        // "none", "latest" or "all"; latest when a window is given, none otherwise
 	MaxCatchUp    int           // with CatchUp all; zero: the library's default
 	Overlap       string        // "skip", "allow" or "buffer-one"; DefaultOverlap when not given
+	Jitter        time.Duration // the bound of each slot's start delay; zero for none
 	Deadline      time.Duration
 	MaxAttempts   int           // DefaultMaxAttempts when not given
 	RetryBackoff  time.Duration // DefaultRetryBackoff when not given

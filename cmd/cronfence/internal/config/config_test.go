@@ -84,6 +84,7 @@ jobs:
     catch_up: all
     catch_up_window: 6h
     max_catch_up: 4
+    jitter: 20m
 `)
 	want := &File{
 		Path:       "/etc/cronfence/cronfence.yaml",
@@ -102,7 +103,7 @@ jobs:
 			Env:     map[string]string{"A": "1", "B": "job", "C": "3"}, Workdir: "/srv", Line: 16,
 		}, {
 			Name: "hello", Schedule: "@every 1h30m", TimeZone: "America/Sao_Paulo",
-			LeaseTTL: 45 * time.Second, CatchUp: "all", CatchUpWindow: 6 * time.Hour, MaxCatchUp: 4,
+			LeaseTTL: 45 * time.Second, CatchUp: "all", CatchUpWindow: 6 * time.Hour, MaxCatchUp: 4, Jitter: 20 * time.Minute,
 			Overlap: "skip", MaxAttempts: 2, RetryBackoff: 30 * time.Second,
 			Shell: "echo hello >> /tmp/x", Env: map[string]string{"A": "1", "B": "2"},
 			Workdir: "/etc/cronfence/data", Line: 32,
@@ -518,6 +519,7 @@ func TestParseErrors(t *testing.T) {
 		{"empty shell", job(sched + "    shell: ' '\n"), []string{"cronfence.yaml:4: jobs[0].shell: must not be empty"}},
 
 		{"bad overlap", job(cmd + sched + "    overlap: queue\n"), []string{`cronfence.yaml:5: jobs[0].overlap: "queue" must be skip, allow or buffer-one`}},
+		{"negative jitter", job(cmd + sched + "    jitter: -1s\n"), []string{`cronfence.yaml:5: jobs[0].jitter: "-1s" must not be negative`}},
 		{"bad catch_up", job(cmd + sched + "    catch_up: every\n    catch_up_window: 1h\n"), []string{`cronfence.yaml:5: jobs[0].catch_up: "every" must be none, latest or all`}},
 		{"catch_up all without a window", job(cmd + sched + "    catch_up: all\n"), []string{`cronfence.yaml:5: jobs[0].catch_up: all needs catch_up_window: how late a missed slot still runs`}},
 		{"catch_up none with a window", job(cmd + sched + "    catch_up: none\n    catch_up_window: 1h\n"), []string{`cronfence.yaml:6: jobs[0].catch_up_window: 1h0m0s is set but catch_up is none (line 5)`}},

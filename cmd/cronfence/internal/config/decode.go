@@ -46,7 +46,7 @@ var (
 	tokenKeys = []string{"name", "role", "token"}
 	// jobFieldKeys are the fields defaults: may set too.
 	jobFieldKeys = []string{"schedule", "time_zone", "env", "workdir", "timeout", "lease_ttl",
-		"catch_up", "catch_up_window", "max_catch_up", "overlap", "max_attempts", "retry_backoff", "deadline", "enabled", "run_when_store_down", "completes_in_tx"}
+		"catch_up", "catch_up_window", "max_catch_up", "jitter", "overlap", "max_attempts", "retry_backoff", "deadline", "enabled", "run_when_store_down", "completes_in_tx"}
 	jobKeys = append([]string{"name", "command", "shell"}, jobFieldKeys...)
 )
 
@@ -513,7 +513,7 @@ type fields struct {
 	schedule, timeZone, workdir, overlap opt[string]
 	catchUp                              opt[string]
 	timeout, leaseTTL, catchUpWindow     opt[time.Duration]
-	deadline, retryBackoff               opt[time.Duration]
+	deadline, retryBackoff, jitter       opt[time.Duration]
 	maxAttempts, maxCatchUp              opt[int]
 	enabled, runWhenStoreDown, inTx      opt[bool]
 	env                                  opt[map[string]string]
@@ -569,6 +569,9 @@ func (d *decoder) field(f *fields, key string, v *yaml.Node, path string) {
 	case "catch_up_window":
 		x, ok := d.duration(v, path)
 		f.catchUpWindow = set(x, ok, v, path)
+	case "jitter":
+		x, ok := d.duration(v, path)
+		f.jitter = set(x, ok, v, path)
 	case "max_catch_up":
 		x, ok := d.intIn(v, path, 1, MaxCatchUpLimit)
 		f.maxCatchUp = set(x, ok, v, path)
@@ -848,7 +851,7 @@ func (d *decoder) resolve(own, def fields, path string, line int) Job {
 		workdir: own.workdir.or(def.workdir), overlap: own.overlap.or(def.overlap),
 		timeout: own.timeout.or(def.timeout), leaseTTL: own.leaseTTL.or(def.leaseTTL),
 		catchUp: own.catchUp.or(def.catchUp), catchUpWindow: own.catchUpWindow.or(def.catchUpWindow),
-		maxCatchUp: own.maxCatchUp.or(def.maxCatchUp), deadline: own.deadline.or(def.deadline),
+		maxCatchUp: own.maxCatchUp.or(def.maxCatchUp), deadline: own.deadline.or(def.deadline), jitter: own.jitter.or(def.jitter),
 		maxAttempts: own.maxAttempts.or(def.maxAttempts), retryBackoff: own.retryBackoff.or(def.retryBackoff),
 		enabled:          own.enabled.or(def.enabled),
 		runWhenStoreDown: own.runWhenStoreDown.or(def.runWhenStoreDown), inTx: own.inTx.or(def.inTx),
@@ -857,7 +860,7 @@ func (d *decoder) resolve(own, def fields, path string, line int) Job {
 		Schedule: f.schedule.v, TimeZone: DefaultTimeZone, Timeout: f.timeout.v,
 		LeaseTTL: DefaultLeaseTTL, CatchUpWindow: f.catchUpWindow.v, Overlap: DefaultOverlap,
 		Deadline: f.deadline.v, MaxAttempts: DefaultMaxAttempts, RetryBackoff: DefaultRetryBackoff, Disabled: f.enabled.set && !f.enabled.v,
-		RunWhenStoreDown: f.runWhenStoreDown.v, CompletesInTx: f.inTx.v, Env: map[string]string{},
+		RunWhenStoreDown: f.runWhenStoreDown.v, CompletesInTx: f.inTx.v, Env: map[string]string{}, Jitter: f.jitter.v,
 	}
 	if f.timeZone.set {
 		j.TimeZone = f.timeZone.v

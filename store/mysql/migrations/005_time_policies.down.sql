@@ -1,8 +1,8 @@
--- Reverses 005_catch_up.up.sql, where its columns are there.
+-- Reverses 005_time_policies.up.sql, where its columns are there.
 -- {{prefix}}schema_migrations belongs to the migration runner: whoever
 -- applies this by hand also deletes its row for version 5.
 SET @cronfence_ddl = (SELECT IF(count(*) > 0,
-    'ALTER TABLE {{prefix}}schedules DROP COLUMN max_catch_up, DROP COLUMN catch_up',
+    'ALTER TABLE {{prefix}}schedules DROP COLUMN jitter_ns, DROP COLUMN max_catch_up, DROP COLUMN catch_up',
     'DO 0')
     FROM information_schema.columns
     WHERE table_schema = DATABASE() AND table_name = '{{prefix}}schedules' AND column_name = 'catch_up');
