@@ -164,6 +164,46 @@ func ExampleJob_catchUpWindow() {
 	// catch_up, late by under an hour: true
 }
 
+// With CatchUp all, every slot missed inside the window runs, each once,
+// oldest first, one after another: here the three hourly slots since the
+// job was registered three hours ago by a replica that has since stopped.
+func ExampleJob_catchUpAll() {
+	ctx := context.Background()
+	st, cleanup := openExampleStore(ctx)
+	defer cleanup()
+	if _, err := st.JobRegister(ctx, store.JobRegisterParams{Jobs: []string{"hourly-sync"}, Now: time.Now().Add(-3 * time.Hour)}); err != nil {
+		log.Fatal(err)
+	}
+	sched, err := cronfence.New(cronfence.Config{Store: st, Logger: silent})
+	if err != nil {
+		log.Fatal(err)
+	}
+	slots := make(chan time.Time, 3)
+	err = sched.Register(cronfence.Job{
+		Name:          "hourly-sync",
+		Schedule:      "@hourly",
+		CatchUp:       cronfence.CatchUpAll,
+		CatchUpWindow: 3 * time.Hour,
+		Handler: func(ctx context.Context, run *cronfence.Run) error {
+			slots <- run.Slot
+			return nil
+		},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := sched.Start(ctx); err != nil {
+		log.Fatal(err)
+	}
+	a, b, c := <-slots, <-slots, <-slots
+	if err := sched.Stop(ctx); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("three missed slots, oldest first:", a.Before(b) && b.Before(c))
+	// Output:
+	// three missed slots, oldest first: true
+}
+
 // Fence every write made under a lease inside the write's own transaction:
 // a process that was paused past its TTL wakes up with a stale generation,
 // and its write is refused instead of landing next to the new owner's. The

@@ -98,6 +98,31 @@ func (s *Scheduler) SetEnabled(ctx context.Context, name string, enabled *bool, 
 	return js, nil
 }
 
+// PauseUntil pauses the job on every replica until the instant until, as
+// SetEnabled(false) does, and ends the pause by itself: the slots before
+// until are settled skipped (reason paused), and from until on the job's
+// declared value decides again, with no replica restarted and no further
+// write. until must lie ahead by the database clock.
+func (s *Scheduler) PauseUntil(ctx context.Context, name string, until time.Time, by, note string) (store.JobState, error) {
+	if s.jobs.get(name) == nil {
+		return store.JobState{}, unknownJob(name)
+	}
+	now, err := s.e.Store.Now(ctx)
+	if err != nil {
+		return store.JobState{}, fmt.Errorf("cronfence: pause %q until %s: %w", name, until.Format(time.RFC3339), err)
+	}
+	if !until.After(now) {
+		return store.JobState{}, errInvalid(fmt.Sprintf("pause %q until %s: that is not ahead of the database clock (%s)",
+			name, until.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339)))
+	}
+	off := false
+	js, err := s.e.Store.JobStateSet(ctx, store.JobStateSetParams{Job: name, Enabled: &off, By: by, Note: note, Until: until})
+	if err != nil {
+		return store.JobState{}, fmt.Errorf("cronfence: pause %q until %s: %w", name, until.Format(time.RFC3339), err)
+	}
+	return js, nil
+}
+
 // manualRuns are the manual runs a replica started that have not ended.
 type manualRuns struct {
 	mu   sync.Mutex

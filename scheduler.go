@@ -157,7 +157,7 @@ func (s *Scheduler) Register(job Job) error {
 	if shadowed != nil {
 		s.stored.shadowed(shadowed)
 	}
-	s.armAdded(r)
+	s.armAdded(r, time.Time{})
 	return nil
 }
 
@@ -172,10 +172,12 @@ func (s *Scheduler) RegisterKind(kind string, handler Handler) error {
 	return s.stored.registerKind(kind, handler)
 }
 
-// armAdded puts a job added after Start armed the others on the timers.
-func (s *Scheduler) armAdded(r *registered) {
+// armAdded puts a job added after Start armed the others on the timers;
+// since, when not zero, is when it took its settings (a stored schedule's
+// change), which timers.arm reads.
+func (s *Scheduler) armAdded(r *registered, since time.Time) {
 	if s.armed.Load() && s.e.timers() {
-		s.timers.arm(r, s.e.Now())
+		s.timers.arm(r, s.e.Now(), since)
 		s.loop.poke()
 	}
 }
@@ -246,7 +248,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		all := s.jobs.all()
 		latest := make(map[string]time.Time, len(all))
 		for _, r := range all {
-			s.timers.arm(r, now)
+			s.timers.arm(r, now, time.Time{})
 			latest[r.Name] = r.sched.Prev(now)
 		}
 		s.armed.Store(true)

@@ -30,8 +30,9 @@ type storedJob struct {
 type stored struct {
 	e    *env
 	jobs *jobSet
-	// arm puts a job added or changed on the timers (once started).
-	arm func(r *registered)
+	// arm puts a job added or changed on the timers (once started), with
+	// when the change was made.
+	arm func(r *registered, since time.Time)
 
 	mu     sync.Mutex
 	kinds  map[string]Handler
@@ -172,7 +173,7 @@ func (st *stored) putLocked(sc store.Schedule) {
 	}
 	delete(st.aside, sc.Name)
 	st.stale++
-	st.arm(r)
+	st.arm(r, sc.UpdatedAt)
 }
 
 // known returns the ID and version of the schedule name as this replica

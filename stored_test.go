@@ -374,3 +374,26 @@ func TestAChangeIsToldAtOnceOnPostgreSQL(t *testing.T) {
 			func() string { return "replica b never heard of the schedule created on a, with polling off" })
 	})
 }
+
+// A replica applies a change of the stored schedules a moment after it
+// was made: at its next poll of the change log (or notice). A slot that
+// came due in between fires as soon as the change is applied, rather than
+// being lost: here a schedule whose one slot of the day is a second after
+// its creation, applied two seconds later.
+func TestASlotDueBeforeTheChangeIsAppliedStillRuns(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *cluster) {
+		runs := newKindLedger()
+		a := c.startKinds("a", runs.handler(c), "report")
+		c.startKinds("b", runs.handler(c), "report")
+		c.advance(30*time.Second, 30*time.Second) // 12:00:30
+		slot := time.Date(2026, 3, 1, 12, 0, 31, 0, time.UTC)
+		if _, err := a.Schedules().Create(context.Background(), "soon", ScheduleSettings{Spec: "31 0 12 * * *", Kind: "report"}, "alice"); err != nil {
+			t.Fatal(err)
+		}
+		c.advance(3*time.Second, 3*time.Second) // one tick at 12:00:33: the poll applies it, after its slot
+		c.advance(2*time.Second, time.Second)
+		if got := runs.started("soon"); len(got) != 1 || !got[0].Equal(slot) {
+			t.Fatalf("ran %v, want its slot %s once", got, slot.Format(time.TimeOnly))
+		}
+	})
+}

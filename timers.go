@@ -65,14 +65,26 @@ type timers struct {
 	passedOver map[slotKey]time.Time
 }
 
-// arm puts the job's next slot after now on the heap, as it is added: or
-// its latest slot, when that slot's run is delayed by the job's jitter
-// until after now (a replica that starts, or a job added, inside that
-// delay fires it as the others do).
-func (t *timers) arm(r *registered, now time.Time) {
+// appliedLate bounds how late a slot that came due between a stored
+// schedule's change and this replica applying it still fires (see arm): a
+// few polls, or a loaded machine's notice; longer is catch-up's matter.
+const appliedLate = time.Minute
+
+// arm puts the job's next slot after now on the heap, as it is added; or
+// its latest slot, when that is still to fire: its run is delayed by the
+// job's jitter until after now (a replica that starts, or a job added,
+// inside that delay fires it as the others do), or it came due since the
+// job took its settings (since, when not zero: a stored schedule's change,
+// which a replica applies a moment after it was made), at most appliedLate
+// ago, and fires at once. The store runs each slot once, so a slot another
+// replica ran already is refused.
+func (t *timers) arm(r *registered, now, since time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if last := r.sched.Prev(now); r.Jitter > 0 && !last.IsZero() && last.Add(r.delay(last)).After(now) {
+	switch last := r.sched.Prev(now); {
+	case last.IsZero():
+	case r.Jitter > 0 && last.Add(r.delay(last)).After(now),
+		!since.IsZero() && last.After(since) && now.Sub(last) <= appliedLate:
 		t.push1(r, last)
 		return
 	}

@@ -655,6 +655,20 @@ type JobState struct {
 	OverrideBy      string    // who set or cleared the override
 	OverrideAt      time.Time // when, by the database clock
 	Note            string
+	// Until, when not zero, ends the override: it decides the slots
+	// before Until, and the declared value those from Until on, on every
+	// replica and with no write (a pause until a time). Zero: until it is
+	// changed.
+	Until time.Time
+}
+
+// Override is the override that decides a slot at t: EnabledOverride, or
+// nil when there is none or it ended (Until at or before t).
+func (js JobState) Override(t time.Time) *bool {
+	if js.EnabledOverride == nil || !js.Until.IsZero() && !t.Before(js.Until) {
+		return nil
+	}
+	return js.EnabledOverride
 }
 
 // JobStateSetParams are the arguments of Store.JobStateSet.
@@ -663,6 +677,9 @@ type JobStateSetParams struct {
 	Enabled *bool // nil removes the override
 	By      string
 	Note    string
+	// Until, with Enabled set, ends the override at that instant (see
+	// JobState.Until); zero keeps it until it is changed.
+	Until time.Time
 }
 
 // Liveness is implemented by stores that can tell whether a lease's owner

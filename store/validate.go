@@ -292,6 +292,9 @@ func (p JobStateSetParams) Validate() error {
 	if err := ValidateName("who (By)", p.By); err != nil {
 		return err
 	}
+	if !p.Until.IsZero() && p.Enabled == nil {
+		return invalid("until ends an override: it needs Enabled set")
+	}
 	return validText("note", p.Note, MaxNoteLength)
 }
 

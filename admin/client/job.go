@@ -45,6 +45,10 @@ type Override struct {
 	At *string `json:"at"`
 	// Note is the reason given with it.
 	Note string `json:"note"`
+	// Until is when a pause ends by itself (PUT with "until"); absent for
+	// one that holds until changed. Once it passed, enabled follows the
+	// declared value again.
+	Until *string `json:"until,omitempty"`
 }
 
 // Lease is a job's lease row as last written. A released or lapsed lease

@@ -82,6 +82,18 @@ func TestAdminUnknownJobDirect(t *testing.T) {
 		if code, out, errOut := cli("pause", "tick", "--by", "alice"); code != 0 || !strings.Contains(out, "tick: override paused, by alice") {
 			t.Errorf("pause of a job with a run: %d %q %q", code, out, errOut)
 		}
+		// A pause until a time says when it ends; one already past, or not
+		// an instant, is refused (exit 2) and changes nothing.
+		until := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
+		if code, out, errOut := cli("pause", "tick", "--by", "alice", "--until", until.Format(time.RFC3339)); code != 0 ||
+			!strings.Contains(out, "tick: override paused until "+until.Format("2006-01-02T15:04:05Z")+", by alice") {
+			t.Errorf("pause --until: %d %q %q", code, out, errOut)
+		}
+		for _, bad := range []string{time.Now().Add(-time.Hour).UTC().Format(time.RFC3339), "tomorrow"} {
+			if code, _, errOut := cli("pause", "tick", "--until", bad); code != exitUsage || !strings.Contains(errOut, "--until") {
+				t.Errorf("pause --until %s: exit %d, %q; want 2 naming --until", bad, code, errOut)
+			}
+		}
 		if code, out, errOut := cli("logs", "tick"); code != 0 || !strings.Contains(out, "manual") {
 			t.Errorf("logs of a job with a run: %d %q %q", code, out, errOut)
 		}

@@ -122,7 +122,7 @@ func Evaluate(s Snapshot, th Thresholds) Result {
 	if !s.LeasesReadBy.IsZero() {
 		leasesNow = s.LeasesReadBy
 	}
-	paused := pausedJobs(s.States, reg)
+	paused := pausedJobs(s.States, reg, now)
 	for _, name := range reg.Names() {
 		j := reg.Jobs[name]
 		d := s.Jobs[name]
@@ -176,12 +176,13 @@ func (r *Result) add(a Alert, ok bool) {
 
 // pausedJobs are the registered jobs that are off: by their override, or
 // declared disabled without one. A paused job's slots are not run on
-// purpose, so they miss no deadline.
-func pausedJobs(states []store.JobState, reg *Registry) map[string]bool {
+// purpose, so they miss no deadline. A pause that ended by now (pause
+// until) counts no more.
+func pausedJobs(states []store.JobState, reg *Registry, now time.Time) map[string]bool {
 	override := make(map[string]bool, len(states))
 	for _, st := range states {
-		if st.EnabledOverride != nil {
-			override[st.Job] = *st.EnabledOverride
+		if o := st.Override(now); o != nil {
+			override[st.Job] = *o
 		}
 	}
 	out := map[string]bool{}

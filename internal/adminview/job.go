@@ -33,8 +33,9 @@ type Declared struct {
 }
 
 // JobOf is the view of job d with its override state st (nil when it has
-// no override row), without its last run and lease.
-func JobOf(d Declared, st *store.JobState) client.Job {
+// no override row) at now (an override that ended by then decides no
+// more), without its last run and lease.
+func JobOf(d Declared, st *store.JobState, now time.Time) client.Job {
 	tz := d.TimeZone
 	if tz == "" {
 		tz = "UTC"
@@ -49,8 +50,11 @@ func JobOf(d Declared, st *store.JobState) client.Job {
 	}
 	if st != nil {
 		v.Override = &client.Override{Enabled: st.EnabledOverride, By: st.OverrideBy, At: Time(st.OverrideAt), Note: st.Note}
-		if st.EnabledOverride != nil {
-			v.Enabled = *st.EnabledOverride
+		if !st.Until.IsZero() {
+			v.Override.Until = Time(st.Until)
+		}
+		if o := st.Override(now); o != nil {
+			v.Enabled = *o
 		}
 	}
 	// A paused or disabled job runs no slot: it has no next one to show
@@ -90,7 +94,7 @@ func JobsAt(ctx context.Context, st store.Store, jobs []Declared, now time.Time)
 	}
 	out := make([]client.Job, 0, len(jobs))
 	for _, d := range jobs {
-		v := JobOf(d, byJob[d.Name])
+		v := JobOf(d, byJob[d.Name], now)
 		runs, err := st.RunList(ctx, store.RunListParams{Job: d.Name, Limit: 1})
 		if err != nil {
 			return nil, "list runs", err

@@ -12,6 +12,7 @@ import (
 // declaration, and a job that will not run shows no next slot.
 func TestJobOf(t *testing.T) {
 	next := time.Date(2026, 3, 29, 1, 30, 0, 0, time.UTC)
+	now := next.Add(-time.Minute)
 	off, on := false, true
 	for _, tc := range []struct {
 		name     string
@@ -27,9 +28,11 @@ func TestJobOf(t *testing.T) {
 		{"resumed", adminview.Declared{Name: "a", Disabled: true, Next: next}, &store.JobState{Job: "a", EnabledOverride: &on}, "UTC", true, true},
 		{"override removed", adminview.Declared{Name: "a", Disabled: true, Next: next}, &store.JobState{Job: "a", OverrideBy: "ops"}, "UTC", false, false},
 		{"no next slot known", adminview.Declared{Name: "a"}, nil, "UTC", true, false},
+		{"paused until later", adminview.Declared{Name: "a", Next: next}, &store.JobState{Job: "a", EnabledOverride: &off, Until: now.Add(time.Hour)}, "UTC", false, false},
+		{"paused until a time passed", adminview.Declared{Name: "a", Next: next}, &store.JobState{Job: "a", EnabledOverride: &off, Until: now}, "UTC", true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v := adminview.JobOf(tc.d, tc.st)
+			v := adminview.JobOf(tc.d, tc.st, now)
 			if v.TimeZone != tc.tz || v.Enabled != tc.enabled || v.DeclaredEnabled != !tc.d.Disabled {
 				t.Fatalf("zone %q enabled %t declared %t, want %q %t %t", v.TimeZone, v.Enabled, v.DeclaredEnabled, tc.tz, tc.enabled, !tc.d.Disabled)
 			}
@@ -38,6 +41,9 @@ func TestJobOf(t *testing.T) {
 			}
 			if (v.Override != nil) != (tc.st != nil) {
 				t.Fatalf("override %+v for state %+v", v.Override, tc.st)
+			}
+			if v.Override != nil && (v.Override.Until != nil) != !tc.st.Until.IsZero() {
+				t.Fatalf("override until %v for state until %s", v.Override.Until, tc.st.Until)
 			}
 		})
 	}

@@ -30,13 +30,14 @@ func (s *Store) JobStateSet(ctx context.Context, p store.JobStateSetParams) (sto
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO `+s.t("job_state")+` (`+sqlstore.JobStateColumns+`) VALUES (?, ?, ?, ?, ?)
+		until := sqlstore.Normalize(p.Until)
+		if _, err := tx.ExecContext(ctx, `INSERT INTO `+s.t("job_state")+` (`+sqlstore.JobStateColumns+`) VALUES (?, ?, ?, ?, ?, ?)
 			ON DUPLICATE KEY UPDATE enabled_override = VALUES(enabled_override), override_by = VALUES(override_by),
-			                        override_at = VALUES(override_at), note = VALUES(note)`,
-			p.Job, override, p.By, now, p.Note); err != nil {
+			                        override_at = VALUES(override_at), note = VALUES(note), override_until = VALUES(override_until)`,
+			p.Job, override, p.By, now, p.Note, nullTime(until)); err != nil {
 			return err
 		}
-		js = store.JobState{Job: p.Job, OverrideBy: p.By, OverrideAt: now, Note: p.Note}
+		js = store.JobState{Job: p.Job, OverrideBy: p.By, OverrideAt: now, Note: p.Note, Until: until}
 		if p.Enabled != nil {
 			enabled := *p.Enabled
 			js.EnabledOverride = &enabled

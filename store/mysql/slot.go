@@ -196,8 +196,8 @@ func (s *Store) claimIn(ctx context.Context, tx *sql.Tx, items []store.SlotClaim
 		existing, found := r.slots[keyOf(p.Job, slot)]
 		enabled := !p.DeclaredDisabled
 		o, overridden := r.overrides[p.Job]
-		if overridden {
-			enabled = o
+		if overridden = overridden && (o.until.IsZero() || slot.Before(o.until)); overridden {
+			enabled = o.enabled // an override that ended at or before the slot decides no more
 		}
 		cur, leaseFound := r.leases[p.LeaseName]
 		c := claim{p: p, slot: slot, now: now, existing: existing, found: found, enabled: enabled, overridden: overridden,
@@ -276,7 +276,7 @@ type claimReads struct {
 	leases    map[string]lockedLease // the items' lease rows, locked
 	now       time.Time              // the database clock, after the locks
 	slots     map[slotKey]store.Slot // the items' slot rows
-	overrides map[string]bool        // the jobs' pause overrides that are set
+	overrides map[string]override    // the jobs' pause overrides that are set
 	unread    bool                   // the overrides could not be read
 }
 
@@ -310,13 +310,13 @@ func (s *Store) readForClaim(ctx context.Context, tx *sql.Tx, items []store.Slot
 		args = append(args, p.Job, sqlstore.Normalize(p.Slot))
 	}
 	if overrides {
-		query += `; SELECT job, enabled_override FROM ` + s.t("job_state") + ` WHERE job IN (` + placeholders(len(items)) +
+		query += `; SELECT job, enabled_override, override_until FROM ` + s.t("job_state") + ` WHERE job IN (` + placeholders(len(items)) +
 			`) AND enabled_override IS NOT NULL`
 		for _, p := range items {
 			args = append(args, p.Job)
 		}
 	}
-	r := claimReads{leases: map[string]lockedLease{}, slots: map[slotKey]store.Slot{}, overrides: map[string]bool{}}
+	r := claimReads{leases: map[string]lockedLease{}, slots: map[slotKey]store.Slot{}, overrides: map[string]override{}}
 	err := resultSets(ctx, tx, query, args, func(set int, rows *sql.Rows) error {
 		switch set {
 		case 0:
@@ -331,13 +331,20 @@ func (s *Store) readForClaim(ctx context.Context, tx *sql.Tx, items []store.Slot
 			return err
 		default:
 			var job string
-			var enabled bool
-			err := rows.Scan(&job, &enabled)
-			r.overrides[job] = enabled
+			var o override
+			err := rows.Scan(&job, &o.enabled, decode.Instant(&o.until))
+			r.overrides[job] = o
 			return err
 		}
 	})
 	return r, err
+}
+
+// override is a job's pause override as a claim reads it: enabled until
+// until (zero: until changed; store.JobState.Override).
+type override struct {
+	enabled bool
+	until   time.Time
 }
 
 // resultSets sends query, several statements, and calls row for each row

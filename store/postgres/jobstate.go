@@ -18,7 +18,11 @@ func (s *Store) JobStateSet(ctx context.Context, p store.JobStateSetParams) (sto
 	if err := s.usable(); err != nil {
 		return store.JobState{}, err
 	}
-	js, err := scanJobState(s.pool.QueryRow(ctx, s.q.jobStateSet, p.Job, p.Enabled, p.By, p.Note, s.nowArg(time.Time{})))
+	var until any
+	if !p.Until.IsZero() {
+		until = p.Until
+	}
+	js, err := scanJobState(s.pool.QueryRow(ctx, s.q.jobStateSet, p.Job, p.Enabled, p.By, p.Note, s.nowArg(time.Time{}), until))
 	if err != nil {
 		return store.JobState{}, s.translate(fmt.Sprintf("set the state of job %q", p.Job), err)
 	}
@@ -43,8 +47,12 @@ func (s *Store) JobStateList(ctx context.Context) ([]store.JobState, error) {
 
 func scanJobState(row pgx.Row) (store.JobState, error) {
 	var js store.JobState
-	err := row.Scan(&js.Job, &js.EnabledOverride, &js.OverrideBy, &js.OverrideAt, &js.Note)
+	var until *time.Time
+	err := row.Scan(&js.Job, &js.EnabledOverride, &js.OverrideBy, &js.OverrideAt, &js.Note, &until)
 	js.OverrideAt = js.OverrideAt.UTC()
+	if until != nil {
+		js.Until = until.UTC()
+	}
 	return js, err
 }
 

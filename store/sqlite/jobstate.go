@@ -28,15 +28,16 @@ func (s *Store) JobStateSet(ctx context.Context, p store.JobStateSetParams) (sto
 	var js store.JobState
 	err := s.inTx(ctx, func(tx *sql.Tx) (err error) {
 		js, err = decode.JobState(tx.QueryRowContext(ctx, `
-			INSERT INTO cronfence_job_state (job, enabled_override, override_by, override_at, note)
-			VALUES (?, ?, ?, ?, ?)
+			INSERT INTO cronfence_job_state (`+sqlstore.JobStateColumns+`)
+			VALUES (?, ?, ?, ?, ?, ?)
 			ON CONFLICT (job) DO UPDATE SET
 				enabled_override = excluded.enabled_override,
 				override_by      = excluded.override_by,
 				override_at      = excluded.override_at,
-				note             = excluded.note
+				note             = excluded.note,
+				override_until   = excluded.override_until
 			RETURNING `+sqlstore.JobStateColumns,
-			p.Job, override, p.By, micros(now), p.Note,
+			p.Job, override, p.By, micros(now), p.Note, nullMicros(p.Until),
 		))
 		return err
 	})

@@ -121,7 +121,7 @@ func claimSlot(ctx context.Context, tx *sql.Tx, p store.SlotClaimParams, slot, n
 	if slot.After(now) {
 		return refuse(store.ClaimNotDue, store.Lease{})
 	}
-	enabled, overridden, unread, err := jobEnabled(ctx, tx, p.Job, !p.DeclaredDisabled)
+	enabled, overridden, unread, err := jobEnabled(ctx, tx, p.Job, slot, !p.DeclaredDisabled)
 	if err != nil {
 		return store.SlotClaimResult{}, err
 	}
@@ -187,16 +187,18 @@ func claimSlot(ctx context.Context, tx *sql.Tx, p store.SlotClaimParams, slot, n
 	return store.SlotClaimResult{Claimed: true, Slot: claimed, Lease: lease}, nil
 }
 
-// jobEnabled reads the job's override; with none set (no row, or NULL) the
+// jobEnabled reads the job's override of slot; with none set (no row, or
+// NULL, or ended at or before the slot: store.JobState.Override) the
 // declared value decides, and overridden is false. When the overrides
 // cannot be read at all (their table is missing or damaged: renamed,
 // dropped, a column gone), the declared value decides too and unread says
 // so: a broken pause table fails open rather than stopping every job. The
 // failed read leaves the transaction usable: SQLite fails that statement
 // only.
-func jobEnabled(ctx context.Context, q sqlstore.Querier, job string, declared bool) (enabled, overridden, unread bool, err error) {
+func jobEnabled(ctx context.Context, q sqlstore.Querier, job string, slot time.Time, declared bool) (enabled, overridden, unread bool, err error) {
 	var override sql.NullBool
-	err = q.QueryRowContext(ctx, `SELECT enabled_override FROM cronfence_job_state WHERE job = ?`, job).Scan(&override)
+	err = q.QueryRowContext(ctx, `SELECT enabled_override FROM cronfence_job_state WHERE job = ? AND (override_until IS NULL OR ? < override_until)`,
+		job, micros(slot)).Scan(&override)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return declared, false, false, nil

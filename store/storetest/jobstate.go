@@ -49,6 +49,34 @@ var jobStateTests = []namedTest{
 		}
 		wantRefusal(t, b.Store, declaredOff(now.Add(-time.Second)), store.ClaimPaused)
 	}},
+	{name: "PauseUntilEndsByItself", fn: func(t *testing.T, b Bundle) {
+		now := dbNow(t, b.Store)
+		until := now.Add(-time.Minute)
+		js, err := b.Store.JobStateSet(ctx(t), store.JobStateSetParams{Job: "report", Enabled: ptr(false), By: "ana", Until: until})
+		if err != nil || !js.Until.Equal(until) {
+			t.Fatalf("JobStateSet until %s = %+v, %v", until, js, err)
+		}
+		if states, err := b.Open(t).JobStateList(ctx(t)); err != nil || len(states) != 1 || !states[0].Until.Equal(until) {
+			t.Fatalf("JobStateList = %+v, %v; want the override with its end", states, err)
+		}
+		// A slot before the end is paused (settled skipped, once); one at
+		// the end and one after run, with no write between: the end is
+		// judged by each claim, on every replica.
+		if r := wantRefusal(t, b.Store, claimParams(until.Add(-time.Second), "a", now), store.ClaimPaused); r.Recorded != store.SlotSkipped {
+			t.Fatalf("the slot before the end: recorded %q, want skipped", r.Recorded)
+		}
+		at := mustClaim(t, b.Open(t), claimParams(until, "b", now))
+		mustFinish(t, b.Store, finishParams(at, store.SlotCompleted, now))
+		mustClaim(t, b.Store, claimParams(until.Add(time.Second), "a", now.Add(time.Second)))
+		// Set again without an end, the pause holds for good; an end
+		// without an override is refused.
+		if js, err := b.Store.JobStateSet(ctx(t), store.JobStateSetParams{Job: "report", Enabled: ptr(false), By: "ana"}); err != nil || !js.Until.IsZero() {
+			t.Fatalf("JobStateSet without an end = %+v, %v; want no end", js, err)
+		}
+		wantRefusal(t, b.Store, claimParams(now.Add(time.Second), "a", now.Add(2*time.Second)), store.ClaimPaused)
+		_, err = b.Store.JobStateSet(ctx(t), store.JobStateSetParams{Job: "report", By: "ana", Until: now})
+		wantErrIs(t, "an end without an override", err, store.ErrInvalidArgument)
+	}},
 	{name: "PauseAcknowledgedBeforeTheSlotStopsAWaitingClaim", fn: func(t *testing.T, b Bundle) {
 		// A claim sent ahead of its slot, asking to wait (the scheduler's
 		// timers send theirs 50 ms early), must honour a pause that was

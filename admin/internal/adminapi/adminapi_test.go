@@ -513,3 +513,38 @@ func TestAJobsJitterShowsWhenItsNextRunStarts(t *testing.T) {
 		t.Fatalf("a job without a jitter shows nextStart %v, jitter %v", plain.NextStart, plain.Jitter)
 	}
 }
+
+// PUT with "until" pauses a job until that instant: the answer says so,
+// and the job reads paused until then. An end already past, an end with
+// anything but "enabled": false and an end that is no instant are refused,
+// naming it, and change nothing.
+func TestPauseUntilThroughREST(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	until := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
+	for _, bad := range []struct{ body, says string }{
+		{`{"enabled": false, "until": "` + time.Now().Add(-time.Hour).UTC().Format(time.RFC3339) + `"}`, "not ahead of the database clock"},
+		{`{"enabled": true, "until": "` + until.Format(time.RFC3339) + `"}`, `"until" ends a pause`},
+		{`{"enabled": null, "until": "` + until.Format(time.RFC3339) + `"}`, `"until" ends a pause`},
+		{`{"enabled": false, "until": "tomorrow"}`, `"until" must be an RFC 3339 instant`},
+	} {
+		var e struct{ Code, Message string }
+		if resp := b.do(t, "PUT", "/api/admin/cron/slow", adminSecret, bad.body, &e); resp.StatusCode != 400 || e.Code != "INVALID_ARGUMENT" || !strings.Contains(e.Message, bad.says) {
+			t.Errorf("PUT %s: %d %+v, want 400 saying %q", bad.body, resp.StatusCode, e, bad.says)
+		}
+	}
+	var j client.Job
+	b.do(t, "GET", "/api/admin/cron/slow", readSecret, "", &j)
+	if j.Override != nil {
+		t.Fatalf("refused PUTs left an override: %+v", j.Override)
+	}
+	if resp := b.do(t, "PUT", "/api/admin/cron/slow", adminSecret, `{"enabled": false, "until": "`+until.Format(time.RFC3339)+`", "note": "window"}`, &j); resp.StatusCode != 200 {
+		t.Fatalf("PUT until: %d", resp.StatusCode)
+	}
+	if j.Enabled || j.Override == nil || j.Override.Until == nil || j.Override.Note != "window" {
+		t.Fatalf("PUT until answered %+v (override %+v)", j, j.Override)
+	}
+	if got, err := time.Parse(time.RFC3339Nano, *j.Override.Until); err != nil || !got.Equal(until) {
+		t.Fatalf("override until %s, want %s", *j.Override.Until, until)
+	}
+}

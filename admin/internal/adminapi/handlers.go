@@ -104,6 +104,9 @@ func (a *api) getJob(w http.ResponseWriter, r *http.Request, name string) {
 type putBody struct {
 	Enabled json.RawMessage `json:"enabled"`
 	Note    string          `json:"note"`
+	// Until, with enabled false, ends the pause at that instant (RFC
+	// 3339): Scheduler.PauseUntil.
+	Until string `json:"until"`
 }
 
 // decodeBody decodes exactly one JSON object into v, refusing unknown
@@ -184,10 +187,28 @@ func (a *api) putJob(w http.ResponseWriter, r *http.Request, by, name string) {
 		writeError(w, http.StatusBadRequest, "MALFORMED_BODY", `"enabled" must be true, false or null, got `+string(body.Enabled), nil)
 		return
 	}
-	st, err := a.sched.SetEnabled(r.Context(), name, enabled, by, body.Note)
+	var st store.JobState
+	var err error
+	if body.Until != "" {
+		until, perr := time.Parse(time.RFC3339Nano, body.Until)
+		switch {
+		case perr != nil:
+			writeError(w, http.StatusBadRequest, "INVALID_ARGUMENT", fmt.Sprintf(`"until" must be an RFC 3339 instant such as 2026-12-24T08:00:00Z, got %q`, body.Until), nil)
+			return
+		case enabled == nil || *enabled:
+			writeError(w, http.StatusBadRequest, "INVALID_ARGUMENT", `"until" ends a pause: send it with "enabled": false`, nil)
+			return
+		}
+		st, err = a.sched.PauseUntil(r.Context(), name, until, by, body.Note)
+	} else {
+		st, err = a.sched.SetEnabled(r.Context(), name, enabled, by, body.Note)
+	}
 	switch {
 	case errors.Is(err, cronfence.ErrUnknownJob):
 		unknownJob(w, name)
+		return
+	case errors.Is(err, store.ErrInvalidArgument):
+		writeError(w, http.StatusBadRequest, "INVALID_ARGUMENT", strings.TrimPrefix(err.Error(), "cronfence: "), nil)
 		return
 	case err != nil:
 		a.storeError(w, r, "save the override", err)
@@ -196,7 +217,7 @@ func (a *api) putJob(w http.ResponseWriter, r *http.Request, by, name string) {
 	vs, _, err := adminview.Jobs(r.Context(), a.sched.Store(), Declared(info))
 	if err != nil {
 		a.log.Warn("cronfence: admin API: the override is saved, but the job's state could not be read back", "job", name, "error", err)
-		writeJSON(w, http.StatusOK, adminview.JobOf(Declared(info)[0], &st))
+		writeJSON(w, http.StatusOK, adminview.JobOf(Declared(info)[0], &st, st.OverrideAt))
 		return
 	}
 	writeJSON(w, http.StatusOK, vs[0])

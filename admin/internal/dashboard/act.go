@@ -106,6 +106,9 @@ type actBody struct {
 	Action string `json:"action"` // pause, resume, unset, trigger, acknowledge, or schedule-create, -update, -delete
 	Note   string `json:"note"`
 	Key    string `json:"key"`
+	// Until, with pause, ends the pause by itself at that instant (RFC
+	// 3339); empty: until changed.
+	Until string `json:"until"`
 	// Kind, Subject and AlertID name the alert to acknowledge: the open
 	// alert the page showed, not a later one of the same kind and subject.
 	Kind    string `json:"kind"`
@@ -152,6 +155,9 @@ func (d *dashboard) act(w http.ResponseWriter, r *http.Request) {
 	switch body.Action {
 	case "pause":
 		payload["enabled"] = false
+		if body.Until != "" {
+			payload["until"] = body.Until
+		}
 	case "resume":
 		payload["enabled"] = true
 	case "unset":

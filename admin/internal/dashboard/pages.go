@@ -218,6 +218,9 @@ func jobOf(j client.Job, now time.Time) jobView {
 		v.Paused = "disabled in its config"
 		if o := j.Override; o != nil && o.Enabled != nil {
 			v.Paused = "paused by " + o.By
+			if o.Until != nil {
+				v.Paused += " until " + parseAt(o.Until, loc, now).UTC
+			}
 		}
 	}
 	if o := j.Override; o != nil {

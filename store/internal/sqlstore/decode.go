@@ -25,7 +25,7 @@ type Querier interface {
 const (
 	LeaseColumns    = `name, owner, generation, acquired_at, renewed_at, expires_at`
 	SlotColumns     = `job, slot, status, owner, lease_name, generation, attempts, started_at, finished_at`
-	JobStateColumns = `job, enabled_override, override_by, override_at, note`
+	JobStateColumns = `job, enabled_override, override_by, override_at, note, override_until`
 	RunColumns      = `id, job, slot, manual, catch_up, owner, generation, lease_name, attempt,
 	started_at, finished_at, success, skipped, reason, error, logs`
 	AlertColumns = `id, kind, subject, message, details, raised_by, raised_at, last_seen_at, resolved_at,
@@ -107,7 +107,7 @@ func (d Decoder) JobState(row Row) (store.JobState, error) {
 		js       store.JobState
 		override sql.NullBool
 	)
-	if err := row.Scan(&js.Job, &override, &js.OverrideBy, d.Instant(&js.OverrideAt), &js.Note); err != nil {
+	if err := row.Scan(&js.Job, &override, &js.OverrideBy, d.Instant(&js.OverrideAt), &js.Note, d.Instant(&js.Until)); err != nil {
 		return store.JobState{}, err
 	}
 	if override.Valid {

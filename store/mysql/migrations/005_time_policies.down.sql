@@ -9,3 +9,11 @@ SET @cronfence_ddl = (SELECT IF(count(*) > 0,
 PREPARE cronfence_ddl FROM @cronfence_ddl;
 EXECUTE cronfence_ddl;
 DEALLOCATE PREPARE cronfence_ddl;
+SET @cronfence_ddl = (SELECT IF(count(*) > 0,
+    'ALTER TABLE {{prefix}}job_state DROP COLUMN override_until',
+    'DO 0')
+    FROM information_schema.columns
+    WHERE table_schema = DATABASE() AND table_name = '{{prefix}}job_state' AND column_name = 'override_until');
+PREPARE cronfence_ddl FROM @cronfence_ddl;
+EXECUTE cronfence_ddl;
+DEALLOCATE PREPARE cronfence_ddl;

@@ -1,1 +1,1 @@
-SELECT job, enabled_override, override_by, override_at, note FROM {{schema}}.job_state ORDER BY job COLLATE "C"
+SELECT job, enabled_override, override_by, override_at, note, override_until FROM {{schema}}.job_state ORDER BY job COLLATE "C"

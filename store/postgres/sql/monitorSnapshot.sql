@@ -25,7 +25,7 @@ SELECT c.now,
                                  ORDER BY r.owner COLLATE "C"), '[]')::text
           FROM {{schema}}.replicas r
          CROSS JOIN LATERAL (SELECT md5(r.jobs::text) AS hash) d),
-       (SELECT coalesce(json_agg(json_build_array(job, enabled_override, override_by, override_at, note) ORDER BY job COLLATE "C"), '[]')::text
+       (SELECT coalesce(json_agg(json_build_array(job, enabled_override, override_by, override_at, note, override_until) ORDER BY job COLLATE "C"), '[]')::text
           FROM {{schema}}.job_state),
        (SELECT coalesce(json_agg(json_build_array({{template "runColumns"}}) ORDER BY id DESC), '[]')::text
           FROM (SELECT * FROM {{schema}}.runs ORDER BY id DESC LIMIT $2) r),

@@ -171,7 +171,7 @@ prev AS (
 {{if not .declared}}overrides AS MATERIALIZED (
     -- A statement sent ahead of its slot reads them after c (the
     -- argument names c), so after an after-mode wait, and through
-    -- job_overrides: a pause written before is seen, or waits for its
+    -- job_overrides_until: a pause written before is seen, or waits for its
     -- commit (migrations 007 and 009). One that does not sleep reads them from
     -- its snapshot, taken when it started, not before the slot: a pause
     -- acknowledged after that came after the slot was due, and the locks
@@ -180,7 +180,7 @@ prev AS (
     -- run.)
     SELECT o.*
       FROM c
-     CROSS JOIN LATERAL {{schema}}.job_overrides(ARRAY(SELECT DISTINCT i.job FROM i WHERE c.now IS NOT NULL)) o
+     CROSS JOIN LATERAL {{schema}}.job_overrides_until(ARRAY(SELECT DISTINCT i.job FROM i WHERE c.now IS NOT NULL)) o
 ),
 {{end}}gate AS (
     SELECT i.ord,
@@ -201,8 +201,12 @@ prev AS (
      CROSS JOIN c
       LEFT JOIN prev p ON p.ord = i.ord
      {{if .declared}}LEFT JOIN (SELECT NULL::text AS job, NULL::boolean AS enabled_override) js ON false{{else}}CROSS JOIN LATERAL (
-           SELECT CASE WHEN c.sleeps THEN (SELECT o.enabled_override FROM overrides o WHERE o.job = i.job)
-                       ELSE (SELECT x.enabled_override FROM {{schema}}.job_state x WHERE x.job = i.job LIMIT 1) END AS enabled_override) js{{end}}
+           -- An override whose end (pause until) is at or before the slot
+           -- decides no more: the declared value does (store.JobState.Override).
+           SELECT CASE WHEN c.sleeps THEN (SELECT o.enabled_override FROM overrides o
+                                            WHERE o.job = i.job AND (o.override_until IS NULL OR i.slot < o.override_until))
+                       ELSE (SELECT x.enabled_override FROM {{schema}}.job_state x
+                              WHERE x.job = i.job AND (x.override_until IS NULL OR i.slot < x.override_until) LIMIT 1) END AS enabled_override) js{{end}}
 ),
 {{template "leaseAcquisition" args "wanted" "SELECT i.lease_name AS name, i.ttl_us FROM i JOIN gate g ON g.ord = i.ord AND g.refusal IS NULL" "owner" "$9" "liveKey" "$11"}},
 claim AS (

@@ -4,3 +4,4 @@
 ALTER TABLE cronfence_schedules DROP COLUMN jitter_ns;
 ALTER TABLE cronfence_schedules DROP COLUMN max_catch_up;
 ALTER TABLE cronfence_schedules DROP COLUMN catch_up;
+ALTER TABLE cronfence_job_state DROP COLUMN override_until;

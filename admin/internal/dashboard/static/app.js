@@ -30,7 +30,8 @@
 
   function done(action, job, body) {
     switch (action) {
-      case "pause": return "Paused " + job + " on every replica.";
+      case "pause": return "Paused " + job + " on every replica" +
+        (body && body.override && body.override.until ? " until " + utc(body.override.until) : "") + ".";
       case "resume": return "Resumed " + job + " on every replica (override enabled).";
       case "unset": return "Removed the override of " + job + ": it follows its config again.";
       default: return "Triggered " + job + ": running on " + (body && body.owner) + ", generation " + (body && body.generation) + ".";
@@ -38,12 +39,13 @@
   }
 
   async function act(job, action) {
-    var note = byId("note");
+    var note = byId("note"), until = byId("until");
     var req = {
       method: "POST",
       headers: { "Content-Type": "application/json", "X-Cronfence-Action": "1" },
       credentials: "same-origin",
-      body: JSON.stringify({ job: job, action: action, note: note ? note.value : "", key: document.body.dataset.key || "" })
+      body: JSON.stringify({ job: job, action: action, note: note ? note.value : "", key: document.body.dataset.key || "",
+        until: action === "pause" && until ? until.value.trim() : "" })
     };
     busy = true;
     flash("pending", action + " " + job + "…");
@@ -81,7 +83,7 @@
   async function acknowledge(row) {
     var kind = row.dataset.kind, subject = row.dataset.subject;
     var what = kind + " of " + subject;
-    var note = byId("note");
+    var note = byId("note"), until = byId("until");
     var req = {
       method: "POST",
       headers: { "Content-Type": "application/json", "X-Cronfence-Action": "1" },
@@ -225,7 +227,7 @@
   // busy with it: typing a note, an action under way or to confirm, a
   // message just shown.
   function refresh() {
-    var note = byId("note");
+    var note = byId("note"), until = byId("until");
     var typing = note && (document.activeElement === note || note.value !== "");
     if (!busy && !confirming && !typing && Date.now() - lastFlash > REFRESH_EVERY && !document.hidden) {
       location.reload();

@@ -9,7 +9,7 @@ SELECT c.now,
                                  ORDER BY r.owner COLLATE "C"), '[]')::text
           FROM "cronfence".replicas r
          CROSS JOIN LATERAL (SELECT md5(r.jobs::text) AS hash) d),
-       (SELECT coalesce(json_agg(json_build_array(job, enabled_override, override_by, override_at, note) ORDER BY job COLLATE "C"), '[]')::text
+       (SELECT coalesce(json_agg(json_build_array(job, enabled_override, override_by, override_at, note, override_until) ORDER BY job COLLATE "C"), '[]')::text
           FROM "cronfence".job_state),
        (SELECT coalesce(json_agg(json_build_array(id, job, slot, manual, catch_up, owner, generation, lease_name, attempt, started_at, finished_at, success, skipped, reason, error, logs) ORDER BY id DESC), '[]')::text
           FROM (SELECT * FROM "cronfence".runs ORDER BY id DESC LIMIT $2) r),
