@@ -50,6 +50,7 @@ type Sync struct {
 	loaded    bool
 	seq       int64     // the last change applied
 	told      int64     // the newest change a notice told of
+	missed    bool      // notices may have been missed: read the log, polling or not
 	next      time.Time // the next poll
 	notBefore time.Time // after a failed read: not again before, told or not
 }
@@ -65,12 +66,14 @@ func (s *Sync) Told(seq int64) {
 	s.told = max(s.told, seq)
 }
 
-// Missed notes that notices may have been missed: the next Tick reads the
-// log.
+// Missed notes that notices may have been missed (a listener that
+// connected, or reconnected): the next Tick reads the log, polling or not.
+// A change committed before the listener listened is read so, rather than
+// waiting for a poll, or for good with polling off.
 func (s *Sync) Missed() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.next = time.Time{}
+	s.missed = true
 }
 
 // Due reports whether a Tick at now would read the store.
@@ -80,7 +83,7 @@ func (s *Sync) Due(now time.Time) bool {
 	if now.Before(s.notBefore) {
 		return false
 	}
-	return !s.loaded || s.told > s.seq || (s.Every > 0 && !now.Before(s.next))
+	return !s.loaded || s.missed || s.told > s.seq || (s.Every > 0 && !now.Before(s.next))
 }
 
 // Next is when a Tick is next due: at once (or once a failed read may be
@@ -90,7 +93,7 @@ func (s *Sync) Next() (time.Time, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
-	case s.told > s.seq:
+	case s.told > s.seq, s.missed:
 		return s.notBefore, true
 	case s.Every <= 0 && s.loaded:
 		return time.Time{}, false
@@ -115,6 +118,7 @@ func (s *Sync) Tick(ctx context.Context, now time.Time) {
 	s.mu.Lock()
 	s.next = now.Add(every)
 	loaded, seq := s.loaded, s.seq
+	s.missed = false // a gap told during the read below is read by the next
 	s.mu.Unlock()
 
 	var err error
@@ -127,6 +131,7 @@ func (s *Sync) Tick(ctx context.Context, now time.Time) {
 		s.Failures.Failed(s.Log, now, slog.LevelWarn, "cronfence: could not read the stored schedules; the replica keeps those it knows", "error", err)
 		s.mu.Lock()
 		s.notBefore = now.Add(retryAfter)
+		s.missed = true // still to read
 		s.mu.Unlock()
 		return
 	}
