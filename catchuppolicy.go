@@ -3,6 +3,8 @@ package cronfence
 import (
 	"fmt"
 	"time"
+
+	"github.com/cronfence/cronfence/store"
 )
 
 // A job's catch-up policy: which of the slots it missed run, and how many
@@ -38,7 +40,7 @@ const (
 	DefaultMaxCatchUp = 100
 	// MaxCatchUpLimit bounds Job.MaxCatchUp: each slot looked at costs a
 	// claim at every start-up.
-	MaxCatchUpLimit = 10000
+	MaxCatchUpLimit = store.MaxCatchUp
 )
 
 // prepareCatchUp checks the catch-up settings and fills in their

@@ -128,7 +128,7 @@ type Job struct {
 }
 
 // registered is a validated job with its parsed schedule, shared with
-// the other jobs of the same spec and zone. One per job, of 144 bytes (a
+// the other jobs of the same spec and zone. One per job, of 176 bytes (a
 // size class): small, which is why the schedule is held by a pointer
 // rather than as an interface and when a declared job was first seen lives
 // in jobSet.

@@ -81,12 +81,14 @@ const appliedLate = time.Minute
 func (t *timers) arm(r *registered, now, since time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	switch last := r.sched.Prev(now); {
-	case last.IsZero():
-	case r.Jitter > 0 && last.Add(r.delay(last)).After(now),
-		!since.IsZero() && last.After(since) && now.Sub(last) <= appliedLate:
-		t.push1(r, last)
-		return
+	if r.Jitter > 0 || !since.IsZero() { // else no latest slot can be still to fire: not read
+		switch last := r.sched.Prev(now); {
+		case last.IsZero():
+		case r.Jitter > 0 && last.Add(r.delay(last)).After(now),
+			!since.IsZero() && last.After(since) && now.Sub(last) <= appliedLate:
+			t.push1(r, last)
+			return
+		}
 	}
 	t.armLocked(r, now)
 }

@@ -122,9 +122,10 @@ type ScheduleCreateParams struct {
 	By       string // who; a name
 }
 
-// maxCatchUp is package cronfence's MaxCatchUpLimit: the column's values
-// stay in range whatever writes them.
-const maxCatchUp = 10000
+// MaxCatchUp bounds how many slots back a catch-up of policy all looks
+// (cronfence.MaxCatchUpLimit): each slot looked at costs a claim at every
+// start-up.
+const MaxCatchUp = 10000
 
 // MaxScheduleNameLength is the job name limit of package cronfence
 // (MaxJobNameLength), which leaves room in lease names for the slot.
@@ -245,8 +246,8 @@ func (s ScheduleSettings) Validate() error {
 		return invalid("max attempts must not be negative, got %d", s.MaxAttempts)
 	case s.CatchUp != "" && s.CatchUp != "none" && s.CatchUp != "latest" && s.CatchUp != "all":
 		return invalid("catch-up must be none, latest or all, got %q", s.CatchUp)
-	case s.MaxCatchUp < 0 || s.MaxCatchUp > maxCatchUp:
-		return invalid("max catch-up must be from 0 to %d, got %d", maxCatchUp, s.MaxCatchUp)
+	case s.MaxCatchUp < 0 || s.MaxCatchUp > MaxCatchUp:
+		return invalid("max catch-up must be from 0 to %d, got %d", MaxCatchUp, s.MaxCatchUp)
 	}
 	if err := ValidateName("kind", s.Kind); err != nil {
 		return err

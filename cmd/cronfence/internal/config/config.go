@@ -87,8 +87,6 @@ const (
 	DefaultSQLiteFile = "cronfence.db"
 	// MaxJobNameLength equals cronfence.MaxJobNameLength.
 	MaxJobNameLength = 150
-	// MaxCatchUpLimit equals cronfence.MaxCatchUpLimit.
-	MaxCatchUpLimit = 10000
 )
 
 // Token roles.

@@ -141,8 +141,7 @@ func TestDefaultsMatchCronfence(t *testing.T) {
 	t.Parallel()
 	if DefaultLeaseTTL != cronfence.DefaultLeaseTTL || DefaultMaxAttempts != cronfence.DefaultMaxAttempts ||
 		DefaultRetryBackoff != cronfence.DefaultRetryBackoff ||
-		DefaultOverlap != string(cronfence.OverlapSkip) || MaxJobNameLength != cronfence.MaxJobNameLength ||
-		MaxCatchUpLimit != cronfence.MaxCatchUpLimit {
+		DefaultOverlap != string(cronfence.OverlapSkip) || MaxJobNameLength != cronfence.MaxJobNameLength {
 		t.Fatal("config defaults differ from the cronfence package's")
 	}
 	for _, o := range []cronfence.Overlap{cronfence.OverlapSkip, cronfence.OverlapAllow, cronfence.OverlapBufferOne} {

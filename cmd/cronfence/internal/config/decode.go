@@ -573,7 +573,7 @@ func (d *decoder) field(f *fields, key string, v *yaml.Node, path string) {
 		x, ok := d.duration(v, path)
 		f.jitter = set(x, ok, v, path)
 	case "max_catch_up":
-		x, ok := d.intIn(v, path, 1, MaxCatchUpLimit)
+		x, ok := d.intIn(v, path, 1, store.MaxCatchUp)
 		f.maxCatchUp = set(x, ok, v, path)
 	case "deadline":
 		x, ok := d.duration(v, path)
