@@ -250,7 +250,7 @@ func (f *finisher) record(hold *leasekeeper.Hold, ttl time.Duration, p store.Slo
 		}
 		// Real time, as the bound: the pause is how long a real database
 		// gets to recover, which no injected clock moves.
-		timer := time.NewTimer(jitter(pause))
+		timer := time.NewTimer(spread(pause))
 		select {
 		case <-timer.C:
 		case <-f.stop:
@@ -269,8 +269,8 @@ func closed(c <-chan struct{}) bool {
 	}
 }
 
-// jitter spreads d by ±20%, so thousands of runs retrying together after
+// spread spreads d by ±20%, so thousands of runs retrying together after
 // one outage do not hit the store in step.
-func jitter(d time.Duration) time.Duration {
+func spread(d time.Duration) time.Duration {
 	return d - d/5 + time.Duration(rand.Int64N(int64(d/5)*2+1))
 }

@@ -1,11 +1,10 @@
 package cronfence
 
 import (
-	"encoding/binary"
 	"fmt"
-	"hash/fnv"
 	"time"
 
+	"github.com/cronfence/cronfence/internal/jitter"
 	"github.com/cronfence/cronfence/internal/schedcache"
 )
 
@@ -22,26 +21,14 @@ const (
 	jitterScanSpan  = 366 * 24 * time.Hour
 )
 
-// delay is how long after slot its run starts: a hash of the job's name
-// and the slot, below Jitter, and below the time to the job's next slot
-// (so a delayed run never starts at or after the next slot, whatever the
-// daylight-saving changes did to the intervals prepare scanned). Zero
-// without a jitter.
+// delay is how long after slot its run starts (jitter.Delay): below
+// Jitter and below the time to the job's next slot. Zero without a
+// jitter.
 func (r *registered) delay(slot time.Time) time.Duration {
 	if r.Jitter <= 0 {
 		return 0
 	}
-	h := fnv.New64a()
-	h.Write([]byte(r.Name))
-	var b [9]byte
-	b[0] = '@' // the name's end: "a" at slot 1 is not "a\x00…" at another
-	binary.BigEndian.PutUint64(b[1:], uint64(slot.UnixNano()))
-	h.Write(b[:])
-	d := time.Duration(h.Sum64() % uint64(r.Jitter))
-	if next := r.sched.Next(slot); !next.IsZero() && d >= next.Sub(slot) {
-		d %= next.Sub(slot)
-	}
-	return d
+	return jitter.Delay(r.Name, r.Jitter, slot, r.sched.Next(slot))
 }
 
 // shortestInterval is the shortest time between two consecutive slots of
