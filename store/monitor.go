@@ -194,6 +194,9 @@ type ReplicaJob struct {
 	// Jitter is the job's start delay bound (cronfence.Job.Jitter); zero,
 	// and so left out of the hash, for none.
 	Jitter time.Duration `json:"jitter,omitempty"`
+	// Exclude is the job's exclusion entries, its own and those for all
+	// jobs; empty, and so left out of the hash, for none.
+	Exclude []string `json:"exclude,omitempty"`
 	// Hash is a digest of the settings above: two replicas registering
 	// the same job differently show different hashes.
 	Hash string `json:"hash"`

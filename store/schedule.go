@@ -101,6 +101,10 @@ type ScheduleSettings struct {
 	CatchUp       string        `json:"catchUp,omitempty"`    // "none", "latest" or "all"; empty for the default
 	MaxCatchUp    int           `json:"maxCatchUp,omitempty"` // with CatchUp all; 0 for the default
 	Jitter        time.Duration `json:"jitter,omitempty"`     // the start delay's bound; 0 for none
+	// Exclude is the exclusion windows (cronfence.Job.Exclude); nil for
+	// none. At most MaxExclusions entries, each at most
+	// MaxExclusionLength bytes.
+	Exclude []string `json:"exclude,omitempty"`
 }
 
 // Schedule is a stored schedule as the store holds it.
@@ -126,6 +130,14 @@ type ScheduleCreateParams struct {
 // (cronfence.MaxCatchUpLimit): each slot looked at costs a claim at every
 // start-up.
 const MaxCatchUp = 10000
+
+// MaxExclusions bounds a schedule's exclusion entries, as
+// schedule.MaxExclusions bounds a job's.
+const MaxExclusions = 100
+
+// MaxExclusionLength bounds one exclusion entry: a range of two RFC 3339
+// instants is under 60 bytes, five cron fields rarely over 100.
+const MaxExclusionLength = 200
 
 // MaxScheduleNameLength is the job name limit of package cronfence
 // (MaxJobNameLength), which leaves room in lease names for the slot.
@@ -251,6 +263,14 @@ func (s ScheduleSettings) Validate() error {
 	}
 	if err := ValidateName("kind", s.Kind); err != nil {
 		return err
+	}
+	if len(s.Exclude) > MaxExclusions {
+		return invalid("exclude must have at most %d entries, got %d", MaxExclusions, len(s.Exclude))
+	}
+	for _, x := range s.Exclude {
+		if err := validText("an exclude entry", x, MaxExclusionLength); err != nil {
+			return err
+		}
 	}
 	if s.LeaseTTL != 0 {
 		return ValidateTTL(s.LeaseTTL)

@@ -196,10 +196,11 @@ type Store interface {
 
 	// SlotSkip records, in one round trip (more only while it gives way to
 	// a claim writing some of the same slots, or is retried after a
-	// deadlock), slots that nobody will run, each with its reason: given up because a deposed writer held its lease
-	// until a later slot was due (SkipLeaseBusy), or passed over because
-	// the scheduler could not fire it in time and fired a later slot
-	// instead (SkipPassedOver). An item is recorded only when its slot has
+	// deadlock), slots that nobody will run, each with its reason: given
+	// up because a deposed writer held its lease until a later slot was due
+	// (SkipLeaseBusy), passed over because the scheduler could not fire it
+	// in time and fired a later slot instead (SkipPassedOver), or inside an
+	// exclusion window (SkipExcluded). An item is recorded only when its slot has
 	// no row (a replica that claimed, ran or recorded it wins) and the
 	// database clock has reached its After; its slot is then final,
 	// skipped (a later claim is refused ClaimSkipped), and a skip run row
@@ -493,6 +494,9 @@ const (
 	// host slept, its process was stopped, its loop stalled, its clock
 	// jumped) and fired the job's latest slot instead.
 	SkipPassedOver SkipReason = "passed_over"
+	// SkipExcluded: the slot falls in one of its job's exclusion windows
+	// (cronfence.Job.Exclude): nobody runs it.
+	SkipExcluded SkipReason = "excluded"
 )
 
 // SlotSkipParams are the arguments of Store.SlotSkip, for one slot. Items

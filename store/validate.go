@@ -229,9 +229,9 @@ func (p SlotSkipParams) Validate() error {
 		return invalid("skip of slot %s: after (%s) is before the slot", p.Slot.UTC().Format(time.RFC3339Nano), p.After.UTC().Format(time.RFC3339Nano))
 	}
 	switch p.Reason {
-	case SkipLeaseBusy, SkipPassedOver:
+	case SkipLeaseBusy, SkipPassedOver, SkipExcluded:
 	default:
-		return invalid("skip reason %q is not one of %q, %q", p.Reason, SkipLeaseBusy, SkipPassedOver)
+		return invalid("skip reason %q is not one of %q, %q, %q", p.Reason, SkipLeaseBusy, SkipPassedOver, SkipExcluded)
 	}
 	return nil
 }

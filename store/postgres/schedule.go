@@ -227,10 +227,10 @@ func (s *Store) ScheduleAudit(ctx context.Context, p store.ScheduleAuditParams) 
 	return changes, nil
 }
 
-// scheduleSettingArgs are the parameters $2 to $16 of scheduleCreate.sql
+// scheduleSettingArgs are the parameters $2 to $17 of scheduleCreate.sql
 // and scheduleUpdate.sql: the settings in the columns' order, durations in
 // nanoseconds (pgx would send a time.Duration as an interval), the
-// arguments as JSON text or NULL.
+// arguments and the exclusions as JSON text or NULL.
 func scheduleSettingArgs(set store.ScheduleSettings) []any {
 	var args any
 	if len(set.Args) > 0 {
@@ -238,7 +238,19 @@ func scheduleSettingArgs(set store.ScheduleSettings) []any {
 	}
 	return []any{set.Spec, set.TimeZone, set.Kind, args, set.Overlap, int64(set.CatchUpWindow), int64(set.LeaseTTL),
 		int64(set.Timeout), int64(set.Deadline), int64(set.MaxAttempts), int64(set.RetryBackoff), set.Disabled,
-		set.CatchUp, int32(set.MaxCatchUp), int64(set.Jitter)}
+		set.CatchUp, int32(set.MaxCatchUp), int64(set.Jitter), excludeArg(set.Exclude)}
+}
+
+// excludeArg is the exclude column's value: a JSON array, NULL for none.
+func excludeArg(entries []string) any {
+	if len(entries) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(entries)
+	if err != nil {
+		panic(fmt.Sprintf("postgres: encoding exclusions: %v", err)) // strings always encode
+	}
+	return string(b)
 }
 
 // scannedSchedule receives the scheduleColumns of one row.
@@ -254,7 +266,7 @@ type scannedSchedule struct {
 func (ss *scannedSchedule) dest() []any {
 	s := &ss.s
 	return []any{&s.ID, &s.Name, &s.Spec, &s.TimeZone, &s.Kind, &ss.args, &s.Overlap, &ss.catchUp, &ss.ttl, &ss.timeout,
-		&ss.deadline, &ss.maxAttempts, &ss.backoff, &s.Disabled, &s.CatchUp, &ss.maxCatchUp, &ss.jitter, &s.Version, &s.CreatedAt, &s.CreatedBy, &s.UpdatedAt, &s.UpdatedBy}
+		&ss.deadline, &ss.maxAttempts, &ss.backoff, &s.Disabled, &s.CatchUp, &ss.maxCatchUp, &ss.jitter, &s.Exclude, &s.Version, &s.CreatedAt, &s.CreatedBy, &s.UpdatedAt, &s.UpdatedBy}
 }
 
 func (ss *scannedSchedule) schedule() store.Schedule {

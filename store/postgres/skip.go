@@ -30,6 +30,7 @@ func (s *Store) SlotSkip(ctx context.Context, items []store.SlotSkipParams) ([]s
 	// Slot rows in one order (lease name, then slot), so that two skips
 	// cannot deadlock. (A claim writes its slot rows in no set order:
 	// skipLockWait.)
+	given := items
 	items = append([]store.SlotSkipParams(nil), items...)
 	sort.SliceStable(items, func(a, b int) bool {
 		if items[a].LeaseName != items[b].LeaseName {
@@ -59,7 +60,7 @@ func (s *Store) SlotSkip(ctx context.Context, items []store.SlotSkipParams) ([]s
 	for attempt := 1; ; attempt++ {
 		runs, err := s.skipOnce(ctx, settings, args)
 		if err == nil {
-			return runs, nil
+			return inItemsOrder(given, runs), nil
 		}
 		if !isLockTimeout(err) || attempt == skipAttempts {
 			return nil, s.translate(what, err)
@@ -109,4 +110,25 @@ func (s *Store) skipOnce(ctx context.Context, settings []string, args []any) ([]
 func isLockTimeout(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "55P03"
+}
+
+// inItemsOrder returns runs, the rows written for some of items in
+// another order, in the items' order (the statement writes them sorted, to
+// take the slot rows' locks in one order).
+func inItemsOrder(items []store.SlotSkipParams, runs []store.Run) []store.Run {
+	type key struct {
+		job  string
+		slot int64
+	}
+	byKey := make(map[key]store.Run, len(runs))
+	for _, r := range runs {
+		byKey[key{r.Job, r.Slot.UnixMicro()}] = r
+	}
+	out := make([]store.Run, 0, len(runs))
+	for _, p := range items {
+		if r, ok := byKey[key{p.Job, slotTime(p.Slot).UnixMicro()}]; ok {
+			out = append(out, r)
+		}
+	}
+	return out
 }

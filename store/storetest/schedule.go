@@ -44,6 +44,7 @@ func sampleSettings() store.ScheduleSettings {
 		Overlap: "buffer-one", CatchUpWindow: 6 * time.Hour, LeaseTTL: time.Minute, Timeout: 90 * time.Minute,
 		Deadline: 2 * time.Hour, MaxAttempts: 3, RetryBackoff: 30 * time.Second, Disabled: true,
 		CatchUp: "all", MaxCatchUp: 24, Jitter: 90 * time.Second,
+		Exclude: []string{"2026-12-24/2026-12-27", "* * 1 1 *", `"quoted" é`},
 	}
 }
 
@@ -489,6 +490,9 @@ func scheduleBadInput(t *testing.T, b Bundle) {
 		{"catch-up policy", "catch-up", set(func(s *store.ScheduleSettings) { s.CatchUp = "every" })},
 		{"max catch-up over the limit", "max catch-up", set(func(s *store.ScheduleSettings) { s.MaxCatchUp = 10001 })},
 		{"negative jitter", "durations", set(func(s *store.ScheduleSettings) { s.Jitter = -time.Second })},
+		{"too many exclusions", "exclude", set(func(s *store.ScheduleSettings) { s.Exclude = make([]string, store.MaxExclusions+1) })},
+		{"long exclusion", "exclude entry", set(func(s *store.ScheduleSettings) { s.Exclude = []string{strings.Repeat("*", store.MaxExclusionLength+1)} })},
+		{"NUL in an exclusion", "exclude entry", set(func(s *store.ScheduleSettings) { s.Exclude = []string{"* * 25 12 *\x00"} })},
 		{"lease TTL too short", "TTL", set(func(s *store.ScheduleSettings) { s.LeaseTTL = time.Nanosecond })},
 		{"update version 0", "version", update(store.ScheduleUpdateParams{Name: "kept", Settings: sampleSettings(), By: "ops"})},
 		{"update bad settings", "spec", update(store.ScheduleUpdateParams{Name: "kept", Version: 1, By: "ops"})},

@@ -50,6 +50,23 @@ var skipTests = []namedTest{
 			t.Fatalf("a second skip of the slot = %+v, %v; want nothing written", again, err)
 		}
 	}},
+	{name: "RecordsEachReason", fn: func(t *testing.T, b Bundle) {
+		now := dbNow(t, b.Store)
+		reasons := []store.SkipReason{store.SkipLeaseBusy, store.SkipPassedOver, store.SkipExcluded}
+		items := make([]store.SlotSkipParams, len(reasons))
+		for i, reason := range reasons {
+			items[i] = skipParams(now.Add(-time.Duration(i+1)*time.Minute), now.Add(-time.Second), "a", reason, now)
+		}
+		runs, err := b.Store.SlotSkip(ctx(t), items)
+		if err != nil || len(runs) != len(items) {
+			t.Fatalf("SlotSkip = %+v, %v; want %d rows", runs, err, len(items))
+		}
+		for i, r := range runs {
+			if r.Reason != string(reasons[i]) || !r.Skipped || !r.Slot.Equal(items[i].Slot) {
+				t.Errorf("skip row %d = %+v; want reason %s", i, r, reasons[i])
+			}
+		}
+	}},
 	{name: "LeavesClaimedAndRunSlots", fn: func(t *testing.T, b Bundle) {
 		now := dbNow(t, b.Store)
 		running := mustClaim(t, b.Store, claimParams(now.Add(-2*time.Minute), "a", now))

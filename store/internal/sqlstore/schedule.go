@@ -15,7 +15,7 @@ import (
 // reads them.
 const (
 	ScheduleColumns = `id, name, spec, time_zone, kind, args, overlap, catch_up_window_ns, lease_ttl_ns, timeout_ns,
-	deadline_ns, max_attempts, retry_backoff_ns, disabled, catch_up, max_catch_up, jitter_ns, version, created_at, created_by, updated_at, updated_by`
+	deadline_ns, max_attempts, retry_backoff_ns, disabled, catch_up, max_catch_up, jitter_ns, exclude, version, created_at, created_by, updated_at, updated_by`
 	ScheduleChangeColumns = `seq, action, name, schedule_id, version, changed_by, changed_at, settings_before, settings_after`
 )
 
@@ -67,9 +67,9 @@ func (st Schedules) Create(ctx context.Context, tx Querier, p store.ScheduleCrea
 	}
 	set := settingsAsStored(p.Settings)
 	res, err := tx.ExecContext(ctx, `INSERT INTO `+st.ScheduleTable+` (name, spec, time_zone, kind, args, overlap, catch_up_window_ns,
-		lease_ttl_ns, timeout_ns, deadline_ns, max_attempts, retry_backoff_ns, disabled, catch_up, max_catch_up, jitter_ns, version, created_at,
-		created_by, updated_at, updated_by)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)`,
+		lease_ttl_ns, timeout_ns, deadline_ns, max_attempts, retry_backoff_ns, disabled, catch_up, max_catch_up, jitter_ns, exclude, version,
+		created_at, created_by, updated_at, updated_by)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)`,
 		append(append([]any{p.Name}, settingArgs(set)...), st.Instant(at), p.By, st.Instant(at), p.By)...)
 	if err != nil {
 		return store.Schedule{}, err
@@ -102,7 +102,7 @@ func (st Schedules) Update(ctx context.Context, tx Querier, p store.ScheduleUpda
 	set := settingsAsStored(p.Settings)
 	if _, err := tx.ExecContext(ctx, `UPDATE `+st.ScheduleTable+` SET spec = ?, time_zone = ?, kind = ?, args = ?, overlap = ?,
 		catch_up_window_ns = ?, lease_ttl_ns = ?, timeout_ns = ?, deadline_ns = ?, max_attempts = ?, retry_backoff_ns = ?, disabled = ?,
-		catch_up = ?, max_catch_up = ?, jitter_ns = ?, version = ?, updated_at = ?, updated_by = ?
+		catch_up = ?, max_catch_up = ?, jitter_ns = ?, exclude = ?, version = ?, updated_at = ?, updated_by = ?
 		WHERE id = ?`,
 		append(settingArgs(set), cur.Version+1, st.Instant(at), p.By, cur.ID)...); err != nil {
 		return store.Schedule{}, err
@@ -220,12 +220,12 @@ func (st Schedules) Audit(ctx context.Context, q Querier, p store.ScheduleAuditP
 func (d Decoder) Schedule(row Row) (store.Schedule, error) {
 	var (
 		s                                                     store.Schedule
-		args                                                  sql.NullString
+		args, exclude                                         sql.NullString
 		catchUp, ttl, timeout, deadline, maxAttempts, backoff int64
 		maxCatchUp, jitter                                    int64
 	)
 	if err := row.Scan(&s.ID, &s.Name, &s.Spec, &s.TimeZone, &s.Kind, &args, &s.Overlap, &catchUp, &ttl, &timeout, &deadline,
-		&maxAttempts, &backoff, &s.Disabled, &s.CatchUp, &maxCatchUp, &jitter, &s.Version, d.Instant(&s.CreatedAt), &s.CreatedBy, d.Instant(&s.UpdatedAt), &s.UpdatedBy); err != nil {
+		&maxAttempts, &backoff, &s.Disabled, &s.CatchUp, &maxCatchUp, &jitter, &exclude, &s.Version, d.Instant(&s.CreatedAt), &s.CreatedBy, d.Instant(&s.UpdatedAt), &s.UpdatedBy); err != nil {
 		return store.Schedule{}, err
 	}
 	if args.Valid {
@@ -234,6 +234,11 @@ func (d Decoder) Schedule(row Row) (store.Schedule, error) {
 	s.CatchUpWindow, s.LeaseTTL, s.Timeout = time.Duration(catchUp), time.Duration(ttl), time.Duration(timeout)
 	s.Deadline, s.MaxAttempts, s.RetryBackoff = time.Duration(deadline), int(maxAttempts), time.Duration(backoff)
 	s.MaxCatchUp, s.Jitter = int(maxCatchUp), time.Duration(jitter)
+	if exclude.Valid {
+		if err := json.Unmarshal([]byte(exclude.String), &s.Exclude); err != nil {
+			return store.Schedule{}, fmt.Errorf("schedule %q: exclude: %w", s.Name, err)
+		}
+	}
 	return s, nil
 }
 
@@ -265,18 +270,35 @@ func settingsAsStored(set store.ScheduleSettings) store.ScheduleSettings {
 	} else {
 		set.Args = append(json.RawMessage(nil), set.Args...)
 	}
+	if len(set.Exclude) == 0 {
+		set.Exclude = nil
+	}
 	return set
 }
 
 // settingArgs are the settings columns' values, in ScheduleColumns' order
-// from spec to jitter_ns; the arguments NULL when none.
+// from spec to exclude; the arguments and the exclusions NULL when none.
 func settingArgs(set store.ScheduleSettings) []any {
 	var args sql.NullString
 	if len(set.Args) > 0 {
 		args = sql.NullString{String: string(set.Args), Valid: true}
 	}
 	return []any{set.Spec, set.TimeZone, set.Kind, args, set.Overlap, int64(set.CatchUpWindow), int64(set.LeaseTTL), int64(set.Timeout),
-		int64(set.Deadline), int64(set.MaxAttempts), int64(set.RetryBackoff), set.Disabled, set.CatchUp, int64(set.MaxCatchUp), int64(set.Jitter)}
+		int64(set.Deadline), int64(set.MaxAttempts), int64(set.RetryBackoff), set.Disabled, set.CatchUp, int64(set.MaxCatchUp), int64(set.Jitter),
+		ExcludeJSON(set.Exclude)}
+}
+
+// ExcludeJSON is a schedule's exclude column: its entries as a JSON
+// array, NULL for none.
+func ExcludeJSON(entries []string) sql.NullString {
+	if len(entries) == 0 {
+		return sql.NullString{}
+	}
+	b, err := json.Marshal(entries)
+	if err != nil {
+		panic(fmt.Sprintf("sqlstore: encoding exclusions: %v", err)) // strings always encode
+	}
+	return sql.NullString{String: string(b), Valid: true}
 }
 
 // settingsJSON is the change log's column of settings: their JSON, NULL for

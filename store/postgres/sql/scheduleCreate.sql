@@ -3,15 +3,15 @@
 -- transaction. When a schedule of that name exists it writes nothing and
 -- returns that one, written false.
 --
--- $1 name, $2 to $16 the settings (scheduleSettingArgs), $17 by, $18
+-- $1 name, $2 to $17 the settings (scheduleSettingArgs), $18 by, $19
 -- pinned now or NULL.
-WITH c AS (SELECT coalesce($18::timestamptz, clock_timestamp()) AS now),
+WITH c AS (SELECT coalesce($19::timestamptz, clock_timestamp()) AS now),
 cur AS (SELECT * FROM {{schema}}.schedules WHERE name = $1),
 w AS (
     INSERT INTO {{schema}}.schedules (name, spec, time_zone, kind, args, overlap, catch_up_window_ns, lease_ttl_ns, timeout_ns,
-                                      deadline_ns, max_attempts, retry_backoff_ns, disabled, catch_up, max_catch_up, jitter_ns,
+                                      deadline_ns, max_attempts, retry_backoff_ns, disabled, catch_up, max_catch_up, jitter_ns, exclude,
                                       version, created_at, created_by, updated_at, updated_by)
-    SELECT $1, $2, $3, $4, $5::text::json, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, 1, c.now, $17, c.now, $17
+    SELECT $1, $2, $3, $4, $5::text::json, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17::text::json, 1, c.now, $18, c.now, $18
       FROM c
      WHERE NOT EXISTS (SELECT FROM cur)
     ON CONFLICT (name) DO NOTHING
@@ -22,7 +22,7 @@ seq AS (
 ),
 log AS (
     INSERT INTO {{schema}}.schedule_changes (seq, action, name, schedule_id, version, changed_by, changed_at, settings_before, settings_after)
-    SELECT seq.seq, 'create', w.name, w.id, w.version, $17, c.now, NULL, {{template "scheduleSettings" args "row" "w"}}
+    SELECT seq.seq, 'create', w.name, w.id, w.version, $18, c.now, NULL, {{template "scheduleSettings" args "row" "w"}}
       FROM w, seq, c
     RETURNING seq, name
 ),

@@ -11,14 +11,14 @@ seq AS (
 ),
 log AS (
     INSERT INTO "cronfence".schedule_changes (seq, action, name, schedule_id, version, changed_by, changed_at, settings_before, settings_after)
-    SELECT seq.seq, 'delete', w.name, w.id, w.version, $3, c.now, CASE WHEN w.args IS NULL THEN json_build_object('spec', w.spec, 'timeZone', w.time_zone, 'kind', w.kind, 'overlap', w.overlap, 'catchUpWindow', w.catch_up_window_ns, 'leaseTTL', w.lease_ttl_ns, 'timeout', w.timeout_ns, 'deadline', w.deadline_ns, 'maxAttempts', w.max_attempts, 'retryBackoff', w.retry_backoff_ns, 'disabled', w.disabled, 'catchUp', w.catch_up, 'maxCatchUp', w.max_catch_up, 'jitter', w.jitter_ns)
-     ELSE json_build_object('spec', w.spec, 'timeZone', w.time_zone, 'kind', w.kind, 'overlap', w.overlap, 'catchUpWindow', w.catch_up_window_ns, 'leaseTTL', w.lease_ttl_ns, 'timeout', w.timeout_ns, 'deadline', w.deadline_ns, 'maxAttempts', w.max_attempts, 'retryBackoff', w.retry_backoff_ns, 'disabled', w.disabled, 'catchUp', w.catch_up, 'maxCatchUp', w.max_catch_up, 'jitter', w.jitter_ns, 'args', w.args) END, NULL
+    SELECT seq.seq, 'delete', w.name, w.id, w.version, $3, c.now, CASE WHEN w.args IS NULL THEN json_build_object('spec', w.spec, 'timeZone', w.time_zone, 'kind', w.kind, 'overlap', w.overlap, 'catchUpWindow', w.catch_up_window_ns, 'leaseTTL', w.lease_ttl_ns, 'timeout', w.timeout_ns, 'deadline', w.deadline_ns, 'maxAttempts', w.max_attempts, 'retryBackoff', w.retry_backoff_ns, 'disabled', w.disabled, 'catchUp', w.catch_up, 'maxCatchUp', w.max_catch_up, 'jitter', w.jitter_ns, 'exclude', w.exclude)
+     ELSE json_build_object('spec', w.spec, 'timeZone', w.time_zone, 'kind', w.kind, 'overlap', w.overlap, 'catchUpWindow', w.catch_up_window_ns, 'leaseTTL', w.lease_ttl_ns, 'timeout', w.timeout_ns, 'deadline', w.deadline_ns, 'maxAttempts', w.max_attempts, 'retryBackoff', w.retry_backoff_ns, 'disabled', w.disabled, 'catchUp', w.catch_up, 'maxCatchUp', w.max_catch_up, 'jitter', w.jitter_ns, 'exclude', w.exclude, 'args', w.args) END, NULL
       FROM w, seq, c
     RETURNING seq, name
 ),
 notice AS MATERIALIZED (
     SELECT pg_notify('cronfence_9ab364fb1d6f55fe', json_build_array('d', log.name, log.seq, '')::text) FROM log
 )
-SELECT true, w.id, w.name, w.spec, w.time_zone, w.kind, w.args::text, w.overlap, w.catch_up_window_ns, w.lease_ttl_ns, w.timeout_ns, w.deadline_ns, w.max_attempts, w.retry_backoff_ns, w.disabled, w.catch_up, w.max_catch_up, w.jitter_ns, w.version, w.created_at, w.created_by, w.updated_at, w.updated_by FROM w CROSS JOIN (SELECT count(*) FROM notice) told
+SELECT true, w.id, w.name, w.spec, w.time_zone, w.kind, w.args::text, w.overlap, w.catch_up_window_ns, w.lease_ttl_ns, w.timeout_ns, w.deadline_ns, w.max_attempts, w.retry_backoff_ns, w.disabled, w.catch_up, w.max_catch_up, w.jitter_ns, w.exclude, w.version, w.created_at, w.created_by, w.updated_at, w.updated_by FROM w CROSS JOIN (SELECT count(*) FROM notice) told
 UNION ALL
-SELECT false, cur.id, cur.name, cur.spec, cur.time_zone, cur.kind, cur.args::text, cur.overlap, cur.catch_up_window_ns, cur.lease_ttl_ns, cur.timeout_ns, cur.deadline_ns, cur.max_attempts, cur.retry_backoff_ns, cur.disabled, cur.catch_up, cur.max_catch_up, cur.jitter_ns, cur.version, cur.created_at, cur.created_by, cur.updated_at, cur.updated_by FROM cur WHERE NOT EXISTS (SELECT FROM w);
+SELECT false, cur.id, cur.name, cur.spec, cur.time_zone, cur.kind, cur.args::text, cur.overlap, cur.catch_up_window_ns, cur.lease_ttl_ns, cur.timeout_ns, cur.deadline_ns, cur.max_attempts, cur.retry_backoff_ns, cur.disabled, cur.catch_up, cur.max_catch_up, cur.jitter_ns, cur.exclude, cur.version, cur.created_at, cur.created_by, cur.updated_at, cur.updated_by FROM cur WHERE NOT EXISTS (SELECT FROM w);
