@@ -116,6 +116,7 @@ func (c *claimer) catchUpMissed(ctx context.Context, now time.Time) {
 // others once the one before it is settled.
 func (c *claimer) catchUp(ctx context.Context, now time.Time, candidates map[string]time.Time, startup bool) {
 	var batch []*entry
+	var excluded []store.SlotSkipParams // recorded skipped, not claimed
 	for name, slot := range candidates {
 		r := c.jobs.get(name)
 		if r == nil || r.CatchUp == CatchUpNone || slot.IsZero() || now.Sub(slot) > r.CatchUpWindow {
@@ -133,13 +134,19 @@ func (c *claimer) catchUp(ctx context.Context, now time.Time, candidates map[str
 			continue // unknown (its registration failed, and was logged) or before the job existed
 		}
 		if r.CatchUp == CatchUpAll {
-			if e := c.catchUps.add(r, c.missedSlots(r, slot.UTC(), now, first)); e != nil {
+			if e := c.catchUps.add(r, c.missedSlots(r, slot.UTC(), now, first, &excluded)); e != nil {
 				batch = append(batch, e)
 			}
 			continue
 		}
-		batch = append(batch, &entry{job: r, slot: slot.UTC(), origin: OriginCatchUp})
+		e := &entry{job: r, slot: slot.UTC(), origin: OriginCatchUp}
+		if held, ok := r.excluded(e.slot); ok {
+			excluded = append(excluded, excludedSkip(c.e.cfg.Owner, e, held))
+			continue
+		}
+		batch = append(batch, e)
 	}
+	c.skips.recordLater(excluded)
 	c.beforeCatchUp(ctx, batch)
 	// A claim that cannot reach the store leaves the slots missed again,
 	// for the pass after the store is back.
@@ -168,18 +175,26 @@ func recordRegistrations(ctx context.Context, e *env, jobs *jobSet, names []stri
 
 // missedSlots are the slots that catch-up of policy all looks at for r,
 // oldest first: last and those before it, inside r's window from now and
-// not before first (when known), at most r.MaxCatchUp of them, the most
-// recent. Those further back are left, and said so.
-func (c *claimer) missedSlots(r *registered, last, now, first time.Time) []time.Time {
+// not before first (when known), of r.MaxCatchUp slots looked at, the most
+// recent. Those further back are left, and said so. Excluded slots count
+// as looked at, and are not among them: their skips are added to
+// excluded.
+func (c *claimer) missedSlots(r *registered, last, now, first time.Time, excluded *[]store.SlotSkipParams) []time.Time {
 	inside := func(s time.Time) bool {
 		return !s.IsZero() && now.Sub(s) <= r.CatchUpWindow && (first.IsZero() || !s.Before(first))
 	}
 	var slots []time.Time
-	for s := last; inside(s); s = r.sched.Prev(s.Add(-time.Nanosecond)).UTC() {
-		if len(slots) == r.MaxCatchUp {
+	var oldest time.Time
+	for s, looked := last, 0; inside(s); s, looked = r.sched.Prev(s.Add(-time.Nanosecond)).UTC(), looked+1 {
+		if looked == r.MaxCatchUp {
 			c.e.Log.Warn("cronfence: catch-up looks at the job's most recent MaxCatchUp slots; older ones inside its window are not run",
-				"job", r.Name, "max_catch_up", r.MaxCatchUp, "oldest_looked_at", slots[len(slots)-1])
+				"job", r.Name, "max_catch_up", r.MaxCatchUp, "oldest_looked_at", oldest)
 			break
+		}
+		oldest = s
+		if held, ok := r.excluded(s); ok {
+			*excluded = append(*excluded, excludedSkip(c.e.cfg.Owner, &entry{job: r, slot: s, origin: OriginCatchUp}, held))
+			continue
 		}
 		slots = append(slots, s)
 	}

@@ -60,10 +60,21 @@ type claimer struct {
 
 // fire claims the due timer entries and records the slots a stall passed
 // over before each one claimed (firstPassed), unless a claim found its job
-// paused: a paused job's slots are not runs owed.
+// paused: a paused job's slots are not runs owed. An entry whose slot is
+// excluded is recorded skipped instead of claimed.
 func (c *claimer) fire(ctx context.Context, due []*entry, firstPassed map[*entry]time.Time, now time.Time) {
 	kept := due[:0]
+	var passed []store.SlotSkipParams
 	for _, e := range due {
+		if entry, ok := e.job.excluded(e.slot); ok && e.origin.onTimer() {
+			// Recorded, not claimed; and so are the slots a stall passed
+			// over before it.
+			if first, ok := firstPassed[e]; ok {
+				passed = append(passed, passedOverSlots(c.e.cfg.Owner, e.job, first, e.slot)...)
+			}
+			passed = append(passed, excludedSkip(c.e.cfg.Owner, e, entry))
+			continue
+		}
 		if retryOverdue(e, now) {
 			c.e.Log.Warn("cronfence: slot failed: its retry came due only after the job's next slot (the scheduler could not fire in time); not made",
 				"job", e.job.Name, "slot", e.slot)
@@ -77,14 +88,13 @@ func (c *claimer) fire(ctx context.Context, due []*entry, firstPassed map[*entry
 	// job's next claim would otherwise find held (an overlap).
 	c.endsFirst(ctx, endsFirstMax)
 	claimed, results := c.claim(ctx, kept)
-	var passed []store.SlotSkipParams
 	for i, r := range results {
 		e := claimed[i]
 		if first, ok := firstPassed[e]; ok && r.Refusal != store.ClaimPaused {
 			passed = append(passed, passedOverSlots(c.e.cfg.Owner, e.job, first, e.slot)...)
 		}
 	}
-	c.skips.recordPassedOver(passed)
+	c.skips.recordLater(passed)
 }
 
 // claim claims the entries' slots in bounded round trips and handles

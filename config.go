@@ -13,6 +13,7 @@ import (
 	"github.com/cronfence/cronfence/internal/absence"
 	"github.com/cronfence/cronfence/internal/clock"
 	"github.com/cronfence/cronfence/internal/registry"
+	"github.com/cronfence/cronfence/schedule"
 	"github.com/cronfence/cronfence/store"
 )
 
@@ -93,6 +94,11 @@ type Config struct {
 
 	// Clock drives the scheduler's timers. Defaults to the process clock.
 	Clock Clock
+
+	// Exclude lists times no job runs in, with the syntax of Job.Exclude,
+	// read in each job's zone, besides each job's own. Every replica should
+	// list the same.
+	Exclude []string
 
 	// Retention is how long runs and claims are kept; each job's latest
 	// claim is kept whatever its age. Negative disables pruning. Defaults to
@@ -342,6 +348,9 @@ func (c *Config) validate() error {
 	}
 	if err := store.ValidateName("Config.Owner", c.Owner); err != nil {
 		return fmt.Errorf("cronfence: %w", err)
+	}
+	if _, err := schedule.ParseExclusions(c.Exclude, time.UTC); err != nil {
+		return errInvalid(fmt.Sprintf("Config.Exclude: %v", err))
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cronfence/cronfence/internal/schedcache"
+	"github.com/cronfence/cronfence/schedule"
 	"github.com/cronfence/cronfence/store"
 )
 
@@ -88,6 +89,15 @@ type Job struct {
 	// never starts at or after the next slot) and below its Deadline.
 	// Catch-up runs a missed slot at once. Defaults to 0: none.
 	Jitter time.Duration
+	// Exclude lists times the job does not run in: ranges
+	// ("2026-12-24T00:00Z/2026-12-27T00:00Z", or dates and wall times
+	// without a zone, read in TimeZone) and calendar entries of five cron
+	// fields ("* * 25 12 *": every Christmas Day, in TimeZone); see
+	// schedule.Exclusions. A slot inside one does not run: it is recorded
+	// skipped, reason "excluded", and JobInfo.Next passes over it.
+	// Config.Exclude applies to every job besides. Ranges must not
+	// overlap; at most schedule.MaxExclusions entries.
+	Exclude []string
 	// Deadline is how long after its slot a run should have completed, for
 	// absence monitoring. Zero means none. It must be shorter than
 	// Config.Retention (when pruning is on): Register refuses it otherwise.
@@ -128,14 +138,15 @@ type Job struct {
 }
 
 // registered is a validated job with its parsed schedule, shared with
-// the other jobs of the same spec and zone. One per job, of 176 bytes (a
+// the other jobs of the same spec and zone. One per job, of 192 bytes (a
 // size class): small, which is why the schedule is held by a pointer
 // rather than as an interface and when a declared job was first seen lives
 // in jobSet.
 type registered struct {
 	Job
-	sched  *schedcache.Schedule
-	stored *storedJob // nil for a declared job (Register)
+	sched   *schedcache.Schedule
+	exclude *schedule.Exclusions // Exclude and Config.Exclude; nil for none
+	stored  *storedJob           // nil for a declared job (Register)
 }
 
 func (j Job) prepare() (*registered, error) {
@@ -187,6 +198,10 @@ func (j Job) prepare() (*registered, error) {
 	if err := j.checkJitter(sched); err != nil {
 		return nil, err
 	}
+	exclude, err := parseExclusions(j.Exclude, loc)
+	if err != nil {
+		return nil, errInvalid(fmt.Sprintf("job %q: Exclude: %v", j.Name, err))
+	}
 	switch {
 	case j.Overlap != OverlapSkip && j.Overlap != OverlapAllow && j.Overlap != OverlapBufferOne:
 		return nil, errInvalid(fmt.Sprintf("job %q: overlap must be %q, %q or %q, got %q", j.Name, OverlapSkip, OverlapAllow, OverlapBufferOne, j.Overlap))
@@ -199,7 +214,7 @@ func (j Job) prepare() (*registered, error) {
 	case j.RetryBackoff < 0:
 		return nil, errInvalid(fmt.Sprintf("job %q: RetryBackoff must not be negative, got %s", j.Name, j.RetryBackoff))
 	}
-	return &registered{Job: j, sched: sched}, nil
+	return &registered{Job: j, sched: sched, exclude: exclude}, nil
 }
 
 // leaseName is the lease that guards a run of the job: one per job, so runs

@@ -12,7 +12,8 @@ import (
 // replicaJob is a registered job's settings, as every replica must
 // declare them alike, with their hash. A zone left empty is UTC, so a
 // replica that spells it out does not differ from one that does not.
-func replicaJob(j Job) store.ReplicaJob {
+// exclude is the job's exclusions, its own and those for all jobs.
+func replicaJob(j Job, exclude []string) store.ReplicaJob {
 	zone := j.TimeZone
 	if zone == "" {
 		zone = "UTC"
@@ -26,6 +27,7 @@ func replicaJob(j Job) store.ReplicaJob {
 		rj.CatchUp, rj.MaxCatchUp = string(j.CatchUp), j.MaxCatchUp
 	}
 	rj.Jitter = j.Jitter
+	rj.Exclude = exclude
 	rj.Hash = settingsHash(rj)
 	return rj
 }
@@ -50,7 +52,7 @@ func (js *jobSet) replicaJobs() []store.ReplicaJob {
 	all := js.declaredJobs()
 	jobs := make([]store.ReplicaJob, len(all))
 	for i, r := range all {
-		jobs[i] = replicaJob(r.Job)
+		jobs[i] = replicaJob(r.Job, r.exclude.Entries())
 	}
 	return jobs
 }

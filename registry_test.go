@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -87,7 +88,7 @@ func TestReplicaRegistry(t *testing.T) {
 		got := rows["replica-a"].Jobs[0]
 		want := store.ReplicaJob{Name: "report", Schedule: "30 * * * *", TimeZone: "America/Sao_Paulo", LeaseTTL: DefaultLeaseTTL,
 			Overlap: "skip", Deadline: time.Hour, MaxAttempts: DefaultMaxAttempts, RetryBackoff: DefaultRetryBackoff, Hash: got.Hash}
-		if got != want {
+		if !reflect.DeepEqual(got, want) {
 			t.Errorf("replica-a's report job = %+v, want %+v", got, want)
 		}
 		if rows["replica-a"].Jobs[1].TimeZone != "UTC" {
@@ -210,21 +211,21 @@ func TestReplicaRegistryOptions(t *testing.T) {
 func TestSettingsHash(t *testing.T) {
 	t.Parallel()
 	base := Job{Name: "j", Schedule: "0 2 * * *", LeaseTTL: time.Minute, Overlap: OverlapSkip, MaxAttempts: 3}
-	h := replicaJob(base).Hash
+	h := replicaJob(base, nil).Hash
 	if !hashPattern.MatchString(h) {
 		t.Fatalf("hash %q, want 16 hex digits", h)
 	}
-	if replicaJob(base).Hash != h {
+	if replicaJob(base, nil).Hash != h {
 		t.Fatal("the hash of one job differs between calls")
 	}
 	utc := base
 	utc.TimeZone = "UTC"
-	if replicaJob(utc).Hash != h {
+	if replicaJob(utc, nil).Hash != h {
 		t.Error("an empty zone and UTC hash differently")
 	}
 	handler := base
 	handler.Handler, handler.RunWhenStoreDown = nopHandler, true
-	if replicaJob(handler).Hash != h {
+	if replicaJob(handler, nil).Hash != h {
 		t.Error("the handler or RunWhenStoreDown changed the hash; only the registered settings should")
 	}
 	for name, mut := range map[string]func(*Job){
@@ -242,7 +243,7 @@ func TestSettingsHash(t *testing.T) {
 	} {
 		j := base
 		mut(&j)
-		if replicaJob(j).Hash == h {
+		if replicaJob(j, nil).Hash == h {
 			t.Errorf("changing the %s kept the hash %s", name, h)
 		}
 	}

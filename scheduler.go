@@ -139,6 +139,9 @@ func (s *Scheduler) Register(job Job) error {
 	if err != nil {
 		return err
 	}
+	if err := r.excludeAlso(s.e.cfg.Exclude); err != nil {
+		return err
+	}
 	if ret := s.e.cfg.Retention; ret > 0 && r.Deadline >= ret {
 		// By the time the deadline passed the slot's row may be pruned, and
 		// a missing row that old is not judged: the deadline would never be.
@@ -296,7 +299,7 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 // JobInfo describes a registered job.
 type JobInfo struct {
 	Job  Job       // as registered, with defaults applied
-	Next time.Time // its next slot after now, in its zone; zero if none
+	Next time.Time // its next slot after now that no exclusion holds, in its zone; zero if none
 	// Starts is when Next's run starts: Next, plus its delay when the job
 	// has a Jitter.
 	Starts time.Time
@@ -308,7 +311,7 @@ func (s *Scheduler) Jobs() []JobInfo {
 	all := s.jobs.all()
 	out := make([]JobInfo, 0, len(all))
 	for _, r := range all {
-		next := r.sched.Next(now)
+		next := r.nextSlot(now)
 		info := JobInfo{Job: r.Job, Next: next, Starts: next}
 		if !next.IsZero() {
 			info.Starts = next.Add(r.delay(next))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -42,12 +43,17 @@ func passedOverSlots(owner string, j *registered, first, latest time.Time) []sto
 			last.Log += fmt.Sprintf("; later slots until %s were passed over too, not recorded one by one", latest.UTC().Format(time.RFC3339))
 			break
 		}
-		items = append(items, store.SlotSkipParams{
+		skip := store.SlotSkipParams{
 			Job: j.Name, Slot: slot.UTC(), LeaseName: j.leaseName(slot), Owner: owner, After: latest.UTC(),
 			Reason: store.SkipPassedOver,
 			Log: fmt.Sprintf("Skipped: passed over, the scheduler (%s) could not fire it in time (its host slept, its process was stopped or its clock jumped) and fired slot %s instead",
 				owner, latest.UTC().Format(time.RFC3339)),
-		})
+		}
+		if held, ok := j.excluded(slot); ok {
+			// It would not have run had it fired in time.
+			skip = excludedSkip(owner, &entry{job: j, slot: slot.UTC()}, held)
+		}
+		items = append(items, skip)
 	}
 	return items
 }
@@ -63,8 +69,8 @@ func givenUp(owner string, e *entry, writer store.Lease, after time.Time) store.
 	}
 }
 
-// skipRecorder records skips. What a stall passed over is recorded off the
-// loop, on one goroutine, batch after batch as fires hand them over (a
+// skipRecorder records skips. What a stall passed over, and excluded
+// slots, are recorded off the loop, on one goroutine, batch after batch as fires hand them over (a
 // replica that fell behind with thousands of jobs writes thousands at
 // once, and a loop that waited for them fell further behind). That
 // goroutine is the runner's, so Stop waits for it through the shutdown
@@ -78,9 +84,10 @@ type skipRecorder struct {
 	recording bool
 }
 
-// recordPassedOver hands what a stall passed over to the goroutine that
-// records it, starting one if none runs.
-func (r *skipRecorder) recordPassedOver(items []store.SlotSkipParams) {
+// recordLater hands skips found at a fire (what a stall passed over,
+// excluded slots) to the goroutine that records them, starting one if
+// none runs.
+func (r *skipRecorder) recordLater(items []store.SlotSkipParams) {
 	if len(items) == 0 {
 		return
 	}
@@ -135,7 +142,11 @@ func (r *skipRecorder) record(ctx context.Context, items []store.SlotSkipParams)
 		}
 		for _, run := range runs {
 			if logged < maxSkipLines {
-				log.Warn("cronfence: slot recorded as skipped", "job", run.Job, "slot", run.Slot, "reason", run.Reason)
+				level := slog.LevelWarn
+				if run.Reason == string(store.SkipExcluded) {
+					level = slog.LevelInfo // as declared
+				}
+				log.Log(ctx, level, "cronfence: slot recorded as skipped", "job", run.Job, "slot", run.Slot, "reason", run.Reason)
 			}
 			logged++
 			r.e.observe(SkipEvent{Job: run.Job, Slot: run.Slot, Reason: run.Reason})

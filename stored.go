@@ -157,7 +157,7 @@ func (st *stored) putLocked(sc store.Schedule) {
 	var r *registered
 	if h != nil {
 		var err error
-		if r, err = jobOf(sc, h); err != nil {
+		if r, err = jobOf(sc, h, st.e.cfg.Exclude); err != nil {
 			st.e.Log.Warn("cronfence: stored schedule refused; it does not run here", "schedule", sc.Name, "version", sc.Version, "error", err)
 		}
 	}
@@ -225,10 +225,14 @@ func (st *stored) usedKinds() (map[string][]string, bool) {
 	return used, true
 }
 
-// jobOf is the job of a stored schedule, run by h.
-func jobOf(sc store.Schedule, h Handler) (*registered, error) {
+// jobOf is the job of a stored schedule, run by h, excluding excludeAll
+// too (Config.Exclude).
+func jobOf(sc store.Schedule, h Handler, excludeAll []string) (*registered, error) {
 	r, err := scheduleJob(sc.Name, sc.ScheduleSettings, h).prepare()
 	if err != nil {
+		return nil, err
+	}
+	if err := r.excludeAlso(excludeAll); err != nil {
 		return nil, err
 	}
 	r.stored = &storedJob{id: sc.ID, version: sc.Version, kind: sc.Kind, args: sc.Args, createdAt: sc.CreatedAt}
@@ -243,7 +247,7 @@ func scheduleOf(r *registered) store.Schedule {
 			Spec: j.Schedule, TimeZone: j.TimeZone, Kind: r.stored.kind, Args: r.stored.args, Overlap: string(j.Overlap),
 			CatchUpWindow: j.CatchUpWindow, LeaseTTL: j.LeaseTTL, Timeout: j.Timeout, Deadline: j.Deadline,
 			MaxAttempts: j.MaxAttempts, RetryBackoff: j.RetryBackoff, Disabled: j.Disabled,
-			CatchUp: string(j.CatchUp), MaxCatchUp: j.MaxCatchUp, Jitter: j.Jitter,
+			CatchUp: string(j.CatchUp), MaxCatchUp: j.MaxCatchUp, Jitter: j.Jitter, Exclude: j.Exclude,
 		}}
 }
 
@@ -253,6 +257,6 @@ func scheduleJob(name string, s store.ScheduleSettings, h Handler) Job {
 		Name: name, Schedule: s.Spec, TimeZone: s.TimeZone, Handler: h, Timeout: s.Timeout, LeaseTTL: s.LeaseTTL,
 		CatchUpWindow: s.CatchUpWindow, Overlap: Overlap(s.Overlap), Deadline: s.Deadline,
 		MaxAttempts: s.MaxAttempts, RetryBackoff: s.RetryBackoff, Disabled: s.Disabled,
-		CatchUp: CatchUp(s.CatchUp), MaxCatchUp: s.MaxCatchUp, Jitter: s.Jitter,
+		CatchUp: CatchUp(s.CatchUp), MaxCatchUp: s.MaxCatchUp, Jitter: s.Jitter, Exclude: s.Exclude,
 	}
 }

@@ -106,7 +106,13 @@ func (t *timers) armLocked(r *registered, now time.Time) {
 // push1 puts the job's slot on the heap, to fire when its run is due (its
 // jitter's delay after it) less the claim's lead.
 func (t *timers) push1(r *registered, slot time.Time) {
-	heap.Push(&t.heap, &entry{job: r, slot: slot.UTC(), fireAt: slot.Add(r.delay(slot) - t.e.claimLead), origin: OriginScheduled})
+	fireAt := slot.Add(r.delay(slot) - t.e.claimLead)
+	if _, ok := r.excluded(slot); ok {
+		// Recorded skipped, not claimed: once the database clock has
+		// passed the slot (Store.SlotSkip records nothing before).
+		fireAt = slot.Add(t.e.claimLead)
+	}
+	heap.Push(&t.heap, &entry{job: r, slot: slot.UTC(), fireAt: fireAt, origin: OriginScheduled})
 }
 
 // push puts entries back on the heap as they are.

@@ -91,7 +91,7 @@ func (c *serveCmd) Run(a *app) error {
 	if err != nil {
 		return err
 	}
-	s, err := cronfence.New(withSchedules(withHistory(withMonitor(cronfence.Config{Store: obs.instrument(db.Store), Observer: obs.observer(), Logger: logger, ShutdownGrace: c.ShutdownGrace, DisableTimers: !c.Scheduler, Clock: clk}, f.Monitor), f.History), f.Schedules))
+	s, err := cronfence.New(withSchedules(withHistory(withMonitor(cronfence.Config{Store: obs.instrument(db.Store), Observer: obs.observer(), Logger: logger, ShutdownGrace: c.ShutdownGrace, DisableTimers: !c.Scheduler, Clock: clk, Exclude: f.Exclude}, f.Monitor), f.History), f.Schedules))
 	if err != nil {
 		return err
 	}
@@ -235,6 +235,7 @@ func schedulerJob(j config.Job, killGrace time.Duration) cronfence.Job {
 		CatchUp:          cronfence.CatchUp(j.CatchUp),
 		MaxCatchUp:       j.MaxCatchUp,
 		Jitter:           j.Jitter,
+		Exclude:          j.Exclude,
 		Overlap:          cronfence.Overlap(j.Overlap),
 		Deadline:         j.Deadline,
 		MaxAttempts:      j.MaxAttempts,

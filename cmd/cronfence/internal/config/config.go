@@ -113,6 +113,9 @@ type File struct {
 	Tokens []Token
 	// Jobs are the jobs, in file order.
 	Jobs []Job
+	// Exclude is the exclusion windows of every job (top-level exclude:),
+	// read in each job's zone, besides each job's own.
+	Exclude []string
 	// Kinds are the commands of stored schedules' kinds, in file order.
 	Kinds []Kind
 	// Schedules is what stored schedules may do (schedules:).
@@ -152,10 +155,13 @@ type Job struct {
 	MaxCatchUp    int           // with CatchUp all; zero: the library's default
 	Overlap       string        // "skip", "allow" or "buffer-one"; DefaultOverlap when not given
 	Jitter        time.Duration // the bound of each slot's start delay; zero for none
-	Deadline      time.Duration
-	MaxAttempts   int           // DefaultMaxAttempts when not given
-	RetryBackoff  time.Duration // DefaultRetryBackoff when not given
-	Disabled      bool          // enabled: false
+	// Exclude is the job's exclusion windows (exclude:, its own or
+	// defaults:'), read in TimeZone; File.Exclude applies besides.
+	Exclude      []string
+	Deadline     time.Duration
+	MaxAttempts  int           // DefaultMaxAttempts when not given
+	RetryBackoff time.Duration // DefaultRetryBackoff when not given
+	Disabled     bool          // enabled: false
 	// RunWhenStoreDown runs the command without a lease when the store
 	// cannot be reached.
 	RunWhenStoreDown bool

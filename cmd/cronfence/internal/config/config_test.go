@@ -60,6 +60,8 @@ defaults:
   env: {A: "1", B: "2"}
   max_attempts: 2
   retry_backoff: 30s
+  exclude: ["* * 25 12 *"]
+exclude: ["2026-12-31T00:00Z/2027-01-01T00:00Z"]
 jobs:
   - name: daily-close
     schedule: "5 0 * * *"
@@ -77,6 +79,9 @@ jobs:
     enabled: false
     run_when_store_down: true
     completes_in_tx: true
+    exclude:
+      - 2026-12-24/2026-12-27
+      - "* 0-5 * * SAT,SUN"
   - name: hello
     schedule: "@every 1h30m"
     shell: echo hello >> /tmp/x
@@ -100,14 +105,16 @@ jobs:
 			LeaseTTL: 90 * time.Second, CatchUpWindow: time.Hour, CatchUp: "latest", Overlap: "buffer-one",
 			Deadline: 2 * time.Hour, MaxAttempts: 3, RetryBackoff: time.Minute, Disabled: true, RunWhenStoreDown: true, CompletesInTx: true,
 			Command: []string{"/usr/local/bin/close-day", "--all", "7"},
-			Env:     map[string]string{"A": "1", "B": "job", "C": "3"}, Workdir: "/srv", Line: 16,
+			Env:     map[string]string{"A": "1", "B": "job", "C": "3"}, Workdir: "/srv", Line: 18,
+			Exclude: []string{"2026-12-24/2026-12-27", "* 0-5 * * SAT,SUN"},
 		}, {
 			Name: "hello", Schedule: "@every 1h30m", TimeZone: "America/Sao_Paulo",
 			LeaseTTL: 45 * time.Second, CatchUp: "all", CatchUpWindow: 6 * time.Hour, MaxCatchUp: 4, Jitter: 20 * time.Minute,
 			Overlap: "skip", MaxAttempts: 2, RetryBackoff: 30 * time.Second,
 			Shell: "echo hello >> /tmp/x", Env: map[string]string{"A": "1", "B": "2"},
-			Workdir: "/etc/cronfence/data", Line: 32,
+			Workdir: "/etc/cronfence/data", Line: 37, Exclude: []string{"* * 25 12 *"},
 		}},
+		Exclude: []string{"2026-12-31T00:00Z/2027-01-01T00:00Z"},
 		Monitor: defaultMonitor(),
 		History: defaultHistory(),
 	}
@@ -519,6 +526,12 @@ func TestParseErrors(t *testing.T) {
 
 		{"bad overlap", job(cmd + sched + "    overlap: queue\n"), []string{`cronfence.yaml:5: jobs[0].overlap: "queue" must be skip, allow or buffer-one`}},
 		{"negative jitter", job(cmd + sched + "    jitter: -1s\n"), []string{`cronfence.yaml:5: jobs[0].jitter: "-1s" must not be negative`}},
+		{"exclude not a list", job(cmd + sched + "    exclude: \"* * 25 12 *\"\n"), []string{`cronfence.yaml:5: jobs[0].exclude: must be a list of ranges (FROM/TO) and calendar entries`}},
+		{"exclude reversed", job(cmd + sched + "    exclude: [2026-12-27/2026-12-24]\n"), []string{`cronfence.yaml:5: jobs[0].exclude: exclusion "2026-12-27/2026-12-24": its end 2026-12-24T00:00:00Z is not after its start 2026-12-27T00:00:00Z`}},
+		{"exclude overlapping", job(cmd + sched + "    exclude: [2026-12-24/2026-12-27, 2026-12-26/2026-12-28]\n"), []string{`cronfence.yaml:5: jobs[0].exclude: exclusions "2026-12-24/2026-12-27" and "2026-12-26/2026-12-28" overlap`}},
+		{"exclude bad calendar", job(cmd + sched + "    exclude: [\"* * 32 12 *\"]\n"), []string{`cronfence.yaml:5: jobs[0].exclude: exclusion "* * 32 12 *": day-of-month field "32"`}},
+		{"exclude null entry", job(cmd + sched + "    exclude: [~]\n"), []string{`cronfence.yaml:5: jobs[0].exclude[0]: must be a string, got null`}},
+		{"top-level exclude bad", "exclude: [yesterday/today]\njobs: []\n", []string{`cronfence.yaml:1: exclude: exclusion "yesterday/today": start: "yesterday" is not a time`}},
 		{"bad catch_up", job(cmd + sched + "    catch_up: every\n    catch_up_window: 1h\n"), []string{`cronfence.yaml:5: jobs[0].catch_up: "every" must be none, latest or all`}},
 		{"catch_up all without a window", job(cmd + sched + "    catch_up: all\n"), []string{`cronfence.yaml:5: jobs[0].catch_up: all needs catch_up_window: how late a missed slot still runs`}},
 		{"catch_up none with a window", job(cmd + sched + "    catch_up: none\n    catch_up_window: 1h\n"), []string{`cronfence.yaml:6: jobs[0].catch_up_window: 1h0m0s is set but catch_up is none (line 5)`}},

@@ -42,11 +42,11 @@ type decoder struct {
 
 // Known keys, in the order messages list them.
 var (
-	fileKeys  = []string{"database", "sqlite", "tokens", "defaults", "jobs", "kinds", "schedules", "webhook", "monitor", "history"}
+	fileKeys  = []string{"database", "sqlite", "tokens", "defaults", "jobs", "exclude", "kinds", "schedules", "webhook", "monitor", "history"}
 	tokenKeys = []string{"name", "role", "token"}
 	// jobFieldKeys are the fields defaults: may set too.
 	jobFieldKeys = []string{"schedule", "time_zone", "env", "workdir", "timeout", "lease_ttl",
-		"catch_up", "catch_up_window", "max_catch_up", "jitter", "overlap", "max_attempts", "retry_backoff", "deadline", "enabled", "run_when_store_down", "completes_in_tx"}
+		"catch_up", "catch_up_window", "max_catch_up", "jitter", "exclude", "overlap", "max_attempts", "retry_backoff", "deadline", "enabled", "run_when_store_down", "completes_in_tx"}
 	jobKeys = append([]string{"name", "command", "shell"}, jobFieldKeys...)
 )
 
@@ -106,6 +106,13 @@ func (d *decoder) file(data []byte) *File {
 			defaults = d.fields(v, "defaults", jobFieldKeys)
 		case "jobs":
 			jobs = v
+		case "exclude":
+			if x, ok := d.exclude(v, key); ok {
+				if _, err := schedule.ParseExclusions(x, time.UTC); err != nil {
+					d.errorf(v.Line, key, "%s", strings.TrimPrefix(err.Error(), "schedule: "))
+				}
+				f.Exclude = x
+			}
 		case "kinds":
 			kinds = v
 		case "schedules":
@@ -517,6 +524,7 @@ type fields struct {
 	maxAttempts, maxCatchUp              opt[int]
 	enabled, runWhenStoreDown, inTx      opt[bool]
 	env                                  opt[map[string]string]
+	exclude                              opt[[]string]
 }
 
 // field decodes the job field key into f.
@@ -600,7 +608,32 @@ func (d *decoder) field(f *fields, key string, v *yaml.Node, path string) {
 	case "env":
 		x, ok := d.env(v, path)
 		f.env = set(x, ok, v, path)
+	case "exclude":
+		x, ok := d.exclude(v, path)
+		f.exclude = set(x, ok, v, path)
 	}
+}
+
+// exclude decodes a list of exclusion entries (checked where the job's
+// zone is known, in resolve).
+func (d *decoder) exclude(n *yaml.Node, path string) ([]string, bool) {
+	if n.Kind != yaml.SequenceNode {
+		d.errorf(n.Line, path, "must be a list of ranges (FROM/TO) and calendar entries (five cron fields), e.g. [\"2026-12-24/2026-12-27\", \"* * 25 12 *\"], got %s", kind(n))
+		return nil, false
+	}
+	out := make([]string, 0, len(n.Content))
+	ok := true
+	for i, e := range n.Content {
+		ep := fmt.Sprintf("%s[%d]", path, i)
+		if e = d.deref(e, ep); e == nil {
+			ok = false
+			continue
+		}
+		s, eok := d.str(e, ep)
+		ok = ok && eok
+		out = append(out, s)
+	}
+	return out, ok
 }
 
 func (d *decoder) fields(n *yaml.Node, path string, known []string) fields {
@@ -852,6 +885,7 @@ func (d *decoder) resolve(own, def fields, path string, line int) Job {
 		timeout: own.timeout.or(def.timeout), leaseTTL: own.leaseTTL.or(def.leaseTTL),
 		catchUp: own.catchUp.or(def.catchUp), catchUpWindow: own.catchUpWindow.or(def.catchUpWindow),
 		maxCatchUp: own.maxCatchUp.or(def.maxCatchUp), deadline: own.deadline.or(def.deadline), jitter: own.jitter.or(def.jitter),
+		exclude:     own.exclude.or(def.exclude),
 		maxAttempts: own.maxAttempts.or(def.maxAttempts), retryBackoff: own.retryBackoff.or(def.retryBackoff),
 		enabled:          own.enabled.or(def.enabled),
 		runWhenStoreDown: own.runWhenStoreDown.or(def.runWhenStoreDown), inTx: own.inTx.or(def.inTx),
@@ -861,6 +895,7 @@ func (d *decoder) resolve(own, def fields, path string, line int) Job {
 		LeaseTTL: DefaultLeaseTTL, CatchUpWindow: f.catchUpWindow.v, Overlap: DefaultOverlap,
 		Deadline: f.deadline.v, MaxAttempts: DefaultMaxAttempts, RetryBackoff: DefaultRetryBackoff, Disabled: f.enabled.set && !f.enabled.v,
 		RunWhenStoreDown: f.runWhenStoreDown.v, CompletesInTx: f.inTx.v, Env: map[string]string{}, Jitter: f.jitter.v,
+		Exclude: f.exclude.v,
 	}
 	if f.timeZone.set {
 		j.TimeZone = f.timeZone.v
@@ -901,6 +936,11 @@ func (d *decoder) resolve(own, def fields, path string, line int) Job {
 	}
 	if _, err := schedule.Parse(j.Schedule, &schedule.Options{Location: loc}); err != nil {
 		d.errorf(f.schedule.line, f.schedule.path, "%s", strings.TrimPrefix(err.Error(), "schedule: "))
+	}
+	if f.exclude.set {
+		if _, err := schedule.ParseExclusions(j.Exclude, loc); err != nil {
+			d.errorf(f.exclude.line, f.exclude.path, "%s", strings.TrimPrefix(err.Error(), "schedule: "))
+		}
 	}
 	return j
 }
