@@ -44,6 +44,7 @@ type cli struct {
 	Trigger triggerCmd `cmd:"" help:"Run a job now: directly (--config FILE; waits, exit 1 when the run fails) or through --server; exit 3 when a run holds its lease."`
 	Logs    logsCmd    `cmd:"" help:"Show a job's runs, newest first."`
 	Check   checkCmd   `cmd:"" help:"Print the open alerts; exit 0 healthy, 1 alerting, 2 cannot tell (for cron monitors, Nagios, Kubernetes probes)."`
+	Doctor  doctorCmd  `cmd:"" help:"Forecast every job of a config file: next slots, daylight-saving effects, exclusions, warnings; exit 1 on any warning."`
 	Alerts  alertsCmd  `cmd:"" help:"List the alerts (open, or --all), or acknowledge one: alerts ack KIND SUBJECT --note WHY."`
 
 	Schedules schedulesCmd `cmd:"" help:"The stored schedules, jobs kept in the database and changed while replicas run: ls, show, add, edit, rm, audit."`
