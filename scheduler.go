@@ -303,6 +303,9 @@ type JobInfo struct {
 	// Starts is when Next's run starts: Next, plus its delay when the job
 	// has a Jitter.
 	Starts time.Time
+	// Exclusions are its exclusion entries, Job.Exclude and
+	// Config.Exclude (schedule.Exclusions.Entries); nil for none.
+	Exclusions []string
 }
 
 // Jobs returns the registered jobs, by name.
@@ -312,7 +315,7 @@ func (s *Scheduler) Jobs() []JobInfo {
 	out := make([]JobInfo, 0, len(all))
 	for _, r := range all {
 		next := r.nextSlot(now)
-		info := JobInfo{Job: r.Job, Next: next, Starts: next}
+		info := JobInfo{Job: r.Job, Next: next, Starts: next, Exclusions: r.exclude.Entries()}
 		if !next.IsZero() {
 			info.Starts = next.Add(r.delay(next))
 		}

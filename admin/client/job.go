@@ -19,6 +19,9 @@ type Job struct {
 	NextStart *string `json:"nextStart,omitempty"`
 	// Jitter bounds the delay of each slot's start; absent for none.
 	Jitter *string `json:"jitter,omitempty"`
+	// Exclude is its exclusion windows, its own and those for all jobs;
+	// absent for none. Next passes over the slots they hold.
+	Exclude []string `json:"exclude,omitempty"`
 	// DeclaredEnabled is what the replicas declare, before any override.
 	DeclaredEnabled bool `json:"declaredEnabled"`
 	// Override is the job's override row, null when none exists.

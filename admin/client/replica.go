@@ -76,6 +76,8 @@ type ReplicaJob struct {
 	MaxCatchUp int `json:"maxCatchUp,omitempty"`
 	// Jitter bounds the delay of each slot's start; "0s" for none.
 	Jitter string `json:"jitter"`
+	// Exclude is its exclusion windows; absent for none.
+	Exclude []string `json:"exclude,omitempty"`
 	// Overlap is its overlap policy.
 	Overlap string `json:"overlap"`
 	// Deadline is how long after its slot a run should have completed,

@@ -45,6 +45,10 @@ type ScheduleSettings struct {
 	// Jitter bounds each slot's start delay, the same on every replica;
 	// "0s" (or empty) for none.
 	Jitter string `json:"jitter"`
+	// Exclude is its exclusion windows: ranges "FROM/TO" and calendar
+	// entries of five cron fields (cronfence.Job.Exclude); absent or empty
+	// for none.
+	Exclude []string `json:"exclude,omitempty"`
 }
 
 // Schedule is one stored schedule, as the schedules endpoints answer it.

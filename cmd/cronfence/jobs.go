@@ -10,8 +10,12 @@ import (
 	"github.com/cronfence/cronfence/admin/client"
 	"github.com/cronfence/cronfence/cmd/cronfence/internal/config"
 	"github.com/cronfence/cronfence/internal/adminview"
-	"github.com/cronfence/cronfence/schedule"
+	"github.com/cronfence/cronfence/internal/jitter"
 )
+
+// maxExcludedSteps bounds the slots and jumps the next slot takes past
+// the exclusions, as the scheduler's JobInfo.Next does.
+const maxExcludedSteps = 100_000
 
 // jobsCmd is `cronfence jobs`.
 type jobsCmd struct {
@@ -89,10 +93,13 @@ func (c *jobsCmd) direct(a *app) ([]client.Job, error) {
 	now := time.Now()
 	declared := make([]adminview.Declared, len(f.Jobs))
 	for i, j := range f.Jobs {
-		d := adminview.Declared{Name: j.Name, Schedule: j.Schedule, TimeZone: j.TimeZone, Overlap: j.Overlap, Disabled: j.Disabled}
-		if loc, err := time.LoadLocation(j.TimeZone); err == nil {
-			if s, err := schedule.Parse(j.Schedule, &schedule.Options{Location: loc}); err == nil {
-				d.Next = s.Next(now)
+		d := adminview.Declared{Name: j.Name, Schedule: j.Schedule, TimeZone: j.TimeZone, Overlap: j.Overlap, Disabled: j.Disabled, Jitter: j.Jitter}
+		if fj, err := forecastJob(j, f.Exclude); err == nil {
+			// As serve computes them: past the exclusions, delayed by the
+			// jitter.
+			d.Exclude = fj.Exclusions.Entries()
+			if d.Next = fj.Exclusions.Next(fj.Schedule, now, maxExcludedSteps); !d.Next.IsZero() {
+				d.Starts = d.Next.Add(jitter.Delay(j.Name, j.Jitter, d.Next, fj.Schedule.Next(d.Next)))
 			}
 		}
 		declared[i] = d

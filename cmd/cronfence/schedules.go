@@ -35,21 +35,23 @@ func (c *schedulesCmd) Help() string {
 // settingsFlags are a schedule's settings as flags; a flag left out is
 // nil: add takes the default, edit keeps the current value.
 type settingsFlags struct {
-	Spec     *string        `name:"spec" placeholder:"SPEC" help:"Cron spec: 5 fields, 6 with seconds, @daily, @every 1h (required by add)."`
-	TZ       *string        `name:"tz" placeholder:"ZONE" help:"IANA time zone the spec is read in (default UTC)."`
-	Kind     *string        `name:"kind" placeholder:"KIND" help:"The handler's kind: a kinds: entry of the replicas' config, or shell (required by add)."`
-	Args     *string        `name:"args" placeholder:"JSON" help:"The handler's arguments, any JSON value (at most 64 KiB): CRONFENCE_ARGS of the kind's command; null for none."`
-	Overlap  *string        `name:"overlap" placeholder:"POLICY" help:"skip (default), allow or buffer-one."`
-	Timeout  *time.Duration `name:"timeout" placeholder:"DURATION" help:"Cancel a run after this long (default none)."`
-	LeaseTTL *time.Duration `name:"lease-ttl" placeholder:"DURATION" help:"The run's lease TTL (default 90s)."`
-	CatchUp  *string        `name:"catch-up" placeholder:"POLICY" help:"Which missed slots run: none, latest or all (default latest with --catch-up-window, none without)."`
-	Window   *time.Duration `name:"catch-up-window" placeholder:"DURATION" help:"How late a missed slot still runs (default none)."`
-	Jitter   *time.Duration `name:"jitter" placeholder:"DURATION" help:"Delay each slot's start by up to this long, the same on every replica (default none)."`
-	MaxCatch *int           `name:"max-catch-up" placeholder:"N" help:"With --catch-up all: how many slots back catch-up looks (default 100, at most 10000)."`
-	Attempts *int           `name:"attempts" placeholder:"N" help:"Attempts per slot (default 3)."`
-	Backoff  *time.Duration `name:"backoff" placeholder:"DURATION" help:"Wait before the first retry (default 10s)."`
-	Deadline *time.Duration `name:"deadline" placeholder:"DURATION" help:"Refused for now: the absence checks do not watch stored schedules, so a deadline would raise nothing (docs/schedules.md)."`
-	Disabled *bool          `name:"disabled" negatable:"" help:"Keep it stored but not run (--no-disabled: run it)."`
+	Spec      *string        `name:"spec" placeholder:"SPEC" help:"Cron spec: 5 fields, 6 with seconds, @daily, @every 1h (required by add)."`
+	TZ        *string        `name:"tz" placeholder:"ZONE" help:"IANA time zone the spec is read in (default UTC)."`
+	Kind      *string        `name:"kind" placeholder:"KIND" help:"The handler's kind: a kinds: entry of the replicas' config, or shell (required by add)."`
+	Args      *string        `name:"args" placeholder:"JSON" help:"The handler's arguments, any JSON value (at most 64 KiB): CRONFENCE_ARGS of the kind's command; null for none."`
+	Overlap   *string        `name:"overlap" placeholder:"POLICY" help:"skip (default), allow or buffer-one."`
+	Timeout   *time.Duration `name:"timeout" placeholder:"DURATION" help:"Cancel a run after this long (default none)."`
+	LeaseTTL  *time.Duration `name:"lease-ttl" placeholder:"DURATION" help:"The run's lease TTL (default 90s)."`
+	CatchUp   *string        `name:"catch-up" placeholder:"POLICY" help:"Which missed slots run: none, latest or all (default latest with --catch-up-window, none without)."`
+	Window    *time.Duration `name:"catch-up-window" placeholder:"DURATION" help:"How late a missed slot still runs (default none)."`
+	Jitter    *time.Duration `name:"jitter" placeholder:"DURATION" help:"Delay each slot's start by up to this long, the same on every replica (default none)."`
+	MaxCatch  *int           `name:"max-catch-up" placeholder:"N" help:"With --catch-up all: how many slots back catch-up looks (default 100, at most 10000)."`
+	Attempts  *int           `name:"attempts" placeholder:"N" help:"Attempts per slot (default 3)."`
+	Backoff   *time.Duration `name:"backoff" placeholder:"DURATION" help:"Wait before the first retry (default 10s)."`
+	Deadline  *time.Duration `name:"deadline" placeholder:"DURATION" help:"Refused for now: the absence checks do not watch stored schedules, so a deadline would raise nothing (docs/schedules.md)."`
+	Disabled  *bool          `name:"disabled" negatable:"" help:"Keep it stored but not run (--no-disabled: run it)."`
+	Exclude   []string       `name:"exclude" sep:"none" placeholder:"ENTRY" help:"An exclusion window, a range FROM/TO (2026-12-24/2026-12-27) or five cron fields (\"* * 25 12 *\"): its slots are skipped, reason excluded. Repeat for more; on edit, the list given replaces the schedule's."`
+	NoExclude bool           `name:"no-exclude" help:"Remove every exclusion window (edit)."`
 }
 
 // apply sets the flags given over set, refusing bad values naming the
@@ -105,6 +107,14 @@ func (f *settingsFlags) apply(set store.ScheduleSettings) (store.ScheduleSetting
 	}
 	if f.Disabled != nil {
 		set.Disabled = *f.Disabled
+	}
+	switch {
+	case f.NoExclude && len(f.Exclude) > 0:
+		return set, usageError("--exclude and --no-exclude: give one")
+	case f.NoExclude:
+		set.Exclude = nil
+	case len(f.Exclude) > 0:
+		set.Exclude = f.Exclude
 	}
 	return set, nil
 }

@@ -122,6 +122,27 @@ func TestSchedulesDirect(t *testing.T) {
 		if !strings.Contains(out, `"spec":"0 7 * * *"`) || !strings.Contains(out, `"timeZone":"Europe/Lisbon"`) || !strings.Contains(out, `"catchUpWindow":"1m30s"`) {
 			t.Fatalf("edit kept the flags not given? %s", out)
 		}
+		// Exclusion windows: a list given replaces the schedule's, with
+		// commas inside an entry kept; a bad entry is refused naming it,
+		// writing nothing; --no-exclude clears them.
+		if out := sched(0, "edit", "t1", "--exclude", "2026-12-24/2026-12-27", "--exclude", "* 0-5 * * SAT,SUN"); !strings.Contains(out, "version 3 → 4") {
+			t.Fatalf("edit --exclude: %q", out)
+		}
+		if out := sched(0, "show", "t1"); !strings.Contains(out, `exclude:    "2026-12-24/2026-12-27", "* 0-5 * * SAT,SUN"`) {
+			t.Fatalf("show after --exclude: %s", out)
+		}
+		if out := sched(exitUsage, "edit", "t1", "--exclude", "2026-12-27/2026-12-24"); !strings.Contains(out, `exclusion "2026-12-27/2026-12-24": its end 2026-12-24T00:00:00Z is not after its start`) {
+			t.Fatalf("edit with a reversed range: %q", out)
+		}
+		if out := sched(exitUsage, "edit", "t1", "--exclude", "* * 25 12 *", "--no-exclude"); !strings.Contains(out, "--exclude and --no-exclude") {
+			t.Fatalf("edit with both: %q", out)
+		}
+		if out := sched(0, "edit", "t1", "--no-exclude"); !strings.Contains(out, "version 4 → 5") {
+			t.Fatalf("edit --no-exclude: %q", out)
+		}
+		if out := sched(0, "show", "t1"); !strings.Contains(out, "exclude:    none") {
+			t.Fatalf("show after --no-exclude: %s", out)
+		}
 		if out := sched(0, "ls"); !strings.Contains(out, "t1") || !strings.Contains(out, "0 7 * * *") {
 			t.Fatalf("ls: %q", out)
 		}
@@ -132,7 +153,7 @@ func TestSchedulesDirect(t *testing.T) {
 		run(0, "resume", "t1", "--config", cfg)
 		run(exitFailure, "logs", "t2", "--config", cfg)
 		sched(exitConflict, "rm", "t1", "--if-version", "1")
-		if out := sched(0, "rm", "t1", "--if-version", "3"); !strings.Contains(out, "deleted") {
+		if out := sched(0, "rm", "t1", "--if-version", "5"); !strings.Contains(out, "deleted") {
 			t.Fatalf("rm: %q", out)
 		}
 		sched(exitFailure, "show", "t1")

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -72,6 +73,7 @@ func printSchedule(a *app, sc client.Schedule) {
 		{"lease ttl", orText(sc.LeaseTTL, defaultText(seconds(cronfence.DefaultLeaseTTL)))},
 		{"catch-up", catchUpText(sc.ScheduleSettings)},
 		{"jitter", orText(sc.Jitter, "none")},
+		{"exclude", excludeText(sc.Exclude)},
 		{"attempts", attemptsText(sc.MaxAttempts)},
 		{"backoff", orText(sc.RetryBackoff, defaultText(seconds(cronfence.DefaultRetryBackoff)))},
 		{"deadline", orText(sc.Deadline, "none")},
@@ -112,6 +114,7 @@ func settingsFields(s client.ScheduleSettings) [][2]string {
 		{"spec", s.Spec}, {"zone", zoneText(s.TimeZone)}, {"kind", s.Kind}, {"args", argsText(s.Args)},
 		{"overlap", overlapText(s.Overlap)}, {"timeout", orText(s.Timeout, "none")},
 		{"lease ttl", orText(s.LeaseTTL, defaultText(seconds(cronfence.DefaultLeaseTTL)))}, {"catch-up", catchUpText(s)}, {"jitter", orText(s.Jitter, "none")},
+		{"exclude", excludeText(s.Exclude)},
 		{"attempts", attemptsText(s.MaxAttempts)}, {"backoff", orText(s.RetryBackoff, defaultText(seconds(cronfence.DefaultRetryBackoff)))},
 		{"deadline", orText(s.Deadline, "none")},
 		{"enabled", enabledText(!s.Disabled)},
@@ -120,6 +123,18 @@ func settingsFields(s client.ScheduleSettings) [][2]string {
 
 // A stored schedule keeps a setting left out as its zero value, which
 // means the job's default: these say what it means rather than "0s".
+
+// excludeText is a schedule's exclusion windows, quoted, or "none".
+func excludeText(entries []string) string {
+	if len(entries) == 0 {
+		return "none"
+	}
+	quoted := make([]string, len(entries))
+	for i, e := range entries {
+		quoted[i] = strconv.Quote(e)
+	}
+	return strings.Join(quoted, ", ")
+}
 
 // catchUpText says which missed slots run: "none", "latest within 6h0m0s"
 // or "all within 6h0m0s, 100 slots back (default)".

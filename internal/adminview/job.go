@@ -30,6 +30,8 @@ type Declared struct {
 	// Starts is when Next's run starts, after its delay; zero when
 	// unknown or the same as Next.
 	Starts time.Time
+	// Exclude is its exclusion windows; nil for none.
+	Exclude []string
 }
 
 // JobOf is the view of job d with its override state st (nil when it has
@@ -48,6 +50,7 @@ func JobOf(d Declared, st *store.JobState, now time.Time) client.Job {
 		j := d.Jitter.String()
 		v.Jitter = &j
 	}
+	v.Exclude = d.Exclude
 	if st != nil {
 		v.Override = &client.Override{Enabled: st.EnabledOverride, By: st.OverrideBy, At: Time(st.OverrideAt), Note: st.Note}
 		if !st.Until.IsZero() {

@@ -23,7 +23,7 @@ func ReplicaOf(r store.Replica, now time.Time, liveFor time.Duration) client.Rep
 		v.Jobs = append(v.Jobs, client.ReplicaJob{
 			Name: j.Name, Schedule: j.Schedule, TimeZone: j.TimeZone, Timeout: j.Timeout.String(),
 			LeaseTTL: j.LeaseTTL.String(), CatchUpWindow: j.CatchUpWindow.String(), CatchUp: catchUpOf(j),
-			MaxCatchUp: j.MaxCatchUp, Jitter: j.Jitter.String(), Overlap: j.Overlap,
+			MaxCatchUp: j.MaxCatchUp, Jitter: j.Jitter.String(), Exclude: j.Exclude, Overlap: j.Overlap,
 			Deadline: j.Deadline.String(), MaxAttempts: j.MaxAttempts, Disabled: j.Disabled, Hash: j.Hash,
 		})
 	}

@@ -25,7 +25,7 @@ func SettingsOf(s store.ScheduleSettings) client.ScheduleSettings {
 		Spec: s.Spec, TimeZone: s.TimeZone, Kind: s.Kind, Overlap: s.Overlap,
 		CatchUpWindow: s.CatchUpWindow.String(), LeaseTTL: s.LeaseTTL.String(), Timeout: s.Timeout.String(),
 		Deadline: s.Deadline.String(), MaxAttempts: s.MaxAttempts, RetryBackoff: s.RetryBackoff.String(), Disabled: s.Disabled,
-		CatchUp: s.CatchUp, MaxCatchUp: s.MaxCatchUp, Jitter: s.Jitter.String(),
+		CatchUp: s.CatchUp, MaxCatchUp: s.MaxCatchUp, Jitter: s.Jitter.String(), Exclude: s.Exclude,
 	}
 	if len(s.Args) > 0 {
 		v.Args = append([]byte(nil), s.Args...)
@@ -59,6 +59,9 @@ func Settings(v client.ScheduleSettings) (store.ScheduleSettings, error) {
 	s := store.ScheduleSettings{
 		Spec: v.Spec, TimeZone: v.TimeZone, Kind: v.Kind, Overlap: v.Overlap,
 		MaxAttempts: v.MaxAttempts, Disabled: v.Disabled, CatchUp: v.CatchUp, MaxCatchUp: v.MaxCatchUp,
+	}
+	if len(v.Exclude) > 0 {
+		s.Exclude = append([]string(nil), v.Exclude...)
 	}
 	if a := bytes.TrimSpace(v.Args); len(a) > 0 && !bytes.Equal(a, []byte("null")) {
 		s.Args = append([]byte(nil), a...)

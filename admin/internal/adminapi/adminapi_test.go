@@ -548,3 +548,23 @@ func TestPauseUntilThroughREST(t *testing.T) {
 		t.Fatalf("override until %s, want %s", *j.Override.Until, until)
 	}
 }
+
+// A job's exclusion windows are shown, and its next slot passes over the
+// slots they hold.
+func TestAJobsExclusionsShowAndItsNextPassesOverThem(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	must(t, b.sched.Register(cronfence.Job{Name: "weekdays", Schedule: "0 12 * * *", Exclude: []string{"* * * * SAT,SUN"},
+		Handler: func(ctx context.Context, run *cronfence.Run) error { return nil }}))
+	var j client.Job
+	if resp := b.do(t, "GET", "/api/admin/cron/weekdays", readSecret, "", &j); resp.StatusCode != 200 {
+		t.Fatalf("GET: %d", resp.StatusCode)
+	}
+	if len(j.Exclude) != 1 || j.Exclude[0] != "* * * * SAT,SUN" || j.Next == nil {
+		t.Fatalf("GET weekdays: exclude %q, next %v", j.Exclude, j.Next)
+	}
+	next, err := time.Parse(time.RFC3339, *j.Next)
+	if err != nil || next.Weekday() == time.Saturday || next.Weekday() == time.Sunday || next.Hour() != 12 {
+		t.Fatalf("next %s (%v): want a weekday's 12:00", *j.Next, err)
+	}
+}

@@ -56,7 +56,7 @@ func Declared(infos ...cronfence.JobInfo) []adminview.Declared {
 		j := info.Job
 		out[i] = adminview.Declared{
 			Name: j.Name, Schedule: j.Schedule, TimeZone: j.TimeZone, Overlap: string(j.Overlap),
-			Disabled: j.Disabled, Next: info.Next, Jitter: j.Jitter, Starts: info.Starts,
+			Disabled: j.Disabled, Next: info.Next, Jitter: j.Jitter, Starts: info.Starts, Exclude: info.Exclusions,
 		}
 	}
 	return out

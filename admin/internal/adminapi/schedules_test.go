@@ -46,6 +46,7 @@ type scheduleJSON struct {
 	Version       int64           `json:"version"`
 	Spec          string          `json:"spec"`
 	TimeZone      string          `json:"timeZone"`
+	Exclude       []string        `json:"exclude"`
 	Kind          string          `json:"kind"`
 	Args          json.RawMessage `json:"args"`
 	Overlap       string          `json:"overlap"`
@@ -87,13 +88,13 @@ func TestSchedulesEndpoints(t *testing.T) {
 
 			var sc scheduleJSON
 			resp := b.do(t, "POST", "/api/admin/cron/schedules", adminSecret,
-				`{"name":"tenant-42","spec":"0 6 * * *","timeZone":"Europe/Lisbon","kind":"report","args":{"tenant":42},"catchUpWindow":"90s","maxAttempts":2}`, &sc)
+				`{"name":"tenant-42","spec":"0 6 * * *","timeZone":"Europe/Lisbon","kind":"report","args":{"tenant":42},"catchUpWindow":"90s","maxAttempts":2,"exclude":["* * 25 12 *","2026-12-31/2027-01-01"]}`, &sc)
 			if resp.StatusCode != 201 || resp.Header.Get("Location") != "schedules/tenant-42" {
 				t.Fatalf("POST: %d, Location %q, %+v", resp.StatusCode, resp.Header.Get("Location"), sc)
 			}
 			if sc.Name != "tenant-42" || sc.Version != 1 || sc.Spec != "0 6 * * *" || sc.TimeZone != "Europe/Lisbon" || sc.Kind != "report" ||
 				string(sc.Args) != `{"tenant":42}` || sc.CatchUpWindow != "1m30s" || sc.MaxAttempts != 2 || sc.Timeout != "0s" ||
-				sc.CreatedBy != "ops" || sc.UpdatedBy != "ops" || sc.CreatedAt == nil {
+				sc.CreatedBy != "ops" || sc.UpdatedBy != "ops" || sc.CreatedAt == nil || len(sc.Exclude) != 2 || sc.Exclude[0] != "* * 25 12 *" {
 				t.Fatalf("created: %+v", sc)
 			}
 			var got scheduleJSON
@@ -196,6 +197,9 @@ func TestScheduleBadInputWritesNothing(t *testing.T) {
 				{`{"name":"a","spec":"@daily","kind":"report","catchUp":"all","catchUpWindow":"240h"}`, "INVALID_ARGUMENT", "Retention"},
 				{`{"name":"a","spec":"* * * * *","kind":"report","jitter":"1m"}`, "INVALID_ARGUMENT", "Jitter 1m0s must be below the shortest interval"},
 				{`{"name":"a","spec":"@daily","kind":"report","jitter":"soon"}`, "INVALID_ARGUMENT", "jitter"},
+				{`{"name":"a","spec":"@daily","kind":"report","exclude":["2026-12-27/2026-12-24"]}`, "INVALID_ARGUMENT", `exclusion "2026-12-27/2026-12-24": its end`},
+				{`{"name":"a","spec":"@daily","kind":"report","exclude":["2026-12-24/2026-12-27","2026-12-26/2026-12-28"]}`, "INVALID_ARGUMENT", "overlap"},
+				{`{"name":"a","spec":"@daily","kind":"report","exclude":"* * 25 12 *"}`, "MALFORMED_BODY", "exclude"},
 				{`{"name":"a","spec":"@daily","kind":"report","args":"` + strings.Repeat("x", store.MaxScheduleArgsBytes) + `"}`, "INVALID_ARGUMENT", "args"},
 				{`{"name":"a","spec":"@daily","kind":"report","args":{"x":}}`, "MALFORMED_BODY", "invalid character"},
 				{`{"name":"a","spec":"@daily","kind":"report","colour":"red"}`, "MALFORMED_BODY", "colour"},

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cronfence/cronfence"
@@ -28,9 +29,10 @@ const (
 
 type scheduleView struct {
 	client.Schedule
-	ArgsText string // the arguments as JSON, "" for none
-	Created  stamp
-	Updated  stamp
+	ArgsText    string // the arguments as JSON, "" for none
+	ExcludeText string // the exclusion windows, one a line, "" for none
+	Created     stamp
+	Updated     stamp
 }
 
 type changeView struct {
@@ -65,6 +67,7 @@ func scheduleViewOf(sc client.Schedule, now time.Time) scheduleView {
 	if len(sc.Args) > 0 && string(sc.Args) != "null" {
 		v.ArgsText = string(sc.Args)
 	}
+	v.ExcludeText = strings.Join(sc.Exclude, "\n")
 	return v
 }
 
@@ -105,6 +108,7 @@ func changeSummary(ch client.ScheduleChange) string {
 	add("catch-up window", b.CatchUpWindow, a.CatchUpWindow)
 	add("max catch-up", strconv.Itoa(b.MaxCatchUp), strconv.Itoa(a.MaxCatchUp))
 	add("jitter", b.Jitter, a.Jitter)
+	add("exclude", strings.Join(b.Exclude, ", "), strings.Join(a.Exclude, ", "))
 	add("attempts", strconv.Itoa(b.MaxAttempts), strconv.Itoa(a.MaxAttempts))
 	add("backoff", b.RetryBackoff, a.RetryBackoff)
 	add("deadline", b.Deadline, a.Deadline)

@@ -172,6 +172,7 @@
       timeout: f.timeout.value, leaseTTL: f.leaseTTL.value, catchUp: f.catchUp.value, catchUpWindow: f.catchUpWindow.value,
       maxCatchUp: f.maxCatchUp.value === "" ? 0 : Number(f.maxCatchUp.value), jitter: f.jitter.value,
       retryBackoff: f.retryBackoff.value,
+      exclude: f.exclude.value.split("\n").map(function (e) { return e.trim(); }).filter(function (e) { return e !== ""; }),
       maxAttempts: f.maxAttempts.value === "" ? 0 : Number(f.maxAttempts.value), disabled: f.disabled.checked, args: null };
     if (f.args.value.trim() !== "") {
       try { sc.args = JSON.parse(f.args.value); } catch (e) {
