@@ -212,14 +212,25 @@ var ErrConflict = errors.New("store: conflict")
 
 // ConflictError is a write that would lose another: a create of a name
 // that exists, or an update or delete of a version that is not the
-// current one.
+// current one; or, of Kind ConflictBackfill, a backfill of a job that has
+// a running one.
 type ConflictError struct {
-	Name    string
-	Version int64 // the version the caller gave; 0 for a create
-	Current int64 // the schedule's version now
+	Name    string // the schedule's; a backfill's job
+	Version int64  // the version the caller gave; 0 for a create
+	Current int64  // the schedule's version now; the running backfill's ID
+	// Kind is empty for a stored schedule's conflict, ConflictBackfill for
+	// a backfill's.
+	Kind string
 }
 
+// ConflictBackfill is the Kind of a ConflictError refusing a backfill: its
+// job has a running one, whose ID is Current.
+const ConflictBackfill = "backfill"
+
 func (e *ConflictError) Error() string {
+	if e.Kind == ConflictBackfill {
+		return fmt.Sprintf("store: job %q has a running backfill (%d)", e.Name, e.Current)
+	}
 	if e.Version == 0 {
 		return fmt.Sprintf("store: schedule %q exists (version %d)", e.Name, e.Current)
 	}

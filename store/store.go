@@ -19,6 +19,9 @@ type Store interface {
 	// Schedules are the stored schedules and their change log.
 	Schedules
 
+	// Backfills are the jobs' backfills and the slot listing they read.
+	Backfills
+
 	// Migrate brings the schema up to the version this binary knows. It is safe
 	// to call from many processes at once: one applies each migration, the
 	// others wait and then find nothing to do. It refuses, with

@@ -53,6 +53,9 @@ type queries struct {
 	scheduleLock, scheduleCreate, scheduleUpdate, scheduleDelete string
 	scheduleGet, scheduleList, scheduleChanges                   string
 	scheduleAudit, scheduleAuditName                             string
+	// The backfills (see backfill.go) and the slot listing they read.
+	backfillCreate, backfillRunning, backfillGet, backfillList, backfillListJob string
+	backfillProgress, backfillCancel, slotList                                  string
 }
 
 // byName maps each statement's file name (without .sql) to its field.
@@ -71,6 +74,9 @@ func (q *queries) byName() map[string]*string {
 		"scheduleLock": &q.scheduleLock, "scheduleCreate": &q.scheduleCreate, "scheduleUpdate": &q.scheduleUpdate, "scheduleDelete": &q.scheduleDelete,
 		"scheduleGet": &q.scheduleGet, "scheduleList": &q.scheduleList, "scheduleChanges": &q.scheduleChanges,
 		"scheduleAudit": &q.scheduleAudit, "scheduleAuditName": &q.scheduleAuditName,
+		"backfillCreate": &q.backfillCreate, "backfillRunning": &q.backfillRunning, "backfillGet": &q.backfillGet,
+		"backfillList": &q.backfillList, "backfillListJob": &q.backfillListJob, "backfillProgress": &q.backfillProgress,
+		"backfillCancel": &q.backfillCancel, "slotList": &q.slotList,
 	}
 }
 

@@ -78,6 +78,7 @@ func Run(t *testing.T, newBundle func(t *testing.T) Bundle) {
 		{"FinishRunning", finishRunningTests},
 		{"Hostile", hostileTests},
 		{"Schedule", scheduleTests},
+		{"Backfill", backfillTests},
 	} {
 		t.Run(group.name, func(t *testing.T) {
 			for _, tt := range group.tests {

@@ -1,0 +1,2 @@
+-- Back to version 14: no backfills.
+DROP TABLE {{schema}}.backfills;

@@ -1,0 +1,2 @@
+-- backfillGet.sql: the backfill $1.
+SELECT {{template "backfillColumns"}} FROM {{schema}}.backfills WHERE id = $1
