@@ -36,6 +36,8 @@ func (c *claimer) storeDown(err error, batch []*entry) {
 		switch {
 		case e.origin == OriginScheduled && e.job.RunWhenStoreDown:
 			failOpen = append(failOpen, e)
+		case e.origin == OriginBackfill:
+			c.refire(e, backfillWaitEvery) // its backfill waits for the store
 		case e.origin.onTimer():
 			slot := e.slot
 			if e.origin == OriginCatchUp && e.job.CatchUp == CatchUpAll {

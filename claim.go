@@ -45,6 +45,9 @@ type claimer struct {
 	refire    func(e *entry, wait time.Duration) // the timers: fire e again after wait
 	start     func(runSpec)                      // the runner
 	endsFirst func(ctx context.Context, limit time.Duration)
+	// backfilled handles the answer to a backfill's claim
+	// (backfiller.claimed); nil: none.
+	backfilled func(e *entry, r store.SlotClaimResult)
 	// beforeCatchUp records the dead attempts among a catch-up's slots
 	// (resumer.recordDeadAmong).
 	beforeCatchUp func(ctx context.Context, batch []*entry)
@@ -253,6 +256,9 @@ func (c *claimer) handle(ctx context.Context, e *entry, r store.SlotClaimResult,
 	}
 	if e.origin == OriginCatchUp && e.job.CatchUp == CatchUpAll {
 		return c.catchUpAnswered(e, r, waiting)
+	}
+	if e.origin == OriginBackfill && c.backfilled != nil {
+		c.backfilled(e, r)
 	}
 	return nil
 }

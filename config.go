@@ -33,6 +33,9 @@ const (
 	// DefaultSchedulePollEvery is how often a replica reads the stored
 	// schedules' change log when the store does not tell it of changes.
 	DefaultSchedulePollEvery = 2 * time.Second
+	// DefaultMaxBackfillSlots bounds the slots of one backfill's range
+	// when Config.MaxBackfillSlots is zero.
+	DefaultMaxBackfillSlots = 10_000
 	// DefaultShutdownGrace is how long Stop lets running handlers finish
 	// before cancelling them.
 	DefaultShutdownGrace = 30 * time.Second
@@ -117,6 +120,12 @@ type Config struct {
 	// to DefaultSchedulePollEvery (2s); negative reads the stored
 	// schedules only at Start and when told.
 	SchedulePollEvery time.Duration
+
+	// MaxBackfillSlots bounds how many slots the range of one backfill
+	// (Scheduler.Backfill) may hold: a wider range is refused, naming its
+	// count. Defaults to DefaultMaxBackfillSlots (10,000); at most
+	// store.MaxBackfillSlots.
+	MaxBackfillSlots int
 
 	// ShutdownGrace is how long Stop lets running handlers finish before
 	// cancelling their contexts. Defaults to DefaultShutdownGrace (30s).
@@ -258,6 +267,9 @@ func (c *Config) withDefaults() Config {
 	if out.SchedulePollEvery == 0 {
 		out.SchedulePollEvery = DefaultSchedulePollEvery
 	}
+	if out.MaxBackfillSlots == 0 {
+		out.MaxBackfillSlots = DefaultMaxBackfillSlots
+	}
 	if out.PruneEvery == 0 {
 		out.PruneEvery = DefaultPruneEvery
 	}
@@ -343,6 +355,8 @@ func (c *Config) validate() error {
 		return errInvalid(fmt.Sprintf("Config.StoreTimeout must not be negative, got %s", c.StoreTimeout))
 	case c.ClaimGrace > MaxClaimGrace:
 		return errInvalid(fmt.Sprintf("Config.ClaimGrace must be at most %s (or negative to claim every slot at once), got %s", MaxClaimGrace, c.ClaimGrace))
+	case c.MaxBackfillSlots < 0 || c.MaxBackfillSlots > store.MaxBackfillSlots:
+		return errInvalid(fmt.Sprintf("Config.MaxBackfillSlots must be from 1 to %d (0 for the default), got %d", store.MaxBackfillSlots, c.MaxBackfillSlots))
 	case c.Alerts.ReplicaStale < 0:
 		return errInvalid(fmt.Sprintf("Config.Alerts.ReplicaStale must not be negative, got %s", c.Alerts.ReplicaStale))
 	}

@@ -633,6 +633,49 @@ func (s *intercepted) SlotListInterrupted(ctx context.Context) ([]store.Slot, er
 	return through(s, &call{method: "SlotListInterrupted", ctx: ctx}, s.Store.SlotListInterrupted)
 }
 
+func (s *intercepted) LeaseAcquire(ctx context.Context, p store.LeaseAcquireParams) (store.Lease, bool, error) {
+	type acquired struct {
+		lease store.Lease
+		ok    bool
+	}
+	r, err := through(s, &call{method: "LeaseAcquire", ctx: ctx, arg: &p}, func(ctx context.Context) (acquired, error) {
+		l, ok, err := s.Store.LeaseAcquire(ctx, p)
+		return acquired{l, ok}, err
+	})
+	return r.lease, r.ok, err
+}
+
+func (s *intercepted) LeaseRelease(ctx context.Context, ref store.LeaseRef) (bool, error) {
+	return through(s, &call{method: "LeaseRelease", ctx: ctx, arg: &ref},
+		func(ctx context.Context) (bool, error) { return s.Store.LeaseRelease(ctx, ref) })
+}
+
+func (s *intercepted) JobStateList(ctx context.Context) ([]store.JobState, error) {
+	return through(s, &call{method: "JobStateList", ctx: ctx}, s.Store.JobStateList)
+}
+
+func (s *intercepted) BackfillList(ctx context.Context, p store.BackfillListParams) ([]store.Backfill, error) {
+	return through(s, &call{method: "BackfillList", ctx: ctx, arg: &p},
+		func(ctx context.Context) ([]store.Backfill, error) { return s.Store.BackfillList(ctx, p) })
+}
+
+func (s *intercepted) BackfillProgress(ctx context.Context, p store.BackfillProgressParams) (store.Backfill, bool, error) {
+	type progress struct {
+		b       store.Backfill
+		written bool
+	}
+	r, err := through(s, &call{method: "BackfillProgress", ctx: ctx, arg: &p}, func(ctx context.Context) (progress, error) {
+		b, written, err := s.Store.BackfillProgress(ctx, p)
+		return progress{b, written}, err
+	})
+	return r.b, r.written, err
+}
+
+func (s *intercepted) SlotList(ctx context.Context, p store.SlotListParams) ([]store.Slot, error) {
+	return through(s, &call{method: "SlotList", ctx: ctx, arg: &p},
+		func(ctx context.Context) ([]store.Slot, error) { return s.Store.SlotList(ctx, p) })
+}
+
 func (s *intercepted) Prune(ctx context.Context, p store.PruneParams) (store.PruneResult, error) {
 	return through(s, &call{method: "Prune", ctx: ctx, arg: &p},
 		func(ctx context.Context) (store.PruneResult, error) { return s.Store.Prune(ctx, p) })

@@ -250,5 +250,13 @@ func (r *registered) claimParams(slot time.Time, owner string, liveKey int64, or
 	if origin == OriginRetry {
 		p.RetryFailed, p.RetryOf = true, retryOf
 	}
+	if origin == OriginBackfill {
+		// As catch-up all: waits for the job's own run, and a failed
+		// slot's rerun (IncludeFailed) is one attempt more than it had.
+		p.Overlap = store.OverlapWait
+		if retryOf > 0 {
+			p.RetryFailed, p.RetryOf, p.MaxAttempts = true, retryOf, retryOf+1
+		}
+	}
 	return p
 }

@@ -27,6 +27,8 @@ type loop struct {
 	pruner    *prune.Pruner
 	resumer   *resumer
 	sync      *schedsync.Sync
+	// backfiller drives the backfills of the jobs registered here.
+	backfiller *backfiller
 
 	wake   chan struct{}
 	cancel context.CancelFunc
@@ -153,6 +155,9 @@ func (l *loop) tick(ctx context.Context, step time.Duration) {
 		l.monitor.Tick(ctx, now)
 	}
 	l.resumer.tick(ctx, now)
+	if e.timers() {
+		l.backfiller.tick(now)
+	}
 	if len(due) > 0 {
 		l.claimer.fire(ctx, due, l.timers.takePassedOver(due), now)
 	}

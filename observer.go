@@ -175,6 +175,9 @@ const (
 	// OriginFailOpen: a run made without a lease because the store could
 	// not be reached when its slot came due (Job.RunWhenStoreDown).
 	OriginFailOpen Origin = "fail_open"
+	// OriginBackfill: a slot of a backfill's range that never ran
+	// (Scheduler.Backfill), or failed, with IncludeFailed.
+	OriginBackfill Origin = "backfill"
 )
 
 // onTimer reports whether claims of this origin come from the timer heap,

@@ -59,6 +59,10 @@ type runner struct {
 	// caughtUp goes on with a catch-up of policy all once the run of its
 	// slot ended (claimer.caughtUp); nil: none.
 	caughtUp func(job *registered, slot time.Time)
+	// backfilled goes on with a backfill once the run of its slot ended,
+	// with the slot's status as the run left it (backfiller.ran); nil:
+	// none.
+	backfilled func(job *registered, slot time.Time, status store.SlotStatus)
 
 	ctx    context.Context // parent of every run's context; cancelled after the shutdown grace
 	cancel context.CancelFunc
@@ -177,6 +181,9 @@ func (r *runner) execute(spec runSpec) runEnd {
 	}
 	if spec.origin == OriginCatchUp && job.CatchUp == CatchUpAll && r.caughtUp != nil {
 		r.caughtUp(job, spec.slot)
+	}
+	if spec.origin == OriginBackfill && r.backfilled != nil {
+		r.backfilled(job, spec.slot, end.slotStatus)
 	}
 	return end
 }
@@ -311,6 +318,8 @@ func (spec runSpec) firstLine() string {
 	case OriginCatchUp:
 		late := spec.lease.AcquiredAt.Sub(spec.slot)
 		return fmt.Sprintf("Catch-up run for missed slot %s (%ds late)", slot, int64(late.Seconds()))
+	case OriginBackfill:
+		return fmt.Sprintf("Backfill run for slot %s (attempt %d)", slot, spec.attempt)
 	case OriginResume:
 		return fmt.Sprintf("Resuming slot %s: its previous run was interrupted (attempt %d of %d)", slot, spec.attempt, spec.job.MaxAttempts)
 	case OriginRetry:

@@ -42,7 +42,9 @@ type Scheduler struct {
 	runner  *runner
 	loop    *loop
 	resumer *resumer
-	manual  manualRuns // the manual runs started here that have not ended (manual.go)
+	// backfiller drives the backfills of the jobs registered here.
+	backfiller *backfiller
+	manual     manualRuns // the manual runs started here that have not ended (manual.go)
 
 	mu      sync.Mutex
 	state   lifecycle
@@ -89,6 +91,10 @@ func New(cfg Config) (*Scheduler, error) {
 		refire: s.timers.refire, start: s.runner.start, endsFirst: batch.Drain, stopped: s.stopping}
 	s.runner.buffered = s.claimer.runBuffered
 	s.runner.caughtUp = s.claimer.caughtUp
+	s.backfiller = &backfiller{e: e, jobs: s.jobs, claim: s.claimer.claim, refire: s.timers.refire,
+		beside: s.runner.beside, stopped: s.stopping}
+	s.claimer.backfilled = s.backfiller.claimed
+	s.runner.backfilled = s.backfiller.ran
 	e.clock.Reached = s.claimer.storeUp
 
 	s.resumer = &resumer{e: e, jobs: s.jobs, retries: retries, peers: peers,
@@ -106,7 +112,7 @@ func New(cfg Config) (*Scheduler, error) {
 		Load: s.stored.load, Apply: s.stored.apply, Applied: s.schedulesApplied}
 	s.loop = &loop{e: e, jobs: s.jobs, timers: s.timers, claimer: s.claimer, peers: peers, heartbeat: heartbeat,
 		monitor: mon, pruner: &prune.Pruner{Base: e.Base, Retention: c.Retention, Every: c.PruneEvery, Timers: e.timers()},
-		resumer: s.resumer, sync: sync, wake: make(chan struct{}, 1)}
+		resumer: s.resumer, sync: sync, backfiller: s.backfiller, wake: make(chan struct{}, 1)}
 	peers.ScheduleChanged = func(seq int64) {
 		if seq == 0 {
 			sync.Missed()
@@ -287,7 +293,8 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 	s.loop.heartbeat.Stop() // after the last tick, so no heartbeat writes the row back
 	s.resumer.stop()        // a scan may still start a run, which the runner waits for
 	s.loop.pruner.Stop()
-	s.loop.peers.Stop() // last of the services: nothing decides by them any more
+	s.backfiller.stop(ctx) // its leases let go: another replica goes on at once
+	s.loop.peers.Stop()    // last of the services: nothing decides by them any more
 	s.runner.stop(ctx, s.e.cfg.ShutdownGrace)
 	s.runner.keeper.Close()
 	if s.release != nil {
