@@ -48,6 +48,7 @@ type cli struct {
 	Alerts  alertsCmd  `cmd:"" help:"List the alerts (open, or --all), or acknowledge one: alerts ack KIND SUBJECT --note WHY."`
 
 	Schedules schedulesCmd `cmd:"" help:"The stored schedules, jobs kept in the database and changed while replicas run: ls, show, add, edit, rm, audit."`
+	Backfill  backfillCmd  `cmd:"" help:"Run the slots of a job's range that never ran (--include-failed: the failed ones too), at most --rate a second, driven by the replicas; ls, show, cancel."`
 	Ver       versionCmd   `cmd:"" name:"version" help:"Print the version: the module version, and the commit it was built from."`
 }
 

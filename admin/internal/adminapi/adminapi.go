@@ -95,7 +95,7 @@ func New(sched *cronfence.Scheduler, tokens []Token, opts *Options) http.Handler
 type route struct {
 	kind    string // "list", "job", "run", "runGet", "logs", "alerts", "alertAck", "replicas", or one of schedules (schedules.go)
 	job     string // or the stored schedule's name
-	runID   string // of "runGet"
+	runID   string // of "runGet"; the backfill's ID of "backfill"
 	alert   string // the kind of "alertAck"
 	subject string // of "alertAck"
 	allow   string // the methods the path accepts
@@ -161,6 +161,8 @@ func match(escaped, method string) (route, bool) {
 		return route{kind: "job", job: name, allow: "GET, HEAD, PUT"}, true
 	case len(parts) == 2 && parts[1] == "run":
 		return route{kind: "run", job: name, allow: "POST"}, true
+	case len(parts) >= 2 && parts[1] == backfillsSegment:
+		return matchBackfills(parts, name)
 	case len(parts) == 2 && parts[1] == "logs":
 		return route{kind: "logs", job: name, allow: "GET, HEAD"}, true
 	case len(parts) == 3 && parts[1] == "runs" && parts[2] != "":
@@ -238,6 +240,8 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.alertAck(w, r, tok.Name, rt.alert, rt.subject)
 	case "replicas":
 		a.replicas(w, r)
+	case "backfills", "backfill":
+		a.serveBackfills(w, r, tok, rt)
 	default:
 		a.serveSchedules(w, r, tok, rt)
 	}

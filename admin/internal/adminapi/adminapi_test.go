@@ -3,6 +3,7 @@ package adminapi_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -566,5 +567,70 @@ func TestAJobsExclusionsShowAndItsNextPassesOverThem(t *testing.T) {
 	next, err := time.Parse(time.RFC3339, *j.Next)
 	if err != nil || next.Weekday() == time.Saturday || next.Weekday() == time.Sunday || next.Hour() != 12 {
 		t.Fatalf("next %s (%v): want a weekday's 12:00", *j.Next, err)
+	}
+}
+
+// A job's backfills through the API: a dry run answers the plan and
+// records nothing; a backfill is recorded (201) by the token's name; a
+// second while it runs is a 409 naming it; it is listed and read; a
+// cancel ends it, a second cancel is a 409; bad input is a 400 naming the
+// field; a read token may not write; an unknown job is a 404.
+func TestBackfillsEndpoints(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	must(t, b.sched.Register(cronfence.Job{Name: "hourly", Schedule: "@hourly",
+		Handler: func(ctx context.Context, run *cronfence.Run) error { return nil }}))
+	from := time.Now().UTC().Truncate(time.Hour).Add(-5 * time.Hour)
+	body := fmt.Sprintf(`{"from":%q,"to":%q}`, from.Format(time.RFC3339), from.Add(3*time.Hour).Format(time.RFC3339))
+	dry := strings.TrimSuffix(body, "}") + `,"dryRun":true}`
+
+	var plan client.BackfillPlan
+	if resp := b.do(t, "POST", "/api/admin/cron/hourly/backfills", adminSecret, dry, &plan); resp.StatusCode != 200 ||
+		len(plan.Slots) != 3 || plan.Slots[0].Outcome != "run" || plan.Slots[0].Slot != from.Format(time.RFC3339) {
+		t.Fatalf("dry run: %d %+v; want 200 and 3 slots to run", resp.StatusCode, plan)
+	}
+	var list client.BackfillList
+	if b.do(t, "GET", "/api/admin/cron/hourly/backfills", readSecret, "", &list); len(list.Backfills) != 0 {
+		t.Fatalf("a dry run recorded %+v", list)
+	}
+	var created client.Backfill
+	resp := b.do(t, "POST", "/api/admin/cron/hourly/backfills", adminSecret, body, &created)
+	if resp.StatusCode != 201 || created.State != "running" || created.Total != 3 || created.CreatedBy != "ops" ||
+		resp.Header.Get("Location") != fmt.Sprintf("backfills/%d", created.ID) {
+		t.Fatalf("POST: %d %+v, Location %q", resp.StatusCode, created, resp.Header.Get("Location"))
+	}
+	var conflict apiErr
+	if resp := b.do(t, "POST", "/api/admin/cron/hourly/backfills", adminSecret, body, &conflict); resp.StatusCode != 409 ||
+		conflict.Code != "BACKFILL_CONFLICT" || !strings.Contains(conflict.Message, fmt.Sprint(created.ID)) {
+		t.Fatalf("a second POST: %d %+v; want 409 naming %d", resp.StatusCode, conflict, created.ID)
+	}
+	if b.do(t, "GET", "/api/admin/cron/hourly/backfills", readSecret, "", &list); len(list.Backfills) != 1 || list.Backfills[0].ID != created.ID {
+		t.Fatalf("list: %+v", list)
+	}
+	var got client.Backfill
+	if resp := b.do(t, "GET", fmt.Sprintf("/api/admin/cron/hourly/backfills/%d", created.ID), readSecret, "", &got); resp.StatusCode != 200 || got.ID != created.ID {
+		t.Fatalf("GET one: %d %+v", resp.StatusCode, got)
+	}
+	b.wantErr(t, "DELETE", fmt.Sprintf("/api/admin/cron/hourly/backfills/%d", created.ID), readSecret, "", 403, "FORBIDDEN")
+	var cancelled client.Backfill
+	if resp := b.do(t, "DELETE", fmt.Sprintf("/api/admin/cron/hourly/backfills/%d", created.ID), adminSecret, "", &cancelled); resp.StatusCode != 200 ||
+		cancelled.State != "cancelled" || cancelled.CancelledBy != "ops" || cancelled.FinishedAt == nil {
+		t.Fatalf("DELETE: %d %+v", resp.StatusCode, cancelled)
+	}
+	b.wantErr(t, "DELETE", fmt.Sprintf("/api/admin/cron/hourly/backfills/%d", created.ID), adminSecret, "", 409, "BACKFILL_ENDED")
+	b.wantErr(t, "GET", "/api/admin/cron/hourly/backfills/999", readSecret, "", 404, "BACKFILL_NOT_FOUND")
+	b.wantErr(t, "GET", fmt.Sprintf("/api/admin/cron/slow/backfills/%d", created.ID), readSecret, "", 404, "BACKFILL_NOT_FOUND")
+	b.wantErr(t, "POST", "/api/admin/cron/nope/backfills", adminSecret, body, 404, "CRON_JOB_NOT_FOUND")
+	b.wantErr(t, "POST", "/api/admin/cron/hourly/backfills", readSecret, body, 403, "FORBIDDEN")
+	for _, bad := range []struct{ body, names string }{
+		{`{"from":"yesterday","to":"2026-01-01T00:00:00Z"}`, "from"},
+		{fmt.Sprintf(`{"from":%q,"to":%q}`, from.Add(3*time.Hour).Format(time.RFC3339), from.Format(time.RFC3339)), "must be after From"},
+		{fmt.Sprintf(`{"from":%q,"to":%q}`, from.Format(time.RFC3339), time.Now().Add(2*time.Hour).UTC().Format(time.RFC3339)), "ahead of now"},
+		{strings.TrimSuffix(body, "}") + `,"rate":-2}`, "Rate"},
+	} {
+		var e apiErr
+		if resp := b.do(t, "POST", "/api/admin/cron/hourly/backfills", adminSecret, bad.body, &e); resp.StatusCode != 400 || !strings.Contains(e.Message, bad.names) {
+			t.Errorf("POST %s: %d %+v; want 400 naming %q", bad.body, resp.StatusCode, e, bad.names)
+		}
 	}
 }

@@ -16,6 +16,10 @@
 //	POST /api/admin/cron/{job}/run     manual run: 202 with its runId, or 409 CRON_JOB_ALREADY_EXECUTING
 //	GET  /api/admin/cron/{job}/runs/{runId}  the manual run: running, then finished with its row
 //	GET  /api/admin/cron/{job}/logs    ?limit=N (default 50, at most 1000), newest started first
+//	GET  /api/admin/cron/{job}/backfills  its backfills, newest first (backfills.go)
+//	POST /api/admin/cron/{job}/backfills  {"from", "to", "includeFailed", "rate"}: 201 with the backfill,
+//	                                   409 BACKFILL_CONFLICT naming a running one; with "dryRun": 200 with the plan
+//	GET, DELETE /api/admin/cron/{job}/backfills/{id}  one with its progress; DELETE cancels it (409 BACKFILL_ENDED)
 //	GET  /api/admin/cron/alerts        ?open=true, ?kind=, ?subject=, ?limit=N (default 50, at most 1000), newest first
 //	POST /api/admin/cron/alerts/{kind}/{subject}/ack  {"note": "…", "alertId": N}: acknowledge the open alert
 //	GET  /api/admin/cron/replicas      the replica registry, each with "live"
