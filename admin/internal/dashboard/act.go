@@ -103,7 +103,7 @@ func sameOrigin(r *http.Request) bool {
 
 type actBody struct {
 	Job    string `json:"job"`    // or the stored schedule's name
-	Action string `json:"action"` // pause, resume, unset, trigger, acknowledge, or schedule-create, -update, -delete
+	Action string `json:"action"` // pause, resume, unset, trigger, acknowledge, backfill-create, backfill-cancel, or schedule-create, -update, -delete
 	Note   string `json:"note"`
 	Key    string `json:"key"`
 	// Until, with pause, ends the pause by itself at that instant (RFC
@@ -119,6 +119,11 @@ type actBody struct {
 	// the version a delete was asked of.
 	Schedule json.RawMessage `json:"schedule"`
 	Version  int64           `json:"version"`
+	// BackfillID names the backfill of Job a backfill-cancel cancels.
+	BackfillID int64 `json:"backfillId"`
+	// Backfill is the body of a backfill-create of Job, as the API takes
+	// it (client.BackfillCreate; with dryRun, the plan only).
+	Backfill json.RawMessage `json:"backfill"`
 }
 
 func actError(w http.ResponseWriter, status int, code, msg string) {
@@ -167,11 +172,26 @@ func (d *dashboard) act(w http.ResponseWriter, r *http.Request) {
 	case "acknowledge":
 		method, path = http.MethodPost, client.AlertAckPath(body.Kind, body.Subject)
 		payload["alertId"] = body.AlertID
+	case "backfill-cancel":
+		// The API cancels it as the key's token (the cancel's "by"), and
+		// answers 409 BACKFILL_ENDED for one that had ended.
+		if body.BackfillID < 1 {
+			actError(w, http.StatusBadRequest, "MALFORMED_BODY", "backfill-cancel needs the backfill's ID (backfillId)")
+			return
+		}
+		method, path, payload = http.MethodDelete, client.BackfillPath(body.Job, body.BackfillID), nil
+	case "backfill-create":
+		if len(body.Backfill) == 0 {
+			actError(w, http.StatusBadRequest, "MALFORMED_BODY", "backfill-create needs the backfill's settings (backfill)")
+			return
+		}
+		d.toAPI(w, r, id, http.MethodPost, client.BackfillsPath(body.Job), bytes.NewReader(body.Backfill), true)
+		return
 	case "schedule-create", "schedule-update", "schedule-delete":
 		d.actSchedule(w, r, id, body)
 		return
 	default:
-		actError(w, http.StatusBadRequest, "MALFORMED_BODY", "action must be pause, resume, unset, trigger, acknowledge or schedule-create, -update, -delete, got "+strconv.Quote(body.Action))
+		actError(w, http.StatusBadRequest, "MALFORMED_BODY", "action must be pause, resume, unset, trigger, acknowledge, backfill-create, backfill-cancel or schedule-create, -update, -delete, got "+strconv.Quote(body.Action))
 		return
 	}
 	var buf bytes.Buffer

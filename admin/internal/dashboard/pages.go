@@ -149,6 +149,9 @@ type jobPage struct {
 	Runs       []runView // by slot, newest first
 	Limit      int
 	Registered []replicaJob // the live replicas that register the job, with their settings
+	// Backfills are the job's newest backfills (at most jobBackfills),
+	// newest first.
+	Backfills []backfillView
 	MonitorView
 }
 
@@ -419,6 +422,10 @@ func (d *dashboard) job(w http.ResponseWriter, r *http.Request, id adminapi.Iden
 	}
 	p.Job.Strip, p.Job.Chart = historyOf(jobs[0], views, now, jobStrip)
 	p.Job.Admin = p.Admin
+	if p.Backfills, err = d.backfills(r, name, loc, now, p.Admin); err != nil {
+		d.storeError(w, r, "list backfills", err)
+		return
+	}
 	// By slot, newest first (a manual run by its start), each slot's
 	// attempts newest first: a retry sits with its slot, not with
 	// whatever ran in between.

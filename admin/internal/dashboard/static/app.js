@@ -224,12 +224,109 @@
     leave("Deleted " + name + " on every replica; its runs stay.", "/schedules");
   }
 
+  // askCancelBackfill is a backfill's Cancel button's two steps, as
+  // askAck's: Confirm cancels it as the page's token; "Keep it running"
+  // puts the button back. A backfill that ended meanwhile answers 409
+  // BACKFILL_ENDED, shown as a message.
+  async function askCancelBackfill(group, step) {
+    var ask = group.querySelector('[data-step="ask"]');
+    var confirm = group.querySelector('[data-step="confirm"]');
+    var cancel = group.querySelector('[data-step="cancel"]');
+    confirming = step === "ask";
+    ask.hidden = confirming;
+    confirm.hidden = cancel.hidden = !confirming;
+    if (step !== "confirm") { return; }
+    confirm.hidden = cancel.hidden = true;
+    var job = group.dataset.job, id = Number(group.dataset.backfillId);
+    var what = "cancel backfill " + id + " of " + job;
+    var got = await post(what, { action: "backfill-cancel", job: job, backfillId: id });
+    if (!got) { ask.hidden = false; return; }
+    var resp = got[0], body = got[1];
+    if (resp.status === 409 && body && body.code === "BACKFILL_ENDED") {
+      flash("conflict", "Not cancelled: backfill " + id + " of " + job + " is " +
+        ((body.details && body.details.state) || "ended") + " already. Reload to see it.");
+      return;
+    }
+    if (!resp.ok) {
+      ask.hidden = false;
+      flash("error", what + " refused (" + resp.status + "): " + ((body && body.message) || resp.statusText));
+      return;
+    }
+    try {
+      sessionStorage.setItem(FLASH, "Cancelled backfill " + id + " of " + job + " as " + ((body && body.cancelledBy) || "you") +
+        ": no slot is claimed after it (a run in flight ends as it would).");
+    } catch (e) { /* shown without reload */ }
+    location.reload();
+  }
+
+  // askBackfill sends a job's backfill form: with "plan", a dry run whose
+  // plan is shown below the form (nothing is recorded); with "create",
+  // the backfill itself, and the page reloads to show it.
+  async function askBackfill(form, mode) {
+    var f = form.elements, job = form.dataset.job;
+    var bf = { from: f.from.value.trim(), to: f.to.value.trim(), includeFailed: f.includeFailed.checked,
+      rate: f.rate.value === "" ? 0 : Number(f.rate.value), dryRun: mode === "plan" };
+    var what = (mode === "plan" ? "dry run of a backfill of " : "backfill ") + job;
+    var got = await post(what, { action: "backfill-create", job: job, backfill: bf });
+    if (!got) { return; }
+    var resp = got[0], body = got[1];
+    if (resp.status === 409 && body && body.code === "BACKFILL_CONFLICT") {
+      flash("conflict", "Not asked: " + job + " has a running backfill (" + ((body.details || {}).running) +
+        "): wait for it, or cancel it.");
+      return;
+    }
+    if (!resp.ok) {
+      flash("error", what + " refused (" + resp.status + "): " + ((body && body.message) || resp.statusText));
+      return;
+    }
+    if (mode === "plan") {
+      showPlan(job, (body && body.slots) || []);
+      return;
+    }
+    try {
+      sessionStorage.setItem(FLASH, "Asked for backfill " + body.id + " of " + job + ": " + body.total +
+        " slot(s); a replica that serves it drives it.");
+    } catch (e) { /* shown without reload */ }
+    location.reload();
+  }
+
+  // showPlan shows a dry run's plan: the slots by outcome, then each
+  // slot (text only: never innerHTML).
+  function showPlan(job, slots) {
+    var box = byId("backfill-plan"), by = {}, order = [], lines = [];
+    for (var i = 0; i < slots.length; i++) {
+      var o = slots[i].outcome;
+      if (!(o in by)) { by[o] = 0; order.push(o); }
+      by[o]++;
+      lines.push(utc(slots[i].slot) + "  " + o);
+    }
+    var summary = order.map(function (o) { return o + " " + by[o]; }).join(" · ");
+    box.textContent = "";
+    var p = document.createElement("p");
+    p.className = "plan-summary";
+    p.textContent = "Dry run of " + job + ": " + slots.length + " slot(s)" + (summary ? ": " + summary : "") +
+      ". Nothing was recorded.";
+    var d = document.createElement("details"), s = document.createElement("summary"), pre = document.createElement("pre");
+    s.textContent = "each slot";
+    pre.textContent = lines.join("\n");
+    d.appendChild(s);
+    d.appendChild(pre);
+    box.appendChild(p);
+    box.appendChild(d);
+    box.hidden = false;
+    flash("ok", "Dry run of " + job + ": " + slots.length + " slot(s), shown below the form.");
+  }
+
   // refresh reloads the page for fresh state, unless the operator is
   // busy with it: typing a note, an action under way or to confirm, a
   // message just shown.
   function refresh() {
     var note = byId("note"), until = byId("until");
     var typing = note && (document.activeElement === note || note.value !== "");
+    var bf = document.querySelector("form.backfill-form");
+    if (bf && (bf.contains(document.activeElement) || bf.elements.from.value !== "" || bf.elements.to.value !== "")) {
+      typing = true; // a backfill being asked for, or its plan read
+    }
     if (!busy && !confirming && !typing && Date.now() - lastFlash > REFRESH_EVERY && !document.hidden) {
       location.reload();
       return;
@@ -276,6 +373,23 @@
       dels[m].addEventListener("click", function (ev) {
         var b = ev.target.closest("button[data-step]");
         if (b) { askDelete(this, b.dataset.step); }
+      });
+    }
+    var bfs = document.querySelectorAll(".backfill-actions");
+    for (var n = 0; n < bfs.length; n++) {
+      bfs[n].hidden = false;
+      bfs[n].addEventListener("click", function (ev) {
+        var b = ev.target.closest("button[data-step]");
+        if (b) { askCancelBackfill(this, b.dataset.step); }
+      });
+    }
+    var bff = document.querySelector("form.backfill-form");
+    if (bff) {
+      bff.hidden = false;
+      bff.addEventListener("submit", function (ev) {
+        ev.preventDefault();
+        var mode = ev.submitter && ev.submitter.dataset.submit === "create" ? "create" : "plan";
+        askBackfill(this, mode);
       });
     }
     if (document.body.dataset.refresh !== "off") { setTimeout(refresh, REFRESH_EVERY); }
