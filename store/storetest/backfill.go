@@ -316,6 +316,9 @@ func backfillCancel(t *testing.T, b Bundle) {
 	if diff := cmp.Diff(cancelled, again); diff != "" {
 		t.Fatalf("BackfillCancel again returned (-cancelled +got):\n%s", diff)
 	}
+	if after := b.Dump(t); after != dump {
+		t.Fatalf("a second BackfillCancel changed the tables:\nbefore:\n%s\nafter:\n%s", dump, after)
+	}
 	done := mustCreateBackfill(t, b.Store, backfillParams("report", base))
 	done, _ = mustProgress(t, b.Store, store.BackfillProgressParams{ID: done.ID, Cursor: done.From, Driver: "r1", Done: true})
 	dump = b.Dump(t)
