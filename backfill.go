@@ -82,6 +82,11 @@ func (s *Scheduler) Backfill(ctx context.Context, job string, p BackfillParams) 
 	if err != nil {
 		return store.Backfill{}, fmt.Errorf("cronfence: backfill %q: %w", job, err)
 	}
+	if s.e.timers() {
+		// This replica registers the job: it may drive it at once.
+		s.backfiller.soon()
+		s.loop.poke()
+	}
 	s.e.Log.Info("cronfence: backfill asked", "backfill", b.ID, "job", b.Job, "from", b.From, "to", b.To, "slots", b.Total,
 		"include_failed", b.IncludeFailed, "rate", b.Rate, "by", b.CreatedBy)
 	return b, nil

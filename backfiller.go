@@ -22,8 +22,10 @@ import (
 
 const (
 	// backfillPollEvery is how often a replica looks for backfills to
-	// drive, and renews the leases of those it drives.
-	backfillPollEvery = 2 * time.Second
+	// drive, and renews the leases of those it drives: one statement a
+	// replica while none runs. A backfill asked for on a replica that
+	// registers its job is looked for at once (soon).
+	backfillPollEvery = 10 * time.Second
 	// backfillLeaseTTL is the lease a driver holds: a replica that dies
 	// leaves its backfills to another after this long.
 	backfillLeaseTTL = 30 * time.Second
@@ -69,6 +71,13 @@ func (bf *backfiller) tick(now time.Time) {
 		}()
 		bf.poll(ctx)
 	})
+}
+
+// soon has the next tick look for backfills to drive.
+func (bf *backfiller) soon() {
+	bf.mu.Lock()
+	bf.nextPoll = time.Time{}
+	bf.mu.Unlock()
 }
 
 // poll renews the leases of the backfills driven here and takes up the

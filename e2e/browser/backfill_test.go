@@ -59,6 +59,7 @@ func TestDashboardBackfills(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`form.backfill-form button[data-submit="create"]`))); err != nil {
 		t.Fatal(err)
 	}
+	waitText(t, ctx, "#flash", "Asked for backfill", 10*time.Second) // the page reloaded itself
 	reloadUntil(t, ctx, page, `document.querySelector('tr.backfill.done') !== null`, 30*time.Second)
 	waitText(t, ctx, "tr.backfill.done td.counts", "ran 3", 5*time.Second)
 	screenshot(t, ctx, shots, "02-done")
