@@ -586,3 +586,88 @@ func TestTheSchedulesSnippetsAreTheExamples(t *testing.T) {
 		}
 	}
 }
+
+// Backfill the slots of a range that never ran: the replica that asks
+// (it registers the job) drives it, one slot at a time, each once; a
+// completed slot is never run again. BackfillPlan says first what it
+// would do with each slot.
+func ExampleScheduler_Backfill() {
+	ctx := context.Background()
+	st, cleanup := openExampleStore(ctx)
+	defer cleanup()
+	sched, err := cronfence.New(cronfence.Config{Store: st, Logger: silent})
+	if err != nil {
+		log.Fatal(err)
+	}
+	ran := make(chan cronfence.Origin, 3)
+	err = sched.Register(cronfence.Job{
+		Name:     "hourly-report",
+		Schedule: "@hourly",
+		Handler: func(ctx context.Context, run *cronfence.Run) error {
+			ran <- run.Origin
+			return nil
+		},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := sched.Start(ctx); err != nil {
+		log.Fatal(err)
+	}
+	defer sched.Stop(ctx)
+
+	to := time.Now().UTC().Truncate(time.Hour).Add(-24 * time.Hour)
+	p := cronfence.BackfillParams{From: to.Add(-3 * time.Hour), To: to, By: "ana"}
+	plan, err := sched.BackfillPlan(ctx, "hourly-report", p)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("slots:", len(plan), "first:", plan[0].Outcome)
+	b, err := sched.Backfill(ctx, "hourly-report", p)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("origins:", <-ran, <-ran, <-ran)
+	for b.State == store.BackfillRunning {
+		time.Sleep(10 * time.Millisecond)
+		if b, err = sched.GetBackfill(ctx, b.ID); err != nil {
+			log.Fatal(err)
+		}
+	}
+	fmt.Println(b.State, "ran:", b.Counts.Ran)
+	// Output:
+	// slots: 3 first: run
+	// origins: backfill backfill backfill
+	// done ran: 3
+}
+
+// Exclusion windows: a job's own (Exclude) and the scheduler's for every
+// job (Config.Exclude). Its slots inside one are recorded skipped, reason
+// excluded, and its next slot passes over them.
+func ExampleJob_exclude() {
+	ctx := context.Background()
+	st, cleanup := openExampleStore(ctx)
+	defer cleanup()
+	sched, err := cronfence.New(cronfence.Config{Store: st, Logger: silent, DisableTimers: true,
+		Exclude: []string{"* * 25 12 *"}}) // no job runs on Christmas Day
+	if err != nil {
+		log.Fatal(err)
+	}
+	err = sched.Register(cronfence.Job{
+		Name:     "weekday-close",
+		Schedule: "0 18 * * *",
+		TimeZone: "Europe/Lisbon",
+		Exclude:  []string{"* * * * SAT,SUN"}, // nor at weekends
+		Handler:  func(ctx context.Context, run *cronfence.Run) error { return nil },
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	info := sched.Jobs()[0]
+	day := info.Next.In(time.FixedZone("", 0)).Weekday()
+	fmt.Println("exclusions:", info.Exclusions)
+	fmt.Println("next is a weekday:", day != time.Saturday && day != time.Sunday)
+	// Output:
+	// exclusions: [* * * * SAT,SUN * * 25 12 *]
+	// next is a weekday: true
+}
