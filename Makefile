@@ -42,7 +42,7 @@ quickstart: ## Three replicas of the library in one process, one SQLite file, ea
 test: test-deps lint ## Lint, then every test: the module's with the race detector, each fuzz target for FUZZCOUNT executions, the short chaos suite and the browser tests.
 	$(GO) test -race -count=1 -timeout 25m $(PKGS)
 	$(MAKE) fuzz FUZZTIME=$(FUZZCOUNT)
-	$(MAKE) e2e browser
+	$(MAKE) e2e browser otel
 
 .PHONY: test-deps
 test-deps: ## Check for what the tests need (gcc, sqlite3, chromium, PostgreSQL, MariaDB); as root, install it with apt-get; else print the command (CRONFENCE_TEST_DEPS=check: never install).
@@ -59,6 +59,7 @@ lint: ## Check formatting (gofmt), go vet, staticcheck (pinned, from the Go modu
 	$(GO) run $(STATICCHECK) $(PKGS)
 	$(GO) mod tidy -diff
 	cd e2e && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./... && $(GO) mod tidy -diff
+	cd otel && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./... && $(GO) mod tidy -diff
 
 .PHONY: bench
 bench: ## Run the benchmarks: round trips per store operation and per fire, latencies, memory, a prune of a busy hour.
@@ -78,6 +79,10 @@ failover: ## Chaos failover run: primary and streaming standby (async, sync, old
 .PHONY: browser
 browser: ## Dashboard tests in headless Chromium (/usr/bin/chromium; make test-deps installs it); screenshots go to $ARTIFACTS or a printed temp dir.
 	cd e2e && $(GO) test -count=1 -v -timeout 10m ./browser/
+
+.PHONY: otel
+otel: ## Tests of the OpenTelemetry module (otel/, a module of its own): three replicas on SQLite, spans in the SDK's in-memory exporter.
+	cd otel && $(GO) test -race -count=1 -timeout 5m ./...
 
 .PHONY: soak
 soak: ## Chaos soak run for CHAOS_DURATION (default 30m); prints the figures for docs/reliability.md and keeps the run's logs (CHAOS_KEEP=0 removes them).
