@@ -2,12 +2,11 @@ package otel
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/binary"
 	"math/rand/v2"
-	"strconv"
 	"time"
 
+	"github.com/cronfence/cronfence/internal/traceid"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -17,13 +16,7 @@ import (
 // written in RFC 3339 with nanoseconds, in UTC. A manual run has no slot:
 // its trace is random.
 func TraceID(job string, slot time.Time) trace.TraceID {
-	h := sha256.Sum256([]byte("cronfence/trace\x00" + job + "\x00" + slotString(slot)))
-	var id trace.TraceID
-	copy(id[:], h[:16])
-	if !id.IsValid() { // all zero: not a valid trace ID
-		id[15] = 1
-	}
-	return id
+	return trace.TraceID(traceid.Trace(job, slot))
 }
 
 // SpanID is the span of an attempt of a job's slot (attempt 1 the first):
@@ -33,25 +26,17 @@ func TraceID(job string, slot time.Time) trace.TraceID {
 // IDGenerator; attempt 0 is the slot's own span, the parent of its runs
 // and claims, which no replica records.
 func SpanID(job string, slot time.Time, attempt int) trace.SpanID {
-	h := sha256.Sum256([]byte("cronfence/span\x00" + job + "\x00" + slotString(slot) + "\x00" + strconv.Itoa(attempt)))
-	var id trace.SpanID
-	copy(id[:], h[:8])
-	if !id.IsValid() {
-		id[7] = 1
-	}
-	return id
+	return trace.SpanID(traceid.Span(job, slot, attempt))
 }
 
 // Traceparent is the W3C traceparent of an attempt of a job's slot,
 // "00-<TraceID>-<SpanID>-01": what a command run for that attempt is handed
-// so its spans are children of the attempt's run span (with IDGenerator in
-// the tracer provider; without it, they are in the slot's trace, under a
-// span ID no replica records).
+// (cronfence serve sets it as TRACEPARENT) so its spans are children of
+// the attempt's run span (with IDGenerator in the tracer provider; without
+// it, they are in the slot's trace, under a span ID no replica records).
 func Traceparent(job string, slot time.Time, attempt int) string {
-	return "00-" + TraceID(job, slot).String() + "-" + SpanID(job, slot, attempt).String() + "-01"
+	return traceid.Parent(job, slot, attempt)
 }
-
-func slotString(slot time.Time) string { return slot.UTC().Format(time.RFC3339Nano) }
 
 // slotParent is the slot's span context: the remote parent every span of
 // the slot is started under, which gives them the slot's trace ID whatever

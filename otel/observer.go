@@ -148,7 +148,7 @@ func (o *Observer) common(job string, slot time.Time, origin cronfence.Origin) [
 	attrs := make([]attribute.KeyValue, 0, 8)
 	attrs = append(attrs, AttrJob.String(job))
 	if !slot.IsZero() {
-		attrs = append(attrs, AttrSlot.String(slotString(slot)))
+		attrs = append(attrs, AttrSlot.String(slot.UTC().Format(time.RFC3339Nano)))
 	}
 	if origin != "" {
 		attrs = append(attrs, AttrOrigin.String(string(origin)))

@@ -49,7 +49,7 @@ func (c *lockCmd) Help() string {
 		"attempts exits 0 (or --busy-exit-code) and says which slot and who has it (with --quiet, under cron, it says nothing when another host has it). A command that fails (exit status not 0) ends " +
 		"the slot failed, left to a later host while --max-attempts allows, and lock exits with its status. The command gets " +
 		"CRONFENCE_JOB, CRONFENCE_SLOT (RFC 3339, UTC), CRONFENCE_LEASE, CRONFENCE_GENERATION, CRONFENCE_ATTEMPT, " +
-		"CRONFENCE_IDEMPOTENCY_KEY, CRONFENCE_MANUAL and CRONFENCE_ORIGIN (scheduled), so it can complete its slot in its own transaction: " +
+		"CRONFENCE_IDEMPOTENCY_KEY, CRONFENCE_MANUAL, CRONFENCE_ORIGIN (scheduled) and TRACEPARENT, so it can complete its slot in its own transaction: " +
 		"SELECT cronfence.complete('$CRONFENCE_LEASE', $CRONFENCE_GENERATION) on PostgreSQL, " +
 		"INSERT INTO cronfence_complete VALUES ('$CRONFENCE_LEASE', $CRONFENCE_GENERATION) inside BEGIN IMMEDIATE on SQLite. " +
 		"Without --schedule it gets CRONFENCE_LEASE (NAME) and CRONFENCE_GENERATION."

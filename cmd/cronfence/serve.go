@@ -19,6 +19,7 @@ import (
 	"github.com/cronfence/cronfence/cmd/cronfence/internal/command"
 	"github.com/cronfence/cronfence/cmd/cronfence/internal/config"
 	"github.com/cronfence/cronfence/internal/clock"
+	"github.com/cronfence/cronfence/internal/traceid"
 )
 
 // serveCmd is `cronfence serve`.
@@ -253,7 +254,7 @@ func runEnv(run *cronfence.Run) []string {
 	if !run.Slot.IsZero() {
 		slot = run.Slot.UTC().Format(time.RFC3339Nano)
 	}
-	return []string{
+	env := []string{
 		"CRONFENCE_JOB=" + run.Job,
 		"CRONFENCE_SLOT=" + slot,
 		"CRONFENCE_GENERATION=" + strconv.FormatInt(run.Generation, 10),
@@ -264,11 +265,18 @@ func runEnv(run *cronfence.Run) []string {
 		"CRONFENCE_IDEMPOTENCY_KEY=" + run.IdempotencyKey(),
 		"CRONFENCE_MANUAL=" + strconv.FormatBool(run.Origin == cronfence.OriginManual),
 		// Why it runs: scheduled, catch_up, resume, retry, buffered,
-		// manual or fail_open (cronfence.Origin).
+		// backfill, manual or fail_open (cronfence.Origin).
 		"CRONFENCE_ORIGIN=" + string(run.Origin),
 		// A stored schedule's arguments, raw JSON; empty for a declared job.
 		"CRONFENCE_ARGS=" + string(run.Args),
 	}
+	if !run.Slot.IsZero() {
+		// The attempt's span in the slot's trace, derived from the job and
+		// the slot as package otel derives it: a command that traces
+		// records its spans there.
+		env = append(env, "TRACEPARENT="+traceid.Parent(run.Job, run.Slot, run.Attempt))
+	}
+	return env
 }
 
 // commandHandler runs the job's command in its own process group with the

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cronfence/cronfence/internal/traceid"
 	"github.com/cronfence/cronfence/store"
 	"github.com/cronfence/cronfence/store/sqlite"
 )
@@ -112,7 +113,7 @@ jobs:
     env:
       GREETING: hello
     shell: |
-      { env | grep -E '^(CRONFENCE_|GREETING=|FROM_DEFAULTS=)' | sort; echo "PWD=$(pwd)"; } > env.tmp && mv env.tmp env.txt
+      { env | grep -E '^(CRONFENCE_|GREETING=|FROM_DEFAULTS=|TRACEPARENT=)' | sort; echo "PWD=$(pwd)"; } > env.tmp && mv env.tmp env.txt
   - name: failing
     schedule: "* * * * * *"
     shell: echo to-stdout; echo to-stderr >&2; exit 3
@@ -138,6 +139,7 @@ jobs:
 		"GREETING":                  "hello",
 		"FROM_DEFAULTS":             "d",
 		"PWD":                       filepath.Join(dir, "work"),
+		"TRACEPARENT":               traceid.Parent("env-job", slot, 1),
 	}
 	for k, v := range want {
 		if vars[k] != v {
