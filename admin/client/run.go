@@ -9,6 +9,11 @@ type Run struct {
 	JobID string `json:"jobId"`
 	// Slot is the scheduled time the run is for, null for a manual run.
 	Slot *string `json:"slot"`
+	// TraceID is the OpenTelemetry trace of the run's slot, 32 hex digits,
+	// derived from the job and the slot (package otel's TraceID): every
+	// attempt of the slot, on any replica, and the spans of a command
+	// handed TRACEPARENT are in it. Absent for a manual run.
+	TraceID string `json:"traceId,omitempty"`
 	// Manual says it was triggered, not scheduled.
 	Manual bool `json:"manual"`
 	// CatchUp says its slot was claimed by catch-up: after its time, within

@@ -1,7 +1,10 @@
 package adminview
 
 import (
+	"encoding/hex"
+
 	"github.com/cronfence/cronfence/admin/client"
+	"github.com/cronfence/cronfence/internal/traceid"
 	"github.com/cronfence/cronfence/store"
 )
 
@@ -12,6 +15,10 @@ func RunOf(r store.Run) client.Run {
 		Owner: r.Owner, Generation: r.Generation, Attempt: r.Attempt,
 		StartedAt: Time(r.StartedAt), FinishedAt: Time(r.FinishedAt), Success: r.Success,
 		Result: client.RunResult{Skipped: r.Skipped, Reason: r.Reason}, Logs: r.Logs,
+	}
+	if !r.Slot.IsZero() {
+		id := traceid.Trace(r.Job, r.Slot)
+		v.TraceID = hex.EncodeToString(id[:])
 	}
 	if r.Error != "" {
 		e := r.Error

@@ -1,11 +1,14 @@
 package adminview_test
 
 import (
+	"encoding/hex"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/cronfence/cronfence/internal/adminview"
+	"github.com/cronfence/cronfence/internal/traceid"
 	"github.com/cronfence/cronfence/store"
 )
 
@@ -24,5 +27,27 @@ func TestRunOf(t *testing.T) {
 	}
 	if v := adminview.RunOf(store.Run{Error: "boom", Skipped: true, Reason: "x"}); v.Error == nil || *v.Error != "boom" || !v.Result.Skipped {
 		t.Fatalf("an error and a skip: %+v", v)
+	}
+}
+
+// A scheduled run's view names its slot's OpenTelemetry trace, the one
+// the otel module records and serve hands its commands: the same for
+// every attempt, on any replica; a manual run has none.
+func TestRunOfTraceID(t *testing.T) {
+	slot := time.Date(2026, 9, 25, 0, 5, 0, 0, time.UTC)
+	first := adminview.RunOf(store.Run{Job: "nightly", Slot: slot, Attempt: 1, Owner: "r1"})
+	again := adminview.RunOf(store.Run{Job: "nightly", Slot: slot.In(time.FixedZone("x", 3600)), Attempt: 2, Owner: "r2"})
+	want := traceid.Trace("nightly", slot)
+	if first.TraceID != hex.EncodeToString(want[:]) || again.TraceID != first.TraceID || len(first.TraceID) != 32 {
+		t.Fatalf("traceId %q and %q; want both %x", first.TraceID, again.TraceID, want)
+	}
+	if !strings.Contains(traceid.Parent("nightly", slot, 2), "-"+first.TraceID+"-") {
+		t.Fatalf("traceparent %q is not in trace %s", traceid.Parent("nightly", slot, 2), first.TraceID)
+	}
+	if other := adminview.RunOf(store.Run{Job: "other", Slot: slot}); other.TraceID == first.TraceID {
+		t.Fatal("two jobs' slots at one instant share a trace")
+	}
+	if manual := adminview.RunOf(store.Run{Job: "nightly", Manual: true}); manual.TraceID != "" {
+		t.Fatalf("a manual run has traceId %q; want none", manual.TraceID)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/cronfence/cronfence"
 	"github.com/cronfence/cronfence/admin/internal/adminapi"
 	"github.com/cronfence/cronfence/admin/internal/dashboard"
+	"github.com/cronfence/cronfence/internal/traceid"
 	"github.com/cronfence/cronfence/internal/wait"
 	"github.com/cronfence/cronfence/store"
 	"github.com/cronfence/cronfence/store/sqlite"
@@ -244,6 +245,9 @@ func TestPagesShowState(t *testing.T) {
 		// The skip's slot in Lisbon time and in UTC.
 		`<time datetime="2026-07-01T01:00:00Z">2026-07-01 02:00:00 WEST</time><br><small class="utc">2026-07-01 01:00:00 UTC</small>`,
 		`<tr class="run skipped">`, `<tr class="run ok">`, "manual",
+		// The slot's OpenTelemetry trace, as package otel names it.
+		fmt.Sprintf(`<small class="utc">2026-07-01 01:00:00 UTC</small><br><small class="trace" title="the slot's OpenTelemetry trace">trace <code>%x</code></small>`,
+			traceid.Trace("nightly", slot)),
 		"INFO first line &lt;b&gt;bold&lt;/b&gt;\nINFO second line", "Skipped: the previous run has not finished",
 		"<code>replica-2</code> settings <code>h1</code>",
 		"4 skips in a row",

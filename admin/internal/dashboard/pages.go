@@ -53,6 +53,7 @@ type runView struct {
 	Owner      string
 	Generation int64
 	Attempt    int
+	TraceID    string // the slot's OpenTelemetry trace; "" for a manual run
 	Duration   string
 	Outcome    string // "ok", "failed", "skipped", "running"
 	Detail     string // the error or the skip reason
@@ -180,7 +181,7 @@ func runOf(r client.Run, loc *time.Location, now time.Time) runView {
 	v := runView{
 		ID: r.ID, Started: parseAt(r.StartedAt, loc, now), Finished: parseAt(r.FinishedAt, loc, now),
 		Slot: parseAt(r.Slot, loc, time.Time{}), Kind: "scheduled", Owner: r.Owner, Generation: r.Generation,
-		Attempt: r.Attempt, Logs: r.Logs,
+		Attempt: r.Attempt, Logs: r.Logs, TraceID: r.TraceID,
 	}
 	switch {
 	case r.Manual:
