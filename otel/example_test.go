@@ -10,6 +10,7 @@ import (
 
 	"github.com/cronfence/cronfence"
 	cfotel "github.com/cronfence/cronfence/otel"
+	"github.com/cronfence/cronfence/store"
 	"github.com/cronfence/cronfence/store/sqlite"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -35,22 +36,11 @@ func ExampleNewObserver() {
 	}
 
 	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(
-		sdktrace.WithIDGenerator(cfotel.IDGenerator()),
-		sdktrace.WithBatcher(exp),
-	)
-	defer tp.Shutdown(ctx)
-
-	const owner = "replica-1"
-	sched, err := cronfence.New(cronfence.Config{
-		Store:    st,
-		Owner:    owner,
-		Logger:   silent,
-		Observer: cfotel.NewObserver(tp, cfotel.WithOwner(owner)),
-	})
+	sched, tp, err := newTracedScheduler(st, "replica-1", exp)
 	if err != nil {
 		log.Fatal(err)
 	}
+	defer tp.Shutdown(ctx)
 	err = sched.Register(cronfence.Job{
 		Name:     "nightly-report",
 		Schedule: "0 0 1 1 *",
@@ -75,6 +65,22 @@ func ExampleNewObserver() {
 	}
 	// Output:
 	// cronfence.run nightly-report Unset
+}
+
+// newTracedScheduler is README.md's "Traces" snippet, line for line
+// (TestREADMETracesIsTheExample): a scheduler whose runs are traced into
+// exp, with the package's IDGenerator.
+func newTracedScheduler(st store.Store, owner string, exp sdktrace.SpanExporter) (*cronfence.Scheduler, *sdktrace.TracerProvider, error) {
+	tp := sdktrace.NewTracerProvider(
+		sdktrace.WithIDGenerator(cfotel.IDGenerator()), // a run's span ID: the same on every replica
+		sdktrace.WithBatcher(exp),                      // OTLP in a service; in memory here
+	)
+	sched, err := cronfence.New(cronfence.Config{
+		Store:    st,
+		Owner:    owner,
+		Observer: cfotel.NewObserver(tp, cfotel.WithOwner(owner)),
+	})
+	return sched, tp, err
 }
 
 // A command run for a slot's second attempt is handed the W3C traceparent
