@@ -42,7 +42,7 @@ quickstart: ## Three replicas of the library in one process, one SQLite file, ea
 test: test-deps lint ## Lint, then every test: the module's with the race detector, each fuzz target for FUZZCOUNT executions, the short chaos suite and the browser tests.
 	$(GO) test -race -count=1 -timeout 25m $(PKGS)
 	$(MAKE) fuzz FUZZTIME=$(FUZZCOUNT)
-	$(MAKE) e2e browser otel
+	$(MAKE) e2e browser otel riverbridge
 
 .PHONY: test-deps
 test-deps: ## Check for what the tests need (gcc, sqlite3, chromium, PostgreSQL, MariaDB); as root, install it with apt-get; else print the command (CRONFENCE_TEST_DEPS=check: never install).
@@ -60,6 +60,7 @@ lint: ## Check formatting (gofmt), go vet, staticcheck (pinned, from the Go modu
 	$(GO) mod tidy -diff
 	cd e2e && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./... && $(GO) mod tidy -diff
 	cd otel && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./... && $(GO) mod tidy -diff
+	cd riverbridge && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./... && $(GO) mod tidy -diff
 
 .PHONY: bench
 bench: ## Run the benchmarks: round trips per store operation and per fire, latencies, memory, a prune of a busy hour.
@@ -83,6 +84,10 @@ browser: ## Dashboard tests in headless Chromium (/usr/bin/chromium; make test-d
 .PHONY: otel
 otel: ## Tests of the OpenTelemetry module (otel/, a module of its own): three replicas on SQLite, spans in the SDK's in-memory exporter.
 	cd otel && $(GO) test -race -count=1 -timeout 5m ./...
+
+.PHONY: riverbridge
+riverbridge: ## Tests of the River bridge (riverbridge/, a module of its own): real River workers on PostgreSQL, the enqueuing replica killed before and after its commit.
+	cd riverbridge && $(GO) test -race -count=1 -timeout 5m ./...
 
 .PHONY: soak
 soak: ## Chaos soak run for CHAOS_DURATION (default 30m); prints the figures for docs/reliability.md and keeps the run's logs (CHAOS_KEEP=0 removes them).
