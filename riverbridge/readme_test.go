@@ -4,12 +4,12 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cronfence/cronfence"
+	"github.com/cronfence/cronfence/internal/readmesnippet"
 	"github.com/cronfence/cronfence/riverbridge"
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
@@ -21,48 +21,8 @@ import (
 // the tests run fails here.
 func TestREADMERiverBridgeIsTheExample(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, section, ok := strings.Cut(string(readme), "\n### River bridge\n")
-	if !ok {
-		t.Fatal(`README.md has no "### River bridge" section`)
-	}
-	_, block, ok := strings.Cut(section, "```go\n")
-	if !ok {
-		t.Fatal(`README.md's "River bridge" has no Go block`)
-	}
-	block, _, ok = strings.Cut(block, "```\n")
-	if !ok {
-		t.Fatal(`README.md's "River bridge" Go block does not end`)
-	}
-	example, err := os.ReadFile("example_test.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, body, ok := strings.Cut(string(example), "(cronfence.Job, error) {\n")
-	if !ok {
-		t.Fatal("example_test.go has no dailyReport")
-	}
-	body, _, _ = strings.Cut(body, "\n}\n")
-	want := strings.Split(strings.TrimSuffix(block, "\n"), "\n")
-	got := strings.Split(body, "\n")
-	for i, l := range got {
-		got[i] = strings.TrimPrefix(l, "\t")
-	}
-	for i := range max(len(want), len(got)) {
-		if i >= len(want) || i >= len(got) || want[i] != got[i] {
-			t.Fatalf("README.md's snippet and dailyReport differ first at line %d:\nREADME:  %q\nexample: %q", i+1, at(want, i), at(got, i))
-		}
-	}
-}
-
-func at(lines []string, i int) string {
-	if i < len(lines) {
-		return lines[i]
-	}
-	return "(the end)"
+	readmesnippet.Check(t, "../README.md", "### River bridge", "example_test.go",
+		"func dailyReport(pool *pgxpool.Pool, client *river.Client[pgx.Tx]) (cronfence.Job, error) {")
 }
 
 // The README's job, run once by hand on a real database: it enqueues one
