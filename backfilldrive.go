@@ -20,7 +20,11 @@ type drive struct {
 	// last written.
 	unwritten int
 	lastStart time.Time // of the last run it claimed, by the scheduler's clock, for Rate
-	done      bool      // ended here, cancelled or lost: handle nothing more
+	// pausedNow is whether the job was paused when last read, at pausedAt
+	// (the scheduler's clock; zero before the first read).
+	pausedNow bool
+	pausedAt  time.Time
+	done      bool // ended here, cancelled or lost: handle nothing more
 }
 
 // ref is d's lease.

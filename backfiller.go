@@ -33,6 +33,10 @@ const (
 	// job's lease another run holds, or that the store could not be asked
 	// for.
 	backfillWaitEvery = time.Second
+	// backfillPausedEvery is how long a backfill takes its job's pause
+	// state as read: a slot claimed while the job was paused since is
+	// settled skipped (paused) by the store, as any slot of a paused job.
+	backfillPausedEvery = time.Second
 	// backfillProgressEvery bounds how many slots that need no run are
 	// passed over between two writes of the progress.
 	backfillProgressEvery = 100
@@ -343,9 +347,7 @@ func (bf *backfiller) judge(ctx context.Context, d *drive, slot time.Time, row s
 	if outcome != BackfillRun && outcome != BackfillRerun {
 		return outcome, 0, nil
 	}
-	bctx, cancel := bf.e.Bounded(ctx)
-	paused, err := pausedNow(bctx, bf.e, d.job)
-	cancel()
+	paused, err := bf.paused(ctx, d)
 	switch {
 	case err != nil:
 		return "", 0, err
@@ -355,6 +357,23 @@ func (bf *backfiller) judge(ctx context.Context, d *drive, slot time.Time, row s
 		return "", row.Attempts, nil
 	}
 	return "", 0, nil
+}
+
+// paused is pausedNow, read at most once a backfillPausedEvery per
+// drive: the slots that need a run come one after another, and each read
+// lists every job's override.
+func (bf *backfiller) paused(ctx context.Context, d *drive) (bool, error) {
+	now := bf.e.cfg.Clock.Now()
+	if !d.pausedAt.IsZero() && now.Sub(d.pausedAt) < backfillPausedEvery {
+		return d.pausedNow, nil
+	}
+	bctx, cancel := bf.e.Bounded(ctx)
+	defer cancel()
+	paused, err := pausedNow(bctx, bf.e, d.job)
+	if err == nil {
+		d.pausedNow, d.pausedAt = paused, now
+	}
+	return paused, err
 }
 
 // write records d's progress, and the backfill's end with done. It
