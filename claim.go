@@ -69,9 +69,13 @@ func (c *claimer) fire(ctx context.Context, due []*entry, firstPassed map[*entry
 	kept := due[:0]
 	var passed []store.SlotSkipParams
 	for _, e := range due {
-		if entry, ok := e.job.excluded(e.slot); ok && e.origin.onTimer() {
+		if entry, ok := e.job.excluded(e.slot); ok && (e.origin == OriginScheduled || e.origin == OriginCatchUp) {
 			// Recorded, not claimed; and so are the slots a stall passed
-			// over before it.
+			// over before it. Only a slot's own fire: a retry's slot ran
+			// (an exclusion added since does not take back the retry it
+			// is owed, and SlotSkip, which writes only a slot without a
+			// row, would drop it unrecorded), and a backfill judges
+			// exclusions itself.
 			if first, ok := firstPassed[e]; ok {
 				passed = append(passed, passedOverSlots(c.e.cfg.Owner, e.job, first, e.slot)...)
 			}
