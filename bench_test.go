@@ -1151,6 +1151,8 @@ func postmasterPID(dataDir string) (int, error) {
 // runs busy loops ($CRONFENCE_BENCH_DISTURB_LOOPS, default 4) that long,
 // 10 s into the window, to show whether the replicas catch up after a
 // host's hiccup.
+// The cluster is durable (fsync and full-page writes on, 128 MB of shared
+// buffers) unless $CRONFENCE_BENCH_FSYNC_OFF is set, which turns both off.
 // The replicas tune their pools as the cronfence binary does
 // (postgres.TunePool) unless $CRONFENCE_BENCH_UNTUNED is set.
 // A replica of an older tree refuses this tree's newer schema: with
@@ -1249,13 +1251,26 @@ func (sc replicaScenario) measure(b *testing.B, bin string, window, warmup time.
 	// thousands of runs a second the tables outgrow 16 MB within the
 	// window, and the server spent its time moving pages in and out of
 	// the OS cache, which no deployment would.
-	cluster := pgtest.NewCluster(b, "shared_preload_libraries=pg_stat_statements", "pg_stat_statements.track_planning=on", "max_connections=200",
-		"shared_buffers=128MB")
+	settings := []string{"shared_preload_libraries=pg_stat_statements", "pg_stat_statements.track_planning=on", "max_connections=200",
+		"shared_buffers=128MB"}
+	// Durable by default, as every deployment runs: pgtest's clusters turn
+	// fsync and full-page writes off (they are thrown away), and these
+	// settings come after pgtest's, so they win. $CRONFENCE_BENCH_FSYNC_OFF
+	// keeps pgtest's, for the figures measured that way before.
+	if os.Getenv("CRONFENCE_BENCH_FSYNC_OFF") == "" {
+		settings = append(settings, "fsync=on", "full_page_writes=on")
+	}
+	cluster := pgtest.NewCluster(b, settings...)
 	admin, err := pgxpool.New(b.Context(), cluster.URL())
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer admin.Close()
+	var fsync, fullPageWrites string
+	if err := admin.QueryRow(b.Context(), `SELECT current_setting('fsync'), current_setting('full_page_writes')`).Scan(&fsync, &fullPageWrites); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("cluster: fsync=%s full_page_writes=%s", fsync, fullPageWrites)
 	for _, q := range []string{
 		`CREATE EXTENSION pg_stat_statements`,
 		// The replicas' own role, so the count leaves this benchmark's

@@ -44,6 +44,7 @@ func main() {
 	work := flag.Duration("work", 200*time.Millisecond, "how long each run takes")
 	tune := flag.Bool("tune", true, "tune and warm the pool as the cronfence binary does (postgres.TunePool, postgres.WarmPool)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof reads it)")
+	memProfile := flag.String("memprofile", "", "write the allocations of the whole run to this file when it stops (go tool pprof -sample_index=alloc_space reads it)")
 	migrate := flag.Bool("migrate", false, "migrate the schema first, to this binary's version (a binary built from another tree)")
 	flag.Parse()
 	if *url == "" || *owner == "" {
@@ -65,10 +66,29 @@ func main() {
 	if *cpuProfile != "" {
 		pprof.StopCPUProfile()
 	}
+	if *memProfile != "" {
+		if werr := writeAllocs(*memProfile); werr != nil {
+			fmt.Fprintln(os.Stderr, "benchreplica:", werr)
+		}
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchreplica:", err)
 		os.Exit(1)
 	}
+}
+
+// writeAllocs writes the heap profile, whose alloc_space and
+// alloc_objects samples count every allocation since the start.
+func writeAllocs(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func run(url, schema, owner string, jobs int, schedule string, work time.Duration, tune, migrate bool) error {
