@@ -1,10 +1,13 @@
 package postgres
 
 import (
+	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/cronfence/cronfence/internal/pgtest"
 	"github.com/cronfence/cronfence/store"
 )
 
@@ -108,4 +111,56 @@ func BenchmarkParseNotice(b *testing.B) {
 			}
 		}
 	})
+}
+
+// The notice lines the statements build by concatenation (noticeLine.sql)
+// are what json_build_array wrote before, byte for byte, whatever the
+// names hold: replicas of the release before read them, and read that
+// form fastest.
+func TestNoticeLineIsJSONBuildArraysText(t *testing.T) {
+	pool := pgtest.NewPool(t)
+	tmpl, err := parseStatements(`"cronfence"`, "ch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe, err := tmpl.New("probe").Parse(`SELECT v.job, {{template "noticeLine" args "kind" "v.kind" "job" "v.job" "slot" "v.slot" "owner" "v.owner"}},
+       json_build_array(v.kind, v.job, (extract(epoch FROM v.slot) * 1000000)::bigint, v.owner)::text
+  FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[]) AS v(kind, job, slot, owner)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sql strings.Builder
+	if err := probe.Execute(&sql, nil); err != nil {
+		t.Fatal(err)
+	}
+	kinds := []string{"c", "e", "s", "a", "g", "d", "c", "e"}
+	jobs := []string{"job-1", `quote " and \ backslash`, "tab\tnewline\nbell\x07", "café ☃ 𝄞", "\u2028\u2029", strings.Repeat("é", 100), "", "</script>"}
+	slots := []time.Time{
+		time.Date(2026, 12, 7, 2, 30, 0, 0, time.UTC), time.Date(2026, 12, 7, 2, 30, 0, 123456000, time.UTC),
+		time.Unix(0, 0).UTC(), time.Date(1969, 12, 31, 23, 59, 59, 999999000, time.UTC),
+		time.Date(2026, 3, 29, 1, 0, 0, 1000, time.UTC), time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2000, 2, 29, 12, 0, 0, 999000, time.UTC),
+	}
+	owners := []string{"host:1:ab", `o"w\ner`, "", "replica-0", "ünï", "x", "a b", "\x01"}
+	rows, err := pool.Query(context.Background(), sql.String(), kinds, jobs, slots, owners)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for rows.Next() {
+		var job, built, want string
+		if err := rows.Scan(&job, &built, &want); err != nil {
+			t.Fatal(err)
+		}
+		if built != want {
+			t.Errorf("job %q: built %q, json_build_array wrote %q", job, built, want)
+		}
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n != len(jobs) {
+		t.Fatalf("%d lines compared, want %d", n, len(jobs))
+	}
 }

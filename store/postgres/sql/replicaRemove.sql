@@ -2,5 +2,8 @@
 -- gone (g), so none waits for it to claim a slot.
 --
 -- $1 owner.
-WITH d AS (DELETE FROM {{schema}}.replicas WHERE owner = $1 RETURNING owner)
-{{template "notice" args "rows" "SELECT 1 AS ord, 'g' AS kind, '' AS job, 'epoch'::timestamptz AS slot, d.owner FROM d"}}
+WITH d AS (DELETE FROM {{schema}}.replicas WHERE owner = $1 RETURNING owner),
+notice AS MATERIALIZED (
+    {{template "notice" args "rows" "SELECT 1 AS ord, 'g' AS kind, '' AS job, 'epoch'::timestamptz AS slot, d.owner FROM d"}}
+)
+SELECT count(*) FROM notice

@@ -67,7 +67,9 @@
 --     answered for good: c for a run it started, s for one it recorded
 --     (skipped, buffered) or refused for a reason a retry would not
 --     change (paused, completed, skipped, running, out of attempts).
---     not_due and lease_busy items are tried again and not told.
+--     not_due and lease_busy items are tried again and not told. It reads
+--     answer, which joined every part already (joining them again cost
+--     it as much as its lines).
 --
 --   - c is the statement's clock: now(), or, when items ask to wait for
 --     their slots (store.SlotClaimParams.WaitDue), the instant the latest
@@ -111,9 +113,9 @@
 --   - answer is the statement's answer, one row per item, with (fin) the
 --     instant c when ahead, the runs' start, and the database clock read
 --     last: the caller waits the difference (store.SlotClaimResult.Wait).
---     Materialized and counted before fin, so every part it reads (the
---     claims, the leases, the overlaps, the notices) is written before
---     the clock is read.
+--     Materialized, and it and notice counted before fin, so every part
+--     (the claims, the leases, the overlaps, the notices) is written
+--     before the clock is read.
 --
 -- With the argument json, the answer is one row: its rows as a JSON array,
 -- in the items' order (for claim_committed, migration 009).
@@ -298,9 +300,6 @@ settled AS (
      CROSS JOIN c
     RETURNING job, slot, id, started_at, logs
 ),
-notice AS MATERIALIZED (
-    {{template "notice" args "rows" "SELECT i.ord, CASE WHEN cl.job IS NOT NULL THEN 'c' ELSE 's' END AS kind, i.job, i.slot, coalesce(cl.owner, $9) AS owner FROM i JOIN gate g ON g.ord = i.ord LEFT JOIN claim cl ON cl.job = i.job AND cl.slot = i.slot LEFT JOIN mark m ON m.job = i.job AND m.slot = i.slot WHERE cl.job IS NOT NULL OR m.job IS NOT NULL OR (g.refusal IS NOT NULL AND g.refusal <> 'not_due')"}}
-),
 -- Named, so that the answer can also travel as JSON (claim_committed,
 -- migration 009), whose keys these are.
 answer (ord, refusal,
@@ -326,20 +325,27 @@ answer (ord, refusal,
       LEFT JOIN skip sk ON sk.job = i.job AND sk.slot = i.slot
       LEFT JOIN settled ps ON ps.job = i.job AND ps.slot = i.slot
       -- LIMIT 1, as in prev: without it a large batch's plan read the whole
-      -- leases table, one row per job, to hash it.
+      -- leases table, one row per job, to hash it. Only for an item not
+      -- claimed: a claimed one's lease is l, and its holder is not read.
       LEFT JOIN LATERAL (
           SELECT * FROM {{schema}}.leases
-           WHERE name = CASE WHEN p.guarded THEN p.lease_name ELSE i.lease_name END
+           WHERE cl.job IS NULL AND name = CASE WHEN p.guarded THEN p.lease_name ELSE i.lease_name END
            LIMIT 1
       ) h ON true
-     CROSS JOIN (SELECT count(*) FROM notice) told
+),
+-- What answer says, told (see notice above): a run started (claim_status),
+-- a slot recorded (recorded), or a refusal a retry would not change.
+notice AS MATERIALIZED (
+    {{template "notice" args "rows" "SELECT a.ord, CASE WHEN a.claim_status IS NOT NULL THEN 'c' ELSE 's' END AS kind, i.job, i.slot, coalesce(a.claim_owner, $9) AS owner FROM answer a JOIN i ON i.ord = a.ord WHERE a.claim_status IS NOT NULL OR a.recorded IS NOT NULL OR a.refusal NOT IN ('not_due', 'lease_busy')"}}
 )
 {{if .json}}SELECT jsonb_agg(to_jsonb(x) ORDER BY x.ord) FROM (
 {{end}}SELECT a.*, fin.due_at, fin.read_at
   FROM (SELECT count(*) AS n FROM answer) done
- -- fin depends on done, so it reads the clock once answer is complete.
+ CROSS JOIN (SELECT count(*) AS n FROM notice) told
+ -- fin depends on done and told, so it reads the clock once answer and
+ -- the notices are complete.
  CROSS JOIN LATERAL (
-       SELECT CASE WHEN done.n >= 0 AND c.ahead THEN c.now END AS due_at, clock_timestamp() AS read_at
+       SELECT CASE WHEN done.n >= 0 AND told.n >= 0 AND c.ahead THEN c.now END AS due_at, clock_timestamp() AS read_at
          FROM c) fin
  CROSS JOIN answer a
 {{if .json}}) x{{else}} ORDER BY a.ord{{end}}

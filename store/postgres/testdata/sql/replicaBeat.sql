@@ -12,10 +12,13 @@ WITH up AS (
     RETURNING owner, host, pid, version, started_at, heartbeat_at, clock_offset_ns, timers, '[]'::text AS jobs, kinds::text
 ),
 notice AS MATERIALIZED (
-    SELECT pg_notify('cronfence_9ab364fb1d6f55fe', string_agg(line, E'\n' ORDER BY ord))
-  FROM (SELECT ord, line, sum(octet_length(line) + 1) OVER (ORDER BY ord) / 5000 AS chunk
-          FROM (SELECT n.ord, json_build_array(n.kind, n.job, (extract(epoch FROM n.slot) * 1000000)::bigint, n.owner)::text AS line
-                  FROM (SELECT 1 AS ord, 'a' AS kind, '' AS job, 'epoch'::timestamptz AS slot, up.owner FROM up WHERE up.timers) n) lines) chunks
- GROUP BY chunk
+    WITH lines AS MATERIALIZED (
+    SELECT n.ord, '[' || to_json(n.kind::text)::text || ', ' || to_json(n.job::text)::text || ', ' || (extract(epoch FROM n.slot) * 1000000)::bigint || ', ' || to_json(n.owner::text)::text || ']' AS line
+      FROM (SELECT 1 AS ord, 'a' AS kind, '' AS job, 'epoch'::timestamptz AS slot, up.owner FROM up WHERE up.timers) n
+)
+SELECT pg_notify('cronfence_9ab364fb1d6f55fe', string_agg(l.line, E'\n'))
+  FROM lines l
+ CROSS JOIN (SELECT 5000 / (max(octet_length(line)) + 1) + 1 AS per FROM lines) w
+ GROUP BY l.ord / w.per
 )
 SELECT up.* FROM up CROSS JOIN (SELECT count(*) FROM notice) told;

@@ -45,11 +45,14 @@ row AS (
        AND EXISTS (SELECT 1 FROM s) AND NOT EXISTS (SELECT 1 FROM r)
 ),
 notice AS MATERIALIZED (
-    SELECT pg_notify('cronfence_9ab364fb1d6f55fe', string_agg(line, E'\n' ORDER BY ord))
-  FROM (SELECT ord, line, sum(octet_length(line) + 1) OVER (ORDER BY ord) / 5000 AS chunk
-          FROM (SELECT n.ord, json_build_array(n.kind, n.job, (extract(epoch FROM n.slot) * 1000000)::bigint, n.owner)::text AS line
-                  FROM (SELECT 1 AS ord, 'e' AS kind, $1::text AS job, $2::timestamptz AS slot, $4::text AS owner FROM s) n) lines) chunks
- GROUP BY chunk
+    WITH lines AS MATERIALIZED (
+    SELECT n.ord, '[' || to_json(n.kind::text)::text || ', ' || to_json(n.job::text)::text || ', ' || (extract(epoch FROM n.slot) * 1000000)::bigint || ', ' || to_json(n.owner::text)::text || ']' AS line
+      FROM (SELECT 1 AS ord, 'e' AS kind, $1::text AS job, $2::timestamptz AS slot, $4::text AS owner FROM s) n
+)
+SELECT pg_notify('cronfence_9ab364fb1d6f55fe', string_agg(l.line, E'\n'))
+  FROM lines l
+ CROSS JOIN (SELECT 5000 / (max(octet_length(line)) + 1) + 1 AS per FROM lines) w
+ GROUP BY l.ord / w.per
 )
 SELECT (SELECT min(b.slot) FROM "cronfence".slots b WHERE b.job = $1 AND b.status = 'buffered'), row.*
   FROM row

@@ -232,13 +232,6 @@ settled AS (
      CROSS JOIN c
     RETURNING job, slot, id, started_at, logs
 ),
-notice AS MATERIALIZED (
-    SELECT pg_notify('cronfence_9ab364fb1d6f55fe', string_agg(line, E'\n' ORDER BY ord))
-  FROM (SELECT ord, line, sum(octet_length(line) + 1) OVER (ORDER BY ord) / 5000 AS chunk
-          FROM (SELECT n.ord, json_build_array(n.kind, n.job, (extract(epoch FROM n.slot) * 1000000)::bigint, n.owner)::text AS line
-                  FROM (SELECT i.ord, CASE WHEN cl.job IS NOT NULL THEN 'c' ELSE 's' END AS kind, i.job, i.slot, coalesce(cl.owner, $9) AS owner FROM i JOIN gate g ON g.ord = i.ord LEFT JOIN claim cl ON cl.job = i.job AND cl.slot = i.slot LEFT JOIN mark m ON m.job = i.job AND m.slot = i.slot WHERE cl.job IS NOT NULL OR m.job IS NOT NULL OR (g.refusal IS NOT NULL AND g.refusal <> 'not_due')) n) lines) chunks
- GROUP BY chunk
-),
 -- Named, so that the answer can also travel as JSON (claim_committed,
 -- migration 009), whose keys these are.
 answer (ord, refusal,
@@ -264,20 +257,34 @@ answer (ord, refusal,
       LEFT JOIN skip sk ON sk.job = i.job AND sk.slot = i.slot
       LEFT JOIN settled ps ON ps.job = i.job AND ps.slot = i.slot
       -- LIMIT 1, as in prev: without it a large batch's plan read the whole
-      -- leases table, one row per job, to hash it.
+      -- leases table, one row per job, to hash it. Only for an item not
+      -- claimed: a claimed one's lease is l, and its holder is not read.
       LEFT JOIN LATERAL (
           SELECT * FROM "cronfence".leases
-           WHERE name = CASE WHEN p.guarded THEN p.lease_name ELSE i.lease_name END
+           WHERE cl.job IS NULL AND name = CASE WHEN p.guarded THEN p.lease_name ELSE i.lease_name END
            LIMIT 1
       ) h ON true
-     CROSS JOIN (SELECT count(*) FROM notice) told
+),
+-- What answer says, told (see notice above): a run started (claim_status),
+-- a slot recorded (recorded), or a refusal a retry would not change.
+notice AS MATERIALIZED (
+    WITH lines AS MATERIALIZED (
+    SELECT n.ord, '[' || to_json(n.kind::text)::text || ', ' || to_json(n.job::text)::text || ', ' || (extract(epoch FROM n.slot) * 1000000)::bigint || ', ' || to_json(n.owner::text)::text || ']' AS line
+      FROM (SELECT a.ord, CASE WHEN a.claim_status IS NOT NULL THEN 'c' ELSE 's' END AS kind, i.job, i.slot, coalesce(a.claim_owner, $9) AS owner FROM answer a JOIN i ON i.ord = a.ord WHERE a.claim_status IS NOT NULL OR a.recorded IS NOT NULL OR a.refusal NOT IN ('not_due', 'lease_busy')) n
+)
+SELECT pg_notify('cronfence_9ab364fb1d6f55fe', string_agg(l.line, E'\n'))
+  FROM lines l
+ CROSS JOIN (SELECT 5000 / (max(octet_length(line)) + 1) + 1 AS per FROM lines) w
+ GROUP BY l.ord / w.per
 )
 SELECT jsonb_agg(to_jsonb(x) ORDER BY x.ord) FROM (
 SELECT a.*, fin.due_at, fin.read_at
   FROM (SELECT count(*) AS n FROM answer) done
- -- fin depends on done, so it reads the clock once answer is complete.
+ CROSS JOIN (SELECT count(*) AS n FROM notice) told
+ -- fin depends on done and told, so it reads the clock once answer and
+ -- the notices are complete.
  CROSS JOIN LATERAL (
-       SELECT CASE WHEN done.n >= 0 AND c.ahead THEN c.now END AS due_at, clock_timestamp() AS read_at
+       SELECT CASE WHEN done.n >= 0 AND told.n >= 0 AND c.ahead THEN c.now END AS due_at, clock_timestamp() AS read_at
          FROM c) fin
  CROSS JOIN answer a
 ) x;

@@ -70,11 +70,14 @@ r AS (
 -- As slotFinish.sql: the listeners stop watching each run, unless its
 -- slot is left running for a resume; a manual run has no slot to tell of.
 notice AS MATERIALIZED (
-    SELECT pg_notify('cronfence_9ab364fb1d6f55fe', string_agg(line, E'\n' ORDER BY ord))
-  FROM (SELECT ord, line, sum(octet_length(line) + 1) OVER (ORDER BY ord) / 5000 AS chunk
-          FROM (SELECT n.ord, json_build_array(n.kind, n.job, (extract(epoch FROM n.slot) * 1000000)::bigint, n.owner)::text AS line
-                  FROM (SELECT f.ord, 'e' AS kind, i.job, i.slot, i.owner FROM i JOIN fate f ON f.ord = i.ord WHERE i.slot IS NOT NULL AND coalesce(f.status, '') <> 'running') n) lines) chunks
- GROUP BY chunk
+    WITH lines AS MATERIALIZED (
+    SELECT n.ord, '[' || to_json(n.kind::text)::text || ', ' || to_json(n.job::text)::text || ', ' || (extract(epoch FROM n.slot) * 1000000)::bigint || ', ' || to_json(n.owner::text)::text || ']' AS line
+      FROM (SELECT f.ord, 'e' AS kind, i.job, i.slot, i.owner FROM i JOIN fate f ON f.ord = i.ord WHERE i.slot IS NOT NULL AND coalesce(f.status, '') <> 'running') n
+)
+SELECT pg_notify('cronfence_9ab364fb1d6f55fe', string_agg(l.line, E'\n'))
+  FROM lines l
+ CROSS JOIN (SELECT 5000 / (max(octet_length(line)) + 1) + 1 AS per FROM lines) w
+ GROUP BY l.ord / w.per
 ),
 row AS (
     SELECT i.ord, r.*

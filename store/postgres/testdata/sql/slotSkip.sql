@@ -26,11 +26,14 @@ r AS (
     RETURNING id, job, slot, manual, catch_up, owner, generation, lease_name, attempt, started_at, finished_at, success, skipped, reason, error, logs
 ),
 notice AS MATERIALIZED (
-    SELECT pg_notify('cronfence_9ab364fb1d6f55fe', string_agg(line, E'\n' ORDER BY ord))
-  FROM (SELECT ord, line, sum(octet_length(line) + 1) OVER (ORDER BY ord) / 5000 AS chunk
-          FROM (SELECT n.ord, json_build_array(n.kind, n.job, (extract(epoch FROM n.slot) * 1000000)::bigint, n.owner)::text AS line
-                  FROM (SELECT i.ord, 's' AS kind, i.job, i.slot, $8 AS owner FROM s JOIN i ON i.job = s.job AND i.slot = s.slot) n) lines) chunks
- GROUP BY chunk
+    WITH lines AS MATERIALIZED (
+    SELECT n.ord, '[' || to_json(n.kind::text)::text || ', ' || to_json(n.job::text)::text || ', ' || (extract(epoch FROM n.slot) * 1000000)::bigint || ', ' || to_json(n.owner::text)::text || ']' AS line
+      FROM (SELECT i.ord, 's' AS kind, i.job, i.slot, $8 AS owner FROM s JOIN i ON i.job = s.job AND i.slot = s.slot) n
+)
+SELECT pg_notify('cronfence_9ab364fb1d6f55fe', string_agg(l.line, E'\n'))
+  FROM lines l
+ CROSS JOIN (SELECT 5000 / (max(octet_length(line)) + 1) + 1 AS per FROM lines) w
+ GROUP BY l.ord / w.per
 )
 SELECT r.*
   FROM r
