@@ -21,7 +21,7 @@ var ErrTimeout = errors.New("cronfence: the store did not answer in time")
 
 // MaxBatch bounds one group commit: a statement batch of this many
 // finishes takes tens of milliseconds, not seconds.
-const MaxBatch = 500
+const MaxBatch = 1000
 
 // Batcher sends the ends handed to it (Finish), each only after its
 // handler returned. The leader (the caller that found no batch in flight)
