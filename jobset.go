@@ -34,6 +34,7 @@ func (js *jobSet) add(r *registered, started bool) (shadowed *registered, err er
 			return nil, errInvalid(fmt.Sprintf("job %q is already registered", r.Name))
 		}
 		shadowed = old
+		old.left.Store(true)
 	}
 	if js.byName == nil {
 		js.byName = map[string]*registered{}
@@ -52,8 +53,12 @@ func (js *jobSet) add(r *registered, started bool) (shadowed *registered, err er
 func (js *jobSet) putStored(r *registered) bool {
 	js.mu.Lock()
 	defer js.mu.Unlock()
-	if old := js.byName[r.Name]; old != nil && old.stored == nil {
+	old := js.byName[r.Name]
+	if old != nil && old.stored == nil {
 		return false
+	}
+	if old != nil && old != r {
+		old.left.Store(true)
 	}
 	if js.byName == nil {
 		js.byName = map[string]*registered{}
@@ -72,6 +77,7 @@ func (js *jobSet) removeStored(name string, id int64) *registered {
 		return nil
 	}
 	delete(js.byName, name)
+	r.left.Store(true)
 	return r
 }
 
@@ -80,6 +86,9 @@ func (js *jobSet) removeStored(name string, id int64) *registered {
 // entry is a slot fired again, which runs under the new settings); or nil:
 // the entry is dropped, its job gone, or re-armed when it changed.
 func (js *jobSet) current(r *registered, again bool) *registered {
+	if !r.left.Load() {
+		return r // still in the set: the map would answer r
+	}
 	js.mu.Lock()
 	defer js.mu.Unlock()
 	cur := js.byName[r.Name]
