@@ -46,8 +46,9 @@ import (
 // whatever it heard: notices are a saving, never a guarantee.
 const ResumeBackstopEvery = 30 * time.Second
 
-// SettledKeep is how long a slot told as settled is remembered: longer
-// than any fallback waits (FallbackWaitMax) plus a late notice.
+// SettledKeep is how long a slot told as settled is remembered, from the
+// last notice of its instant: longer than any fallback waits
+// (FallbackWaitMax) plus a late notice.
 const SettledKeep = 10 * time.Second
 
 // FallbackWaitMax bounds how long past its slot a fallback waits for a
@@ -77,7 +78,7 @@ type Peers struct {
 	on       bool                      // the store tells and this replica listens
 	hearing  bool                      // listening now: between a gap and the connection's loss
 	alive    map[string]time.Time      // other replicas with timers, by when last heard
-	settled  map[slotKey]time.Time     // slots told settled, by when heard
+	settled  settledSlots              // slots told settled
 	claiming map[claimingKey]time.Time // other replicas' claims told, by replica and slot instant
 	watched  map[slotKey]watchedRun    // runs other replicas started that are not told ended
 	rescan   bool                      // a scan is wanted: notices may have been missed, or the last found dead runs
@@ -109,7 +110,7 @@ func (n *Peers) Start() {
 	}
 	n.mu.Lock()
 	n.on = true
-	n.alive, n.settled, n.watched = map[string]time.Time{}, map[slotKey]time.Time{}, map[slotKey]watchedRun{}
+	n.alive, n.settled, n.watched = map[string]time.Time{}, settledSlots{}, map[slotKey]watchedRun{}
 	n.claiming = map[claimingKey]time.Time{}
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel, n.done = cancel, make(chan struct{})
@@ -162,7 +163,7 @@ func (n *Peers) Heard(ctx context.Context, no store.Notice) {
 	case store.NoticeGone:
 		delete(n.alive, no.Owner)
 	case store.NoticeClaimed:
-		n.settled[key] = now
+		n.settled.add(key, now)
 		n.heardClaiming(no, now)
 		// A resume's claim: the run before it is over (but for this
 		// replica's own watch of its own run, told after it ended).
@@ -173,10 +174,10 @@ func (n *Peers) Heard(ctx context.Context, no store.Notice) {
 			n.watched[key] = watchedRun{owner: no.Owner, since: now}
 		}
 	case store.NoticeSettled:
-		n.settled[key] = now
+		n.settled.add(key, now)
 		n.heardClaiming(no, now)
 	case store.NoticeEnded:
-		n.settled[key] = now
+		n.settled.add(key, now)
 		// Only the run told: a deposed owner's late end must not end the
 		// watch of the run that resumed its slot.
 		if w, ok := n.watched[key]; ok && w.owner == no.Owner {
@@ -306,11 +307,7 @@ func (n *Peers) Prefer(due []Due, now time.Time) (choices []Choice, pruned bool)
 		return nil, false
 	}
 	if !now.Before(n.prune) {
-		for k, heard := range n.settled {
-			if now.Sub(heard) > SettledKeep {
-				delete(n.settled, k)
-			}
-		}
+		n.settled.forget(now, SettledKeep)
 		for k, heard := range n.claiming {
 			if now.Sub(heard) > SettledKeep {
 				delete(n.claiming, k)
@@ -323,7 +320,7 @@ func (n *Peers) Prefer(due []Due, now time.Time) (choices []Choice, pruned bool)
 		key := keyOf(d.Job, d.Slot)
 		switch {
 		case d.Fallback:
-			if _, ok := n.settled[key]; ok {
+			if n.settled.has(key) {
 				choices[i].Told = true
 			} else if until := n.claimingBefore(key, now); until.After(now) && now.Before(d.Slot.Add(FallbackWaitMax)) {
 				choices[i].Later = until
@@ -433,8 +430,7 @@ func (n *Peers) Alive() []string {
 func (n *Peers) Settled(job string, slot time.Time) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	_, ok := n.settled[keyOf(job, slot)]
-	return ok
+	return n.settled.has(keyOf(job, slot))
 }
 
 // Watched reports whether this replica watches the run of the job's slot.
