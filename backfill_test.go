@@ -3,6 +3,7 @@ package cronfence
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cronfence/cronfence/internal/wait"
 	"github.com/cronfence/cronfence/store"
 )
 
@@ -377,6 +379,62 @@ func TestABackfillLeavesExcludedAndPausedSlotsAndStopsWhenCancelled(t *testing.T
 		}
 		if _, err := a.CancelBackfill(ctx, b.ID, "ops"); !errors.Is(err, ErrBackfillEnded) {
 			t.Fatalf("a second cancel = %v; want ErrBackfillEnded", err)
+		}
+	})
+}
+
+// told keeps a store's notices behind an intercepted store, which hides
+// them (see intercepted).
+type told struct {
+	*intercepted
+	notices store.Notices
+}
+
+func (t told) Listen(ctx context.Context, fn func(store.Notice)) error {
+	return t.notices.Listen(ctx, fn)
+}
+
+// On PostgreSQL, whose replicas are told of each backfill created, a
+// replica looks for backfills once a minute while none of its jobs' runs,
+// not every ten seconds (at ten replicas that was two statements a slot
+// of a job every 2 s), and a backfill written straight into the store, as
+// the CLI's direct mode writes it, still starts at once: within two
+// seconds on the cluster's clock, not the minute to the next look.
+func TestBackfillsAreToldRatherThanLookedForOnPostgres(t *testing.T) {
+	eachStoreFrom(t, time.Date(2026, 3, 1, 14, 0, 30, 0, time.UTC), func(t *testing.T, c *cluster) {
+		if c.kind != "postgres" {
+			t.Skip("only PostgreSQL tells the replicas of a backfill")
+		}
+		var l originLedger
+		job := Job{Name: "tenminutely", Schedule: "*/10 * * * *", Handler: l.handler}
+		raw := c.open(t)
+		st := intercept(raw)
+		a := c.startWith(Config{Owner: "a", Store: told{st, raw.(store.Notices)}, Clock: offsetClock{c.db, 0}}, job)
+		wait.For(t, 10*time.Second, a.loop.peers.Hearing, func() string { return "replica a hearing the notices" })
+
+		st.reset()
+		c.advance(3*time.Minute, 10*time.Second)
+		if n := st.count("BackfillList"); n > 4 {
+			t.Errorf("%d looks for backfills in 3 minutes with none running, want one a minute", n)
+		}
+
+		at := func(min int) time.Time { return time.Date(2026, 3, 1, 12, min, 0, 0, time.UTC) }
+		b, err := raw.(store.Backfills).BackfillCreate(context.Background(), store.BackfillCreateParams{
+			Job: job.Name, From: at(0), To: at(30), Total: 3, By: "cli"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Told, the replica looks at its next tick, whenever the last look.
+		wait.For(t, 10*time.Second, func() bool {
+			a.backfiller.mu.Lock()
+			defer a.backfiller.mu.Unlock()
+			return a.backfiller.nextPoll.IsZero()
+		}, func() string { return fmt.Sprintf("replica a told of backfill %d", b.ID) })
+		c.advance(2*time.Second, time.Second)
+		for _, min := range []int{0, 10, 20} {
+			if got := l.ran(at(min)); !slices.Equal(got, []Origin{OriginBackfill}) {
+				t.Errorf("slot 12:%02d ran %v, want once, by the backfill", min, got)
+			}
 		}
 	})
 }

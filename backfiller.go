@@ -22,10 +22,16 @@ import (
 
 const (
 	// backfillPollEvery is how often a replica looks for backfills to
-	// drive, and renews the leases of those it drives: one statement a
-	// replica while none runs. A backfill asked for on a replica that
-	// registers its job is looked for at once (soon).
+	// drive, and renews the leases of those it drives, while one of its
+	// jobs' runs or it is not told of new ones. A backfill asked for on a
+	// replica that registers its job is looked for at once (soon), as is
+	// one told (store.NoticeBackfill).
 	backfillPollEvery = 10 * time.Second
+	// backfillIdlePollEvery is how often a replica told of new backfills
+	// looks for them while none of its jobs' runs: a backstop. Every
+	// replica looking every backfillPollEvery was two statements a slot
+	// of a job every 2 s at 10 replicas (issue 14's goal is five in all).
+	backfillIdlePollEvery = time.Minute
 	// backfillLeaseTTL is the lease a driver holds: a replica that dies
 	// leaves its backfills to another after this long.
 	backfillLeaseTTL = 30 * time.Second
@@ -51,21 +57,35 @@ type backfiller struct {
 	refire  func(e *entry, wait time.Duration)
 	beside  func(func(ctx context.Context))
 	stopped func() bool
+	// told reports whether this replica is told of new backfills now
+	// (the store's notices, heard); nil: never.
+	told func() bool
 
 	mu       sync.Mutex
 	polling  bool
 	nextPoll time.Time
 	driven   map[string]*drive // by job: one backfill of a job runs at a time
+	// running: the last look found a backfill of a job registered here
+	// running (driven here or elsewhere); it is looked at every
+	// backfillPollEvery, so that a driver that died is replaced soon.
+	running bool
 }
 
-// tick looks for backfills to drive every backfillPollEvery.
+// tick looks for backfills to drive every backfillPollEvery, or every
+// backfillIdlePollEvery while none of this replica's jobs' runs and it is
+// told of new ones.
 func (bf *backfiller) tick(now time.Time) {
+	told := bf.told != nil && bf.told()
 	bf.mu.Lock()
 	if bf.polling || now.Before(bf.nextPoll) {
 		bf.mu.Unlock()
 		return
 	}
-	bf.polling, bf.nextPoll = true, now.Add(backfillPollEvery)
+	every := backfillPollEvery
+	if told && !bf.running && len(bf.driven) == 0 {
+		every = backfillIdlePollEvery
+	}
+	bf.polling, bf.nextPoll = true, now.Add(every)
 	bf.mu.Unlock()
 	bf.beside(func(ctx context.Context) {
 		defer func() {
@@ -105,6 +125,13 @@ func (bf *backfiller) poll(ctx context.Context) {
 		}
 		return
 	}
+	mine := false
+	for _, b := range running {
+		mine = mine || bf.jobs.get(b.Job) != nil
+	}
+	bf.mu.Lock()
+	bf.running = mine
+	bf.mu.Unlock()
 	for _, b := range running {
 		r := bf.jobs.get(b.Job)
 		if r == nil || bf.stopped() {

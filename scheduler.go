@@ -121,6 +121,13 @@ func New(cfg Config) (*Scheduler, error) {
 		}
 		s.loop.poke()
 	}
+	peers.BackfillCreated = func(job string) {
+		if job == "" || s.jobs.get(job) != nil {
+			s.backfiller.soon()
+			s.loop.poke()
+		}
+	}
+	s.backfiller.told = peers.Hearing
 	s.claimer.wake = s.loop.poke
 	retries.rearm = func(en *entry) {
 		if !s.stopping() {

@@ -58,6 +58,8 @@ const (
 	// NoticeSchedule: a stored schedule changed; Seq is the change's
 	// sequence number (Schedules.ScheduleChanges) and Job its name.
 	NoticeSchedule
+	// NoticeBackfill: a backfill of Job was created (Backfills.BackfillCreate).
+	NoticeBackfill
 )
 
 // Notice is one thing a replica's statement did, as Notices tells it.

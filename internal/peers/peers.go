@@ -73,6 +73,10 @@ type Peers struct {
 	// (its sequence number), and with 0 when changes may have been missed
 	// (a gap in the notices).
 	ScheduleChanged func(seq int64)
+	// BackfillCreated, when set, is told of a backfill created, with its
+	// job's name, and with "" when some may have been missed (a gap in
+	// the notices).
+	BackfillCreated func(job string)
 
 	mu       sync.Mutex
 	on       bool                      // the store tells and this replica listens
@@ -139,9 +143,17 @@ func (n *Peers) Heard(ctx context.Context, no store.Notice) {
 	case store.NoticeGap:
 		n.gap(ctx, now)
 		n.scheduleChanged(0)
+		if n.BackfillCreated != nil {
+			n.BackfillCreated("")
+		}
 		return
 	case store.NoticeSchedule:
 		n.scheduleChanged(no.Seq)
+		return
+	case store.NoticeBackfill:
+		if n.BackfillCreated != nil {
+			n.BackfillCreated(no.Job)
+		}
 		return
 	case store.NoticeLost:
 		// Until the next gap, claim at once and scan every ResumeEvery:

@@ -33,9 +33,11 @@ const noticeRetryEvery = time.Second
 
 // noticeKinds maps the letters the statements publish (sql/fragments/
 // notice.sql, and sql/fragments/scheduleNotice.sql for "d") to their kinds.
+// A letter not here (from a newer version) is passed over.
 var noticeKinds = map[string]store.NoticeKind{
 	"c": store.NoticeClaimed, "s": store.NoticeSettled, "e": store.NoticeEnded,
 	"a": store.NoticeAlive, "g": store.NoticeGone, "d": store.NoticeSchedule,
+	"b": store.NoticeBackfill,
 }
 
 // Listen delivers the notices that claims, finishes, abandons, heartbeats,

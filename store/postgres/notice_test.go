@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -257,4 +258,29 @@ func TestGapIsFollowedByTheRunsInProgress(t *testing.T) {
 		t.Fatalf("notice after the gap: %+v; want the running slot's claim", n)
 	}
 	l.noneBefore(t, s, "the gap (a slot that ended)")
+}
+
+// A backfill created is told to every replica, naming its job, so the one
+// that registers the job takes it up at once; a second asked for while it
+// runs is refused and told to nobody.
+func TestNoticesTellBackfillsCreated(t *testing.T) {
+	t.Parallel()
+	s, _ := newStore(t)
+	l := listen(t, s)
+	now, err := s.Now(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := store.BackfillCreateParams{Job: `nightly "quoted"`, From: now.Add(-time.Hour), To: now, Total: 60, By: "ops"}
+	if _, err := s.BackfillCreate(ctx(t), p); err != nil {
+		t.Fatal(err)
+	}
+	if n := l.next(t); n.Kind != store.NoticeBackfill || n.Job != p.Job {
+		t.Fatalf("backfill created: told %+v, want NoticeBackfill of %q", n, p.Job)
+	}
+	var conflict *store.ConflictError
+	if _, err := s.BackfillCreate(ctx(t), p); !errors.As(err, &conflict) {
+		t.Fatalf("second backfill of the job: %v, want a conflict", err)
+	}
+	l.noneBefore(t, s, "a refused backfill")
 }
