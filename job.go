@@ -3,7 +3,6 @@ package cronfence
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/cronfence/cronfence/internal/schedcache"
@@ -148,11 +147,6 @@ type registered struct {
 	sched   *schedcache.Schedule
 	exclude *schedule.Exclusions // Exclude and Config.Exclude; nil for none
 	stored  *storedJob           // nil for a declared job (Register)
-	// left is set when the job leaves its jobSet (removed, or replaced
-	// by another of its name) and never cleared: while it is unset the
-	// job is in the set, which every timer fire asks (jobSet.current)
-	// without the set's lock; once set, the set decides.
-	left atomic.Bool
 }
 
 func (j Job) prepare() (*registered, error) {
