@@ -38,15 +38,17 @@ func Traceparent(job string, slot time.Time, attempt int) string {
 	return traceid.Parent(job, slot, attempt)
 }
 
-// slotParent is the slot's span context: the remote parent every span of
-// the slot is started under, which gives them the slot's trace ID whatever
-// the tracer provider's IDGenerator. It is sampled, so a ParentBased
-// sampler (the SDK's default) records every slot; see the package comment
-// for sampling a fraction of slots.
-func slotParent(job string, slot time.Time) trace.SpanContext {
+// attemptSpan is the remote, sampled span context of an attempt of a
+// job's slot. Attempt 0 is the slot's own: the parent every span of the
+// slot is started under, which gives them the slot's trace ID whatever
+// the tracer provider's IDGenerator; sampled, so a ParentBased sampler
+// (the SDK's default) records every slot (see the package comment for
+// sampling a fraction of slots). An attempt's is what its retry or resume
+// links to.
+func attemptSpan(job string, slot time.Time, attempt int) trace.SpanContext {
 	return trace.NewSpanContext(trace.SpanContextConfig{
 		TraceID:    TraceID(job, slot),
-		SpanID:     SpanID(job, slot, 0),
+		SpanID:     SpanID(job, slot, attempt),
 		TraceFlags: trace.FlagsSampled,
 		Remote:     true,
 	})

@@ -141,7 +141,7 @@ func slotContext(job string, slot time.Time) context.Context {
 	if slot.IsZero() {
 		return context.Background()
 	}
-	return trace.ContextWithRemoteSpanContext(context.Background(), slotParent(job, slot))
+	return trace.ContextWithRemoteSpanContext(context.Background(), attemptSpan(job, slot, 0))
 }
 
 func (o *Observer) common(job string, slot time.Time, origin cronfence.Origin) []attribute.KeyValue {
@@ -178,13 +178,8 @@ func (o *Observer) runStart(e cronfence.RunStartEvent) {
 	// (the provider makes IDs with IDGenerator), so the ID names a span.
 	if e.Attempt > 1 && !e.Slot.IsZero() && span.SpanContext().SpanID() == want {
 		span.AddLink(trace.Link{
-			SpanContext: trace.NewSpanContext(trace.SpanContextConfig{
-				TraceID:    TraceID(e.Job, e.Slot),
-				SpanID:     SpanID(e.Job, e.Slot, e.Attempt-1),
-				TraceFlags: trace.FlagsSampled,
-				Remote:     true,
-			}),
-			Attributes: []attribute.KeyValue{AttrAttempt.Int(e.Attempt - 1)},
+			SpanContext: attemptSpan(e.Job, e.Slot, e.Attempt-1),
+			Attributes:  []attribute.KeyValue{AttrAttempt.Int(e.Attempt - 1)},
 		})
 	}
 
