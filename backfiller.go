@@ -3,6 +3,7 @@ package cronfence
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -125,10 +126,7 @@ func (bf *backfiller) poll(ctx context.Context) {
 		}
 		return
 	}
-	mine := false
-	for _, b := range running {
-		mine = mine || bf.jobs.get(b.Job) != nil
-	}
+	mine := slices.ContainsFunc(running, func(b store.Backfill) bool { return bf.jobs.get(b.Job) != nil })
 	bf.mu.Lock()
 	bf.running = mine
 	bf.mu.Unlock()
