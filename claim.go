@@ -274,13 +274,13 @@ func (c *claimer) observe(e *entry, r store.SlotClaimResult) {
 	if c.e.cfg.Observer == nil {
 		return
 	}
-	c.e.observe(ClaimEvent{Job: e.job.Name, Slot: e.slot, Won: r.Claimed, Refusal: r.Refusal, Recorded: r.Recorded, Origin: e.origin})
+	c.e.observe(ClaimEvent{Job: e.job.Name, Slot: e.slot, Owner: c.e.cfg.Owner, Won: r.Claimed, Refusal: r.Refusal, Recorded: r.Recorded, Origin: e.origin})
 	if r.Recorded == store.SlotSkipped {
 		reason := r.SkipRun.Reason
 		if reason == "" {
 			reason = string(r.Refusal)
 		}
-		c.e.observe(SkipEvent{Job: e.job.Name, Slot: e.slot, Reason: reason, Holder: r.Lease.Owner, Origin: e.origin})
+		c.e.observe(SkipEvent{Job: e.job.Name, Slot: e.slot, Owner: c.e.cfg.Owner, Reason: reason, Holder: r.Lease.Owner, Origin: e.origin})
 	}
 }
 

@@ -59,7 +59,7 @@ func (s *Scheduler) Trigger(ctx context.Context, name string) (ManualRun, error)
 		if err != nil {
 			s.e.Log.Warn("cronfence: could not record a refused manual run", "job", name, "error", err)
 		}
-		s.e.observe(SkipEvent{Job: name, Reason: string(store.ClaimHeld), Holder: lease.Owner, Origin: OriginManual})
+		s.e.observe(SkipEvent{Job: name, Owner: s.e.cfg.Owner, Reason: string(store.ClaimHeld), Holder: lease.Owner, Origin: OriginManual})
 		return ManualRun{}, &AlreadyExecutingError{Job: name, Holder: lease, Skip: skip}
 	}
 	mr := ManualRun{Job: name, Owner: s.e.cfg.Owner, Lease: lease.Name, Generation: lease.Generation, StartedAt: lease.AcquiredAt}

@@ -33,6 +33,7 @@ type Event interface{ event() }
 type ClaimEvent struct {
 	Job     string
 	Slot    time.Time
+	Owner   string // this replica (Config.Owner)
 	Won     bool
 	Refusal store.ClaimRefusal // why not, when !Won
 	Origin  Origin             // why it was claimed: its timer, catch-up, a resume, a buffered slot
@@ -46,6 +47,7 @@ type ClaimEvent struct {
 type RunStartEvent struct {
 	Job        string
 	Slot       time.Time // zero for a manual run
+	Owner      string    // this replica (Config.Owner)
 	Lease      string    // the lease the run holds; empty without one
 	Generation int64     // zero for a run without a lease (RunWhenStoreDown)
 	Attempt    int
@@ -70,6 +72,7 @@ const (
 type RunEndEvent struct {
 	Job        string
 	Slot       time.Time
+	Owner      string // this replica (Config.Owner)
 	Lease      string
 	Generation int64
 	Attempt    int
@@ -86,6 +89,7 @@ type RunEndEvent struct {
 type SkipEvent struct {
 	Job    string
 	Slot   time.Time // zero for a refused manual run
+	Owner  string    // this replica (Config.Owner), which recorded or was refused the skip
 	Reason string    // the skip row's: "already_executing", "lease_busy" or "passed_over"
 	Holder string    // the owner holding the lease, when known
 	// Origin is the refused claim's, OriginManual for a refused Trigger;

@@ -111,11 +111,11 @@ func testObserverSeesClaimsRunsSkipsAndClock(t *testing.T) {
 		m1 := t0.Add(time.Minute)
 		wantEvents(t, "12:01", rec,
 			ClockOffsetEvent{},
-			ClaimEvent{Job: "long", Slot: m1, Won: true, Origin: OriginScheduled},
-			RunStartEvent{Job: "long", Slot: m1, Lease: "job:long", Generation: first.Generation, Attempt: 1, Origin: OriginScheduled},
-			ClaimEvent{Job: "bad", Slot: m1, Won: true, Origin: OriginScheduled},
-			RunStartEvent{Job: "bad", Slot: m1, Lease: "job:bad", Generation: 1, Attempt: 1, Origin: OriginScheduled},
-			RunEndEvent{Job: "bad", Slot: m1, Lease: "job:bad", Generation: 1, Attempt: 1, Outcome: RunFailed, Recorded: true, Origin: OriginScheduled},
+			ClaimEvent{Job: "long", Owner: "a", Slot: m1, Won: true, Origin: OriginScheduled},
+			RunStartEvent{Job: "long", Owner: "a", Slot: m1, Lease: "job:long", Generation: first.Generation, Attempt: 1, Origin: OriginScheduled},
+			ClaimEvent{Job: "bad", Owner: "a", Slot: m1, Won: true, Origin: OriginScheduled},
+			RunStartEvent{Job: "bad", Owner: "a", Slot: m1, Lease: "job:bad", Generation: 1, Attempt: 1, Origin: OriginScheduled},
+			RunEndEvent{Job: "bad", Owner: "a", Slot: m1, Lease: "job:bad", Generation: 1, Attempt: 1, Outcome: RunFailed, Recorded: true, Origin: OriginScheduled},
 		)
 
 		c.db.Advance(time.Minute) // "long" still runs: 12:02 is skipped
@@ -123,22 +123,22 @@ func testObserverSeesClaimsRunsSkipsAndClock(t *testing.T) {
 		m2 := t0.Add(2 * time.Minute)
 		wantEvents(t, "12:02", rec,
 			ClockOffsetEvent{},
-			ClaimEvent{Job: "long", Slot: m2, Refusal: store.ClaimHeld, Recorded: store.SlotSkipped, Origin: OriginScheduled},
-			SkipEvent{Job: "long", Slot: m2, Reason: "already_executing", Holder: "a", Origin: OriginScheduled},
-			ClaimEvent{Job: "bad", Slot: m2, Won: true, Origin: OriginScheduled},
-			RunStartEvent{Job: "bad", Slot: m2, Lease: "job:bad", Generation: 2, Attempt: 1, Origin: OriginScheduled},
-			RunEndEvent{Job: "bad", Slot: m2, Lease: "job:bad", Generation: 2, Attempt: 1, Outcome: RunFailed, Recorded: true, Origin: OriginScheduled},
+			ClaimEvent{Job: "long", Owner: "a", Slot: m2, Refusal: store.ClaimHeld, Recorded: store.SlotSkipped, Origin: OriginScheduled},
+			SkipEvent{Job: "long", Owner: "a", Slot: m2, Reason: "already_executing", Holder: "a", Origin: OriginScheduled},
+			ClaimEvent{Job: "bad", Owner: "a", Slot: m2, Won: true, Origin: OriginScheduled},
+			RunStartEvent{Job: "bad", Owner: "a", Slot: m2, Lease: "job:bad", Generation: 2, Attempt: 1, Origin: OriginScheduled},
+			RunEndEvent{Job: "bad", Owner: "a", Slot: m2, Lease: "job:bad", Generation: 2, Attempt: 1, Outcome: RunFailed, Recorded: true, Origin: OriginScheduled},
 		)
 
 		if _, err := a.Trigger(context.Background(), "long"); !errors.Is(err, ErrAlreadyExecuting) {
 			t.Fatalf("Trigger during the run = %v, want ErrAlreadyExecuting", err)
 		}
-		wantEvents(t, "trigger", rec, SkipEvent{Job: "long", Reason: "already_executing", Holder: "a", Origin: OriginManual})
+		wantEvents(t, "trigger", rec, SkipEvent{Job: "long", Owner: "a", Reason: "already_executing", Holder: "a", Origin: OriginManual})
 
 		close(b.release)
 		c.settle()
 		wantEvents(t, "release", rec,
-			RunEndEvent{Job: "long", Slot: m1, Lease: "job:long", Generation: first.Generation, Attempt: 1, Outcome: RunSucceeded, Duration: time.Minute, Recorded: true, Origin: OriginScheduled})
+			RunEndEvent{Job: "long", Owner: "a", Slot: m1, Lease: "job:long", Generation: first.Generation, Attempt: 1, Outcome: RunSucceeded, Duration: time.Minute, Recorded: true, Origin: OriginScheduled})
 
 		mr, err := a.Trigger(context.Background(), "long")
 		if err != nil {
@@ -147,8 +147,8 @@ func testObserverSeesClaimsRunsSkipsAndClock(t *testing.T) {
 		<-b.started
 		c.settle()
 		wantEvents(t, "manual run", rec,
-			RunStartEvent{Job: "long", Lease: "job:long", Generation: mr.Generation, Attempt: 1, Origin: OriginManual},
-			RunEndEvent{Job: "long", Lease: "job:long", Generation: mr.Generation, Attempt: 1, Origin: OriginManual, Outcome: RunSucceeded, Recorded: true})
+			RunStartEvent{Job: "long", Owner: "a", Lease: "job:long", Generation: mr.Generation, Attempt: 1, Origin: OriginManual},
+			RunEndEvent{Job: "long", Owner: "a", Lease: "job:long", Generation: mr.Generation, Attempt: 1, Origin: OriginManual, Outcome: RunSucceeded, Recorded: true})
 	})
 }
 
@@ -165,16 +165,16 @@ func testObserverSeesCatchUpAndLostClaims(t *testing.T) {
 		slot := c.db.Now().Truncate(time.Minute)
 		wantEvents(t, "catch-up", rec,
 			ClockOffsetEvent{},
-			ClaimEvent{Job: "minutely", Slot: slot, Won: true, Origin: OriginCatchUp},
-			RunStartEvent{Job: "minutely", Slot: slot, Lease: "job:minutely", Generation: 1, Attempt: 1, Origin: OriginCatchUp, Latency: 30 * time.Second},
-			RunEndEvent{Job: "minutely", Slot: slot, Lease: "job:minutely", Generation: 1, Attempt: 1, Origin: OriginCatchUp, Outcome: RunSucceeded, Recorded: true},
+			ClaimEvent{Job: "minutely", Owner: "a", Slot: slot, Won: true, Origin: OriginCatchUp},
+			RunStartEvent{Job: "minutely", Owner: "a", Slot: slot, Lease: "job:minutely", Generation: 1, Attempt: 1, Origin: OriginCatchUp, Latency: 30 * time.Second},
+			RunEndEvent{Job: "minutely", Owner: "a", Slot: slot, Lease: "job:minutely", Generation: 1, Attempt: 1, Origin: OriginCatchUp, Outcome: RunSucceeded, Recorded: true},
 		)
 		// A second replica starting now finds the slot done.
 		rec2 := &recorder{}
 		c.startWith(Config{Owner: "b", Clock: offsetClock{c.db, 0}, Retention: -1, Observer: rec2}, job)
 		wantEvents(t, "second start", rec2,
 			ClockOffsetEvent{},
-			ClaimEvent{Job: "minutely", Slot: slot, Refusal: store.ClaimCompleted, Origin: OriginCatchUp},
+			ClaimEvent{Job: "minutely", Owner: "b", Slot: slot, Refusal: store.ClaimCompleted, Origin: OriginCatchUp},
 		)
 	})
 }
@@ -234,8 +234,8 @@ func testObserverSeesLeaseLostAndFenceRefused(t *testing.T) {
 		slot := c.db.Now()
 		wantEvents(t, "start", rec,
 			ClockOffsetEvent{}, ClockOffsetEvent{}, // at Start, and at the minute's clock check
-			ClaimEvent{Job: "victim", Slot: slot, Won: true, Origin: OriginScheduled},
-			RunStartEvent{Job: "victim", Slot: slot, Lease: "job:victim", Generation: run.Generation, Attempt: 1, Origin: OriginScheduled})
+			ClaimEvent{Job: "victim", Owner: "a", Slot: slot, Won: true, Origin: OriginScheduled},
+			RunStartEvent{Job: "victim", Owner: "a", Slot: slot, Lease: "job:victim", Generation: run.Generation, Attempt: 1, Origin: OriginScheduled})
 
 		// This replica looks paused to the database: another takes the
 		// lease over once it has expired by the database clock.
@@ -255,7 +255,7 @@ func testObserverSeesLeaseLostAndFenceRefused(t *testing.T) {
 			ClockOffsetEvent{}, // the jump of ttl/3 past the loop's one-second sleep reads as a clock step
 			LeaseLostEvent{Job: "victim", Lease: "job:victim", Generation: run.Generation},
 			FenceRefusedEvent{Job: "victim", Lease: "job:victim", Generation: run.Generation},
-			RunEndEvent{Job: "victim", Slot: slot, Lease: "job:victim", Generation: run.Generation, Attempt: 1, Outcome: RunInterrupted, Duration: ttl / 3, Recorded: true, Origin: OriginScheduled})
+			RunEndEvent{Job: "victim", Owner: "a", Slot: slot, Lease: "job:victim", Generation: run.Generation, Attempt: 1, Outcome: RunInterrupted, Duration: ttl / 3, Recorded: true, Origin: OriginScheduled})
 	})
 }
 
@@ -348,9 +348,9 @@ func testObserverSeesBufferedClaim(t *testing.T) {
 			// Each minute's jump past the loop's one-second sleep reads to
 			// the replica as a step of its clock: it measures again.
 			ClockOffsetEvent{}, ClockOffsetEvent{},
-			ClaimEvent{Job: "long", Slot: m1, Won: true, Origin: OriginScheduled},
-			RunStartEvent{Job: "long", Slot: m1, Lease: "job:long", Generation: first.Generation, Attempt: 1, Origin: OriginScheduled},
-			ClaimEvent{Job: "long", Slot: m2, Refusal: store.ClaimHeld, Recorded: store.SlotBuffered, Origin: OriginScheduled},
+			ClaimEvent{Job: "long", Owner: "a", Slot: m1, Won: true, Origin: OriginScheduled},
+			RunStartEvent{Job: "long", Owner: "a", Slot: m1, Lease: "job:long", Generation: first.Generation, Attempt: 1, Origin: OriginScheduled},
+			ClaimEvent{Job: "long", Owner: "a", Slot: m2, Refusal: store.ClaimHeld, Recorded: store.SlotBuffered, Origin: OriginScheduled},
 		)
 		c.db.Advance(30 * time.Second)
 		c.settleHolding(1)
@@ -361,10 +361,10 @@ func testObserverSeesBufferedClaim(t *testing.T) {
 		c.settle()
 		wantEvents(t, "the run ends", rec,
 			ClockOffsetEvent{}, // the 30s jump
-			RunEndEvent{Job: "long", Slot: m1, Lease: "job:long", Generation: first.Generation, Attempt: 1, Outcome: RunSucceeded, Duration: 90 * time.Second, Recorded: true, Origin: OriginScheduled},
-			ClaimEvent{Job: "long", Slot: m2, Won: true, Origin: OriginBuffered},
-			RunStartEvent{Job: "long", Slot: m2, Lease: "job:long", Generation: second.Generation, Attempt: 1, Latency: 30 * time.Second, Origin: OriginBuffered},
-			RunEndEvent{Job: "long", Slot: m2, Lease: "job:long", Generation: second.Generation, Attempt: 1, Outcome: RunSucceeded, Recorded: true, Origin: OriginBuffered},
+			RunEndEvent{Job: "long", Owner: "a", Slot: m1, Lease: "job:long", Generation: first.Generation, Attempt: 1, Outcome: RunSucceeded, Duration: 90 * time.Second, Recorded: true, Origin: OriginScheduled},
+			ClaimEvent{Job: "long", Owner: "a", Slot: m2, Won: true, Origin: OriginBuffered},
+			RunStartEvent{Job: "long", Owner: "a", Slot: m2, Lease: "job:long", Generation: second.Generation, Attempt: 1, Latency: 30 * time.Second, Origin: OriginBuffered},
+			RunEndEvent{Job: "long", Owner: "a", Slot: m2, Lease: "job:long", Generation: second.Generation, Attempt: 1, Outcome: RunSucceeded, Recorded: true, Origin: OriginBuffered},
 		)
 	})
 }
@@ -413,9 +413,9 @@ func testObserverSeesInterruptedAndResumed(t *testing.T) {
 		wantEvents(t, "a", recA,
 			ClockOffsetEvent{},
 			ClockOffsetEvent{}, // the jump to the slot, past the loop's one-second sleep, reads as a clock step
-			ClaimEvent{Job: "long", Slot: slot, Won: true, Origin: OriginScheduled},
-			RunStartEvent{Job: "long", Slot: slot, Lease: "job:long", Generation: first.Generation, Attempt: 1, Origin: OriginScheduled},
-			RunEndEvent{Job: "long", Slot: slot, Lease: "job:long", Generation: first.Generation, Attempt: 1, Outcome: RunInterrupted, Recorded: true, Origin: OriginScheduled},
+			ClaimEvent{Job: "long", Owner: "a", Slot: slot, Won: true, Origin: OriginScheduled},
+			RunStartEvent{Job: "long", Owner: "a", Slot: slot, Lease: "job:long", Generation: first.Generation, Attempt: 1, Origin: OriginScheduled},
+			RunEndEvent{Job: "long", Owner: "a", Slot: slot, Lease: "job:long", Generation: first.Generation, Attempt: 1, Outcome: RunInterrupted, Recorded: true, Origin: OriginScheduled},
 		)
 		c.db.Advance(time.Second) // b's resume pass
 		resumed := <-b.started
@@ -424,9 +424,9 @@ func testObserverSeesInterruptedAndResumed(t *testing.T) {
 		c.settle()
 		wantEvents(t, "b", recB,
 			ClockOffsetEvent{},
-			ClaimEvent{Job: "long", Slot: slot, Won: true, Origin: OriginResume},
-			RunStartEvent{Job: "long", Slot: slot, Lease: "job:long", Generation: resumed.Generation, Attempt: 2, Latency: time.Second, Origin: OriginResume},
-			RunEndEvent{Job: "long", Slot: slot, Lease: "job:long", Generation: resumed.Generation, Attempt: 2, Outcome: RunSucceeded, Recorded: true, Origin: OriginResume},
+			ClaimEvent{Job: "long", Owner: "b", Slot: slot, Won: true, Origin: OriginResume},
+			RunStartEvent{Job: "long", Owner: "b", Slot: slot, Lease: "job:long", Generation: resumed.Generation, Attempt: 2, Latency: time.Second, Origin: OriginResume},
+			RunEndEvent{Job: "long", Owner: "b", Slot: slot, Lease: "job:long", Generation: resumed.Generation, Attempt: 2, Outcome: RunSucceeded, Recorded: true, Origin: OriginResume},
 		)
 	})
 }

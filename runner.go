@@ -143,7 +143,7 @@ func (r *runner) execute(spec runSpec) runEnd {
 		}
 	}
 	e.observe(RunStartEvent{
-		Job: job.Name, Slot: spec.slot, Lease: spec.lease.Name, Generation: spec.lease.Generation, Attempt: spec.attempt,
+		Job: job.Name, Slot: spec.slot, Owner: e.cfg.Owner, Lease: spec.lease.Name, Generation: spec.lease.Generation, Attempt: spec.attempt,
 		Origin: spec.origin, Latency: latency,
 	})
 	err := notStarted
@@ -171,7 +171,7 @@ func (r *runner) execute(spec runSpec) runEnd {
 		logRunEnd(e.Log, spec, end.outcome, duration, end.recorded)
 	}
 	e.observe(RunEndEvent{
-		Job: job.Name, Slot: spec.slot, Lease: spec.lease.Name, Generation: spec.lease.Generation, Attempt: spec.attempt,
+		Job: job.Name, Slot: spec.slot, Owner: e.cfg.Owner, Lease: spec.lease.Name, Generation: spec.lease.Generation, Attempt: spec.attempt,
 		Origin: spec.origin, Outcome: end.outcome, Duration: duration, Recorded: end.recorded,
 	})
 	if !end.buffered.IsZero() && r.buffered != nil {

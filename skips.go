@@ -149,7 +149,7 @@ func (r *skipRecorder) record(ctx context.Context, items []store.SlotSkipParams)
 				log.Log(ctx, level, "cronfence: slot recorded as skipped", "job", run.Job, "slot", run.Slot, "reason", run.Reason)
 			}
 			logged++
-			r.e.observe(SkipEvent{Job: run.Job, Slot: run.Slot, Reason: run.Reason})
+			r.e.observe(SkipEvent{Job: run.Job, Slot: run.Slot, Owner: r.e.cfg.Owner, Reason: run.Reason})
 		}
 		items = items[n:]
 	}

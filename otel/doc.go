@@ -6,7 +6,7 @@
 //
 //   - a span "cronfence.run JOB" per run on this replica, from its
 //     RunStartEvent to its RunEndEvent, with attributes cronfence.job,
-//     .slot, .attempt, .origin, .generation, .lease, .owner (WithOwner),
+//     .slot, .attempt, .origin, .generation, .lease, .owner,
 //     and at its end .outcome and .recorded; a failed or interrupted run,
 //     or one whose end the store could not record, has status Error. A
 //     lost lease or a refused fence is an event on the span.

@@ -78,7 +78,7 @@ func newTracedScheduler(st store.Store, owner string, exp sdktrace.SpanExporter)
 	sched, err := cronfence.New(cronfence.Config{
 		Store:    st,
 		Owner:    owner,
-		Observer: cfotel.NewObserver(tp, cfotel.WithOwner(owner)),
+		Observer: cfotel.NewObserver(tp),
 	})
 	return sched, tp, err
 }

@@ -45,11 +45,6 @@ const OutcomeUnknown = "unknown"
 // Option configures NewObserver.
 type Option func(*Observer)
 
-// WithOwner sets the cronfence.owner attribute of every span: pass the
-// scheduler's Config.Owner (the events do not carry it). Defaults to
-// none.
-func WithOwner(owner string) Option { return func(o *Observer) { o.owner = owner } }
-
 // WithMaxOpenSpans bounds how many run spans the observer holds open,
 // waiting for their RunEndEvent. A run whose end never comes (its process
 // stopped observing it) would otherwise be held forever: past the bound,
@@ -76,7 +71,6 @@ func WithAllClaims() Option { return func(o *Observer) { o.allClaims = true } }
 // it as Config.Observer (with Chain, beside another observer).
 type Observer struct {
 	tracer    trace.Tracer
-	owner     string
 	maxOpen   int
 	allClaims bool
 
@@ -144,7 +138,9 @@ func slotContext(job string, slot time.Time) context.Context {
 	return trace.ContextWithRemoteSpanContext(context.Background(), attemptSpan(job, slot, 0))
 }
 
-func (o *Observer) common(job string, slot time.Time, origin cronfence.Origin) []attribute.KeyValue {
+// common are the attributes of every span: the event's job, slot, origin
+// and owner (the replica that observed it).
+func common(job string, slot time.Time, origin cronfence.Origin, owner string) []attribute.KeyValue {
 	attrs := make([]attribute.KeyValue, 0, 8)
 	attrs = append(attrs, AttrJob.String(job))
 	if !slot.IsZero() {
@@ -153,8 +149,8 @@ func (o *Observer) common(job string, slot time.Time, origin cronfence.Origin) [
 	if origin != "" {
 		attrs = append(attrs, AttrOrigin.String(string(origin)))
 	}
-	if o.owner != "" {
-		attrs = append(attrs, AttrOwner.String(o.owner))
+	if owner != "" {
+		attrs = append(attrs, AttrOwner.String(owner))
 	}
 	return attrs
 }
@@ -166,7 +162,7 @@ func (o *Observer) runStart(e cronfence.RunStartEvent) {
 		want = SpanID(e.Job, e.Slot, e.Attempt)
 		ctx = wantSpanID(ctx, TraceID(e.Job, e.Slot), want)
 	}
-	attrs := append(o.common(e.Job, e.Slot, e.Origin),
+	attrs := append(common(e.Job, e.Slot, e.Origin, e.Owner),
 		AttrAttempt.Int(e.Attempt), AttrGeneration.Int64(e.Generation))
 	if e.Lease != "" {
 		attrs = append(attrs, AttrLease.String(e.Lease))
@@ -253,7 +249,7 @@ func (o *Observer) claim(e cronfence.ClaimEvent) {
 	if !e.Won && e.Recorded != store.SlotBuffered && !o.allClaims {
 		return
 	}
-	attrs := append(o.common(e.Job, e.Slot, e.Origin), AttrWon.Bool(e.Won))
+	attrs := append(common(e.Job, e.Slot, e.Origin, e.Owner), AttrWon.Bool(e.Won))
 	if e.Refusal != "" {
 		attrs = append(attrs, AttrRefusal.String(string(e.Refusal)))
 	}
@@ -264,7 +260,7 @@ func (o *Observer) claim(e cronfence.ClaimEvent) {
 }
 
 func (o *Observer) skip(e cronfence.SkipEvent) {
-	attrs := append(o.common(e.Job, e.Slot, e.Origin), AttrReason.String(e.Reason))
+	attrs := append(common(e.Job, e.Slot, e.Origin, e.Owner), AttrReason.String(e.Reason))
 	if e.Holder != "" {
 		attrs = append(attrs, AttrHolder.String(e.Holder))
 	}

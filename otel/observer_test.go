@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -45,7 +46,7 @@ func replicas(t *testing.T, n int, exp sdktrace.SpanExporter, job cronfence.Job,
 		owner := "replica-" + string(rune('a'+i))
 		sched, err := cronfence.New(cronfence.Config{
 			Store: st, Owner: owner, Logger: silent,
-			Observer: cfotel.NewObserver(tp, cfotel.WithOwner(owner)),
+			Observer: cfotel.NewObserver(tp),
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -152,6 +153,10 @@ func runSpans(t *testing.T, spans tracetest.SpanStubs, job string) map[slotAttem
 			if _, ok := attr(s, key); !ok {
 				t.Errorf("slot %s attempt %d: no attribute %s", k.slot, k.attempt, key)
 			}
+		}
+		// The replica that ran it (the events carry Config.Owner).
+		if v, _ := attr(s, cfotel.AttrOwner); !strings.HasPrefix(v.AsString(), "replica-") {
+			t.Errorf("slot %s attempt %d: owner %q, want one of the replicas", k.slot, k.attempt, v.AsString())
 		}
 	}
 	return runs
